@@ -1,0 +1,60 @@
+// The one process-wide clock: calibrated TSC where invariant, steady_clock otherwise, as int64 ns.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <x86intrin.h>
+#define PYFXPROF_HAVE_TSC 1
+#else
+#define PYFXPROF_HAVE_TSC 0
+#endif
+
+namespace pyfxprof {
+
+enum class ClockKind : int { Tsc = 0, SteadyClock = 1 };
+
+struct ClockInfo {
+  ClockKind kind;
+  double tsc_hz;          // 0 when the clock is steady_clock
+  double resolution_ns;   // smallest step the clock can show
+  double read_cost_ns;    // mean cost of one now_ns() call
+  const char* reason;     // why this clock was chosen
+};
+
+namespace detail {
+// Conversion state, written once by init_clock() before any timestamp is taken.
+struct ClockState {
+  bool use_tsc = false;
+  uint64_t tsc_base = 0;
+  int64_t ns_base = 0;
+  uint64_t mult = 0;  // ns per tick, fixed point with 32 fractional bits
+};
+extern ClockState g_clock;
+
+inline int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace detail
+
+// Chooses and calibrates the clock; idempotent, cheap after the first call.
+const ClockInfo& init_clock();
+
+// Current time in ns on the chosen clock. The hot path: one rdtsc, one multiply.
+inline int64_t now_ns() {
+#if PYFXPROF_HAVE_TSC
+  const detail::ClockState& s = detail::g_clock;
+  if (s.use_tsc) {
+    const uint64_t ticks = __rdtsc() - s.tsc_base;
+    return s.ns_base + static_cast<int64_t>((static_cast<unsigned __int128>(ticks) * s.mult) >> 32);
+  }
+#endif
+  return detail::steady_ns();
+}
+
+const char* clock_name(ClockKind kind);
+
+}  // namespace pyfxprof

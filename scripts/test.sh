@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every test: the C++ tests (ctest, including a ThreadSanitizer stress build), then pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+mkdir -p build
+cmake -S . -B build/ctest -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPYFXPROF_BUILD_PYTHON=OFF -DPYFXPROF_BUILD_TESTS=ON -DPYFXPROF_TSAN=ON -DPYFXPROF_WERROR=ON \
+  > build/ctest-configure.log || { cat build/ctest-configure.log; exit 1; }
+cmake --build build/ctest
+ctest --test-dir build/ctest --output-on-failure
+.venv/bin/python -m pytest -q "$@"

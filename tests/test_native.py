@@ -1,0 +1,169 @@
+"""Tests of the native module pyfxprof._C: clock, marks, drain, buffer cap, CUDA events via the fake runtime."""
+
+import ctypes
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from pyfxprof import _C
+
+
+@pytest.fixture(autouse=True)
+def empty_buffer():
+    _C.drain()
+    yield
+    _C.configure_buffer(1 << 21, 1 << 16)
+
+
+def test_clock_info_describes_a_calibrated_clock():
+    info = _C.clock_info()
+    assert info["name"] in ("tsc", "steady_clock")
+    assert 0 < info["resolution_ns"] < 1000
+    assert 0 < info["read_cost_ns"] < 1000
+    if info["name"] == "tsc":
+        assert 1e8 < info["tsc_hz"] < 1e11
+
+
+def test_marks_come_back_in_order_as_numpy_arrays():
+    for i in range(100):
+        _C.mark(i)
+    out = _C.drain()
+    assert out["dropped"] == 0
+    assert out["id"].dtype == np.uint32 and out["timestamp_ns"].dtype == np.int64
+    assert out["kind"].dtype == np.uint16 and out["thread"].dtype == np.uint32
+    np.testing.assert_array_equal(out["id"], np.arange(100))
+    assert np.all(np.diff(out["timestamp_ns"]) >= 0)
+    assert np.all(out["kind"] == _C.KIND_MARK)
+    assert np.all(out["thread"] == _C.thread_number())
+    assert len(_C.drain()["id"]) == 0
+
+
+def test_mark_kind_stores_the_kind():
+    _C.mark_kind(7, _C.KIND_RANGE_BEGIN)
+    _C.mark_kind(7, _C.KIND_RANGE_END)
+    out = _C.drain()
+    assert out["kind"].tolist() == [_C.KIND_RANGE_BEGIN, _C.KIND_RANGE_END]
+
+
+@pytest.mark.parametrize("bad", [-1, 2**32])
+def test_mark_rejects_ids_outside_uint32(bad):
+    with pytest.raises(OverflowError, match=r"\[0, 2\*\*32\)"):
+        _C.mark(bad)
+
+
+def test_mark_rejects_huge_ints():
+    with pytest.raises(OverflowError):
+        _C.mark(10**30)
+
+
+def test_mark_rejects_non_integers():
+    with pytest.raises(TypeError):
+        _C.mark("3")
+
+
+def test_threads_get_their_own_numbers_and_order():
+    def worker(base):
+        for i in range(1000):
+            _C.mark(base + i)
+
+    threads = [threading.Thread(target=worker, args=(k * 10_000,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out = _C.drain()
+    assert len(out["id"]) == 3000
+    for thread in np.unique(out["thread"]):
+        ids = out["id"][out["thread"] == thread]
+        assert len(ids) == 1000
+        np.testing.assert_array_equal(np.diff(ids.astype(np.int64)), 1)
+
+
+def test_full_buffer_counts_dropped_records():
+    _C.configure_buffer(1000, 256)
+    stats = _C.buffer_stats()
+    assert stats["capacity_records"] == 1024 and stats["record_bytes"] == 32
+    for i in range(1500):
+        _C.mark(i)
+    assert _C.buffer_stats()["dropped_total"] == 476
+    out = _C.drain()
+    assert out["dropped"] == 476
+    np.testing.assert_array_equal(out["id"], np.arange(1024))
+
+
+def test_configure_buffer_rejects_zero():
+    with pytest.raises(ValueError, match="must be positive"):
+        _C.configure_buffer(0)
+
+
+def test_spin_ns_waits_at_least_the_duration():
+    spent = _C._spin_ns(200_000)
+    assert 200_000 <= spent < 200_000 + 5_000_000
+
+
+def test_cuda_is_unavailable_until_loaded():
+    _C.cuda_unload()
+    assert not _C.cuda_available()
+    with pytest.raises(_C.CudaUnavailable, match="not loaded|unloaded"):
+        _C.cuda_record(1, 0)
+
+
+def test_cuda_load_reports_missing_library():
+    with pytest.raises(_C.CudaUnavailable, match="cannot load /nonexistent/libcudart.so"):
+        _C.cuda_load("/nonexistent/libcudart.so")
+    assert "cannot load" in _C.cuda_status()["reason"]
+
+
+def test_cuda_events_resolve_per_id_and_pool_is_reused_and_grown(fake_cudart):
+    _C.cuda_load(str(fake_cudart), pool_size=4)
+    try:
+        for _ in range(2):
+            for i in range(10):
+                _C.cuda_record(100 + i, 0)
+                if i == 3:
+                    _C._spin_ns(2_000_000)
+            out = _C.cuda_resolve()
+            np.testing.assert_array_equal(out["id"], np.arange(100, 110))
+            assert out["elapsed_ns"][0] == 0
+            assert 2_000_000 <= out["elapsed_ns"][4] < 50_000_000
+            status = _C.cuda_status()
+            assert status["pool_size"] == 16 and status["events_created"] == 16
+        assert status["available"] and status["library"] == str(fake_cudart)
+    finally:
+        _C.cuda_unload()
+
+
+def test_failed_cuda_record_raises_and_the_run_is_refused(fake_cudart):
+    _C.cuda_load(str(fake_cudart), pool_size=8)
+    fake = ctypes.CDLL(str(fake_cudart))
+    try:
+        _C.cuda_record(0, 0)
+        fake.fake_cudart_fail_records(1, 700)
+        with pytest.raises(_C.CudaError, match="cudaEventRecord failed: an illegal memory access"):
+            _C.cuda_record(1, 0)
+        with pytest.raises(_C.CudaError, match="incomplete"):
+            _C.cuda_resolve()
+        _C.cuda_record(2, 0)
+        assert _C.cuda_resolve()["id"].tolist() == [2]
+    finally:
+        _C.cuda_unload()
+
+
+def test_pyfxprof_cudart_environment_variable_selects_the_library(fake_cudart):
+    code = "from pyfxprof import _C; print(_C.cuda_load())"
+    env = dict(os.environ, PYFXPROF_CUDART=str(fake_cudart))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == str(fake_cudart)
+
+
+def test_forced_steady_clock():
+    code = "from pyfxprof import _C; print(_C.clock_info()['name'])"
+    env = dict(os.environ, PYFXPROF_CLOCK="steady_clock")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "steady_clock"
