@@ -1,0 +1,153 @@
+"""Vectorised per-node statistics over timed runs (numpy; no Python loop per record or run).
+
+Every reducer works on a ``(runs, nodes)`` array of durations in ns and handles small ``n``
+explicitly: no runs gives NaN everywhere, one run gives NaN for ``std`` (sample std, ddof=1).
+Percentiles use numpy's default linear interpolation.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+#: Columns of :func:`node_statistics`, in order. All are ns as float except ``count``
+#: (number of runs, int) and ``pct_total`` (percent of the sum of all node totals).
+STAT_COLUMNS = (
+    "count", "total", "mean", "median", "min", "max", "std",
+    "p10", "p90", "p99", "iqr", "pct_total",
+)
+_PERCENTILES = (10, 25, 50, 75, 90, 99)
+
+
+def _as_2d(samples) -> np.ndarray:
+    array = np.asarray(samples)
+    if array.ndim != 2:
+        raise ValueError(f"samples must be 2-D (runs, nodes), got shape {array.shape}")
+    if array.dtype.kind not in "iuf":
+        raise ValueError(f"samples must be numeric, got dtype {array.dtype}")
+    return array
+
+
+def _percentiles_of_sorted(ordered: np.ndarray, qs: Sequence[float]) -> list[np.ndarray]:
+    """Linear-interpolated percentiles (numpy's default method) of columns sorted on axis 0."""
+    last = ordered.shape[0] - 1
+    result = []
+    for q in qs:
+        position = last * q / 100.0
+        low = int(np.floor(position))
+        high = min(low + 1, last)
+        fraction = position - low
+        result.append(ordered[low] + (ordered[high] - ordered[low]) * fraction)
+    return result
+
+
+def _run_reducers(values: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-column reducers of a float (runs >= 1, nodes) array; one sort gives all order stats."""
+    ordered = np.sort(values, axis=0)
+    p10, p25, p50, p75, p90, p99 = _percentiles_of_sorted(ordered, _PERCENTILES)
+    if values.shape[0] >= 2:
+        std = values.std(axis=0, ddof=1)
+    else:
+        std = np.full(values.shape[1], np.nan)
+    return {
+        "mean": values.mean(axis=0), "median": p50,
+        "min": ordered[0], "max": ordered[-1], "std": std,
+        "p10": p10, "p90": p90, "p99": p99, "iqr": p75 - p25,
+    }
+
+
+def node_statistics(samples) -> pd.DataFrame:
+    """One row per node column of ``samples`` (runs, nodes): the columns of STAT_COLUMNS.
+
+    >>> s = node_statistics(np.array([[10, 0], [30, 0]]))
+    >>> s["count"].tolist(), s["total"].tolist(), s["median"].tolist()
+    ([2, 2], [40.0, 0.0], [20.0, 0.0])
+    >>> s["std"].round(3).tolist(), s["pct_total"].tolist()
+    ([14.142, 0.0], [100.0, 0.0])
+    """
+    array = _as_2d(samples)
+    runs, nodes = array.shape
+    totals = array.sum(axis=0).astype(np.float64)
+    if runs:
+        reduced = _run_reducers(array.astype(np.float64))
+    else:
+        nan = np.full(nodes, np.nan)
+        reduced = {name: nan for name in STAT_COLUMNS[2:-1]}
+    grand = totals.sum()
+    pct = totals / grand * 100.0 if grand != 0 else np.zeros(nodes)
+    columns = {"count": np.full(nodes, runs, dtype=np.int64), "total": totals}
+    columns.update(reduced)
+    columns["pct_total"] = pct
+    return pd.DataFrame(columns, columns=list(STAT_COLUMNS))
+
+
+def cumulative_pct(pct):
+    """Running sum of percentages in the given (display) order; keeps a Series' index.
+
+    >>> cumulative_pct([50.0, 30.0, 20.0]).tolist()
+    [50.0, 80.0, 100.0]
+    """
+    if isinstance(pct, pd.Series):
+        return pct.astype(np.float64).cumsum()
+    return np.cumsum(np.asarray(pct, dtype=np.float64))
+
+
+def relative_iqr(stats: pd.DataFrame) -> pd.Series:
+    """IQR / median per row: NaN when both are 0, inf when only the median is 0.
+
+    >>> relative_iqr(pd.DataFrame({"iqr": [5.0, 0.0], "median": [100.0, 0.0]})).tolist()
+    [0.05, nan]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return stats["iqr"].astype(np.float64) / stats["median"].astype(np.float64)
+
+
+def noisy_mask(stats: pd.DataFrame, min_pct: float = 1.0, max_rel_iqr: float = 0.10) -> pd.Series:
+    """True where a row worth >= ``min_pct`` % of the total has IQR/median > ``max_rel_iqr``.
+
+    >>> st = pd.DataFrame({"iqr": [30.0, 1.0, 30.0], "median": [100.0, 100.0, 100.0],
+    ...                    "pct_total": [60.0, 39.5, 0.5]})
+    >>> noisy_mask(st).tolist()
+    [True, False, False]
+    """
+    rel = relative_iqr(stats)
+    return (stats["pct_total"] >= min_pct) & (rel > max_rel_iqr)
+
+
+def group_samples(samples, keys: Sequence) -> tuple[list, np.ndarray]:
+    """Sum per-run samples of nodes sharing a key; groups in order of first appearance.
+
+    ``keys`` holds one hashable scalar (e.g. a str) per node column.
+
+    >>> names, grouped = group_samples(np.array([[1, 2, 4], [10, 20, 40]]), ["a", "b", "a"])
+    >>> names, grouped.tolist()
+    (['a', 'b'], [[5, 2], [50, 20]])
+    """
+    array = _as_2d(samples)
+    keys = np.asarray(keys.tolist() if hasattr(keys, "tolist") else list(keys), dtype=object)
+    if keys.shape != (array.shape[1],):
+        raise ValueError(f"need one key per node column ({array.shape[1]}), got {keys.shape[0]}")
+    codes, uniques = pd.factorize(keys, use_na_sentinel=False)
+    if len(uniques) == 0:
+        return [], np.zeros((array.shape[0], 0), dtype=array.dtype)
+    order = np.argsort(codes, kind="stable")
+    starts = np.searchsorted(codes[order], np.arange(len(uniques)))
+    return list(uniques), np.add.reduceat(array[:, order], starts, axis=1)
+
+
+def summary_of_totals(run_totals) -> dict[str, float]:
+    """Median, IQR, mean, min and max (ns, float) of per-run totals; NaN when empty.
+
+    >>> summary_of_totals([100, 200, 300, 400])
+    {'median': 250.0, 'iqr': 150.0, 'mean': 250.0, 'min': 100.0, 'max': 400.0}
+    """
+    totals = np.asarray(run_totals, dtype=np.float64).ravel()
+    if totals.size == 0:
+        return dict.fromkeys(("median", "iqr", "mean", "min", "max"), float("nan"))
+    p25, p50, p75 = np.percentile(totals, (25, 50, 75))
+    return {
+        "median": float(p50), "iqr": float(p75 - p25), "mean": float(totals.mean()),
+        "min": float(totals.min()), "max": float(totals.max()),
+    }

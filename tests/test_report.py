@@ -1,0 +1,196 @@
+import re
+
+import numpy as np
+import pandas as pd
+
+from pyfxprof import report
+from pyfxprof.profile import Profile
+
+# conv1 [2.0, 2.1, 1.9, 2.0] ms: median 2.00 ms, IQR 2.025 - 1.975 = 50 µs, total 8 ms
+# relu  [400, 600, 500, 900] µs: median 550 µs, mean 600 µs, IQR 675 - 475 = 200 µs (36%)
+# add   1 µs every run. Grand total 10.404 ms -> 76.9%, 23.1%, 0.0%.
+# Run totals (+1 µs unattributed): 2.402, 2.702, 2.402, 2.902 ms -> median 2.552, IQR 0.35 ms.
+SAMPLES = np.array([[2_000_000, 400_000, 1000], [2_100_000, 600_000, 1000],
+                    [1_900_000, 500_000, 1000], [2_000_000, 900_000, 1000]], dtype=np.int64)
+META = {"model": "toynet", "device": "cpu", "runs": 4, "warmup": 2, "mode": "codegen",
+        "capture_mode": "fx", "overhead_ns": 52.4, "coverage": 0.9912, "dropped_records": 0,
+        "clock": {"name": "tsc", "resolution_ns": 1, "read_cost_ns": 18, "tsc_hz": 2.0e9},
+        "versions": {"torch": "2.5.1", "python": "3.12.3"}, "cpu": "Xeon", "threads": 2,
+        "timestamp": "2025-01-02T03:04:05"}
+
+
+def make_nodes():
+    return pd.DataFrame({
+        "index": [0, 1, 2],
+        "name": ["conv1", "relu", "add_residual_connection_of_the_final_bottleneck_block"],
+        "op": ["call_module", "call_function", "call_function"],
+        "target": ["conv1", "torch.nn.functional.relu", "<built-in function add>"],
+        "module_path": ["conv1", "", "layer4.1.downsample.0.inner_residual_projection"],
+        "module_type": ["Conv2d", "Net", "Bottleneck"],
+        "module_stack": [("conv1",), (), ("layer4", "layer4.1")],
+    })
+
+
+def make_profile(meta=META, device_samples=None):
+    return Profile(make_nodes(), SAMPLES, SAMPLES.sum(axis=1) + 1000, meta, device_samples)
+
+
+def table_rows(text):
+    """Cells of each table row (after the dashes line, up to the next blank line)."""
+    lines = text.split("\n")
+    start = next(i for i, line in enumerate(lines) if line and set(line) <= {"-", " "}) + 1
+    end = lines.index("", start) if "" in lines[start:] else len(lines)
+    return [re.split(r" {2,}", line.strip()) for line in lines[start:end]]
+
+
+HEADER = """\
+pyfxprof — toynet on cpu · 4 runs (2 warmup) · mode codegen · capture fx
+total: 2.55 ms median ± 350 µs IQR · 3 nodes · coverage 99.1%
+overhead: 52 ns/node, subtracted · clock tsc (resolution 1 ns) · dropped records: 0
+cpu Xeon · threads 2 · versions torch 2.5.1, python 3.12.3 · at 2025-01-02T03:04:05
+"""
+
+GOLDEN_NODES = HEADER + """
+#  Node                              Op type        Op                        Module                             Median     Mean      IQR  Total %   Cum %
+-  --------------------------------  -------------  ------------------------  --------------------------------  -------  -------  -------  -------  ------
+0  conv1                             call_module    conv1                     conv1                             2.00 ms  2.00 ms  50.0 µs    76.9%   76.9%
+1  relu                              call_function  torch.nn.functional.relu  (root)                             550 µs   600 µs   200 µs    23.1%  100.0%
+2  add_residual_connection_of_the_…  call_function  <built-in function add>   …ple.0.inner_residual_projection  1.00 µs  1.00 µs     0 ns     0.0%  100.0%
+
+noisy: relu IQR/median 36% — consider more runs or pinning threads"""
+
+GOLDEN_GROUPS = HEADER + """
+Module type  Nodes   Median     Mean      IQR  Total %   Cum %
+-----------  -----  -------  -------  -------  -------  ------
+Conv2d           1  2.00 ms  2.00 ms  50.0 µs    76.9%   76.9%
+Net              1   550 µs   600 µs   200 µs    23.1%  100.0%
+Bottleneck       1  1.00 µs  1.00 µs     0 ns     0.0%  100.0%
+
+noisy: Net IQR/median 36% — consider more runs or pinning threads"""
+
+
+def test_golden_node_table():
+    assert make_profile().table() == GOLDEN_NODES
+
+
+def test_golden_group_table():
+    assert make_profile().table(group_by="module_type") == GOLDEN_GROUPS
+
+
+def test_output_is_deterministic():
+    assert make_profile().table(sort_by="name") == make_profile().table(sort_by="name")
+
+
+def test_header_shows_subtracted_overhead_per_node():
+    lines = report.header_lines({"overhead_ns": 48.0}, n_runs=1, n_nodes=1, run_totals=[10])
+    assert lines[2].startswith("overhead: 48 ns/node, subtracted · ")
+
+
+def test_header_with_missing_meta_renders_question_marks():
+    lines = report.header_lines({}, n_runs=3, n_nodes=5, run_totals=[100, 200, 300])
+    assert lines == [
+        "pyfxprof — ? on ? · 3 runs (? warmup) · mode ? · capture ?",
+        "total: 200 ns median ± 100 ns IQR · 5 nodes · coverage ?",
+        "overhead: ? · clock ? · dropped records: ?",
+        "cpu ? · threads ? · versions ? · at ?",
+    ]
+
+
+def test_header_clock_without_resolution():
+    lines = report.header_lines({"clock": {"name": "steady_clock"}}, 1, 1, [1])
+    assert "clock steady_clock (resolution ?)" in lines[2]
+
+
+def test_no_trailing_whitespace():
+    text = make_profile().table(columns=["name", "module_path"])
+    assert all(line == line.rstrip() for line in text.splitlines())
+
+
+def test_long_cells_truncated_with_ellipsis():
+    text = make_profile().table()
+    assert "add_residual_connection_of_the_…" in text  # names keep their head
+    assert "…ple.0.inner_residual_projection" in text  # module paths keep their tail
+    assert "bottleneck_block" not in text
+
+
+def test_noisy_warning_only_for_shown_rows():
+    text = make_profile().table(sort_by="total", top=1)
+    assert "noisy:" not in text
+    assert text.endswith("… 2 more nodes not shown (top=1)")
+
+
+def test_module_stack_and_count_columns():
+    text = make_profile().table(sort_by="order", columns=["name", "module_stack", "count"])
+    assert table_rows(text) == [["conv1", "conv1", "4"], ["relu", "(root)", "4"],
+                                ["add_residual_connection_of_the_…", "layer4 > layer4.1", "4"]]
+    assert "Module stack" in text and "Runs" in text
+
+
+def test_device_columns_have_device_titles():
+    prof = make_profile(device_samples=SAMPLES // 2)
+    text = prof.table(sort_by="order", columns=["name", "device_median", "device_pct_total"])
+    assert "Device median  Device total %" in text
+    assert table_rows(text)[0] == ["conv1", "1.00 ms", "76.9%"]
+
+
+def test_empty_profile_renders_titles_only():
+    nodes = make_nodes().iloc[:0]
+    prof = Profile(nodes, np.zeros((2, 0), np.int64), np.array([5, 7]), {})
+    lines = prof.table().splitlines()
+    assert lines[1] == "total: 6 ns median ± 1 ns IQR · 0 nodes · coverage ?"
+    assert lines[-2].startswith("#  Node  Op type  Op  Module  Median")
+    assert set(lines[-1]) == {"-", " "}
+
+
+def test_profile_without_runs_shows_dashes():
+    prof = Profile(make_nodes(), np.zeros((0, 3), np.int64), np.zeros(0, np.int64), {})
+    text = prof.table(sort_by="order", columns=["name", "median", "pct_total"])
+    assert table_rows(text) == [["conv1", "-", "0.0%"], ["relu", "-", "0.0%"],
+                                ["add_residual_connection_of_the_…", "-", "0.0%"]]
+    assert "total: - median ± - IQR" in text
+
+
+def test_html_has_table_escaped_cells_and_notes():
+    page = make_profile()._repr_html_()
+    assert "<table>" in page and "</table>" in page
+    assert page.count("<th ") == len(report.NODE_DEFAULT_COLUMNS)
+    assert page.count("<tr>") == 1 + 3
+    assert "&lt;built-in function add&gt;" in page
+    assert "<built-in" not in page
+    assert "52 ns/node, subtracted" in page
+    assert "noisy: relu IQR/median 36%" in page
+
+
+def test_html_and_text_show_the_same_cells():
+    view = report.build_view(make_profile(), sort_by="order", columns=["name", "median"])
+    text = report.render_text(view)
+    page = report.render_html(view)
+    assert table_rows(text) == view.rows
+    for name, median in view.rows:
+        assert (f'<td style="text-align:left">{name}</td>'
+                f'<td style="text-align:right">{median}</td>') in page
+    assert view.titles == ["Node", "Median"]
+    assert view.right_aligned == [False, True]
+
+
+def test_extra_columns_formatting():
+    nodes = make_nodes()
+    nodes["gflops"] = [1.5, float("nan"), 0.25]
+    nodes["input_shapes"] = [[(1, 3, 8, 8)], [(1, 8, 8, 8)], None]
+    prof = Profile(nodes, SAMPLES, SAMPLES.sum(axis=1), {})
+    text = prof.table(sort_by="order", columns=["index", "gflops", "input_shapes"])
+    assert table_rows(text) == [["0", "1.5", "[(1, 3, 8, 8)]"], ["1", "-", "[(1, 8, 8, 8)]"],
+                                ["2", "0.25", "-"]]
+
+
+def test_html_repr_is_cut_to_html_top_rows():
+    n = report.HTML_TOP + 10
+    nodes = pd.DataFrame({
+        "index": range(n), "name": [f"n{i}" for i in range(n)], "op": ["call_function"] * n,
+        "target": ["add"] * n, "module_path": [""] * n, "module_type": ["M"] * n,
+        "module_stack": [()] * n,
+    })
+    samples = np.arange(1, n + 1, dtype=np.int64)[None, :]
+    page = Profile(nodes, samples, samples.sum(axis=1), {})._repr_html_()
+    assert page.count("<tr>") == 1 + report.HTML_TOP
+    assert f"… 10 more nodes not shown (top={report.HTML_TOP})" in page
