@@ -46,15 +46,21 @@ double measure_tsc_hz() {
 }
 #endif
 
+// Effective resolution: the median step between two back-to-back reads that differ. It is
+// at least the read cost, and shows coarse steps (steady_clock on some systems, or a VM
+// that advances the TSC by ~10 ns at a time) that a tick-frequency figure would hide.
 double measure_resolution_ns() {
-  int64_t best = INT64_MAX;
-  for (int i = 0; i < 2000; ++i) {
+  constexpr int kSteps = 4001;
+  std::vector<int64_t> steps;
+  steps.reserve(kSteps);
+  while (static_cast<int>(steps.size()) < kSteps) {
     const int64_t a = now_ns();
     int64_t b = now_ns();
     while (b == a) b = now_ns();
-    best = std::min(best, b - a);
+    steps.push_back(b - a);
   }
-  return static_cast<double>(best);
+  std::nth_element(steps.begin(), steps.begin() + kSteps / 2, steps.end());
+  return static_cast<double>(steps[kSteps / 2]);
 }
 
 double measure_read_cost_ns() {
@@ -94,9 +100,7 @@ void choose_and_calibrate() {
   (void)force_steady;
   (void)has_invariant_tsc;
 #endif
-  // A TSC tick is shorter than the 1 ns unit we report; steady_clock's step is measured.
-  g_info.resolution_ns = g_info.kind == ClockKind::Tsc ? std::max(1.0, 1e9 / g_info.tsc_hz)
-                                                       : measure_resolution_ns();
+  g_info.resolution_ns = measure_resolution_ns();
   g_info.read_cost_ns = measure_read_cost_ns();
 }
 

@@ -18,7 +18,7 @@ enum class ClockKind : int { Tsc = 0, SteadyClock = 1 };
 struct ClockInfo {
   ClockKind kind;
   double tsc_hz;          // 0 when the clock is steady_clock
-  double resolution_ns;   // smallest step the clock can show
+  double resolution_ns;   // median step between two back-to-back reads that differ
   double read_cost_ns;    // mean cost of one now_ns() call
   const char* reason;     // why this clock was chosen
 };

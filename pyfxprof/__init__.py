@@ -1,3 +1,22 @@
-"""pyfxprof: a high-precision, low-overhead per-node profiler for PyTorch models."""
+"""pyfxprof: a high-precision, low-overhead per-node profiler for PyTorch models.
+
+Example:
+    >>> import torch, pyfxprof
+    >>> model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    >>> prof = pyfxprof.profile(model, (torch.randn(4, 8),), runs=5, warmup=1)
+    >>> print(prof.table(sort_by="total", top=20))  # doctest: +SKIP
+"""
 
 __version__ = "0.1.0"
+
+from .errors import PyfxprofError
+from .fusion import FusionError, FusionReport, fuse_conv_bn, max_abs_difference
+from .fusion_bench import FusionBenchmark, benchmark_fusion
+from .interpreter import ProfilingInterpreter
+from .profile import Profile
+from .runner import profile
+
+__all__ = [
+    "FusionBenchmark", "FusionError", "FusionReport", "Profile", "ProfilingInterpreter",
+    "PyfxprofError", "benchmark_fusion", "fuse_conv_bn", "max_abs_difference", "profile",
+]

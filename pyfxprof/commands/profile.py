@@ -1,0 +1,51 @@
+"""`pyfxprof profile [MODEL]`: profile a model and print its per-node table."""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input
+from ..report import GROUP_KEYS, SORT_KEYS
+from ..runner import profile
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """MODEL, --input and --threads, shared by the commands that run a model."""
+    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL,
+                        help=f"package.module:callable returning a Module (default {DEFAULT_MODEL})")
+    parser.add_argument("--input", action="append", metavar="SHAPE[:DTYPE]",
+                        help=f"an input tensor shape, repeat for several inputs "
+                             f"(default {DEFAULT_INPUT})")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="torch intra-op threads (default: torch's choice)")
+
+
+def model_and_inputs(args: argparse.Namespace) -> tuple[torch.nn.Module, tuple, str]:
+    """The model, its inputs and a display name from parsed arguments (applies --threads)."""
+    if args.threads is not None:
+        torch.set_num_threads(max(1, args.threads))
+    model = load_model(args.model)
+    inputs = tuple(parse_input(text, seed=i) for i, text in enumerate(args.input or [DEFAULT_INPUT]))
+    return model, inputs, args.model.rpartition(":")[2]
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("profile", help="profile a model and print per-node times",
+                                   description="Time every node of a model with native timers.")
+    add_model_arguments(parser)
+    parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
+    parser.add_argument("--mode", choices=("codegen", "interpreter"), default="codegen")
+    parser.add_argument("--sort", choices=SORT_KEYS, default="total")
+    parser.add_argument("--top", type=int, default=None, help="show the N first rows")
+    parser.add_argument("--group-by", choices=GROUP_KEYS, default=None)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    model, inputs, name = model_and_inputs(args)
+    prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode, name=name)
+    print(prof.table(sort_by=args.sort, top=args.top, group_by=args.group_by))
+    return 0

@@ -1,0 +1,79 @@
+"""The two ways of running a captured graph with timing: codegen marks or the ProfilingInterpreter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch.fx as fx
+
+from . import _C
+from .calibration import Calibration, calibrate_codegen
+from .instrument import instrument
+from .interpreter import ProfilingInterpreter
+from .recorder import RECORDER, Records
+from .timing import RunTimings, boundary_timings
+
+#: Valid values of profile(mode=...).
+MODES = ("codegen", "interpreter")
+
+
+class CodegenExecutor:
+    """Runs the graph recompiled with one mark per node boundary (n+1 marks for n nodes)."""
+
+    def __init__(self, gm: fx.GraphModule, n_nodes: int) -> None:
+        self.n_nodes = n_nodes
+        self.first_id = RECORDER.allocate(n_nodes + 1)
+        self.module = instrument(gm, self.first_id)
+        self.calibration: Calibration = calibrate_codegen()
+        self.marks_per_run = n_nodes + 1
+        self._chunks: list[Records] = []
+        capacity = _C.buffer_stats()["capacity_records"]
+        self._runs_per_drain = max(1, capacity // (4 * (self.marks_per_run + 2)))
+        self._runs_since_drain = 0
+
+    def run(self, args: tuple) -> Any:
+        _C.mark_kind(self.first_id, _C.KIND_RUN_BEGIN)
+        output = self.module(*args)
+        _C.mark_kind(self.first_id, _C.KIND_RUN_END)
+        self._runs_since_drain += 1
+        if self._runs_since_drain >= self._runs_per_drain:  # keep the buffer far from its cap
+            self._drain()
+        return output
+
+    def _drain(self) -> None:
+        self._chunks.append(RECORDER.collect(self.first_id, self.n_nodes + 1))
+        self._runs_since_drain = 0
+
+    def reset(self) -> None:
+        self._drain()
+        self._chunks = []
+
+    def timings(self) -> RunTimings:
+        self._drain()
+        records = Records(*(np.concatenate([getattr(c, f) for c in self._chunks])
+                            for f in ("timestamp_ns", "id", "thread", "kind")))
+        return boundary_timings(records, self.first_id, self.n_nodes)
+
+
+class InterpreterExecutor:
+    """Runs the graph through ProfilingInterpreter (begin/end marks around each node's call)."""
+
+    def __init__(self, gm: fx.GraphModule, n_nodes: int) -> None:
+        self.interpreter = ProfilingInterpreter(gm)
+        self.calibration: Calibration = self.interpreter.calibration
+        self.marks_per_run = 2 * n_nodes
+
+    def run(self, args: tuple) -> Any:
+        return self.interpreter.run(*args)
+
+    def reset(self) -> None:
+        self.interpreter.reset()
+
+    def timings(self) -> RunTimings:
+        return self.interpreter.timings()
+
+
+def make_executor(mode: str, gm: fx.GraphModule, n_nodes: int):
+    """The executor for `mode` ("codegen" or "interpreter")."""
+    return CodegenExecutor(gm, n_nodes) if mode == "codegen" else InterpreterExecutor(gm, n_nodes)

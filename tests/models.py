@@ -1,0 +1,69 @@
+"""Small models shared by the profiling tests (kept apart from the CLI fixtures)."""
+
+import torch
+from torch import nn
+
+from pyfxprof import _C
+
+
+class Block(nn.Module):
+    """conv -> relu plus a residual add and a method call: every node op kind appears."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.relu = nn.ReLU()
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        y = self.relu(self.conv(x))
+        return (y + x).mul(self.scale)
+
+
+class Net(nn.Module):
+    """Two Blocks, a flatten and a linear head; has Dropout and BatchNorm to check eval mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.block1 = Block()
+        self.block2 = Block()
+        self.bn = nn.BatchNorm2d(3)
+        self.drop = nn.Dropout(0.5)
+        self.head = nn.Linear(3 * 8 * 8, 4)
+
+    def forward(self, x):
+        x = self.bn(self.block2(self.block1(x)))
+        return self.head(self.drop(torch.flatten(x, 1)))
+
+
+class DataDependent(nn.Module):
+    """Control flow on a tensor value: torch.fx cannot trace it."""
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+
+def spin(x, ns: int):
+    """Busy-wait `ns` on the profiler clock, then return `x` (one FX call_function node)."""
+    _C._spin_ns(ns)
+    return x
+
+
+torch.fx.wrap("spin")
+
+
+class Spin(nn.Module):
+    """A node of known duration: busy-waits `ns` on the profiler clock."""
+
+    def __init__(self, ns: int):
+        super().__init__()
+        self.ns = ns
+
+    def forward(self, x):
+        return spin(x, self.ns)
+
+
+def net_input() -> torch.Tensor:
+    return torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))

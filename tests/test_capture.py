@@ -1,0 +1,72 @@
+"""Tests of pyfxprof.capture and pyfxprof.node_table: leaves, module stacks, edges, errors."""
+
+import pytest
+import torch
+import torch.fx as fx
+
+from pyfxprof.capture import ProfilingTracer, capture, timed_nodes
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.node_table import nodes_frame
+from tests.models import Block, DataDependent, Net
+
+
+def test_nn_modules_are_leaves_and_every_op_kind_is_timed():
+    gm = capture(Block()).graph_module
+    ops = [(n.op, str(n.target)) for n in timed_nodes(gm.graph)]
+    assert ops == [("call_module", "conv"), ("call_module", "relu"),
+                   ("call_function", "<built-in function add>"), ("get_attr", "scale"),
+                   ("call_method", "mul")]
+
+
+def test_nodes_frame_has_module_paths_stacks_types_and_edges():
+    gm = capture(Net()).graph_module
+    frame = nodes_frame(timed_nodes(gm.graph), gm).set_index("name")
+    conv = frame.loc["block1_conv"]
+    assert conv.module_path == "block1.conv" and conv.module_type == "Conv2d"
+    assert conv.module_stack == ("block1", "block1.conv")
+    assert conv.target == "block1.conv" and conv.inputs == ("x",)
+    add = frame.loc["add"]
+    assert add.module_path == "block1" and add.module_type == "Block"
+    assert add.target == "_operator.add"
+    assert add.inputs == ("block1_relu", "x")
+    flatten = frame.loc["flatten"]
+    assert flatten.module_path == "" and flatten.module_type == "Net"
+    assert flatten.module_stack == ()
+    assert list(frame["index"]) == list(range(len(frame)))
+
+
+def test_leaf_modules_by_name_and_type():
+    gm = capture(Net(), leaf_modules=["block1"]).graph_module
+    targets = [n.target for n in timed_nodes(gm.graph) if n.op == "call_module"]
+    assert "block1" in targets and "block1.conv" not in targets
+    gm = capture(Net(), leaf_modules=[Block]).graph_module
+    targets = [n.target for n in timed_nodes(gm.graph) if n.op == "call_module"]
+    assert "block1" in targets and "block2" in targets
+
+
+def test_torchvision_ops_modules_are_leaves():
+    torchvision_ops = pytest.importorskip("torchvision.ops")
+    module = torchvision_ops.Permute([0, 2, 3, 1])
+    assert ProfilingTracer().is_leaf_module(module, "permute")
+
+
+def test_untraceable_model_gives_one_line_reason():
+    with pytest.raises(PyfxprofError) as info:
+        capture(DataDependent())
+    message = str(info.value)
+    assert "torch.fx cannot trace DataDependent" in message and "\n" not in message
+    assert "leaf_modules" in message
+
+
+def test_non_module_is_refused():
+    with pytest.raises(PyfxprofError, match="expected a torch.nn.Module, got function"):
+        capture(lambda x: x)
+
+
+def test_capture_leaves_the_model_unchanged():
+    model = Net()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    gm = capture(model).graph_module
+    assert isinstance(gm, fx.GraphModule) and not isinstance(model, fx.GraphModule)
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(value, before[key])

@@ -1,0 +1,57 @@
+"""Tests of `pyfxprof profile` and `pyfxprof overhead` through the CLI entry point."""
+
+import subprocess
+import sys
+
+import pytest
+
+from pyfxprof.cli import main
+from tests.fixtures_models import SMALL_INPUT
+
+SPEC = "tests.fixtures_models:conv_bn_relu"
+
+
+def test_profile_prints_the_table(capsys):
+    code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "3", "--warmup", "1",
+                 "--sort", "order"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("pyfxprof — conv_bn_relu on cpu · 3 runs (1 warmup) · mode codegen")
+    rows = [line.split()[1] for line in out.splitlines() if line[:2].strip().isdigit()]
+    assert rows == ["conv", "bn", "relu"]
+
+
+def test_group_by_top_mode_and_threads(capsys):
+    code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "2", "--warmup", "0",
+                 "--group-by", "module_type", "--top", "2", "--mode", "interpreter",
+                 "--threads", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "mode interpreter" in out and "threads 1" in out
+    assert "1 more" in out  # three module types, two shown
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["profile", "nowhere:Net"], "cannot import 'nowhere'"),
+    (["profile", SPEC, "--input", "2x5x16x16"], "node 'conv' (call_module conv) failed on inputs"),
+    (["profile", "tests.models:DataDependent", "--input", "3"], "torch.fx cannot trace"),
+    (["profile", SPEC, "--runs", "0"], "runs must be a positive integer"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pyfxprof: error: ") and message in err and "\n" not in err
+
+
+def test_overhead_command_compares_all_methods(capsys):
+    code = main(["overhead", SPEC, "--input", SMALL_INPUT, "--runs", "3", "--warmup", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    for method in ("plain GraphModule", "pyfxprof codegen", "pyfxprof interpreter",
+                   "time.time interpreter", "torch.profiler"):
+        assert method in out
+
+
+def test_python_dash_m_runs_the_cli():
+    result = subprocess.run([sys.executable, "-m", "pyfxprof", "profile", "--help"],
+                            capture_output=True, text=True, check=True)
+    assert "--group-by" in result.stdout

@@ -1,0 +1,100 @@
+"""Tests of pyfxprof.profile end to end on small models (behaviour, never speed)."""
+
+import numpy as np
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof.errors import PyfxprofError
+from tests.models import Net, Spin, net_input
+
+
+def test_profile_returns_one_column_per_node_and_one_row_per_run():
+    prof = pyfxprof.profile(Net(), (net_input(),), runs=7, warmup=2)
+    assert prof.n_runs == 7 and prof.n_nodes == 14
+    assert prof.samples.dtype == np.int64 and (prof.samples >= 0).all()
+    assert prof.run_totals.shape == (7,)
+    assert list(prof.nodes["name"][:2]) == ["block1_conv", "block1_relu"]
+    assert prof.nodes.loc[0, "output_shapes"] == "[2, 3, 8, 8] float32"
+    assert prof.nodes.loc[0, "out_bytes"] == 2 * 3 * 8 * 8 * 4
+
+
+def test_metadata_states_mode_capture_overhead_and_environment():
+    prof = pyfxprof.profile(Net(), (net_input(),), runs=3, warmup=1)
+    meta = prof.meta
+    assert meta["mode"] == "codegen" and meta["capture_mode"] == "fx"
+    assert meta["runs"] == 3 and meta["warmup"] == 1 and meta["device"] == "cpu"
+    assert 0 < meta["overhead_ns"] < 10_000 and meta["overhead_method"].startswith("codegen")
+    assert meta["clock"]["name"] in ("tsc", "steady_clock")
+    assert {"pyfxprof", "torch", "python"} <= set(meta["versions"])
+    assert meta["dropped_records"] >= 0 and meta["incomplete_runs"] == 0
+    assert 0 < meta["coverage"] <= 1.0
+    assert f"overhead: {meta['overhead_ns']:.0f} ns/node, subtracted" in prof.table()
+
+
+def test_model_is_not_modified():
+    model = Net().train()
+    model.block1.train(False)  # a mixed state must come back exactly
+    flags = [m.training for m in model.modules()]
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    pyfxprof.profile(model, (net_input(),), runs=3, warmup=1)
+    assert [m.training for m in model.modules()] == flags
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(value, state[key])  # BN running stats untouched too
+
+
+def test_interpreter_mode_times_the_same_nodes():
+    prof = pyfxprof.profile(Net(), (net_input(),), runs=4, warmup=1, mode="interpreter")
+    assert prof.meta["mode"] == "interpreter" and prof.n_nodes == 14 and prof.n_runs == 4
+    assert prof.meta["overhead_method"].startswith("interpreter")
+
+
+def test_keyword_and_single_tensor_inputs():
+    x = net_input()
+    assert pyfxprof.profile(Net(), {"x": x}, runs=2, warmup=0).n_runs == 2
+    assert pyfxprof.profile(Net(), x, runs=2, warmup=0).n_runs == 2
+
+
+def test_grad_true_keeps_autograd():
+    class GradCheck(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.lin(x)
+
+    prof = pyfxprof.profile(GradCheck(), (torch.zeros(1, 2),), runs=2, warmup=0, grad=True)
+    assert prof.meta["grad"] is True
+
+
+def test_node_of_known_duration_is_measured_above_its_spin():
+    prof = pyfxprof.profile(torch.nn.Sequential(Spin(300_000)), (torch.zeros(1),), runs=5,
+                            warmup=1)
+    # The spin alone takes 300 us; the node adds the module call around it, never less.
+    assert prof.samples[:, 0].min() >= 300_000
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"runs": 0}, "runs must be a positive integer"),
+    ({"warmup": -1}, "warmup must be a non-negative integer"),
+    ({"mode": "magic"}, "mode must be one of codegen, interpreter"),
+])
+def test_bad_arguments_are_refused(kwargs, message):
+    with pytest.raises(PyfxprofError, match=message):
+        pyfxprof.profile(Net(), (net_input(),), **kwargs)
+
+
+def test_wrong_input_shape_names_the_node():
+    with pytest.raises(PyfxprofError, match=r"node 'block1_conv' .* failed on inputs \(\[2, 5, 8, 8\]"):
+        pyfxprof.profile(Net(), (torch.zeros(2, 5, 8, 8),), runs=1)
+
+
+def test_non_module_is_refused():
+    with pytest.raises(PyfxprofError, match="expected a torch.nn.Module to profile, got str"):
+        pyfxprof.profile("resnet", ())
+
+
+def test_model_without_operations_is_refused():
+    with pytest.raises(PyfxprofError, match="no operations to time"):
+        pyfxprof.profile(torch.nn.Identity(), (torch.zeros(1),), runs=1)
