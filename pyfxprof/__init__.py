@@ -9,14 +9,21 @@ Example:
 
 __version__ = "0.1.0"
 
+from .advisor import Advice, Suggestion, advise, register_rule
+from .diff import ProfileDiff, diff
 from .errors import PyfxprofError
 from .fusion import FusionError, FusionReport, fuse_conv_bn, max_abs_difference
 from .fusion_bench import FusionBenchmark, benchmark_fusion
 from .interpreter import ProfilingInterpreter
+from .persist import load_profile
 from .profile import Profile
 from .runner import profile
 
+#: Load a profile saved with Profile.save (versioned JSON, optionally gzip).
+load = load_profile
+
 __all__ = [
-    "FusionBenchmark", "FusionError", "FusionReport", "Profile", "ProfilingInterpreter",
-    "PyfxprofError", "benchmark_fusion", "fuse_conv_bn", "max_abs_difference", "profile",
+    "Advice", "FusionBenchmark", "FusionError", "FusionReport", "Profile", "ProfileDiff",
+    "ProfilingInterpreter", "PyfxprofError", "Suggestion", "advise", "benchmark_fusion", "diff",
+    "fuse_conv_bn", "load", "max_abs_difference", "profile", "register_rule",
 ]

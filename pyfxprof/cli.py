@@ -10,7 +10,7 @@ from .errors import PyfxprofError
 
 #: Sub-command modules; each defines ``add_parser(subparsers)`` that registers its parser and
 #: sets ``func=run`` where ``run(args) -> int`` returns the exit code.
-COMMAND_MODULES = ("profile", "overhead", "fuse")
+COMMAND_MODULES = ("profile", "report", "diff", "fuse", "overhead")
 
 
 def build_parser() -> argparse.ArgumentParser:

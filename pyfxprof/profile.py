@@ -90,6 +90,8 @@ class Profile:
         meta: run metadata (model, device, runs, warmup, mode, capture_mode, overhead_ns,
             coverage, dropped_records, clock, versions, cpu, threads, timestamp); all optional.
         device_samples: int64 (runs, n_nodes) device ns per node per run, or None.
+        run_starts: int64 (runs,) profiler-clock ns at which each run started, or None
+            (used to place runs on a timeline in traces; see docs/profile.md).
 
     >>> nodes = pd.DataFrame({"index": [0, 1], "name": ["conv", "relu"],
     ...     "op": ["call_module", "call_function"], "target": ["conv", "torch.relu"],
@@ -102,7 +104,8 @@ class Profile:
     """
 
     def __init__(self, nodes: pd.DataFrame, samples: np.ndarray, run_totals: np.ndarray,
-                 meta: dict | None = None, device_samples: np.ndarray | None = None):
+                 meta: dict | None = None, device_samples: np.ndarray | None = None,
+                 run_starts: np.ndarray | None = None):
         self.nodes = _check_nodes(nodes)
         self.samples = _int_array(samples, "samples", 2)
         if self.samples.shape[1] != len(self.nodes):
@@ -118,6 +121,12 @@ class Profile:
             if self.device_samples.shape != self.samples.shape:
                 raise ValueError(f"device_samples shape {self.device_samples.shape} differs "
                                  f"from samples shape {self.samples.shape}")
+        self.run_starts = None
+        if run_starts is not None:
+            self.run_starts = _int_array(run_starts, "run_starts", 1)
+            if self.run_starts.shape[0] != self.samples.shape[0]:
+                raise ValueError(f"run_starts has {self.run_starts.shape[0]} runs but samples "
+                                 f"has {self.samples.shape[0]}")
         if meta is not None and not isinstance(meta, dict):
             raise ValueError(f"meta must be a dict, got {type(meta).__name__}")
         self.meta = dict(meta or {})
@@ -182,6 +191,40 @@ class Profile:
                                  group_by=group_by)
         return report.render_text(view)
 
+    def save(self, path) -> None:
+        """Write the profile as versioned JSON (gzip when ``path`` ends in .gz); see persist."""
+        from .persist import save_profile
+        save_profile(self, path)
+
+    def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100) -> None:
+        """Write a Chrome/Perfetto trace of ``runs`` (default all, capped); see export_chrome."""
+        from .export_chrome import export_chrome_trace
+        export_chrome_trace(self, path, runs=runs, max_runs=max_runs)
+
+    def export_stacks(self, path, metric: str = "median") -> None:
+        """Write folded stacks by module hierarchy (flamegraph.pl, speedscope); see export_stacks."""
+        from .export_stacks import export_stacks
+        export_stacks(self, path, metric=metric)
+
+    def export_flamegraph(self, path, metric: str = "median", title: str | None = None) -> None:
+        """Write a self-contained SVG flame graph; see export_stacks.export_flamegraph."""
+        from .export_stacks import export_flamegraph
+        export_flamegraph(self, path, metric=metric, title=title)
+
+    def plot(self, path, top: int = 20):
+        """Save a bar chart of the top nodes (median, IQR bars); returns the Figure; see plot."""
+        from .plot import plot
+        return plot(self, path, top=top)
+
+    def advise(self, rules=None):
+        """Optimisation suggestions drawn from this profile (see pyfxprof.advisor.advise).
+
+        Example:
+            >>> print(prof.advise())  # doctest: +SKIP
+        """
+        from .advisor import advise
+        return advise(self, rules)
+
     def _repr_html_(self) -> str:
         view = report.build_view(self, top=report.HTML_TOP)
         return report.render_html(view)
@@ -198,6 +241,7 @@ class Profile:
                 and _arrays_equal(self.samples, other.samples)
                 and _arrays_equal(self.run_totals, other.run_totals)
                 and _arrays_equal(self.device_samples, other.device_samples)
+                and _arrays_equal(self.run_starts, other.run_starts)
                 and self.meta == other.meta)
 
     __hash__ = None

@@ -65,8 +65,14 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
             "capture_mode": captured.mode, "capture_notes": captured.notes, "grad": grad,
             "input_shapes": describe(args), "incomplete_runs": timings.incomplete_runs,
             "dropped_records": RECORDER.dropped_total, **executor.calibration.as_meta(),
-            **environment_meta()}
+            **_fusion_meta(model), **environment_meta()}
     return _build_profile(frame, timings, executor.marks_per_run, meta)
+
+
+def _fusion_meta(model: torch.nn.Module) -> dict:
+    """`fused_pairs` for models made by pyfxprof.fuse_conv_bn, so diffs show BNs as fused."""
+    report = getattr(model, "fusion_report", None)
+    return {"fused_pairs": [list(pair) for pair in report.fused]} if report is not None else {}
 
 
 def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:
@@ -143,4 +149,4 @@ def _build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = samples.sum(axis=1) / totals
     meta["coverage"] = float(np.median(shares)) if np.isfinite(shares).all() else 1.0
-    return Profile(frame, samples, totals, meta)
+    return Profile(frame, samples, totals, meta, run_starts=timings.run_starts)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import torch
 
 from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input
 from ..report import GROUP_KEYS, SORT_KEYS
 from ..runner import profile
+from .report import add_export_arguments, write_exports
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +43,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--sort", choices=SORT_KEYS, default="total")
     parser.add_argument("--top", type=int, default=None, help="show the N first rows")
     parser.add_argument("--group-by", choices=GROUP_KEYS, default=None)
+    parser.add_argument("--advise", action="store_true",
+                        help="print optimisation suggestions drawn from the profile")
+    parser.add_argument("--save", metavar="PATH",
+                        help="save the profile as JSON (gzip when PATH ends in .gz)")
+    add_export_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -48,4 +55,11 @@ def run(args: argparse.Namespace) -> int:
     model, inputs, name = model_and_inputs(args)
     prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode, name=name)
     print(prof.table(sort_by=args.sort, top=args.top, group_by=args.group_by))
+    if args.advise:
+        print()
+        print(prof.advise())
+    if args.save:
+        prof.save(args.save)
+        print(f"wrote profile to {args.save}", file=sys.stderr)
+    write_exports(prof, args)
     return 0

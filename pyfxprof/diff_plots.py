@@ -1,0 +1,116 @@
+"""Bar charts of a :meth:`ProfileDiff.compare` frame: control and test side by side, and their
+difference (red: test higher, green: test lower, grey: a duration change that is not
+significant, ``change`` "="). matplotlib is imported lazily and drawn with its Agg canvas, so
+no global backend is changed and no display is needed.
+
+Example:
+    >>> df = diff("before.json", "after.json").compare()      # doctest: +SKIP
+    >>> visualize_duration_diff(df, "duration.png", top=15)    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .errors import PyfxprofError
+from .plot import MAX_LABEL, _matplotlib, _unit
+
+
+def _check(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"df must come from ProfileDiff.compare(); missing columns {missing}")
+
+
+def _top_rows(df: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
+    """The ``top`` rows with the largest non-zero |column|, largest first (ties: df order)."""
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ValueError(f"top must be a positive int, got {top!r}")
+    changed = df[df[column].fillna(0) != 0]
+    return changed.sort_values(column, key=lambda s: s.abs(), ascending=False,
+                               kind="stable").iloc[:top]
+
+
+def _label(key) -> str:
+    """A y-axis label: "(root)" for "", long keys keep their tail (the node name)."""
+    text = str(key) or "(root)"
+    return text if len(text) <= MAX_LABEL else "…" + text[-(MAX_LABEL - 1):]
+
+
+def _save(figure, path) -> None:
+    try:
+        figure.savefig(path, dpi=100)
+    except OSError as error:
+        raise PyfxprofError(f"cannot write plot {path}: {error.strerror or error}") from None
+    except ValueError as error:  # e.g. an extension matplotlib has no writer for
+        raise PyfxprofError(f"cannot write plot {path}: {error}") from None
+
+
+def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quantity: str,
+                unit: str, scale: float, title: str, changed: np.ndarray):
+    """Grouped horizontal bars (control, test) of ``quantity`` on the left, the difference on
+    the right (grey where not ``changed``); values are divided by ``scale`` to be in ``unit``."""
+    Figure, FigureCanvasAgg = _matplotlib()
+    figure = Figure(figsize=(12, 1.8 + 0.35 * max(len(rows), 1)), layout="constrained")
+    FigureCanvasAgg(figure)
+    figure.suptitle(title)
+    if rows.empty:
+        figure.text(0.5, 0.5, "no differences", ha="center", va="center")
+        return figure
+    sides, difference = figure.subplots(1, 2, sharey=True, width_ratios=(2, 1))
+    y, height = np.arange(len(rows)), 0.4
+    for offset, column, label in ((-height / 2, columns[0], labels[0]),
+                                  (height / 2, columns[1], labels[1])):
+        sides.barh(y + offset, rows[column].to_numpy() / scale, height, label=label)
+    sides.set_yticks(y, [_label(key) for key in rows.index])
+    sides.invert_yaxis()
+    sides.legend()
+    sides.set_xlabel(f"{quantity} ({unit})")
+    delta = rows[columns[2]].to_numpy() / scale
+    colors = np.where(delta > 0, "tab:red", "tab:green")
+    difference.barh(y, delta, color=np.where(changed, colors, "tab:gray"))
+    difference.axvline(0.0, color="black", linewidth=0.8)
+    difference.set_xlabel(f"{labels[1]} − {labels[0]} ({unit})")
+    return figure
+
+
+def visualize_duration_diff(df: pd.DataFrame, path=None, top: int = 20):
+    """Median time per run of the ``top`` rows with the largest |diff_duration|.
+
+    df: a ProfileDiff.compare() frame (labels from ``df.attrs["labels"]``).
+    path: where to save the image (format from the suffix, e.g. .png, .svg); None: don't save.
+    Returns the matplotlib Figure.
+
+    >>> fig = visualize_duration_diff(d.compare(by="module", depth=2), "dur.png")  # doctest: +SKIP
+    """
+    columns = ("median_control", "median_test", "diff_duration")
+    _check(df, columns + ("change",))
+    rows = _top_rows(df, "diff_duration", top)
+    values = np.abs(rows[list(columns)].to_numpy(dtype=np.float64))
+    unit, scale = _unit(float(np.nanmax(values)) if values.size else 0.0)
+    labels = df.attrs.get("labels", ("control", "test"))
+    figure = _bar_figure(rows, columns, labels, "median time per run", unit, scale,
+                         f"Largest duration changes (top {top}; grey: not significant)",
+                         (rows["change"] != "=").to_numpy())
+    if path is not None:
+        _save(figure, path)
+    return figure
+
+
+def visualize_counts_diff(df: pd.DataFrame, path=None, top: int = 20):
+    """Calls per run of the ``top`` rows with the largest |diff_counts| (e.g. ops of traces).
+
+    Same arguments and result as :func:`visualize_duration_diff`.
+
+    >>> fig = visualize_counts_diff(d.compare(by="target"), "counts.png")  # doctest: +SKIP
+    """
+    columns = ("counts_control", "counts_test", "diff_counts")
+    _check(df, columns)
+    rows = _top_rows(df, "diff_counts", top)
+    labels = df.attrs.get("labels", ("control", "test"))
+    figure = _bar_figure(rows, columns, labels, "calls", "per run", 1.0,
+                         f"Largest call-count changes (top {top})", np.ones(len(rows), bool))
+    if path is not None:
+        _save(figure, path)
+    return figure

@@ -1,0 +1,82 @@
+import argparse
+
+import pytest
+
+from pyfxprof import cli
+from pyfxprof.commands import diff as diff_command
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.persist import save_profile
+
+from test_diff import control_and_test
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Saved control and test profiles; the test has a node 2x slower (see test_diff)."""
+    root = tmp_path_factory.mktemp("profiles")
+    control, test = control_and_test()
+    save_profile(control, root / "before.json")
+    save_profile(test, root / "after.json.gz")
+    return root / "before.json", root / "after.json.gz"
+
+
+def run_diff(*argv):
+    parser = argparse.ArgumentParser()
+    diff_command.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["diff"] + [str(a) for a in argv])
+    return args.func(args)
+
+
+def test_prints_the_table_with_file_name_labels(saved, capsys):
+    assert run_diff(*saved, "--top", "3") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("pyfxprof diff — before (toynet, 20 runs) vs after (toynet, 20 runs)")
+    assert "… 5 more rows not shown (top=3)" in out
+
+
+def test_gate_exits_1_on_a_significant_slowdown(saved, capsys):
+    assert run_diff(*saved, "--fail-on-regression", "5%") == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION: 2 significant slowdown(s) >= 5%:" in out
+    assert "  node layer1.0.conv1/layer1_0_conv1: " in out
+    assert "  total run time: " in out
+
+
+def test_gate_exits_0_without_regression(saved, capsys):
+    before, after = saved
+    assert run_diff(before, before, "--fail-on-regression", "0.05") == 0
+    assert "no significant slowdown >= 5%" in capsys.readouterr().out
+    assert run_diff(after, before, "--fail-on-regression", "5%") == 0  # faster is fine
+    assert run_diff(*saved, "--fail-on-regression", "150%") == 0
+
+
+def test_group_by_and_labels(saved, capsys):
+    assert run_diff(*saved, "--group-by", "module", "--depth", "1", "--labels", "x", "x") == 0
+    out = capsys.readouterr().out
+    assert "by module at depth 1" in out and "x median  x (2) median" in out
+
+
+def test_plot_is_written(saved, tmp_path, capsys):
+    path = tmp_path / "diff.png"
+    assert run_diff(*saved, "--plot", path) == 0
+    assert path.stat().st_size > 0
+    assert f"wrote plot to {path}" in capsys.readouterr().out
+
+
+def test_bad_input_exits_2(saved, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ("diff",))
+    assert cli.main(["diff", str(tmp_path / "missing.json"), str(saved[1])]) == 2
+    assert "missing.json: no such file" in capsys.readouterr().err
+    assert cli.main(["diff", *map(str, saved), "--group-by", "op", "--depth", "2"]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["diff", *map(str, saved), "--min-change", "five"])
+    assert exit_info.value.code == 2
+    with pytest.raises(PyfxprofError, match="--depth needs --group-by module"):
+        run_diff(*saved, "--depth", "2")
+
+
+def test_percent_and_label_parsing():
+    assert diff_command.fraction("5%") == diff_command.fraction("0.05") == 0.05
+    with pytest.raises(argparse.ArgumentTypeError):
+        diff_command.fraction("-1%")
+    assert diff_command.default_labels("a/run.json", "b/run.json") == ("run", "run (2)")

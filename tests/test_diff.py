@@ -1,0 +1,282 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyfxprof.diff import ProfileDiff, diff, distinct_labels, load_input
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.persist import save_profile
+from pyfxprof.profile import Profile
+
+RUNS = 20
+SLOW = "layer1.0.conv1/layer1_0_conv1"
+NOISY = "head.fc/head_fc"
+
+
+def make_nodes(rows):
+    """rows: (name, op, module_path, module_type) per node, in execution order."""
+    return pd.DataFrame({
+        "index": range(len(rows)), "name": [r[0] for r in rows], "op": [r[1] for r in rows],
+        "target": [r[2] or r[0] for r in rows], "module_path": [r[2] for r in rows],
+        "module_type": [r[3] for r in rows],
+        "module_stack": [tuple(r[2].split(".")) if r[2] else () for r in rows],
+    })
+
+
+def make_profile(rows, medians, rng, runs=RUNS, meta=None, noise=None):
+    """Per-run samples around ``medians`` (ns): 1% lognormal noise, or ``noise[i]`` for node i."""
+    sigma = np.array([0.01 if noise is None else noise.get(i, 0.01) for i in range(len(rows))])
+    samples = (np.array(medians) * rng.lognormal(0.0, sigma, (runs, len(rows)))).astype(np.int64)
+    return Profile(make_nodes(rows), samples, samples.sum(axis=1) + 5_000,
+                   meta or {"model": "toynet"})
+
+
+CONTROL_ROWS = [("conv1", "call_module", "conv1", "Conv2d"),
+                ("bn1", "call_module", "bn1", "BatchNorm2d"),
+                ("relu", "call_function", "", "Net"),
+                ("layer1_0_conv1", "call_module", "layer1.0.conv1", "Conv2d"),
+                ("layer1_0_relu", "call_function", "layer1.0", "BasicBlock"),
+                ("head_fc", "call_module", "head.fc", "Linear"),
+                ("old_pool", "call_function", "", "Net")]
+TEST_ROWS = [("conv1", "call_module", "conv1", "Conv2d"),
+             ("relu", "call_function", "", "Net"),
+             ("layer1_0_conv1", "call_module", "layer1.0.conv1", "Conv2d"),
+             ("layer1_0_relu", "call_function", "layer1.0", "BasicBlock"),
+             ("head_fc", "call_module", "head.fc", "Linear"),
+             ("new_pool", "call_function", "", "Net")]
+
+
+def control_and_test(runs=RUNS, fused=True, seed=9):
+    """conv1+bn1 fused in test, layer1.0.conv1 2x slower, head.fc noisy (30%) but unchanged,
+    old_pool removed, new_pool added."""
+    rng = np.random.default_rng(seed)
+    control = make_profile(CONTROL_ROWS, [400e3, 100e3, 50e3, 300e3, 20e3, 300e3, 30e3], rng,
+                           runs, noise={5: 0.3})
+    meta = {"model": "toynet", "fused_pairs": [["conv1", "bn1"]] if fused else []}
+    test = make_profile(TEST_ROWS, [400e3, 50e3, 600e3, 20e3, 300e3, 40e3], rng, runs, meta,
+                        noise={4: 0.3})
+    return control, test
+
+
+@pytest.fixture(scope="module")
+def result():
+    return diff(*control_and_test())
+
+
+def test_known_changes_are_categorised(result):
+    df = result.compare()
+    assert df["change"].to_dict() == {
+        "conv1/conv1": "=", "bn1/bn1": "fused", "relu": "=", SLOW: "+",
+        "layer1.0/layer1_0_relu": "=", NOISY: "=", "old_pool": "removed", "new_pool": "added"}
+    assert df.loc[SLOW, "rel_change"] == pytest.approx(1.0, abs=0.05)
+    assert df.loc[SLOW, "p_value"] < 1e-6
+    assert df.loc["bn1/bn1", "fused_into"] == "conv1"
+    assert (df.drop("bn1/bn1")["fused_into"] == "").all()
+
+
+def test_noisy_node_is_unchanged_despite_a_large_relative_change(result):
+    row = result.compare().loc[NOISY]
+    assert abs(row["rel_change"]) >= result.min_change  # noise alone moved the median > 5%
+    assert row["p_value"] > result.alpha
+    assert row["change"] == "="
+    assert NOISY in result.ops_diff()["unchanged"]
+
+
+def test_ops_diff_has_tracediffs_categories(result):
+    assert result.ops_diff() == {
+        "added": ["new_pool"], "deleted": ["old_pool"], "increased": [SLOW], "decreased": [],
+        "unchanged": ["conv1/conv1", "relu", "layer1.0/layer1_0_relu", NOISY],
+        "fused": ["bn1/bn1"]}
+
+
+def test_bn_without_fused_pairs_is_removed():
+    df = diff(*control_and_test(fused=False)).compare()
+    assert df.loc["bn1/bn1", "change"] == "removed"
+    assert df.loc["bn1/bn1", "fused_into"] == ""
+
+
+def test_added_and_removed_rows_count_zero_on_the_missing_side(result):
+    df = result.compare()
+    added, removed = df.loc["new_pool"], df.loc["old_pool"]
+    assert (added["counts_control"], added["median_control"], added["total_control"]) == (0, 0, 0)
+    assert added["diff_duration"] == added["median_test"] > 0
+    assert np.isnan(added["rel_change"]) and np.isnan(added["p_value"])
+    assert removed["counts_test"] == 0 and removed["rel_change"] == -1.0
+    assert list(df.index[-1:]) == ["new_pool"]  # control keys first, then added ones
+
+
+# Hand-computed: 5 runs; conv 1000/1100/900/1000/1050 -> 2000/2100/1900/2000/2050 ns.
+# Mann-Whitney U = 0 (full separation); tie-corrected variance 25/12 * (11 - 12/90) = 22.64,
+# z = (12.5 - 0.5) / 4.758 = 2.522, two-sided p = 0.01167. Totals (+100 ns each run):
+# control median 1800, test 2900 ns (+61.1%).
+CONTROL_SAMPLES = np.array([[1000, 500, 200], [1100, 500, 200], [900, 500, 200],
+                            [1000, 500, 200], [1050, 500, 200]])
+TEST_SAMPLES = CONTROL_SAMPLES * [2, 1, 0] + [0, 0, 300]
+TEST_SAMPLES[:, 0] = [2000, 2100, 1900, 2000, 2050]
+
+
+def small_pair():
+    rows_c = [("conv", "call_module", "conv", "Conv2d"), ("relu", "call_function", "", "Net"),
+              ("old", "call_function", "", "Net")]
+    rows_t = rows_c[:2] + [("new", "call_function", "", "Net")]
+    control = Profile(make_nodes(rows_c), CONTROL_SAMPLES, CONTROL_SAMPLES.sum(axis=1) + 100,
+                      {"model": "net"})
+    test = Profile(make_nodes(rows_t), TEST_SAMPLES, TEST_SAMPLES.sum(axis=1) + 100,
+                   {"model": "net"})
+    return control, test
+
+
+def test_hand_computed_values():
+    df = diff(*small_pair()).compare()
+    conv = df.loc["conv/conv"]
+    assert (conv["total_control"], conv["median_control"]) == (5050.0, 1000.0)
+    assert (conv["total_test"], conv["median_test"]) == (10050.0, 2000.0)
+    assert (conv["diff_duration"], conv["rel_change"]) == (1000.0, 1.0)
+    assert conv["pct_control"] == pytest.approx(1000 / 1800 * 100)
+    assert conv["p_value"] == pytest.approx(0.01167, abs=1e-5)
+    assert df.loc["relu", "p_value"] == 1.0  # identical samples on both sides
+    assert list(df.columns) == [
+        "name", "op", "target", "module_path", "module_type",
+        "counts_control", "total_control", "median_control", "pct_control",
+        "counts_test", "total_test", "median_test", "diff_counts", "diff_duration",
+        "rel_change", "p_value", "change", "fused_into"]
+
+
+GOLDEN_TABLE = """\
+pyfxprof diff — main (net, 5 runs) vs pr (net, 5 runs) · by node
+total: main 1.80 µs → pr 2.90 µs median (+61.1%, p 0.012): slower
+rows: 4 — 1 slower (+), 0 faster (-), 1 unchanged (=), 1 added, 1 removed, 0 fused
+significance: Mann–Whitney U two-sided, alpha 0.05, min change 5.0%
+
+Node       main median  pr median      Diff  Rel change      p  Change
+---------  -----------  ---------  --------  ----------  -----  -------
+conv/conv      1.00 µs    2.00 µs  +1.00 µs     +100.0%  0.012  +
+new               0 ns     300 ns   +300 ns           -      -  added
+old             200 ns       0 ns   -200 ns     -100.0%      -  removed
+relu            500 ns     500 ns      0 ns        0.0%      1  ="""
+
+
+def test_golden_table():
+    assert diff(*small_pair(), labels=("main", "pr")).table() == GOLDEN_TABLE
+
+
+def test_table_top_and_sort():
+    text = diff(*small_pair()).table(sort_by="name", top=2)
+    rows = text.split("\n\n")[1].splitlines()[2:]
+    assert [r.split()[0] for r in rows] == ["conv/conv", "new"]
+    assert text.endswith("… 2 more rows not shown (top=2)")
+    with pytest.raises(ValueError, match="sort_by must be one of"):
+        diff(*small_pair()).table(sort_by="speed")
+
+
+def test_totals_compare_run_totals():
+    totals = diff(*small_pair()).totals()
+    assert (totals["median_control"], totals["median_test"]) == (1800.0, 2900.0)
+    assert totals["rel_change"] == pytest.approx(11 / 18)
+    assert totals["change"] == "+"
+
+
+def test_identical_labels_are_made_distinct():
+    result = diff(*small_pair(), labels=("run", "run"))
+    assert result.labels == ("run", "run (2)")
+    assert result.compare().attrs["labels"] == ("run", "run (2)")
+    assert "run median  run (2) median" in result.table()
+    assert distinct_labels(["a", "b"]) == ("a", "b")
+    with pytest.raises(ValueError, match="two strings"):
+        distinct_labels("ab")
+
+
+def test_group_by_op_sums_nodes(result):
+    df = result.compare(by="op")
+    assert list(df.index) == ["call_module", "call_function"]
+    expected = result.control.samples[:, [0, 1, 3, 5]].sum(axis=1)
+    assert df.loc["call_module", "median_control"] == np.median(expected)
+    assert df.loc["call_module", "counts_control"] == 4
+    assert df.loc["call_module", "counts_test"] == 3
+    assert df.loc["call_module", "diff_counts"] == -1
+    assert "name" not in df.columns and df.index.name == "op"
+
+
+def test_group_by_module_at_depth(result):
+    df = result.compare(by="module", depth=1)
+    assert list(df.index) == ["conv1", "bn1", "", "layer1", "head"]
+    assert df.loc["bn1", "change"] == "fused"
+    assert df.loc["layer1", "change"] == "+"
+    assert df.loc["", "counts_control"] == 2 and df.loc["", "counts_test"] == 2
+    full = result.compare(by="module")
+    assert "layer1.0.conv1" in full.index and "layer1.0" in full.index
+    assert "Module" in result.table(by="module", depth=1).split("\n\n")[1]
+
+
+def test_group_by_target_and_module_type(result):
+    assert "head.fc" in result.compare(by="target").index
+    assert result.compare(by="module_type").loc["BatchNorm2d", "change"] == "fused"
+
+
+def test_bad_views_are_refused(result):
+    with pytest.raises(ValueError, match="by must be one of"):
+        result.compare(by="kernel")
+    with pytest.raises(ValueError, match="depth applies to by='module' only"):
+        result.compare(by="op", depth=2)
+    with pytest.raises(ValueError, match="positive int"):
+        result.compare(by="module", depth=0)
+
+
+def test_p_value_is_nan_with_too_few_runs():
+    few = diff(*control_and_test(runs=3))
+    assert not few.testable
+    df = few.compare()
+    assert df["p_value"].isna().all()
+    assert df.loc[SLOW, "change"] == "+"  # judged by the relative change alone
+    assert "no p-values (need >= 5 runs per side)" in few.table()
+    assert diff(*control_and_test(runs=3), min_runs=3).testable
+
+
+def test_settings_are_checked():
+    control, test = small_pair()
+    for kwargs, message in (({"alpha": 1.5}, "alpha"), ({"min_change": -0.1}, "min_change"),
+                            ({"min_runs": 1}, "min_runs")):
+        with pytest.raises(ValueError, match=message):
+            ProfileDiff(control, test, **kwargs)
+
+
+def test_regressions(result):
+    found = result.regressions(0.05)
+    assert found[0].startswith("total run time: ")
+    assert any(line.startswith(f"node {SLOW}: ") and "+" in line for line in found)
+    assert not any(NOISY in line for line in found)
+    assert result.regressions(1.5) == []
+    same = diff(*control_and_test()[:1] * 2)
+    assert same.regressions(0.0) == []
+
+
+def test_inputs_from_saved_profiles(tmp_path):
+    control, test = small_pair()
+    save_profile(control, tmp_path / "a.json")
+    save_profile(test, tmp_path / "b.json.gz")
+    from_files = diff(tmp_path / "a.json", str(tmp_path / "b.json.gz")).compare()
+    pd.testing.assert_frame_equal(from_files, diff(control, test).compare())
+
+
+def test_unreadable_inputs_are_refused(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    with pytest.raises(PyfxprofError, match="expected a pyfxprof profile or a torch.profiler"):
+        load_input(other)
+    with pytest.raises(PyfxprofError, match="no such file"):
+        diff(tmp_path / "missing.json", small_pair()[1])
+    with pytest.raises(TypeError, match="a Profile or a path"):
+        load_input(42)
+
+
+def test_group_of_fused_bns_names_every_conv():
+    rows = [("conv_a", "call_module", "a.conv", "Conv2d"), ("bn_a", "call_module", "a.bn",
+            "BatchNorm2d"), ("conv_b", "call_module", "b.conv", "Conv2d"),
+            ("bn_b", "call_module", "b.bn", "BatchNorm2d")]
+    rng = np.random.default_rng(0)
+    control = make_profile(rows, [100e3, 20e3, 100e3, 20e3], rng)
+    meta = {"fused_pairs": [["a.conv", "a.bn"], ["b.conv", "b.bn"]]}
+    test = make_profile(rows[::2], [100e3, 100e3], rng, meta=meta)
+    result = diff(control, test)
+    assert result.compare(by="module_type").loc["BatchNorm2d", "fused_into"] == "a.conv; b.conv"
+    assert result.compare(by="module", depth=1).loc["a", "change"] == "-"  # conv + bn -> conv
+    assert "a.conv (+1 more)" in result.table(by="module_type")

@@ -1,0 +1,53 @@
+import pytest
+from matplotlib.colors import to_hex
+
+from pyfxprof.diff import diff
+from pyfxprof.diff_plots import visualize_counts_diff, visualize_duration_diff
+from pyfxprof.errors import PyfxprofError
+
+from test_diff import control_and_test
+
+PNG_MAGIC = b"\x89PNG"
+
+
+@pytest.fixture(scope="module")
+def result():
+    return diff(*control_and_test(), labels=("main", "pr"))
+
+
+def test_duration_plot_is_written(result, tmp_path):
+    path = tmp_path / "duration.png"
+    figure = visualize_duration_diff(result.compare(), path, top=4)
+    assert path.read_bytes()[:4] == PNG_MAGIC and path.stat().st_size > 1000
+    sides, difference = figure.axes
+    assert [t.get_text() for t in sides.get_legend().get_texts()] == ["main", "pr"]
+    labels = [t.get_text() for t in sides.get_yticklabels()]
+    assert labels == ["layer1.0.conv1/layer1_0_conv1", "bn1/bn1", "new_pool", "head.fc/head_fc"]
+    assert difference.get_xlabel() == "pr − main (µs)"
+    colors = [to_hex(bar.get_facecolor()) for bar in difference.patches]
+    # slower, fused (faster), added (slower), noisy but not significant
+    assert colors == [to_hex(c) for c in ("tab:red", "tab:green", "tab:red", "tab:gray")]
+
+
+def test_counts_plot_is_written(result, tmp_path):
+    path = tmp_path / "counts.png"
+    figure = visualize_counts_diff(result.compare(by="op"), path)
+    assert path.read_bytes()[:4] == PNG_MAGIC and path.stat().st_size > 1000
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["call_module"]
+
+
+def test_no_differences_still_gives_a_figure(tmp_path):
+    same = diff(*control_and_test()[:1] * 2)
+    path = tmp_path / "none.png"
+    figure = visualize_counts_diff(same.compare(), path)
+    assert path.stat().st_size > 0 and figure.axes == []
+    assert visualize_duration_diff(same.compare()) is not None  # no path: nothing written
+
+
+def test_bad_input_is_refused(result, tmp_path):
+    with pytest.raises(ValueError, match="missing columns"):
+        visualize_duration_diff(result.compare()[["change"]])
+    with pytest.raises(ValueError, match="top must be a positive int"):
+        visualize_duration_diff(result.compare(), top=0)
+    with pytest.raises(PyfxprofError, match="cannot write plot"):
+        visualize_duration_diff(result.compare(), tmp_path / "no" / "dir.png")

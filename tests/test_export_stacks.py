@@ -1,0 +1,129 @@
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyfxprof.export_stacks import (WIDTH, export_flamegraph, export_stacks, flamegraph_svg,
+                                    folded_stacks)
+from pyfxprof.profile import Profile
+
+SVG = "{http://www.w3.org/2000/svg}"
+# Four runs; per node:   conv1        l1.0.conv1     l1.0.relu    add
+#   runs                 1000,1200,   2000,2100,     300,301,     40,41,
+#                        900,1100     5000,2000      299,300      40,40
+#   median               1050         2050           300          40
+#   mean                 1050         2775           300          40.25 -> 40
+#   total                4200         11100          1200         161
+#   min / max            900 / 1200   2000 / 5000    299 / 301    40 / 41
+SAMPLES = np.array([[1000, 2000, 300, 40], [1200, 2100, 301, 41],
+                    [900, 5000, 299, 40], [1100, 2000, 300, 40]], dtype=np.int64)
+STACKS = ["root;conv1;conv1", "root;layer1;layer1.0;layer1.0.conv1;layer1_0_conv1",
+          "root;layer1;layer1.0;layer1.0.relu;layer1_0_relu", "root;add"]
+MODULES = ["conv1", "layer1", "layer1.0", "layer1.0.conv1", "layer1.0.relu"]
+NODES = ["conv1", "layer1_0_conv1", "layer1_0_relu", "add"]
+
+
+def make_profile(samples=SAMPLES, names=NODES, model="toy <net> & co"):
+    nodes = pd.DataFrame({
+        "index": [0, 1, 2, 3], "name": names,
+        "op": ["call_module", "call_module", "call_module", "call_function"],
+        "target": ["conv1", "layer1.0.conv1", "layer1.0.relu", "operator.add"],
+        "module_path": ["conv1", "layer1.0.conv1", "layer1.0.relu", ""],
+        "module_type": ["Conv2d", "Conv2d", "ReLU", "Net"],
+        "module_stack": [("conv1",), ("layer1", "layer1.0", "layer1.0.conv1"),
+                         ("layer1", "layer1.0", "layer1.0.relu"), ()],
+    })
+    return Profile(nodes, samples, samples.sum(axis=1), {"model": model})
+
+
+@pytest.mark.parametrize("metric, weights", [
+    ("median", [1050, 2050, 300, 40]),
+    ("mean", [1050, 2775, 300, 40]),
+    ("total", [4200, 11100, 1200, 161]),
+    ("min", [900, 2000, 299, 40]),
+    ("max", [1200, 5000, 301, 41]),
+])
+def test_folded_lines_hand_computed(tmp_path, metric, weights):
+    path = tmp_path / "stacks.txt"
+    export_stacks(make_profile(), path, metric=metric)
+    expected = [f"{stack} {weight}" for stack, weight in zip(STACKS, weights)]
+    assert path.read_text().splitlines() == expected
+    assert path.read_text().endswith("\n")
+
+
+def test_profile_method_and_default_metric(tmp_path):
+    make_profile().export_stacks(tmp_path / "s.txt")
+    assert tmp_path.joinpath("s.txt").read_text().splitlines()[0] == "root;conv1;conv1 1050"
+
+
+def test_separators_in_names_are_replaced():
+    lines = folded_stacks(make_profile(names=["a;b", "c\nd", "e f", "g"]))
+    assert lines[0] == "root;conv1;a:b 1050"
+    assert lines[1].endswith(";c d 2050")
+    assert lines[2].endswith(";e f 300")  # spaces are fine: the weight follows the last one
+
+
+def test_bad_metric():
+    with pytest.raises(ValueError, match=r"metric must be one of \['median', 'mean'"):
+        folded_stacks(make_profile(), metric="p99")
+
+
+def test_no_runs_gives_zero_weights():
+    empty = make_profile(samples=np.zeros((0, 4), np.int64))
+    assert [line.split()[-1] for line in folded_stacks(empty)] == ["0"] * 4
+    ET.fromstring(flamegraph_svg(empty))
+
+
+def frames(svg_text):
+    """(title, rect attributes, label text or None) per frame group."""
+    root = ET.fromstring(svg_text)
+    out = []
+    for group in root.iter(f"{SVG}g"):
+        text = group.find(f"{SVG}text")
+        out.append((group.find(f"{SVG}title").text, group.find(f"{SVG}rect").attrib,
+                    None if text is None else text.text))
+    return root, out
+
+
+def test_svg_is_well_formed_and_holds_every_frame(tmp_path):
+    path = tmp_path / "flame.svg"
+    export_flamegraph(make_profile(), path)
+    root = ET.parse(path).getroot()
+    assert root.tag == f"{SVG}svg"
+    _, found = frames(path.read_text())
+    names = [title.split(" (")[0] for title, _, _ in found]
+    assert sorted(names) == sorted(["root"] + MODULES + NODES)
+    texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
+    assert "toy <net> & co" in texts
+
+
+def test_svg_widths_follow_inclusive_weight():
+    _, found = frames(flamegraph_svg(make_profile()))
+    by_name = {title.split(" (")[0]: (title, attrib) for title, attrib, _ in found}
+    width = {name: float(attrib["width"]) for name, (_, attrib) in by_name.items()}
+    total = 1050 + 2050 + 300 + 40
+    assert width["root"] == pytest.approx(WIDTH - 20)
+    assert width["layer1"] == pytest.approx((WIDTH - 20) * 2350 / total, abs=0.01)
+    assert width["layer1.0"] == width["layer1"]
+    assert by_name["layer1"][0] == "layer1 (2.35 µs, 68.31%)"
+    x = {name: float(attrib["x"]) for name, (_, attrib) in by_name.items()}
+    assert x["conv1"] < x["layer1"] < x["add"]  # execution order, left to right
+
+
+def test_labels_cut_to_fit():
+    long = "a_very_long_node_name_that_cannot_fit_in_a_narrow_frame"
+    _, found = frames(flamegraph_svg(make_profile(names=NODES[:3] + [long])))
+    title, attrib, label = next(f for f in found if f[0].startswith(long))
+    assert float(attrib["width"]) < 20 and label is None
+    _, found = frames(flamegraph_svg(make_profile(
+        samples=np.array([[1000, 1000, 1000, 1000]]), names=NODES[:3] + [long])))
+    label = next(f[2] for f in found if f[0].startswith(long))
+    assert label.endswith("..") and long.startswith(label[:-2]) and len(label) < len(long)
+
+
+def test_custom_title_and_method(tmp_path):
+    make_profile().export_flamegraph(tmp_path / "f.svg", metric="total", title="ResNet-18")
+    root = ET.parse(tmp_path / "f.svg").getroot()
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert texts[0] == "ResNet-18" and texts[1].startswith("total per node")

@@ -1,0 +1,121 @@
+import gzip
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from pyfxprof.diff import diff
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.torch_trace import load_trace, read_json, trace_files
+
+STEPS = 3
+
+
+def export_trace(model: nn.Module, path) -> None:
+    """A real torch.profiler Chrome trace of ``STEPS`` forward passes of ``model`` on CPU."""
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad(), torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(STEPS):
+            model(x)
+    prof.export_chrome_trace(str(path))
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """(control, test) trace paths; the test model has an extra sigmoid."""
+    root = tmp_path_factory.mktemp("traces")
+    torch.manual_seed(0)
+    linear = nn.Linear(8, 8)
+    export_trace(nn.Sequential(linear, nn.ReLU()), root / "control.json")
+    export_trace(nn.Sequential(linear, nn.ReLU(), nn.Sigmoid()), root / "test.json")
+    return root / "control.json", root / "test.json"
+
+
+def op_events(path, name):
+    return [e for e in json.loads(path.read_text())["traceEvents"]
+            if e.get("ph") == "X" and e.get("name") == name]
+
+
+def test_trace_is_aggregated_by_op_name(traces):
+    control, _ = traces
+    prof = load_trace(control)
+    nodes = prof.nodes.set_index("name")
+    assert prof.n_runs == 1 and prof.samples.dtype == np.int64
+    assert {"aten::linear", "aten::relu"} <= set(nodes.index)
+    assert nodes.loc["aten::linear", "calls"] == STEPS
+    assert nodes.loc["aten::linear", "op"] == "cpu_op"
+    events = op_events(control, "aten::linear")
+    column = nodes.loc["aten::linear", "index"]
+    assert prof.samples[0, column] == sum(int(np.rint(e["dur"] * 1000)) for e in events)
+    assert prof.run_totals[0] >= prof.samples[0, column] > 0
+    assert prof.meta["source"] == "torch.profiler trace" and prof.meta["runs"] == 1
+
+
+def test_two_real_traces_diff_by_op(traces):
+    result = diff(*traces)
+    ops = result.ops_diff()
+    assert "aten::sigmoid" in ops["added"]
+    assert "aten::linear" not in ops["added"] + ops["deleted"]
+    df = result.compare()
+    assert df.loc["aten::sigmoid", "counts_test"] == STEPS
+    assert df.loc["aten::sigmoid", "diff_counts"] == STEPS
+    assert df["p_value"].isna().all()  # one run (file) per side: no significance test
+    assert "aten::sigmoid" in result.table(top=None)
+
+
+def test_directory_of_traces_is_one_run_per_file(traces, tmp_path):
+    control, _ = traces
+    shutil.copy(control, tmp_path / "a.pt.trace.json")
+    (tmp_path / "b.pt.trace.json.gz").write_bytes(gzip.compress(control.read_bytes()))
+    (tmp_path / "notes.txt").write_text("not a trace")
+    assert [f.name for f in trace_files(tmp_path)] == ["a.pt.trace.json", "b.pt.trace.json.gz"]
+    prof = load_trace(tmp_path)
+    single = load_trace(control)
+    assert prof.n_runs == 2
+    np.testing.assert_array_equal(prof.samples, np.vstack([single.samples] * 2))
+    assert prof.nodes["calls"].tolist() == single.nodes["calls"].tolist()
+    assert diff(tmp_path, tmp_path).compare()["diff_duration"].eq(0).all()
+
+
+def test_refuses_missing_file(tmp_path):
+    with pytest.raises(PyfxprofError, match=r"missing\.json: no such file"):
+        load_trace(tmp_path / "missing.json")
+
+
+def test_refuses_non_json(tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text("this is not json")
+    with pytest.raises(PyfxprofError, match=r"trace\.json: not JSON"):
+        load_trace(path)
+
+
+def test_refuses_json_without_trace_events(tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text('{"schemaVersion": 1}')
+    with pytest.raises(PyfxprofError, match="trace.json: no traceEvents list"):
+        load_trace(path)
+
+
+def test_refuses_trace_without_op_events(tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text('{"traceEvents": [{"ph": "M", "name": "process_name"}]}')
+    with pytest.raises(PyfxprofError, match="no complete"):
+        load_trace(path)
+
+
+def test_refuses_truncated_gzip(traces, tmp_path):
+    path = tmp_path / "trace.json.gz"
+    path.write_bytes(gzip.compress(traces[0].read_bytes())[:200])
+    with pytest.raises(PyfxprofError, match="truncated or corrupt gzip"):
+        load_trace(path)
+
+
+def test_refuses_directory_without_traces_and_directory_as_file(tmp_path):
+    with pytest.raises(PyfxprofError, match="directory holds no torch.profiler trace files"):
+        load_trace(tmp_path)
+    with pytest.raises(PyfxprofError, match="it is a directory"):
+        read_json(tmp_path)
