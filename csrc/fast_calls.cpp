@@ -10,6 +10,10 @@ namespace pyfxprof {
 
 namespace {
 
+PyObject* g_cuda_error = nullptr;
+PyObject* g_cuda_unavailable = nullptr;
+uintptr_t g_stream = 0;
+
 // Parses a mark id; small non-negative ints take PyLong's fast path.
 bool parse_id(PyObject* arg, uint32_t* id) {
   const long long value = PyLong_AsLongLong(arg);
@@ -30,6 +34,24 @@ PyObject* mark(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+// mark() plus a CUDA event recorded on the current stream, tagged with the same id.
+PyObject* mark_cuda(PyObject*, PyObject* arg) {
+  const int64_t timestamp = now_ns();
+  uint32_t id = 0;
+  if (!parse_id(arg, &id)) return nullptr;
+  g_buffer.push(id, kKindMark, timestamp);
+  try {
+    g_cuda.record(id, g_stream);
+  } catch (const CudaUnavailable& error) {
+    PyErr_SetString(g_cuda_unavailable ? g_cuda_unavailable : PyExc_RuntimeError, error.what());
+    return nullptr;
+  } catch (const std::exception& error) {
+    PyErr_SetString(g_cuda_error ? g_cuda_error : PyExc_RuntimeError, error.what());
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 // An empty METH_O call with the same argument parsing: the floor `mark` is compared to.
 PyObject* noop(PyObject*, PyObject* arg) {
   uint32_t id = 0;
@@ -41,6 +63,9 @@ PyMethodDef g_fast_methods[] = {
     {"mark", mark, METH_O,
      "mark(id: int) -> None\n\nRecord a node-boundary timestamp tagged `id` (0 <= id < 2**32).\n"
      "The hot path: one clock read and one lock-free record; a full buffer counts a drop."},
+    {"mark_cuda", mark_cuda, METH_O,
+     "mark_cuda(id: int) -> None\n\nmark(id), then record the next pool CUDA event on the stream\n"
+     "set by cuda_set_stream(), tagged `id`. Raises CudaError / CudaUnavailable."},
     {"_noop", noop, METH_O,
      "_noop(id: int) -> None\n\nParse `id` and return: the bare call cost, for benchmarks."},
     {nullptr, nullptr, 0, nullptr}};
@@ -48,5 +73,12 @@ PyMethodDef g_fast_methods[] = {
 }  // namespace
 
 int add_fast_calls(PyObject* module) { return PyModule_AddFunctions(module, g_fast_methods); }
+
+void set_cuda_exception_types(PyObject* cuda_error, PyObject* cuda_unavailable) {
+  g_cuda_error = cuda_error;
+  g_cuda_unavailable = cuda_unavailable;
+}
+
+void set_cuda_stream(uintptr_t stream) { g_stream = stream; }
 
 }  // namespace pyfxprof

@@ -3,9 +3,17 @@
 
 #include <Python.h>
 
+#include <cstdint>
+
 namespace pyfxprof {
 
-// Adds `mark` and `_noop` to `module`. Returns 0, or -1 with a Python error set.
+// Adds `mark`, `mark_cuda` and `_noop` to `module`. Returns 0, or -1 with a Python error set.
 int add_fast_calls(PyObject* module);
+
+// The Python exception types `mark_cuda` raises (registered by the pybind11 module).
+void set_cuda_exception_types(PyObject* cuda_error, PyObject* cuda_unavailable);
+
+// The stream `mark_cuda` records its events on (a cudaStream_t as an integer; 0 = default).
+void set_cuda_stream(uintptr_t stream);
 
 }  // namespace pyfxprof

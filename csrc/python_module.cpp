@@ -129,8 +129,13 @@ py::dict cuda_status_dict() {
 }
 
 void define_cuda(py::module_& m) {
-  py::register_exception<CudaUnavailable>(m, "CudaUnavailable", PyExc_RuntimeError);
-  py::register_exception<CudaError>(m, "CudaError", PyExc_RuntimeError);
+  auto& unavailable =
+      py::register_exception<CudaUnavailable>(m, "CudaUnavailable", PyExc_RuntimeError);
+  auto& error = py::register_exception<CudaError>(m, "CudaError", PyExc_RuntimeError);
+  set_cuda_exception_types(error.ptr(), unavailable.ptr());
+  m.def(
+      "cuda_set_stream", [](uintptr_t stream) { set_cuda_stream(stream); }, py::arg("stream"),
+      "Set the stream mark_cuda() records on (torch.cuda.current_stream().cuda_stream).");
   m.def(
       "cuda_load",
       [](std::optional<std::string> path, size_t pool_size) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -38,27 +39,32 @@ def _summarise(intervals: np.ndarray, method: str) -> Calibration:
     return Calibration(float(central.mean()), float(q75 - q25), int(intervals.size), method)
 
 
-def _empty_marks_module(first_id: int, marks: int) -> fx.GraphModule:
+def _empty_marks_module(first_id: int, marks: int, mark: Callable) -> fx.GraphModule:
     """A GraphModule that only calls mark first_id..first_id+marks-1, generated like codegen's."""
     graph = fx.Graph()
     x = graph.placeholder("x")
     for k in range(marks):
-        graph.call_function(_C.mark, (first_id + k,))
+        graph.call_function(mark, (first_id + k,))
     graph.output(x)
     return fx.GraphModule(torch.nn.Module(), graph, "MarkCalibration")
 
 
-def calibrate_codegen(marks: int = 64, repeats: int = 200) -> Calibration:
-    """Median interval between consecutive marks in generated code with nothing in between.
+def calibrate_codegen(marks: int = 64, repeats: int = 200, mark: Callable = _C.mark) -> Calibration:
+    """Interval between consecutive marks in generated code with nothing in between.
+
+    With `mark=_C.mark_cuda` the CUDA event record is part of the measured cost (and the
+    events are discarded after each repeat).
 
     Example:
         >>> 0 < calibrate_codegen(marks=8, repeats=10).overhead_ns < 10_000
         True
     """
     first_id = RECORDER.allocate(marks)
-    module = _empty_marks_module(first_id, marks)
+    module = _empty_marks_module(first_id, marks, mark)
     for _ in range(repeats):
         module(None)
+        if mark is not _C.mark:
+            _C.cuda_discard()
     records = RECORDER.collect(first_id, marks)
     return _summarise(_consecutive_intervals(records, marks), "codegen: empty interval")
 

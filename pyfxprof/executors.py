@@ -9,6 +9,8 @@ import torch.fx as fx
 
 from . import _C
 from .calibration import Calibration, calibrate_codegen
+from .device_timing import DeviceEvents
+from .errors import PyfxprofError
 from .instrument import instrument
 from .interpreter import ProfilingInterpreter
 from .recorder import RECORDER, Records
@@ -21,25 +23,53 @@ MODES = ("codegen", "interpreter")
 class CodegenExecutor:
     """Runs the graph recompiled with one mark per node boundary (n+1 marks for n nodes)."""
 
-    def __init__(self, gm: fx.GraphModule, n_nodes: int) -> None:
+    def __init__(self, gm: fx.GraphModule, n_nodes: int, device_events: bool = False) -> None:
         self.n_nodes = n_nodes
         self.first_id = RECORDER.allocate(n_nodes + 1)
-        self.module = instrument(gm, self.first_id)
-        self.calibration: Calibration = calibrate_codegen()
+        mark = _C.mark_cuda if device_events else _C.mark
+        self.module = instrument(gm, self.first_id, mark)
+        try:
+            self.calibration: Calibration = calibrate_codegen(mark=mark)
+        except _C.CudaError as error:
+            _C.cuda_discard()
+            raise PyfxprofError(f"recording CUDA events failed while calibrating: {error}") from None
+        self.device = DeviceEvents(self.first_id, n_nodes) if device_events else None
         self.marks_per_run = n_nodes + 1
+        self._runs = 0
         self._chunks: list[Records] = []
         capacity = _C.buffer_stats()["capacity_records"]
         self._runs_per_drain = max(1, capacity // (4 * (self.marks_per_run + 2)))
         self._runs_since_drain = 0
 
     def run(self, args: tuple) -> Any:
-        _C.mark_kind(self.first_id, _C.KIND_RUN_BEGIN)
-        output = self.module(*args)
-        _C.mark_kind(self.first_id, _C.KIND_RUN_END)
+        if self.device is None:
+            _C.mark_kind(self.first_id, _C.KIND_RUN_BEGIN)
+            output = self.module(*args)
+            _C.mark_kind(self.first_id, _C.KIND_RUN_END)
+        else:
+            output = self._run_with_device_events(args)
+        self._runs += 1
         self._runs_since_drain += 1
         if self._runs_since_drain >= self._runs_per_drain:  # keep the buffer far from its cap
             self._drain()
         return output
+
+    def _run_with_device_events(self, args: tuple) -> Any:
+        self.device.begin_run()
+        try:
+            _C.mark_kind(self.first_id, _C.KIND_RUN_BEGIN)
+            output = self.module(*args)
+            _C.mark_kind(self.first_id, _C.KIND_RUN_END)
+        except _C.CudaError as error:
+            self.device.abandon_run()
+            raise PyfxprofError(f"recording a CUDA event failed in run {self._runs}: {error}; "
+                                "no profile was built from incomplete events") from None
+        self.device.end_run(self._runs)
+        return output
+
+    def device_samples(self) -> np.ndarray | None:
+        """Device ns per node (runs x nodes), or None without device timing."""
+        return None if self.device is None else self.device.samples()
 
     def _drain(self) -> None:
         self._chunks.append(RECORDER.collect(self.first_id, self.n_nodes + 1))
@@ -48,6 +78,8 @@ class CodegenExecutor:
     def reset(self) -> None:
         self._drain()
         self._chunks = []
+        if self.device is not None:
+            self.device.reset()
 
     def timings(self) -> RunTimings:
         self._drain()
@@ -73,7 +105,15 @@ class InterpreterExecutor:
     def timings(self) -> RunTimings:
         return self.interpreter.timings()
 
+    def device_samples(self) -> None:
+        """The interpreter times the host only."""
+        return None
 
-def make_executor(mode: str, gm: fx.GraphModule, n_nodes: int):
-    """The executor for `mode` ("codegen" or "interpreter")."""
-    return CodegenExecutor(gm, n_nodes) if mode == "codegen" else InterpreterExecutor(gm, n_nodes)
+
+def make_executor(mode: str, gm: fx.GraphModule, n_nodes: int, device_events: bool = False):
+    """The executor for `mode` ("codegen" or "interpreter"); device events need codegen."""
+    if mode == "codegen":
+        return CodegenExecutor(gm, n_nodes, device_events)
+    if device_events:
+        raise PyfxprofError("device (CUDA event) timing needs mode='codegen'")
+    return InterpreterExecutor(gm, n_nodes)
