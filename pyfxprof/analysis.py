@@ -1,5 +1,5 @@
-"""The separate, untimed analysis run: per-node input/output shapes and output bytes, and a clear
-error naming the node when the example inputs do not fit the model."""
+"""The separate, untimed analysis run: per-node input/output shapes, output bytes and FLOPs, and a
+clear error naming the node when the example inputs do not fit the model."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import torch.fx as fx
 
 from .capture import TIMED_OPS, first_line
 from .errors import PyfxprofError
+from .memory import cuda_device_of, cuda_node_memory
+from .flops import FlopMeter
 from .node_table import target_name
 
 
@@ -42,30 +44,42 @@ def tensor_bytes(value: Any) -> int:
 
 
 class ShapeRecorder(fx.Interpreter):
-    """Runs the graph once, recording per node input/output shapes and output bytes."""
+    """Runs the graph once, recording per node input/output shapes, output bytes and FLOPs
+    (the latter read from `meter`, which must be active during the run)."""
 
-    def __init__(self, module: fx.GraphModule) -> None:
+    def __init__(self, module: fx.GraphModule, meter: FlopMeter,
+                 cuda_device: torch.device | None = None) -> None:
         super().__init__(module)
+        self.meter = meter
+        self.cuda_device = cuda_device
         self.info: dict[str, dict[str, Any]] = {}
 
     def run_node(self, n: fx.Node) -> Any:
         if n.op not in TIMED_OPS:
             return super().run_node(n)
         args, kwargs = self.fetch_args_kwargs_from_env(n)
+        flops_before = self.meter.total()
         try:
-            with self._set_current_node(n):
+            with self._set_current_node(n), cuda_node_memory(self.cuda_device) as memory:
                 result = getattr(self, n.op)(n.target, args, kwargs)
         except Exception as error:
             raise PyfxprofError(
                 f"node {n.name!r} ({n.op} {target_name(n)}) failed on inputs {describe(args)}: "
                 f"{type(error).__name__}: {first_line(error)} — check the input shapes") from None
         self.info[n.name] = {"input_shapes": describe(args), "output_shapes": describe(result),
-                             "out_bytes": tensor_bytes(result)}
+                             "out_bytes": tensor_bytes(result),
+                             "flops": self.meter.total() - flops_before}
+        if self.cuda_device is not None:
+            self.info[n.name].update(alloc_delta_bytes=memory.alloc_delta_bytes,
+                                     peak_bytes=memory.peak_bytes,
+                                     model_peak_bytes=memory.absolute_peak_bytes)
         return result
 
 
 def analyse(gm: fx.GraphModule, args: tuple) -> tuple[Any, dict[str, dict[str, Any]]]:
-    """Run `gm` once untimed; return (output, per-node info keyed by node name).
+    """Run `gm` once untimed; return (output, per-node info keyed by node name): input_shapes,
+    output_shapes, out_bytes and flops; on CUDA also alloc_delta_bytes, peak_bytes (above the
+    allocation at the node's start) and model_peak_bytes (the allocator's peak so far).
 
     Example:
         >>> gm = fx.symbolic_trace(torch.nn.Linear(4, 2))
@@ -73,9 +87,10 @@ def analyse(gm: fx.GraphModule, args: tuple) -> tuple[Any, dict[str, dict[str, A
         >>> info["linear"]["output_shapes"]
         '[3, 2] float32'
     """
-    recorder = ShapeRecorder(gm)
     try:
-        output = recorder.run(*args)
+        with FlopMeter() as meter:
+            recorder = ShapeRecorder(gm, meter, cuda_device_of(args))
+            output = recorder.run(*args)
     except PyfxprofError as error:  # Interpreter.run appends the FX node dump: keep one line
         raise PyfxprofError(first_line(error)) from None
     return output, recorder.info

@@ -1,10 +1,14 @@
-"""Describing timed FX nodes as the Profile's nodes table (identity, module path and stack, edges)."""
+"""Describing timed nodes as the Profile's nodes table (identity, module path and stack, edges):
+FX graph nodes, or module calls timed by hooks."""
 
 from __future__ import annotations
 
 import pandas as pd
 import torch.fx as fx
 from torch.fx.node import _get_qualified_name
+
+#: Columns of the frames built here, in order.
+COLUMNS = ["index", "name", "op", "target", "module_path", "module_type", "module_stack", "inputs"]
 
 
 def target_name(node: fx.Node) -> str:
@@ -52,6 +56,30 @@ def nodes_frame(nodes: list[fx.Node], root: fx.GraphModule) -> pd.DataFrame:
             "module_path": path, "module_type": module_type, "module_stack": stack,
             "inputs": tuple(n.name for n in node.all_input_nodes),
         })
-    columns = ["index", "name", "op", "target", "module_path", "module_type", "module_stack",
-               "inputs"]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def module_calls_frame(calls: list[tuple[str, str]], root_type: str) -> pd.DataFrame:
+    """One row per module call timed by hooks, from (module path, module type name) in call
+    order. Names follow FX's: the path with '_' for '.', then '_1', '_2'... on repeated calls;
+    the root (path "") is named after its type. Ops are "call_module"; `inputs` are empty.
+
+    Example:
+        >>> frame = module_calls_frame([("layer1.0", "Block"), ("relu", "ReLU"),
+        ...                             ("relu", "ReLU")], "Net")
+        >>> list(frame["name"]), frame["module_stack"][0]
+        (['layer1_0', 'relu', 'relu_1'], ('layer1', 'layer1.0'))
+    """
+    rows, seen = [], {}
+    for index, (path, module_type) in enumerate(calls):
+        base = path.replace(".", "_") or root_type
+        repeat = seen.get(path, 0)
+        seen[path] = repeat + 1
+        parts = path.split(".") if path else []
+        rows.append({
+            "index": index, "name": f"{base}_{repeat}" if repeat else base, "op": "call_module",
+            "target": path or root_type, "module_path": path, "module_type": module_type,
+            "module_stack": tuple(".".join(parts[:k + 1]) for k in range(len(parts))),
+            "inputs": (),
+        })
+    return pd.DataFrame(rows, columns=COLUMNS)

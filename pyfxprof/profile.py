@@ -172,13 +172,17 @@ class Profile:
         return pd.concat(parts, axis=1)
 
     def table(self, sort_by: str = "total", top: int | None = None,
-              columns: list[str] | None = None, group_by: str | None = None) -> str:
+              columns: list[str] | None = None, group_by: str | None = None,
+              depth: int | None = None) -> str:
         """The report as aligned text: header block, table, truncation and noise notes.
 
         sort_by: "total" | "median" | "mean" | "max" (descending), "name" (ascending) or
         "order" (execution / first appearance). top: keep the first ``top`` rows.
-        columns: to_dataframe() column names plus "cum_pct" (group view: "group", "nodes",
-        statistics and "cum_pct"). group_by: None | "op" | "target" | "module_type".
+        columns: to_dataframe() column names plus "cum_pct" and, with a ``flops`` column,
+        "flop_per_s" (group view: "group", "nodes", statistics, "cum_pct", "flops",
+        "flop_per_s"). group_by: None | "op" | "target" | "module_type" | "module" (inclusive
+        time per module cut at ``depth``, default 1; see rollup) | "input_shape" (per op and
+        input shapes, like torch.profiler's group_by_input_shape).
 
         >>> nodes = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
         ...     "target": ["add"], "module_path": [""], "module_type": ["M"],
@@ -188,8 +192,20 @@ class Profile:
         ['Node  Median', '----  ------', 'x       5 ns']
         """
         view = report.build_view(self, sort_by=sort_by, top=top, columns=columns,
-                                 group_by=group_by)
+                                 group_by=group_by, depth=depth)
         return report.render_text(view)
+
+    def tree(self, max_depth: int | None = None) -> str:
+        """The module hierarchy with each module's median inclusive time and percent; see
+        rollup.module_tree.
+
+        >>> print(prof.tree(max_depth=1))  # doctest: +SKIP
+        ResNet         1.21 ms  100.0%
+        ├─ conv1       95.1 µs    7.9%
+        └─ layer1       402 µs   33.2%
+        """
+        from .rollup import module_tree
+        return module_tree(self, max_depth)
 
     def save(self, path) -> None:
         """Write the profile as versioned JSON (gzip when ``path`` ends in .gz); see persist."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
+import warnings
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
@@ -11,13 +14,17 @@ import pandas as pd
 import torch
 import torch.fx as fx
 
+from . import _C
 from .analysis import analyse, describe
-from .capture import capture, timed_nodes
+from .device_timing import add_device_summary, ensure_cuda_runtime, place_on_device
+from .capture import (Capture, CaptureFallbackWarning, capture as capture_model,
+                      fallback_capture, timed_nodes)
 from .errors import PyfxprofError
 from .executors import MODES, make_executor
+from .hooks import HookAnalysis, HooksExecutor, hooks_or_whole
 from .metadata import environment_meta
 from .model_state import evaluation_mode, grad_context
-from .node_table import nodes_frame
+from .node_table import module_calls_frame, nodes_frame
 from .profile import Profile
 from .progress import Progress
 from .recorder import RECORDER
@@ -27,7 +34,8 @@ from .timing import RunTimings
 def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, warmup: int = 10,
             mode: str = "codegen", *, grad: bool = False, name: str | None = None,
             leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
-            concrete_args: dict | None = None, progress: bool = True) -> Profile:
+            concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,
+            device: str | None = None, device_events: bool | None = None) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
     The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
@@ -40,6 +48,14 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
             tensor.
         runs, warmup: timed runs kept, and untimed runs before them.
         mode: "codegen" (one native mark per node boundary, recompiled) or "interpreter".
+        capture: "auto" (FX trace, with the fallback ladder of docs/capture.md when tracing
+            fails: leaf the failing submodule, module hooks, whole model), or one forced mode:
+            "fx", "hooks" (leaf modules timed by forward hooks) or "whole" (one node).
+        leaf_modules, autowrap_functions, concrete_args: passed to the FX tracer.
+        device: run on this device ("cuda", "cuda:1", "cpu"); a model elsewhere is profiled
+            as a copy moved there (the original stays put). None: where the model is.
+        device_events: also time each node on the GPU with CUDA events (default: on for
+            CUDA models). Needs a usable CUDA runtime (see docs/gpu.md).
 
     Example:
         >>> prof = profile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()),
@@ -48,25 +64,30 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
         (2, 5)
     """
     _check_arguments(model, runs, warmup, mode)
+    model, example_inputs = place_on_device(model, example_inputs, device)
+    where = _device_of(model, example_inputs if isinstance(example_inputs, tuple) else ())
+    if device_events is None:
+        device_events = where.startswith("cuda")
+    if device_events:
+        ensure_cuda_runtime()
     with evaluation_mode(model), grad_context(grad):
-        captured = capture(model, leaf_modules, autowrap_functions, concrete_args)
-        gm = captured.graph_module
-        nodes = timed_nodes(gm.graph)
-        if not nodes:
-            raise PyfxprofError(f"{type(model).__name__} has no operations to time "
-                                "(its graph only passes inputs through)")
-        args = positional_inputs(gm, example_inputs)
-        _, shapes = analyse(gm, args)
-        executor = make_executor(mode, gm, len(nodes))
-        timings = _timed_runs(executor, args, runs, warmup, progress)
-    frame = _nodes_with_shapes(nodes_frame(nodes, gm), shapes)
+        prepared = _prepare(model, example_inputs, capture,
+                            (leaf_modules, autowrap_functions, concrete_args))
+        _warn_fallback(prepared.captured, capture)
+        executor = _executor(model, prepared, mode, device_events)
+        with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
+            timings = _timed_runs(executor, prepared.args, runs, warmup, progress)
+    captured, args, frame = prepared.captured, prepared.args, prepared.frame
     meta = {"model": name or type(model).__name__, "device": _device_of(model, args),
-            "runs": int(timings.intervals.shape[0]), "warmup": warmup, "mode": mode,
+            "device_events": _C.cuda_status()["library"] if device_events else None,
+            "runs": int(timings.intervals.shape[0]), "warmup": warmup,
+            "mode": mode if prepared.analysis is None else "hooks", "flops": prepared.flops,
             "capture_mode": captured.mode, "capture_notes": captured.notes, "grad": grad,
             "input_shapes": describe(args), "incomplete_runs": timings.incomplete_runs,
             "dropped_records": RECORDER.dropped_total, **executor.calibration.as_meta(),
-            **_fusion_meta(model), **environment_meta()}
-    return _build_profile(frame, timings, executor.marks_per_run, meta)
+            **prepared.memory_meta, **_fusion_meta(model), **environment_meta()}
+    return _build_profile(frame, timings, executor.marks_per_run, meta,
+                          executor.device_samples())
 
 
 def _fusion_meta(model: torch.nn.Module) -> dict:
@@ -86,9 +107,9 @@ def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:
         raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
 
 
-def positional_inputs(gm: fx.GraphModule, example_inputs: Any) -> tuple:
+def positional_inputs(gm: torch.nn.Module, example_inputs: Any) -> tuple:
     """`example_inputs` (tuple, list, dict of keyword arguments, or one value) as a tuple in
-    the order of the graph's placeholders.
+    the order of the graph's placeholders (or of the model's forward arguments).
 
     Example:
         >>> gm = fx.symbolic_trace(torch.nn.Linear(2, 2))
@@ -122,12 +143,89 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool) -
     return executor.timings()
 
 
-def _nodes_with_shapes(frame: pd.DataFrame, shapes: dict) -> pd.DataFrame:
+@dataclass
+class _Prepared:
+    """A captured model after its untimed analysis run, ready to be timed."""
+
+    captured: Capture
+    args: tuple
+    frame: pd.DataFrame                   # the nodes table, with the analysis columns
+    flops: int                            # FLOPs of the whole analysis run
+    analysis: HookAnalysis | None = None  # hooks and whole captures only
+    memory_meta: dict = field(default_factory=dict)  # the CUDA peak, when measured
+
+
+def _prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str,
+             tracer_options: tuple) -> _Prepared:
+    """Capture (the fallback ladder in "auto" mode), then the untimed analysis run; a traced
+    graph that fails where the eager model runs falls back to hooks too."""
+    captured = capture_model(model, *tracer_options, mode=capture_mode)
+    traced = captured.graph_module
+    args = positional_inputs(model if traced is None else traced, example_inputs)
+    if traced is not None:
+        nodes = timed_nodes(traced.graph)
+        if not nodes:
+            raise PyfxprofError(f"{type(model).__name__} has no operations to time "
+                                "(its graph only passes inputs through)")
+        try:
+            _, info = analyse(traced, args)
+        except PyfxprofError as error:
+            if capture_mode != "auto" or not _runs_eagerly(model, args):
+                raise
+            note = f"the traced graph fails where the model runs ({error}) — using module hooks"
+            captured = fallback_capture(model, tracer_options[0], captured.notes + [note])
+        else:
+            infos = [info.get(node.name, {}) for node in nodes]
+            frame = _with_analysis(nodes_frame(nodes, traced), infos)
+            return _Prepared(captured, args, frame, int(frame["flops"].sum()),
+                             memory_meta=_model_peak_meta(infos))
+    captured, analysis = hooks_or_whole(model, captured, args)
+    calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
+    frame = _with_analysis(module_calls_frame(calls, type(model).__name__), analysis.info)
+    return _Prepared(captured, args, frame, analysis.flops, analysis)
+
+
+def _runs_eagerly(model: torch.nn.Module, args: tuple) -> bool:
+    try:
+        model(*args)
+    except Exception:  # the inputs do not fit the model itself: report the graph's error
+        return False
+    return True
+
+
+def _with_analysis(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
+    """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops."""
     for column in ("input_shapes", "output_shapes"):
-        frame[column] = [shapes.get(name, {}).get(column, "") for name in frame["name"]]
-    frame["out_bytes"] = np.array([shapes.get(n, {}).get("out_bytes", 0) for n in frame["name"]],
-                                  dtype=np.int64)
+        frame[column] = [info.get(column, "") for info in infos]
+    for column in ("out_bytes", "flops"):
+        frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
+    for column in ("alloc_delta_bytes", "peak_bytes"):  # CUDA allocator statistics only
+        if any(column in info for info in infos):
+            frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
     return frame
+
+
+def _model_peak_meta(infos: list[dict]) -> dict:
+    """The CUDA allocator's peak over the analysis run, when it was measured."""
+    peaks = [info["model_peak_bytes"] for info in infos if "model_peak_bytes" in info]
+    return {"cuda_peak_bytes": int(max(peaks))} if peaks else {}
+
+
+def _executor(model: torch.nn.Module, prepared: _Prepared, mode: str, device_events: bool):
+    """The graph's executor for `mode`, or the hooks executor for hooks and whole captures."""
+    if prepared.analysis is None:
+        return make_executor(mode, prepared.captured.graph_module, len(prepared.frame),
+                             device_events)
+    if device_events:
+        prepared.captured.notes.append("device timing needs an FX capture: host times only")
+    return HooksExecutor(model, prepared.captured.leaves, prepared.analysis)
+
+
+def _warn_fallback(captured: Capture, capture_mode: str) -> None:
+    """One warning when "auto" capture could not use a plain FX trace, saying what it did."""
+    if capture_mode == "auto" and captured.mode != "fx":
+        warnings.warn(f"pyfxprof: {'; '.join(captured.notes)} (capture mode "
+                      f"{captured.mode!r})", CaptureFallbackWarning, stacklevel=3)
 
 
 def _device_of(model: torch.nn.Module, args: tuple) -> str:
@@ -137,7 +235,7 @@ def _device_of(model: torch.nn.Module, args: tuple) -> str:
 
 
 def _build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
-                   meta: dict) -> Profile:
+                   meta: dict, device_samples: np.ndarray | None = None) -> Profile:
     if timings.intervals.shape[0] == 0:
         raise PyfxprofError("no complete run was recorded (the record buffer dropped "
                             f"{meta['dropped_records']} records); raise the buffer cap or "
@@ -149,4 +247,8 @@ def _build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = samples.sum(axis=1) / totals
     meta["coverage"] = float(np.median(shares)) if np.isfinite(shares).all() else 1.0
-    return Profile(frame, samples, totals, meta, run_starts=timings.run_starts)
+    if device_samples is not None:
+        device_samples = device_samples[:samples.shape[0]]
+        add_device_summary(frame, samples, device_samples, totals, meta)
+    return Profile(frame, samples, totals, meta, device_samples=device_samples,
+                   run_starts=timings.run_starts)

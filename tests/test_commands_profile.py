@@ -33,13 +33,21 @@ def test_group_by_top_mode_and_threads(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["profile", "nowhere:Net"], "cannot import 'nowhere'"),
     (["profile", SPEC, "--input", "2x5x16x16"], "node 'conv' (call_module conv) failed on inputs"),
-    (["profile", "tests.models:DataDependent", "--input", "3"], "torch.fx cannot trace"),
     (["profile", SPEC, "--runs", "0"], "runs must be a positive integer"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pyfxprof: error: ") and message in err and "\n" not in err
+
+
+def test_untraceable_model_falls_back_and_the_header_says_why(capsys):
+    with pytest.warns(UserWarning, match="torch.fx cannot trace DataDependent"):
+        code = main(["profile", "tests.models:DataDependent", "--input", "3", "--runs", "2",
+                     "--warmup", "0"])
+    out = capsys.readouterr().out
+    assert code == 0 and "capture whole" in out
+    assert "capture: torch.fx cannot trace DataDependent" in out
 
 
 def test_overhead_command_compares_all_methods(capsys):

@@ -1,0 +1,144 @@
+"""Module hierarchy roll-up: group keys per module at a depth or per (op, input shapes), and the
+module tree with inclusive times.
+
+Depth counts the components of a node's ``module_path``: at depth 1 ``layer1.0.conv1`` rolls up
+into ``layer1``, at depth 2 into ``layer1.0`` (the same cut as ``Diff.compare(by="module")``).
+A node whose module is shallower than the depth stays in its own module; when that module
+also has deeper nodes, its row is labelled ``<path> (self)`` so that every row is either a
+module's inclusive time or a module's own nodes, and rows add up to the total.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .stats import group_samples
+from .units import format_ns, format_pct
+
+ROOT_LABEL = "(root)"
+#: Separates the op from the input shapes in group_by="input_shape" keys.
+SHAPE_SEPARATOR = "\x1f"
+
+
+def cut(path: str, depth: int) -> str:
+    """`path` cut to its first `depth` components.
+
+    Example:
+        >>> cut("layer1.0.conv1", 2), cut("fc", 2), cut("", 1)
+        ('layer1.0', 'fc', '')
+    """
+    return ".".join(path.split(".")[:depth]) if path else ""
+
+
+def _depth(path: str) -> int:
+    return path.count(".") + 1 if path else 0
+
+
+def module_keys(nodes: pd.DataFrame, depth: int) -> list[str]:
+    """One roll-up label per node at `depth` (see the module docstring).
+
+    Example:
+        >>> nodes = pd.DataFrame({"module_path": ["a.b", "a", "", "c"]})
+        >>> module_keys(nodes, 2)
+        ['a.b', 'a (self)', '(root)', 'c']
+    """
+    paths = [str(p) for p in nodes["module_path"]]
+    keys = [cut(p, depth) for p in paths]
+    deeper = {cut(p, d) for p in set(paths) for d in range(1, min(_depth(p), depth))}
+    return [ROOT_LABEL if not key else f"{key} (self)" if key in deeper else key
+            for key in keys]
+
+
+def input_shape_keys(nodes: pd.DataFrame) -> list[str]:
+    """One key per node: its op and input shapes, split again by `split_shape_key`. The op is
+    the module type for module calls (all Conv2d calls on one shape group together, as
+    torch.profiler's group_by_input_shape groups aten ops) and the target otherwise.
+
+    Example:
+        >>> nodes = pd.DataFrame({"op": ["call_module", "call_function"],
+        ...     "target": ["layer1.conv", "torch.relu"], "module_type": ["Conv2d", "Net"],
+        ...     "input_shapes": ["([1, 3] float32)", "([1, 3] float32)"]})
+        >>> [split_shape_key(key) for key in input_shape_keys(nodes)]
+        [('Conv2d', '([1, 3] float32)'), ('torch.relu', '([1, 3] float32)')]
+    """
+    if "input_shapes" not in nodes:
+        raise ValueError("group_by='input_shape' needs an input_shapes column "
+                         "(profiles made by pyfxprof.profile have one)")
+    ops = nodes["module_type"].where(nodes["op"] == "call_module", nodes["target"]).astype(str)
+    shapes = nodes["input_shapes"].astype(str)
+    return [f"{op}{SHAPE_SEPARATOR}{shape}" for op, shape in zip(ops, shapes)]
+
+
+def split_shape_key(key: str) -> tuple[str, str]:
+    """(target, input shapes) of an `input_shape_keys` key."""
+    target, _, shapes = key.partition(SHAPE_SEPARATOR)
+    return target, shapes
+
+
+def inclusive_medians(samples: np.ndarray, paths: list[str], max_depth: int | None = None
+                      ) -> dict[str, float]:
+    """Median over runs of the per-run inclusive sum of every module, by path, parents first
+    and children in first-appearance order; "" is the root (all nodes).
+
+    Example:
+        >>> inclusive_medians(np.array([[1, 2, 4], [3, 2, 4]]), ["a.b", "a", "c"])
+        {'': 8.0, 'a': 4.0, 'c': 4.0, 'a.b': 2.0}
+    """
+    samples = np.asarray(samples)
+    depths = np.array([_depth(p) for p in paths], dtype=np.int64)
+    deepest = int(depths.max(initial=0)) if max_depth is None else max_depth
+    medians = {"": float(np.median(samples.sum(axis=1)))}
+    for depth in range(1, deepest + 1):
+        inside = np.flatnonzero(depths >= depth)
+        if len(inside) == 0:
+            break
+        names, sums = group_samples(samples[:, inside], [cut(paths[i], depth) for i in inside])
+        medians.update(zip(names, np.median(sums, axis=0).tolist()))
+    return medians
+
+
+def module_tree(profile, max_depth: int | None = None) -> str:
+    """The module hierarchy as an indented tree: per module its median inclusive time (median
+    over runs of the sum of its nodes) and percent of the root's.
+
+    Example:
+        >>> print(module_tree(prof, max_depth=1))  # doctest: +SKIP
+        ResNet         1.21 ms  100.0%
+        ├─ conv1       95.1 µs    7.9%
+        └─ layer1       402 µs   33.2%
+    """
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int)
+                                  or max_depth < 1):
+        raise ValueError(f"max_depth must be None or a positive int, got {max_depth!r}")
+    paths = [str(p) for p in profile.nodes["module_path"]]
+    medians = inclusive_medians(profile.samples, paths, max_depth)
+    types = dict(zip(paths, profile.nodes["module_type"].astype(str)))
+    children: dict[str, list[str]] = {}
+    for path in list(medians)[1:]:
+        children.setdefault(cut(path, _depth(path) - 1), []).append(path)
+    root = str(profile.meta.get("model") or types.get("", "model"))
+    rows = [(root, medians[""])] + _tree_rows("", children, medians, types, "")
+    return _render_rows(rows, medians[""])
+
+
+def _tree_rows(parent: str, children: dict, medians: dict, types: dict,
+               prefix: str) -> list[tuple[str, float]]:
+    rows = []
+    kids = children.get(parent, [])
+    for i, path in enumerate(kids):
+        last = i == len(kids) - 1
+        name = path.rpartition(".")[2]
+        label = f"{name} ({types[path]})" if path in types else name
+        rows.append((f"{prefix}{'└─' if last else '├─'} {label}", medians[path]))
+        rows += _tree_rows(path, children, medians, types, prefix + ("   " if last else "│  "))
+    return rows
+
+
+def _render_rows(rows: list[tuple[str, float]], root_median: float) -> str:
+    times = [format_ns(value) for _, value in rows]
+    pcts = [format_pct(100.0 * value / root_median if root_median else 0.0) for _, value in rows]
+    label_width = max(len(label) for label, _ in rows)
+    time_width, pct_width = max(map(len, times)), max(map(len, pcts))
+    return "\n".join(f"{label.ljust(label_width)}  {t.rjust(time_width)}  {p.rjust(pct_width)}"
+                     for (label, _), t, p in zip(rows, times, pcts))

@@ -1,0 +1,101 @@
+"""Real models end to end: a representative subset of torchvision classification models through
+FX at a small input, nn.TransformerEncoder, and detection/segmentation models that fall back
+with a stated coverage. The whole sweep is benchmarks/sweep_torchvision.py (behaviour only,
+never speed)."""
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import pyfxprof
+from pyfxprof.capture import CaptureFallbackWarning
+
+torchvision = pytest.importorskip("torchvision")
+
+#: One or two per family: plain convs, depthwise/inverted residuals, channel shuffle, dense
+#: concatenation, inception branches, squeeze-excitation, ConvNeXt, shifted windows, ViT (built
+#: for 64x64 images: ViTs check the image size), MaxViT (1,500 nodes).
+CLASSIFICATION = [
+    "alexnet", "resnet18", "mobilenet_v3_small", "squeezenet1_1", "shufflenet_v2_x0_5",
+    "densenet121", "googlenet", "inception_v3", "efficientnet_b0", "efficientnet_v2_s",
+    "regnet_y_400mf", "mnasnet0_5", "convnext_tiny", "swin_t", "vit_b_32", "maxvit_t",
+]
+#: Input sizes of the models that refuse 64x64.
+SIZES = {"inception_v3": 96, "maxvit_t": 224}
+
+
+def quiet_profile(model, inputs, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureFallbackWarning)
+        return pyfxprof.profile(model, inputs, runs=2, warmup=0, progress=False, **kwargs)
+
+
+def image(size: int) -> torch.Tensor:
+    return torch.rand(3, size, size, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.filterwarnings("ignore:The default weight initialization:FutureWarning")
+@pytest.mark.parametrize("name", CLASSIFICATION)
+def test_classification_model_profiles_through_fx(name):
+    extra = {"image_size": 64} if name.startswith("vit") else {}
+    model = torchvision.models.get_model(name, weights=None, **extra)
+    prof = pyfxprof.profile(model, (image(SIZES.get(name, 64))[None],), runs=2, warmup=0,
+                            progress=False)
+    assert prof.meta["capture_mode"] == "fx" and prof.meta["capture_notes"] == []
+    assert prof.n_runs == 2 and prof.n_nodes > 20
+    assert 0.5 < prof.meta["coverage"] and prof.meta["flops"] > 0
+    assert prof.nodes["flops"].sum() == prof.meta["flops"]
+    top = prof.table(group_by="module", depth=1)
+    assert "coverage" in top and "FLOP" in top
+
+
+def test_transformer_encoder_inside_a_model_is_one_fx_leaf():
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(16, 32)
+            layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.head(self.encoder(self.embed(x)).mean(dim=1))
+
+    prof = quiet_profile(Classifier(), (torch.randn(2, 12, 16),))
+    assert prof.meta["capture_mode"] == "fx"
+    assert list(prof.nodes["name"]) == ["embed", "encoder", "mean", "head"]
+
+
+def test_bare_transformer_encoder_falls_back_to_hooks_per_layer():
+    layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    with pytest.warns(CaptureFallbackWarning, match="TransformerEncoder .*'hooks'"):
+        prof = pyfxprof.profile(encoder, (torch.randn(2, 12, 32),), runs=2, warmup=0,
+                                progress=False)
+    assert prof.meta["capture_mode"] == "hooks"
+    assert list(prof.nodes["module_path"]) == ["layers.0", "layers.1"]
+    assert 0 < prof.meta["coverage"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("builder", [
+    "fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large"])
+def test_detection_models_fall_back_to_hooks_with_a_stated_coverage(builder):
+    model = getattr(torchvision.models.detection, builder)(weights=None, weights_backbone=None)
+    prof = quiet_profile(model, ([image(64)],))
+    assert prof.meta["capture_mode"] == "hooks"
+    assert "its own forward" in prof.meta["capture_notes"][0]
+    assert 0 < prof.meta["coverage"] and prof.n_nodes > 50
+    assert f"coverage {100 * prof.meta['coverage']:.1f}%" in prof.table()
+    assert set(prof.nodes["op"]) == {"call_module"}
+
+
+@pytest.mark.slow
+def test_segmentation_model_profiles_with_a_stated_coverage():
+    model = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None,
+                                                                      weights_backbone=None)
+    prof = quiet_profile(model, (image(64)[None],))
+    assert prof.meta["capture_mode"] in ("fx", "fx+leaf", "hooks")
+    assert 0 < prof.meta["coverage"] and "coverage" in prof.table()
