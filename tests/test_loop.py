@@ -1,0 +1,197 @@
+"""Tests of the loop API (pyfxprof.loop.Profiler): windows, outputs, model state, bounded memory."""
+
+import copy
+import math
+import warnings
+
+import pytest
+import torch
+from torch.profiler import ProfilerAction
+
+from pyfxprof import _C
+from pyfxprof.capture import CaptureFallbackWarning, capture, timed_nodes
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.loop import Profiler
+from pyfxprof.schedule import schedule
+from tests.models import DataDependent, Net, net_input
+
+N_NODES = len(timed_nodes(capture(Net()).graph_module.graph))
+
+
+def _loop(profiler: Profiler, steps: int, calls_per_step: int = 1) -> list:
+    outputs = []
+    with profiler as p:
+        for _ in range(steps):
+            for _ in range(calls_per_step):
+                outputs.append(p.model(net_input()))
+            p.step()
+    return outputs
+
+
+def test_schedule_delivers_one_profile_per_active_window():
+    delivered, pending = [], []
+
+    def handler(prof):
+        delivered.append(prof)
+        pending.append(_C.buffer_stats()["pending_records"])
+
+    p = Profiler(Net().eval(), schedule=schedule(wait=1, warmup=1, active=2, repeat=2),
+                 on_trace_ready=handler)
+    _loop(p, 10)
+    assert [(prof.n_runs, prof.n_nodes) for prof in delivered] == [(2, N_NODES)] * 2
+    assert p.profiles == delivered
+    assert [prof.meta["loop"]["steps"] for prof in delivered] == [[2, 3], [6, 7]]
+    assert [prof.meta["warmup"] for prof in delivered] == [1, 1]
+    assert pending == [0, 0]  # the native buffer holds nothing once a window is delivered
+    assert _C.buffer_stats()["pending_records"] == 0
+
+
+def test_profile_content_is_that_of_pyfxprof_profile():
+    p = Profiler(Net().eval(), schedule=schedule(wait=0, warmup=1, active=3, repeat=1))
+    _loop(p, 5)
+    (prof,) = p.profiles
+    assert prof.nodes["name"].tolist()[:2] == ["block1_conv", "block1_relu"]
+    assert prof.nodes.loc[0, "output_shapes"] == "[2, 3, 8, 8] float32"
+    meta = prof.meta
+    assert meta["mode"] == "codegen" and meta["runs"] == 3 and meta["incomplete_runs"] == 0
+    assert 0 < meta["overhead_ns"] < 10_000 and 0 < meta["coverage"] <= 1.0
+    assert meta["input_shapes"] == "([2, 3, 8, 8] float32)" and meta["training"] is False
+    assert (prof.samples >= 0).all() and prof.run_starts is not None
+
+
+def test_without_a_schedule_every_call_is_recorded_and_delivered_at_exit():
+    delivered = []
+    p = Profiler(Net().eval(), on_trace_ready=delivered.append)
+    _loop(p, 3, calls_per_step=2)
+    assert len(delivered) == 1 and delivered[0].n_runs == 6
+
+
+def test_outputs_equal_the_models_in_every_kind_of_step():
+    model = Net().eval()
+    p = Profiler(model, schedule=schedule(wait=1, warmup=1, active=1, repeat=1))
+    with p:
+        for _ in range(4):
+            x = torch.randn(2, 3, 8, 8)
+            assert torch.equal(p.model(x), model(x)), p.current_action
+            p.step()
+    assert len(p.profiles) == 1
+
+
+def test_a_profiled_training_loop_matches_an_unprofiled_one():
+    """Same losses and weights: the profiler neither changes the model nor the computation."""
+    model = Net().train()
+    model.block1.train(False)  # a mixed state must stay exactly as the user set it
+    reference = copy.deepcopy(model)
+    flags = [m.training for m in model.modules()]
+    structure = [(name, type(m)) for name, m in model.named_modules()]
+
+    def train(run_model, params, steps, step=lambda: None):
+        optimizer = torch.optim.SGD(params, lr=1e-3)
+        losses = []
+        for k in range(steps):
+            torch.manual_seed(k)  # dropout draws the same masks in both loops
+            loss = run_model(net_input()).square().mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            step()
+        return losses
+
+    with Profiler(model, schedule=schedule(wait=1, warmup=1, active=2)) as p:
+        profiled = train(p.model, model.parameters(), 8, p.step)
+    assert train(reference, reference.parameters(), 8) == profiled
+    assert all(map(math.isfinite, profiled))
+    for (key, value), expected in zip(model.state_dict().items(),
+                                      reference.state_dict().values()):
+        assert torch.equal(value, expected), key
+    assert [m.training for m in model.modules()] == flags
+    assert [(name, type(m)) for name, m in model.named_modules()] == structure
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    assert [prof.meta["grad"] for prof in p.profiles] == [True, True]
+
+
+def test_keyword_arguments_and_example_inputs():
+    class Scale(torch.nn.Module):
+        def forward(self, x, factor):
+            return torch.relu(x) * factor
+
+    x, factor = torch.randn(3), torch.tensor(2.0)
+    with Profiler(Scale(), example_inputs={"x": x, "factor": factor}) as p:
+        assert torch.equal(p.model(x, factor=factor), torch.relu(x) * 2)
+        assert torch.equal(p.model(factor=factor, x=x), torch.relu(x) * 2)
+    assert p.profiles[0].n_runs == 2
+
+
+def test_keep_profiles_bounds_the_list_not_the_deliveries():
+    delivered = []
+    p = Profiler(Net().eval(), schedule=schedule(wait=0, warmup=1, active=1),
+                 on_trace_ready=delivered.append, keep_profiles=1)
+    _loop(p, 6)
+    assert len(delivered) == 3 and p.profiles == delivered[-1:]
+
+
+def test_an_exception_in_the_loop_discards_the_open_window():
+    delivered = []
+    p = Profiler(Net().eval(), on_trace_ready=delivered.append)
+    with pytest.raises(ValueError, match="boom"):
+        with p:
+            p.model(net_input())
+            raise ValueError("boom")
+    assert delivered == []
+    assert _C.buffer_stats()["pending_records"] == 0
+
+
+def test_record_followed_by_none_warns_and_discards_like_torch():
+    actions = [ProfilerAction.RECORD, ProfilerAction.NONE, ProfilerAction.NONE]
+    p = Profiler(Net().eval(), schedule=lambda step: actions[step])
+    with pytest.warns(UserWarning, match="RECORD followed by NONE"):
+        _loop(p, 2)
+    assert p.profiles == []
+
+
+def test_a_window_without_model_calls_warns_and_delivers_nothing():
+    p = Profiler(Net().eval(), schedule=schedule(wait=0, warmup=1, active=1, repeat=1))
+    with pytest.warns(UserWarning, match="steps 1..1 recorded no complete call"):
+        with p:
+            p.model(net_input())  # captures; step 0 is WARMUP
+            p.step()
+            p.step()
+    assert p.profiles == []
+
+
+def test_calls_outside_the_block_run_the_model_and_step_needs_the_block():
+    model = Net().eval()
+    p = Profiler(model)
+    x = net_input()
+    assert torch.equal(p.model(x), model(x))
+    with pytest.raises(PyfxprofError, match="outside its with block"):
+        p.step()
+
+
+def test_bad_arguments_are_one_line_errors():
+    with pytest.raises(PyfxprofError, match="torch.nn.Module"):
+        Profiler(lambda x: x)
+    with pytest.raises(PyfxprofError, match="schedule must be callable"):
+        Profiler(Net(), schedule=3)
+    with pytest.raises(PyfxprofError, match="returned 'record'"):
+        with Profiler(Net(), schedule=lambda step: "record"):
+            pass
+
+
+def test_an_untraceable_model_is_refused_with_the_reason():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        profiler = Profiler(DataDependent(), example_inputs=torch.ones(2))
+        with pytest.raises(PyfxprofError, match="needs an FX graph.*leaf_modules"):
+            profiler.start()
+
+
+def test_an_untraceable_submodule_becomes_a_leaf_with_a_warning():
+    model = torch.nn.Sequential(torch.nn.ReLU(), DataDependent()).eval()
+    x = torch.randn(4)
+    with pytest.warns(CaptureFallbackWarning, match="made 1 a leaf"):
+        with Profiler(model) as p:
+            assert torch.equal(p.model(x), model(x))
+    (prof,) = p.profiles
+    assert prof.meta["capture_mode"] == "fx+leaf" and prof.nodes["target"].tolist() == ["0", "1"]
