@@ -15,15 +15,19 @@ from .errors import PyfxprofError
 from .fusion import FusionError, FusionReport, fuse_conv_bn, max_abs_difference
 from .fusion_bench import FusionBenchmark, benchmark_fusion
 from .interpreter import ProfilingInterpreter
+from .loop import Profiler
 from .persist import load_profile
 from .profile import Profile
+from .ranges import Range as range  # noqa: A001 (pyfxprof.range, like torch.profiler's record_function)
 from .runner import profile
+from .schedule import ProfilerAction, schedule
 
 #: Load a profile saved with Profile.save (versioned JSON, optionally gzip).
 load = load_profile
 
 __all__ = [
     "Advice", "FusionBenchmark", "FusionError", "FusionReport", "Profile", "ProfileDiff",
-    "ProfilingInterpreter", "PyfxprofError", "Suggestion", "advise", "benchmark_fusion", "diff",
-    "fuse_conv_bn", "load", "max_abs_difference", "profile", "register_rule",
+    "Profiler", "ProfilerAction", "ProfilingInterpreter", "PyfxprofError", "Suggestion", "advise",
+    "benchmark_fusion", "diff", "fuse_conv_bn", "load", "max_abs_difference", "profile", "range",
+    "register_rule", "schedule",
 ]

@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .errors import PyfxprofError
-from .plot import MAX_LABEL, _matplotlib, _unit
+from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
 
 
 def _check(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
@@ -38,20 +37,11 @@ def _label(key) -> str:
     return text if len(text) <= MAX_LABEL else "…" + text[-(MAX_LABEL - 1):]
 
 
-def _save(figure, path) -> None:
-    try:
-        figure.savefig(path, dpi=100)
-    except OSError as error:
-        raise PyfxprofError(f"cannot write plot {path}: {error.strerror or error}") from None
-    except ValueError as error:  # e.g. an extension matplotlib has no writer for
-        raise PyfxprofError(f"cannot write plot {path}: {error}") from None
-
-
 def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quantity: str,
                 unit: str, scale: float, title: str, changed: np.ndarray):
     """Grouped horizontal bars (control, test) of ``quantity`` on the left, the difference on
     the right (grey where not ``changed``); values are divided by ``scale`` to be in ``unit``."""
-    Figure, FigureCanvasAgg = _matplotlib()
+    Figure, FigureCanvasAgg = matplotlib_figure()
     figure = Figure(figsize=(12, 1.8 + 0.35 * max(len(rows), 1)), layout="constrained")
     FigureCanvasAgg(figure)
     figure.suptitle(title)
@@ -88,13 +78,13 @@ def visualize_duration_diff(df: pd.DataFrame, path=None, top: int = 20):
     _check(df, columns + ("change",))
     rows = _top_rows(df, "diff_duration", top)
     values = np.abs(rows[list(columns)].to_numpy(dtype=np.float64))
-    unit, scale = _unit(float(np.nanmax(values)) if values.size else 0.0)
+    unit, scale = time_unit(float(np.nanmax(values)) if values.size else 0.0)
     labels = df.attrs.get("labels", ("control", "test"))
     figure = _bar_figure(rows, columns, labels, "median time per run", unit, scale,
                          f"Largest duration changes (top {top}; grey: not significant)",
                          (rows["change"] != "=").to_numpy())
     if path is not None:
-        _save(figure, path)
+        save_figure(figure, path)
     return figure
 
 
@@ -112,5 +102,5 @@ def visualize_counts_diff(df: pd.DataFrame, path=None, top: int = 20):
     figure = _bar_figure(rows, columns, labels, "calls", "per run", 1.0,
                          f"Largest call-count changes (top {top})", np.ones(len(rows), bool))
     if path is not None:
-        _save(figure, path)
+        save_figure(figure, path)
     return figure

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import re
+import sys
 
 import torch
 
@@ -23,6 +25,8 @@ _SHAPE = re.compile(r"^\d+(x\d+)*$")
 def load_model(spec: str) -> torch.nn.Module:
     """Import `package.module:callable` and call it (a Module class or a factory) with no arguments.
 
+    Modules are found on sys.path and in the current directory, as `python -m` would.
+
     Example:
         >>> load_model("torch.nn:Identity")
         Identity()
@@ -31,6 +35,8 @@ def load_model(spec: str) -> torch.nn.Module:
     if not sep or not module_name or not attr_path:
         raise PyfxprofError(f"model spec {spec!r} must look like 'package.module:callable', "
                             f"e.g. {DEFAULT_MODEL!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         obj = importlib.import_module(module_name)
     except ImportError as error:

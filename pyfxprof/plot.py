@@ -5,27 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import PyfxprofError
+from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
 from .profile import Profile
-
-#: Longest node label in characters; longer ones keep their head and end with '…'.
-MAX_LABEL = 40
-_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
-
-
-def _matplotlib():
-    """matplotlib's Figure (Agg canvas, no pyplot global state), imported on first use."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise PyfxprofError("plotting needs matplotlib: pip install matplotlib") from None
-    return Figure, FigureCanvasAgg
-
-
-def _unit(largest: float) -> tuple[str, float]:
-    """The largest unit in which ``largest`` ns is at least 1 (ns for 0 or NaN)."""
-    return next(((u, s) for u, s in _UNITS if largest >= s), ("ns", 1.0))
-
 
 def top_nodes(profile: Profile, top: int = 20) -> dict:
     """The ``top`` nodes by total: labels, median, p25 and p75 (ns), slowest first.
@@ -54,8 +35,8 @@ def plot(profile: Profile, path, top: int = 20):
     >>> fig = plot(prof, "top_nodes.png", top=20)  # doctest: +SKIP
     """
     data = top_nodes(profile, top)
-    Figure, FigureCanvasAgg = _matplotlib()
-    unit, scale = _unit(float(np.nanmax(data["p75"])))
+    Figure, FigureCanvasAgg = matplotlib_figure()
+    unit, scale = time_unit(float(np.nanmax(data["p75"])))
     median = data["median"] / scale
     errors = np.vstack([data["median"] - data["p25"], data["p75"] - data["median"]]) / scale
     count = len(data["labels"])
@@ -72,10 +53,5 @@ def plot(profile: Profile, path, top: int = 20):
     meta = profile.meta
     axes.set_title(f"{meta.get('model', '?')} on {meta.get('device', '?')} — top {count} of "
                    f"{profile.n_nodes} nodes by total, {profile.n_runs} runs")
-    try:
-        figure.savefig(path, dpi=120)
-    except OSError as error:
-        raise PyfxprofError(f"cannot write {path}: {error.strerror or error}") from error
-    except ValueError as error:  # e.g. an extension matplotlib has no writer for
-        raise PyfxprofError(f"cannot write {path}: {error}") from error
+    save_figure(figure, path, dpi=120)
     return figure

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..diff import BY_CHOICES, MIN_RUNS, SORT_KEYS, diff, distinct_labels
 from ..errors import PyfxprofError
-from .report import positive_int
+from .arg_types import integer_at_least, open_unit_interval, positive_int
 
 #: Suffixes dropped from a file name to make its default label.
 _SUFFIXES = (".gz", ".json", ".trace", ".pt")
@@ -30,28 +30,6 @@ def fraction(text: str) -> float:
         value = -1.0
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"expected a percentage like 5% or 0.05, got {text!r}")
-    return value
-
-
-def _alpha(text: str) -> float:
-    """argparse type: a significance level strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
-    return value
-
-
-def _min_runs(text: str) -> int:
-    """argparse type: an int >= 2 (a rank test needs at least two runs per side)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}")
     return value
 
 
@@ -100,9 +78,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="with --group-by module: cut module paths after K components")
     parser.add_argument("--min-change", type=fraction, default=0.05, metavar="PCT",
                         help="smallest relative change that counts, e.g. 5%% (default 5%%)")
-    parser.add_argument("--alpha", type=_alpha, default=0.05,
+    parser.add_argument("--alpha", type=open_unit_interval, default=0.05,
                         help="significance level of the Mann-Whitney U test (default 0.05)")
-    parser.add_argument("--min-runs", type=_min_runs, default=MIN_RUNS, metavar="N",
+    parser.add_argument("--min-runs", type=integer_at_least(2), default=MIN_RUNS, metavar="N",
                         help=f"fewest runs per side for p-values (default {MIN_RUNS})")
     parser.add_argument("--plot", metavar="OUT.png",
                         help="write a bar chart of the largest duration changes")

@@ -8,9 +8,8 @@ import sys
 import torch
 
 from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input
-from ..report import GROUP_KEYS, SORT_KEYS
 from ..runner import profile
-from .report import add_export_arguments, write_exports
+from .report import add_export_arguments, add_table_arguments, print_table, write_exports
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,9 +39,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
     parser.add_argument("--mode", choices=("codegen", "interpreter"), default="codegen")
-    parser.add_argument("--sort", choices=SORT_KEYS, default="total")
-    parser.add_argument("--top", type=int, default=None, help="show the N first rows")
-    parser.add_argument("--group-by", choices=GROUP_KEYS, default=None)
+    parser.add_argument("--device", default=None,
+                        help="run on this device, e.g. cuda or cuda:1 (GPU runs also time "
+                             "every node with CUDA events); default cpu")
+    parser.add_argument("--capture", choices=("auto", "fx", "hooks", "whole"), default="auto",
+                        help="how to capture the model (default auto: FX, then leafing the "
+                             "failing submodule, then module hooks, then whole-model timing)")
+    add_table_arguments(parser)
     parser.add_argument("--advise", action="store_true",
                         help="print optimisation suggestions drawn from the profile")
     parser.add_argument("--save", metavar="PATH",
@@ -53,8 +56,9 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     model, inputs, name = model_and_inputs(args)
-    prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode, name=name)
-    print(prof.table(sort_by=args.sort, top=args.top, group_by=args.group_by))
+    prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode, name=name,
+                   device=args.device, capture=args.capture)
+    print_table(prof, args)
     if args.advise:
         print()
         print(prof.advise())

@@ -12,31 +12,35 @@ import sys
 from ..export_stacks import METRICS
 from ..persist import load_profile
 from ..report import GROUP_KEYS, SORT_KEYS
+from .arg_types import positive_int
 
 #: (argument destination, what is written) for each export option, in the order written.
 EXPORTS = (("chrome_trace", "Chrome trace"), ("flamegraph", "flame graph"),
            ("stacks", "folded stacks"), ("plot", "plot"))
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an int >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
-    """--sort, --top and --group-by, as Profile.table takes them."""
+    """--sort, --top, --group-by, --depth and --tree, as Profile.table and tree take them."""
     parser.add_argument("--sort", choices=SORT_KEYS, default="total",
                         help="row order (default: total, descending)")
     parser.add_argument("--top", type=positive_int, default=None, metavar="N",
                         help="show only the first N rows (default: all)")
     parser.add_argument("--group-by", choices=GROUP_KEYS, default=None,
-                        help="aggregate nodes by op type, op (target) or module type")
+                        help="aggregate nodes by op type, op (target), module type, module "
+                             "(inclusive, see --depth) or input shape")
+    parser.add_argument("--depth", type=positive_int, default=None, metavar="K",
+                        help="with --group-by module: roll up to modules K levels deep")
+    parser.add_argument("--tree", action="store_true",
+                        help="also print the module hierarchy with inclusive times")
+
+
+def print_table(profile, args: argparse.Namespace) -> None:
+    """The table (and tree, with --tree) the table arguments ask for."""
+    print(profile.table(sort_by=args.sort, top=args.top, group_by=args.group_by,
+                        depth=args.depth))
+    if args.tree:
+        print()
+        print(profile.tree())
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +90,6 @@ def run(args: argparse.Namespace) -> int:
     0
     """
     profile = load_profile(args.profile)
-    print(profile.table(sort_by=args.sort, top=args.top, group_by=args.group_by))
+    print_table(profile, args)
     write_exports(profile, args)
     return 0
