@@ -10,6 +10,7 @@ import os
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # keep torch.profiler's console chatter out
 
+import torch  # noqa: E402
 from machine import describe_machine  # noqa: E402
 from workloads import int_add_chain, resnet18, tensor_add_chain  # noqa: E402
 
@@ -20,7 +21,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=300, help="runs per method, tiny graphs")
     parser.add_argument("--resnet-runs", type=int, default=20, help="runs per method, ResNet-18")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: thread-pool wake-ups are noise here)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     print(describe_machine())
     for name, (model, inputs), runs in [
             ("500 Python int adds", int_add_chain(), args.runs),
