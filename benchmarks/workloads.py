@@ -6,24 +6,24 @@ import torch
 import torch.fx as fx
 
 
-def int_add_chain(nodes: int = 500) -> tuple[fx.GraphModule, tuple]:
-    """`nodes` additions of Python ints (~20 ns each): the per-node overhead shows undiluted."""
+def _chain(function, nodes: int, name: str) -> fx.GraphModule:
+    """A graph calling `function(value, 1)` `nodes` times in a row."""
     graph = fx.Graph()
     value = graph.placeholder("x")
     for _ in range(nodes):
-        value = graph.call_function(operator.add, (value, 1))
+        value = graph.call_function(function, (value, 1))
     graph.output(value)
-    return fx.GraphModule(torch.nn.Module(), graph, "IntAddChain"), (0,)
+    return fx.GraphModule(torch.nn.Module(), graph, name)
+
+
+def int_add_chain(nodes: int = 500) -> tuple[fx.GraphModule, tuple]:
+    """`nodes` additions of Python ints (~20 ns each): the per-node overhead shows undiluted."""
+    return _chain(operator.add, nodes, "IntAddChain"), (0,)
 
 
 def tensor_add_chain(nodes: int = 500) -> tuple[fx.GraphModule, tuple]:
-    """`nodes` in-place adds on a 1-element tensor: tiny aten ops torch.profiler also sees."""
-    graph = fx.Graph()
-    value = graph.placeholder("x")
-    for _ in range(nodes):
-        value = graph.call_function(torch.add, (value, 1))
-    graph.output(value)
-    return fx.GraphModule(torch.nn.Module(), graph, "TensorAddChain"), (torch.zeros(1),)
+    """`nodes` adds on a 1-element tensor: tiny aten ops torch.profiler also sees."""
+    return _chain(torch.add, nodes, "TensorAddChain"), (torch.zeros(1),)
 
 
 def resnet18() -> tuple[torch.nn.Module, tuple]:

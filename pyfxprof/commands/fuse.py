@@ -10,19 +10,7 @@ from ..errors import PyfxprofError
 from ..fusion import fuse_conv_bn, max_abs_difference
 from ..fusion_bench import benchmark_fusion
 from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input
-
-
-def _count(minimum: int):
-    """argparse type: an int >= ``minimum``."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
-        return value
-    return parse
+from .arg_types import integer_at_least
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -48,10 +36,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              f"repeat for several positional inputs (default {DEFAULT_INPUT})")
     parser.add_argument("--bench", action="store_true",
                         help="benchmark unfused vs fused (and fused under torch.jit.script)")
-    parser.add_argument("--runs", type=_count(1), default=30, help="timed runs (default 30)")
-    parser.add_argument("--warmup", type=_count(0), default=5,
+    parser.add_argument("--runs", type=integer_at_least(1), default=30,
+                        help="timed runs (default 30)")
+    parser.add_argument("--warmup", type=integer_at_least(0), default=5,
                         help="untimed warm-up runs (default 5)")
-    parser.add_argument("--threads", type=_count(1), metavar="N",
+    parser.add_argument("--threads", type=integer_at_least(1), metavar="N",
                         help="torch.set_num_threads(N) before running")
     parser.set_defaults(func=run)
     return parser
