@@ -28,6 +28,7 @@ from . import _C, ranges
 from .analysis import analyse, describe
 from .capture import Capture, capture, timed_nodes
 from .errors import PyfxprofError
+from .device_timing import ensure_cuda_runtime
 from .executors import CodegenExecutor, make_executor
 from .metadata import environment_meta
 from .model_state import evaluation_mode
@@ -115,11 +116,11 @@ def capture_graph(model: torch.nn.Module, args: tuple, kwargs: dict, options: di
         _, info = analyse(gm, positional)
     frame = _with_analysis(nodes_frame(nodes, gm), [info.get(node.name, {}) for node in nodes])
     device = _device_of(model, positional)
-    if device.startswith("cuda"):
-        warnings.warn("the loop API times the host only: on CUDA, node times are kernel launch "
-                      "times (use pyfxprof.profile for device times)", stacklevel=4)
-    return _Graph(captured, frame, make_executor("codegen", gm, len(nodes)), signature,
-                  model.training, device)
+    device_events = device.startswith("cuda")
+    if device_events:
+        ensure_cuda_runtime()
+    return _Graph(captured, frame, make_executor("codegen", gm, len(nodes), device_events),
+                  signature, model.training, device)
 
 
 class ProfiledModel:
@@ -306,15 +307,17 @@ class Profiler:
         """Collect the window's node and range records (the buffer keeps none of them)."""
         window, self._window = self._window, None
         ranges.stop_recording()
-        timings = None
+        timings = device_samples = None
         if self._graph is not None:
             timings = self._graph.executor.timings()
+            device_samples = self._graph.executor.device_samples()
             self._graph.executor.reset()
         range_records = ranges.collect()
         if deliver:
-            self._deliver(window, timings, range_records)
+            self._deliver(window, timings, range_records, device_samples)
 
-    def _deliver(self, window: _Window, timings: RunTimings | None, records: Records) -> None:
+    def _deliver(self, window: _Window, timings: RunTimings | None, records: Records,
+                 device_samples: np.ndarray | None = None) -> None:
         steps = f"{window.steps[0]}..{window.steps[-1]}"
         if timings is None or timings.intervals.shape[0] == 0:
             warnings.warn(f"steps {steps} recorded no complete call of p.model; no Profile "
@@ -322,7 +325,8 @@ class Profiler:
             return
         meta = self._window_meta(window, timings)
         graph = self._graph
-        profile = _build_profile(graph.frame, timings, graph.executor.marks_per_run, meta)
+        profile = _build_profile(graph.frame.copy(), timings, graph.executor.marks_per_run, meta,
+                                 device_samples)
         profile = ranges.with_ranges(profile, records, np.asarray(window.step_starts, np.int64))
         self._windows += 1
         self._profiles.append(profile)
@@ -334,6 +338,8 @@ class Profiler:
         schedule_name = getattr(self.schedule, "__name__", None) or repr(self.schedule)
         return {
             "model": self.name, "device": graph.device, "runs": int(timings.intervals.shape[0]),
+            "device_events": (_C.cuda_status()["library"]
+                              if graph.executor.device is not None else None),
             "warmup": window.warmup_calls, "mode": "codegen", "capture_mode": graph.capture.mode,
             "capture_notes": graph.capture.notes, "grad": first.get("grad"),
             "training": first.get("training"), "input_shapes": first.get("input_shapes", ""),

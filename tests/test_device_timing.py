@@ -147,3 +147,15 @@ def test_real_gpu_sleep_node_matches_a_separate_reference():
     prof = pyfxprof.profile(Sleeper().cuda(), (torch.zeros(1, device="cuda"),), runs=5, warmup=1)
     measured = float(np.median(prof.device_samples[:, 0]))
     assert abs(measured - np.median(references)) <= 0.02 * np.median(references)
+
+
+@pytest.mark.gpu
+@gpu
+def test_real_gpu_loop_windows_carry_device_samples():
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU()).cuda()
+    x = torch.randn(64, 256, device="cuda")
+    with pyfxprof.Profiler(model, schedule=pyfxprof.schedule(wait=0, warmup=1, active=2)) as p:
+        for _ in range(3):
+            p.model(x)
+            p.step()
+    assert p.profiles and p.profiles[0].device_samples.shape == (2, 2)
