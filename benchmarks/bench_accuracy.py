@@ -1,11 +1,12 @@
-"""Accuracy: a graph of nodes that busy-wait a known time (2, 20, 200, 2000 µs), timed by
+"""Accuracy: a graph of nodes that do a fixed amount of work lasting about 2, 20, 200 and
+2000 µs (an arithmetic loop, no clock reads), timed by
 pyfxprof codegen, pyfxprof interpreter, the FX tutorial's time.time interpreter and
 torch.profiler (record_function inside the wait, its only view of custom code); error of each against the truth.
 
 The truth for each node and run is the wait body's duration, read on the profiler clock from
 inside the node (so whatever the machine does to the node while it runs, preemption included,
 is in the truth too), plus the cost of the node's remaining work — calling the function,
-returning, logging — measured separately with a zero wait. A method's error is its node time
+returning, logging — measured separately on an uninstrumented FX graph of zero-work nodes. A method's error is its node time
 minus that truth. The process is pinned to one core and torch to one thread, since
 a migration between cores mid-node or a busy neighbour shows up as error on a 2-core VM.
 
@@ -29,12 +30,27 @@ from pyfxprof.baseline import TimeTimeInterpreter  # noqa: E402
 
 DURATIONS_NS = (2_000, 20_000, 200_000, 2_000_000)
 TRUTH: dict[int, list[int]] = {d: [] for d in (0,) + DURATIONS_NS}
+#: Iterations of _C._busy_loop (arithmetic, no clock reads) lasting each duration, set by
+#: calibrate_iterations(). A clock-polling spin is avoided: on the VM these figures come from,
+#: code right after a long busy-wait on the TSC runs measurably slower, which blurs the truth.
+ITERATIONS: dict[int, int] = {0: 0}
+
+
+def calibrate_iterations() -> None:
+    """Iterations per duration, from the median ns per iteration over 7 runs of ~10 ms."""
+    per_iteration = []
+    for _ in range(7):
+        start = _C.now_ns()
+        _C._busy_loop(20_000_000)
+        per_iteration.append((_C.now_ns() - start) / 20_000_000)
+    ns_per_iteration = float(np.median(per_iteration))
+    ITERATIONS.update({d: max(1, round(d / ns_per_iteration)) for d in DURATIONS_NS})
 
 
 def wait(x, ns: int):
     """Busy-wait `ns`; log the body's duration, read on the profiler clock from inside."""
     start = _C.now_ns()
-    _C._spin_ns(ns)
+    _C._busy_loop(ITERATIONS[ns])
     TRUTH[ns].append(_C.now_ns() - start)
     return x
 
@@ -43,7 +59,7 @@ def labelled_wait(x, ns: int):
     """wait() inside a torch.profiler user range, the way torch.profiler sees custom code."""
     with torch.profiler.record_function(f"wait_{ns}"):
         start = _C.now_ns()
-        _C._spin_ns(ns)
+        _C._busy_loop(ITERATIONS[ns])
         TRUTH[ns].append(_C.now_ns() - start)
     return x
 
@@ -76,18 +92,24 @@ def clear_truth() -> None:
         values.clear()
 
 
-def call_cost_ns(function, calls: int = 200_000) -> float:
-    """Median ns of one call of `function(x, 0)` minus its logged body: the node's work
-    outside the part it times itself (the call, the return, the logging)."""
-    x, repeats = torch.zeros(1), []
-    for _ in range(7):
+def call_cost_ns(function, nodes: int = 200, repeats: int = 400) -> float:
+    """ns of one node `function(x, 0)` in FX-generated code, uninstrumented, minus its logged
+    body: the node's work outside the part it times itself (call, return, logging, the
+    generated code's stores), measured in the same kind of code the profiler instruments."""
+    graph = fx.Graph()
+    value = graph.placeholder("x")
+    for _ in range(nodes):
+        value = graph.call_function(function, (value, 0))
+    graph.output(value)
+    chain = fx.GraphModule(torch.nn.Module(), graph, "ZeroWaits")
+    x, per_node = torch.zeros(1), []
+    for _ in range(repeats):
         clear_truth()
         start = time.perf_counter_ns()
-        for _ in range(calls):
-            function(x, 0)
-        repeats.append((time.perf_counter_ns() - start) / calls - np.mean(TRUTH[0]))
+        chain(x)
+        per_node.append((time.perf_counter_ns() - start) / nodes - np.mean(TRUTH[0]))
     clear_truth()
-    return float(np.median(repeats))
+    return float(np.median(per_node))
 
 
 CALL_COST: dict = {}
@@ -135,8 +157,9 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
     torch.set_num_threads(1)
+    calibrate_iterations()
     CALL_COST[wait] = call_cost_ns(wait)
-    CALL_COST[labelled_wait] = call_cost_ns(labelled_wait, calls=20_000)
+    CALL_COST[labelled_wait] = call_cost_ns(labelled_wait, repeats=40)
     print(describe_machine())
     print(f"node work outside its self-timed body (part of the truth): plain "
           f"{CALL_COST[wait]:.0f} ns, with record_function {CALL_COST[labelled_wait]:.0f} ns")

@@ -72,6 +72,12 @@ py::dict buffer_stats_dict() {
   return out;
 }
 
+// Arithmetic only, no clock reads: a workload of fixed length for accuracy benchmarks.
+void busy_loop(uint64_t iterations) {
+  volatile uint64_t sink = 0;
+  for (uint64_t i = 0; i < iterations; ++i) sink = sink + i;
+}
+
 int64_t spin_ns(int64_t duration_ns) {
   const int64_t start = now_ns();
   int64_t now = start;
@@ -110,6 +116,8 @@ void define_clock_and_buffer(py::module_& m) {
   m.def("thread_number", &current_thread_number, "The calling thread's record thread number.");
   m.def("_spin_ns", &spin_ns, py::arg("duration_ns"),
         "Busy-wait on the profiler clock for duration_ns; returns the ns actually spent.");
+  m.def("_busy_loop", &busy_loop, py::arg("iterations"),
+        "Run `iterations` additions without reading any clock (a fixed-work node for benchmarks).");
   m.attr("RECORD_BYTES") = sizeof(Record);
   m.attr("KIND_MARK") = static_cast<int>(kKindMark);
   m.attr("KIND_RANGE_BEGIN") = static_cast<int>(kKindRangeBegin);
