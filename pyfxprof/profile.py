@@ -49,7 +49,10 @@ def _check_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
 
 
 def _values_equal(a, b) -> bool:
-    """Element equality for object cells: NaN equals NaN, arrays compare elementwise."""
+    """Element equality for object cells: NaN equals NaN, pd.NA equals pd.NA, arrays compare
+    elementwise."""
+    if a is pd.NA or b is pd.NA:
+        return a is b
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b)
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):

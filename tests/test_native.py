@@ -100,6 +100,12 @@ def test_configure_buffer_rejects_zero():
         _C.configure_buffer(0)
 
 
+def test_busy_loop_takes_an_iteration_count():
+    assert _C._busy_loop(1000) is None
+    with pytest.raises(TypeError):
+        _C._busy_loop(-1)
+
+
 def test_spin_ns_waits_at_least_the_duration():
     spent = _C._spin_ns(200_000)
     assert 200_000 <= spent < 200_000 + 5_000_000

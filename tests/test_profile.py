@@ -146,6 +146,13 @@ def test_equality_treats_nan_in_object_columns_as_equal():
     assert a == b
 
 
+def test_equality_handles_pd_na_in_object_columns():
+    a = make_profile(nodes=make_nodes(note=pd.Series([pd.NA, "y", pd.NA, "x"], dtype=object)))
+    b = make_profile(nodes=make_nodes(note=pd.Series([pd.NA, "y", pd.NA, "x"], dtype=object)))
+    c = make_profile(nodes=make_nodes(note=pd.Series(["z", "y", pd.NA, "x"], dtype=object)))
+    assert a == b and a != c
+
+
 @pytest.mark.parametrize("change", [
     {"samples": SAMPLES + np.array([[0, 0, 0, 1], [0] * 4, [0] * 4])},
     {"run_totals": np.array([1, 2, 3])},
