@@ -67,7 +67,7 @@ def main() -> None:
     for name, value in raw.items():
         cost = value - loop
         print(f"{name:<26}{cost:>9.1f}{cost / mark:>8.2f}x{mark - cost:>14.1f} ns")
-    print(f"\nmarks/s from Python threads (the GIL serialises the callers)")
+    print("\nmarks/s from Python threads (the GIL serialises the callers)")
     for threads in (1, 2, 4):
         print(f"  {threads} thread(s): {threaded_rate(threads, 500_000) / 1e6:6.1f} M marks/s")
 

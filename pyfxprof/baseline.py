@@ -17,8 +17,8 @@ class TimeTimeInterpreter(fx.Interpreter):
     Example:
         >>> interp = TimeTimeInterpreter(torch.nn.Sequential(torch.nn.ReLU()))
         >>> _ = interp.run(torch.zeros(2))
-        >>> len(interp.runtimes_sec)
-        2
+        >>> [n.name for n in interp.runtimes_sec]
+        ['input_1', '_0', 'output']
     """
 
     def __init__(self, mod: torch.nn.Module) -> None:

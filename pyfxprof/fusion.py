@@ -7,9 +7,9 @@ place, a BN without running statistics, mismatched kinds or channel counts, hook
 parametrizations that folding would silently drop, and conv parameters read directly.
 
 Example:
-    >>> fused = fuse_conv_bn(model.eval())
-    >>> print(fused.fusion_report)
-    >>> max_abs_difference(model, fused, (x,))
+    >>> fused = fuse_conv_bn(model.eval())  # doctest: +SKIP
+    >>> print(fused.fusion_report)  # doctest: +SKIP
+    >>> max_abs_difference(model, fused, (x,))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class FusionError(PyfxprofError, ValueError):
     A PyfxprofError, so the CLI prints its one-line message and exits with code 2.
 
     Example:
-        >>> try:
+        >>> try:  # doctest: +SKIP
         ...     fuse_conv_bn(model.train())
         ... except FusionError as e:
         ...     print(e)   # "model is in training mode; call model.eval() first"
@@ -60,10 +60,10 @@ class FusionReport:
     A "conv" may also be a Linear (Linear + BatchNorm1d pairs).
 
     Example:
-        >>> report = fuse_conv_bn(model).fusion_report
-        >>> report.fused[0]
+        >>> report = fuse_conv_bn(model).fusion_report  # doctest: +SKIP
+        >>> report.fused[0]  # doctest: +SKIP
         ('conv1', 'bn1')
-        >>> print(report)   # one line per pair
+        >>> print(report)   # one line per pair  # doctest: +SKIP
     """
 
     fused: list[tuple[str, str]] = field(default_factory=list)
@@ -91,10 +91,10 @@ def fuse_conv_bn(model: nn.Module) -> torch.fx.GraphModule:
     Raises FusionError when the model is in training mode, cannot be traced or copied.
 
     Example:
-        >>> model = torchvision.models.resnet18(weights=None).eval()
-        >>> fused = fuse_conv_bn(model)
-        >>> print(fused.fusion_report)        # 20 fused, 0 skipped
-        >>> max_abs_difference(model, fused, (torch.randn(1, 3, 64, 64),)) < 1e-4
+        >>> model = torchvision.models.resnet18(weights=None).eval()  # doctest: +SKIP
+        >>> fused = fuse_conv_bn(model)  # doctest: +SKIP
+        >>> print(fused.fusion_report)        # 20 fused, 0 skipped  # doctest: +SKIP
+        >>> max_abs_difference(model, fused, (torch.randn(1, 3, 64, 64),)) < 1e-4  # doctest: +SKIP
         True
     """
     if model.training:
@@ -134,8 +134,8 @@ def max_abs_difference(original: nn.Module, fused: nn.Module, example_inputs) ->
     leaves are ignored. `example_inputs` is a tuple of positional arguments.
 
     Example:
-        >>> fused = fuse_conv_bn(model)
-        >>> max_abs_difference(model, fused, (torch.randn(1, 3, 64, 64),))
+        >>> fused = fuse_conv_bn(model)  # doctest: +SKIP
+        >>> max_abs_difference(model, fused, (torch.randn(1, 3, 64, 64),))  # doctest: +SKIP
         2.384185791015625e-07
     """
     if isinstance(example_inputs, torch.Tensor):

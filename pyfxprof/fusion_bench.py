@@ -5,8 +5,8 @@ that drift (thermal, frequency, neighbours on a shared machine) hits all of them
 per-run samples are kept; median and IQR are derived, as in torch.utils.benchmark.
 
 Example:
-    >>> bench = benchmark_fusion(model.eval(), (torch.randn(5, 3, 224, 224),), runs=10)
-    >>> print(bench)
+    >>> bench = benchmark_fusion(model.eval(), (torch.randn(5, 3, 224, 224),), runs=10)  # doctest: +SKIP
+    >>> print(bench)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ class FusionBenchmark:
     difference of its outputs vs the original model; `script_error` says why scripting failed.
 
     Example:
-        >>> bench = benchmark_fusion(model, (x,), runs=10)
-        >>> bench.speedup("fused")        # median(unfused) / median(fused)
+        >>> bench = benchmark_fusion(model, (x,), runs=10)  # doctest: +SKIP
+        >>> bench.speedup("fused")        # median(unfused) / median(fused)  # doctest: +SKIP
         1.08
-        >>> print(bench.format())
+        >>> print(bench.format())  # doctest: +SKIP
     """
 
     samples_ns: dict[str, np.ndarray]
@@ -91,7 +91,7 @@ class FusionBenchmark:
         """Relative spread, max of IQR/median of `variant` and of unfused.
 
         Example:
-            >>> bench.noise("fused")      # 0.03 means speed-ups within 3% are noise
+            >>> bench.noise("fused")      # 0.03 means speed-ups within 3% are noise  # doctest: +SKIP
         """
         return max(self.iqr_ns(v) / self.median_ns(v) for v in (UNFUSED, variant))
 
@@ -148,9 +148,9 @@ def benchmark_fusion(
     scripting fails the reason is kept in `script_error` and that variant is left out.
 
     Example:
-        >>> model = torchvision.models.resnet18(weights=None).eval()
-        >>> bench = benchmark_fusion(model, (torch.randn(5, 3, 224, 224),), runs=10, warmup=3)
-        >>> print(bench)
+        >>> model = torchvision.models.resnet18(weights=None).eval()  # doctest: +SKIP
+        >>> bench = benchmark_fusion(model, (torch.randn(5, 3, 224, 224),), runs=10, warmup=3)  # doctest: +SKIP
+        >>> print(bench)  # doctest: +SKIP
     """
     if runs < 1 or warmup < 0:
         raise ValueError(f"need runs >= 1 and warmup >= 0, got runs={runs}, warmup={warmup}")

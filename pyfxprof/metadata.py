@@ -28,8 +28,8 @@ def environment_meta() -> dict:
     """Versions, CPU, logical cores, torch threads, clock and a UTC time stamp.
 
     Example:
-        >>> sorted(environment_meta())[:3]
-        ['clock', 'cores', 'cpu']
+        >>> sorted(environment_meta())[:4]
+        ['argv', 'clock', 'cores', 'cpu']
     """
     clock = _C.clock_info()
     return {

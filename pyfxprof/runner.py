@@ -12,7 +12,6 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 import torch
-import torch.fx as fx
 
 from . import _C
 from .analysis import analyse, describe
@@ -112,7 +111,7 @@ def positional_inputs(gm: torch.nn.Module, example_inputs: Any) -> tuple:
     the order of the graph's placeholders (or of the model's forward arguments).
 
     Example:
-        >>> gm = fx.symbolic_trace(torch.nn.Linear(2, 2))
+        >>> gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
         >>> len(positional_inputs(gm, {"input": torch.zeros(1, 2)}))
         1
     """

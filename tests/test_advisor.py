@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from pyfxprof.advisor import (RULES, SEVERITIES, Advice, Suggestion, advise, build_context,
-                              fusible_pairs, register_rule, unregister_rule)
+                              register_rule, unregister_rule)
+from pyfxprof.advisor_rules import fusible_pairs
 from pyfxprof.profile import Profile
 from pyfxprof.units import format_ns
 
