@@ -33,7 +33,8 @@ class Calibration:
                 "overhead_samples": self.samples, "overhead_method": self.method}
 
 
-def _summarise(intervals: np.ndarray, method: str) -> Calibration:
+def summarise(intervals: np.ndarray, method: str) -> Calibration:
+    """A Calibration from measured empty intervals (interquartile mean, IQR, count)."""
     q25, q75 = np.percentile(intervals, [25, 75])
     central = intervals[(intervals >= q25) & (intervals <= q75)]
     return Calibration(float(central.mean()), float(q75 - q25), int(intervals.size), method)
@@ -66,7 +67,7 @@ def calibrate_codegen(marks: int = 64, repeats: int = 200, mark: Callable = _C.m
         if mark is not _C.mark:
             _C.cuda_discard()
     records = RECORDER.collect(first_id, marks)
-    return _summarise(_consecutive_intervals(records, marks), "codegen: empty interval")
+    return summarise(consecutive_intervals(records, marks), "codegen: empty interval")
 
 
 def calibrate_paired(repeats: int = 5000) -> Calibration:
@@ -82,10 +83,11 @@ def calibrate_paired(repeats: int = 5000) -> Calibration:
         mark(first_id)
         mark(second_id)
     records = RECORDER.collect(first_id, 2)
-    return _summarise(_consecutive_intervals(records, 2), "interpreter: empty begin/end pair")
+    return summarise(consecutive_intervals(records, 2), "interpreter: empty begin/end pair")
 
 
-def _consecutive_intervals(records: Records, marks_per_run: int) -> np.ndarray:
+def consecutive_intervals(records: Records, marks_per_run: int) -> np.ndarray:
+    """Differences of consecutive timestamps within each group of `marks_per_run` records."""
     usable = len(records) - len(records) % marks_per_run
     stamps = records.timestamp_ns[:usable].reshape(-1, marks_per_run)
     intervals = np.diff(stamps, axis=1).ravel()

@@ -17,7 +17,7 @@ import torch
 
 from . import _C
 from .analysis import describe, tensor_bytes
-from .calibration import Calibration, _consecutive_intervals, _summarise
+from .calibration import Calibration, consecutive_intervals, summarise
 from .capture import Capture, first_line
 from .errors import PyfxprofError
 from .flops import FlopMeter
@@ -173,7 +173,7 @@ def calibrate_hooks(repeats: int = 2000) -> Calibration:
         for _ in range(repeats):
             module(None)
     records = RECORDER.collect(first_id, 2)
-    return _summarise(_consecutive_intervals(records, 2), "hooks: empty hooked module")
+    return summarise(consecutive_intervals(records, 2), "hooks: empty hooked module")
 
 
 def _run_bounds(records: Records, run_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -35,7 +35,7 @@ from .model_state import evaluation_mode
 from .node_table import nodes_frame
 from .profile import Profile
 from .recorder import RECORDER, Records
-from .runner import _build_profile, _device_of, _fusion_meta, _warn_fallback, _with_analysis
+from .runner import build_profile, device_of, fusion_meta, warn_fallback, with_analysis_columns
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .timing import RunTimings
 
@@ -105,7 +105,7 @@ def capture_graph(model: torch.nn.Module, args: tuple, kwargs: dict, options: di
         raise PyfxprofError(f"the loop API needs an FX graph, but {'; '.join(captured.notes)}; "
                             "make the failing submodule a leaf (leaf_modules=[...]) or pass "
                             "concrete_args")
-    _warn_fallback(captured, "auto")
+    warn_fallback(captured, "auto")
     nodes = timed_nodes(gm.graph)
     if not nodes:
         raise PyfxprofError(f"{type(model).__name__} has no operations to time "
@@ -114,8 +114,8 @@ def capture_graph(model: torch.nn.Module, args: tuple, kwargs: dict, options: di
     positional = _bind(signature, args, kwargs)
     with evaluation_mode(model), torch.inference_mode():
         _, info = analyse(gm, positional)
-    frame = _with_analysis(nodes_frame(nodes, gm), [info.get(node.name, {}) for node in nodes])
-    device = _device_of(model, positional)
+    frame = with_analysis_columns(nodes_frame(nodes, gm), [info.get(node.name, {}) for node in nodes])
+    device = device_of(model, positional)
     device_events = device.startswith("cuda")
     if device_events:
         ensure_cuda_runtime()
@@ -325,7 +325,7 @@ class Profiler:
             return
         meta = self._window_meta(window, timings)
         graph = self._graph
-        profile = _build_profile(graph.frame.copy(), timings, graph.executor.marks_per_run, meta,
+        profile = build_profile(graph.frame.copy(), timings, graph.executor.marks_per_run, meta,
                                  device_samples)
         profile = ranges.with_ranges(profile, records, np.asarray(window.step_starts, np.int64))
         self._windows += 1
@@ -347,7 +347,7 @@ class Profiler:
             "dropped_records": RECORDER.dropped_total - window.dropped_before,
             "loop": {"window": self._windows, "steps": [window.steps[0], window.steps[-1]],
                      "schedule": schedule_name},
-            **graph.executor.calibration.as_meta(), **_fusion_meta(self.module),
+            **graph.executor.calibration.as_meta(), **fusion_meta(self.module),
             **environment_meta(),
         }
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import _C
-from .calibration import _summarise
+from .calibration import summarise
 from .errors import PyfxprofError
 from .profile import Profile
 from .recorder import RECORDER, Records
@@ -203,7 +203,7 @@ def range_overhead_ns(repeats: int = 200) -> float:
         spans = pair_spans(RECORDER.collect(probe._id, 1))
         if len(spans.ids) == 0:  # a full buffer dropped them: subtract nothing
             return 0.0
-        _calibrated = _summarise(spans.duration_ns, "empty range").overhead_ns
+        _calibrated = summarise(spans.duration_ns, "empty range").overhead_ns
     return _calibrated
 
 

@@ -64,7 +64,7 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
     """
     _check_arguments(model, runs, warmup, mode)
     model, example_inputs = place_on_device(model, example_inputs, device)
-    where = _device_of(model, example_inputs if isinstance(example_inputs, tuple) else ())
+    where = device_of(model, example_inputs if isinstance(example_inputs, tuple) else ())
     if device_events is None:
         device_events = where.startswith("cuda")
     if device_events:
@@ -72,24 +72,24 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
     with evaluation_mode(model), grad_context(grad):
         prepared = _prepare(model, example_inputs, capture,
                             (leaf_modules, autowrap_functions, concrete_args))
-        _warn_fallback(prepared.captured, capture)
+        warn_fallback(prepared.captured, capture)
         executor = _executor(model, prepared, mode, device_events)
         with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
             timings = _timed_runs(executor, prepared.args, runs, warmup, progress)
     captured, args, frame = prepared.captured, prepared.args, prepared.frame
-    meta = {"model": name or type(model).__name__, "device": _device_of(model, args),
+    meta = {"model": name or type(model).__name__, "device": device_of(model, args),
             "device_events": _C.cuda_status()["library"] if device_events else None,
             "runs": int(timings.intervals.shape[0]), "warmup": warmup,
             "mode": mode if prepared.analysis is None else "hooks", "flops": prepared.flops,
             "capture_mode": captured.mode, "capture_notes": captured.notes, "grad": grad,
             "input_shapes": describe(args), "incomplete_runs": timings.incomplete_runs,
             "dropped_records": RECORDER.dropped_total, **executor.calibration.as_meta(),
-            **prepared.memory_meta, **_fusion_meta(model), **environment_meta()}
-    return _build_profile(frame, timings, executor.marks_per_run, meta,
+            **prepared.memory_meta, **fusion_meta(model), **environment_meta()}
+    return build_profile(frame, timings, executor.marks_per_run, meta,
                           executor.device_samples())
 
 
-def _fusion_meta(model: torch.nn.Module) -> dict:
+def fusion_meta(model: torch.nn.Module) -> dict:
     """`fused_pairs` for models made by pyfxprof.fuse_conv_bn, so diffs show BNs as fused."""
     report = getattr(model, "fusion_report", None)
     return {"fused_pairs": [list(pair) for pair in report.fused]} if report is not None else {}
@@ -175,12 +175,12 @@ def _prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str,
             captured = fallback_capture(model, tracer_options[0], captured.notes + [note])
         else:
             infos = [info.get(node.name, {}) for node in nodes]
-            frame = _with_analysis(nodes_frame(nodes, traced), infos)
+            frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
             return _Prepared(captured, args, frame, int(frame["flops"].sum()),
                              memory_meta=_model_peak_meta(infos))
     captured, analysis = hooks_or_whole(model, captured, args)
     calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
-    frame = _with_analysis(module_calls_frame(calls, type(model).__name__), analysis.info)
+    frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
     return _Prepared(captured, args, frame, analysis.flops, analysis)
 
 
@@ -192,7 +192,7 @@ def _runs_eagerly(model: torch.nn.Module, args: tuple) -> bool:
     return True
 
 
-def _with_analysis(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
+def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
     """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops."""
     for column in ("input_shapes", "output_shapes"):
         frame[column] = [info.get(column, "") for info in infos]
@@ -220,21 +220,33 @@ def _executor(model: torch.nn.Module, prepared: _Prepared, mode: str, device_eve
     return HooksExecutor(model, prepared.captured.leaves, prepared.analysis)
 
 
-def _warn_fallback(captured: Capture, capture_mode: str) -> None:
+def warn_fallback(captured: Capture, capture_mode: str) -> None:
     """One warning when "auto" capture could not use a plain FX trace, saying what it did."""
     if capture_mode == "auto" and captured.mode != "fx":
         warnings.warn(f"pyfxprof: {'; '.join(captured.notes)} (capture mode "
                       f"{captured.mode!r})", CaptureFallbackWarning, stacklevel=3)
 
 
-def _device_of(model: torch.nn.Module, args: tuple) -> str:
+def device_of(model: torch.nn.Module, args: tuple) -> str:
+    """Device of the model's first parameter, else of the first tensor input, else "cpu"."""
     for tensor in list(model.parameters())[:1] + [a for a in args if isinstance(a, torch.Tensor)]:
         return str(tensor.device)
     return "cpu"
 
 
-def _build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
+def build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
                    meta: dict, device_samples: np.ndarray | None = None) -> Profile:
+    """A Profile from raw timings: subtracts the calibrated overhead (`meta["overhead_ns"]`)
+    from every node (clamped at 0) and `marks_per_run` times from each run total, and sets
+    the coverage (and the device summary when there are device samples).
+
+    Example:
+        >>> t = RunTimings(np.array([[130, 80]]), np.array([300]), np.array([0]), 0)
+        >>> frame = pd.DataFrame({"index": [0, 1], "name": ["a", "b"], "op": "call_function",
+        ...     "target": "f", "module_path": "", "module_type": "M", "module_stack": [(), ()]})
+        >>> build_profile(frame, t, 3, {"overhead_ns": 30.0}).samples.tolist()
+        [[100, 50]]
+    """
     if timings.intervals.shape[0] == 0:
         raise PyfxprofError("no complete run was recorded (the record buffer dropped "
                             f"{meta['dropped_records']} records); raise the buffer cap or "

@@ -2,12 +2,12 @@
 
 import numpy as np
 
-from pyfxprof.calibration import _summarise, calibrate_codegen, calibrate_paired
+from pyfxprof.calibration import summarise, calibrate_codegen, calibrate_paired
 
 
 def test_interquartile_mean_ignores_outliers_and_is_not_quantised():
     samples = np.array([20, 20, 30, 30, 30, 20, 30, 20, 5000, 1])
-    c = _summarise(samples, "test")
+    c = summarise(samples, "test")
     assert c.overhead_ns == 25.0 and c.samples == 10
 
 
