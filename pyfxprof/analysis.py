@@ -8,8 +8,8 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from .capture import TIMED_OPS, first_line
-from .errors import PyfxprofError
+from .capture import TIMED_OPS
+from .errors import PyfxprofError, first_line
 from .memory import cuda_device_of, cuda_node_memory
 from .flops import FlopMeter
 from .node_table import target_name

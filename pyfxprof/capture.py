@@ -9,7 +9,7 @@ from typing import Any, Iterable
 import torch
 import torch.fx as fx
 
-from .errors import PyfxprofError
+from .errors import PyfxprofError, first_line
 
 #: Node ops that get timed; placeholders and the output are not work.
 TIMED_OPS = ("call_module", "call_function", "call_method", "get_attr")
@@ -194,9 +194,3 @@ def _reason(error: BaseException) -> str:
 def timed_nodes(graph: fx.Graph) -> list[fx.Node]:
     """The nodes that get timed, in execution order."""
     return [node for node in graph.nodes if node.op in TIMED_OPS]
-
-
-def first_line(error: BaseException) -> str:
-    """The first line of an exception's message (or its type name)."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -106,10 +106,10 @@ def _move(value, target: torch.device):
 
 
 def add_device_summary(frame, host: np.ndarray, device: np.ndarray, run_totals: np.ndarray,
-                       meta: dict) -> None:
-    """Adds `launch_bound` (host median above device median) to the nodes and the device
-    busy share (device time of all nodes over the run's host total) to the metadata."""
-    frame["launch_bound"] = np.median(host, axis=0) > np.median(device, axis=0)
+                       meta: dict):
+    """A copy of the nodes `frame` with `launch_bound` (host median above device median);
+    sets the device busy share (device time of all nodes over the run's host total) in `meta`."""
     with np.errstate(divide="ignore", invalid="ignore"):
         busy = device.sum(axis=1) / run_totals
     meta["device_busy_share"] = float(np.median(busy)) if np.isfinite(busy).all() else None
+    return frame.assign(launch_bound=np.median(host, axis=0) > np.median(device, axis=0))

@@ -1,5 +1,7 @@
 """User-facing errors: each carries a one-line message that says what went wrong and what to do."""
 
+from __future__ import annotations
+
 
 class PyfxprofError(Exception):
     """A problem with the user's input or environment, reported as one line (CLI exit code 2).
@@ -10,3 +12,19 @@ class PyfxprofError(Exception):
         ...
         pyfxprof.errors.PyfxprofError: cannot import 'foo.bar:Net': no module named 'foo'
     """
+
+
+def first_line(error: BaseException, empty: str | None = None) -> str:
+    """The first line of an exception's message; `empty` (default: the exception's type name)
+    when it has none.
+
+    Example:
+        >>> first_line(ValueError("bad shape" + chr(10) + "more detail"))
+        'bad shape'
+        >>> first_line(KeyError(), empty="no message")
+        'no message'
+    """
+    text = str(error).strip()
+    if text:
+        return text.splitlines()[0]
+    return type(error).__name__ if empty is None else empty

@@ -13,7 +13,7 @@ from .device_timing import DeviceEvents
 from .errors import PyfxprofError
 from .instrument import instrument
 from .interpreter import ProfilingInterpreter
-from .recorder import RECORDER, Records
+from .recorder import RECORDER, Records, runs_between_collects
 from .timing import RunTimings, boundary_timings
 
 #: Valid values of profile(mode=...).
@@ -37,8 +37,7 @@ class CodegenExecutor:
         self.marks_per_run = n_nodes + 1
         self._runs = 0
         self._chunks: list[Records] = []
-        capacity = _C.buffer_stats()["capacity_records"]
-        self._runs_per_drain = max(1, capacity // (4 * (self.marks_per_run + 2)))
+        self._runs_per_drain = runs_between_collects(self.marks_per_run)
         self._runs_since_drain = 0
 
     def run(self, args: tuple) -> Any:

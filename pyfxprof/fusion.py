@@ -26,7 +26,7 @@ from torch.nn.modules.conv import _ConvNd
 from torch.nn.utils import parametrize
 from torch.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
 
-from .errors import PyfxprofError
+from .errors import PyfxprofError, first_line
 
 __all__ = ["FusionError", "FusionReport", "fuse_conv_bn", "max_abs_difference"]
 
@@ -166,7 +166,8 @@ def _copy(model: nn.Module) -> nn.Module:
         return copy.deepcopy(model)
     except Exception as e:  # noqa: BLE001 - any failure means we cannot work on a copy
         raise FusionError(
-            f"cannot deep-copy {type(model).__name__} ({type(e).__name__}: {_first_line(e)}); "
+            f"cannot deep-copy {type(model).__name__} ({type(e).__name__}: "
+            f"{first_line(e, empty='no message')}); "
             "fuse_conv_bn works on a copy, make the model deep-copyable"
         ) from e
 
@@ -177,14 +178,9 @@ def _trace(model: nn.Module) -> torch.fx.GraphModule:
     except Exception as e:  # noqa: BLE001 - tracing fails in many ways, all mean the same
         raise FusionError(
             f"cannot trace {type(model).__name__} with torch.fx ({type(e).__name__}: "
-            f"{_first_line(e)}); fuse a traceable submodule instead, or make the "
-            "untraceable part a leaf module"
+            f"{first_line(e, empty='no message')}); fuse a traceable submodule instead, or make "
+            "the untraceable part a leaf module"
         ) from e
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else "no message"
 
 
 def _require_eval(gm: torch.fx.GraphModule, modules: dict[str, nn.Module]) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .errors import first_line
 from .fusion import FusionReport, fuse_conv_bn, max_abs_difference
 
 __all__ = ["FusionBenchmark", "benchmark_fusion"]
@@ -182,8 +183,7 @@ def _script(fused: nn.Module) -> tuple[nn.Module | None, str | None]:
             warnings.simplefilter("ignore")  # deprecation and TorchScript type-system notices
             return torch.jit.script(fused), None
     except Exception as e:  # noqa: BLE001 - any scripting failure is reported, not raised
-        text = str(e).strip()
-        return None, f"{type(e).__name__}: {text.splitlines()[0] if text else 'no message'}"
+        return None, f"{type(e).__name__}: {first_line(e, empty='no message')}"
 
 
 def _time_interleaved(variants: dict, inputs: tuple, runs: int, warmup: int) -> dict:

@@ -18,10 +18,10 @@ import torch
 from . import _C
 from .analysis import describe, tensor_bytes
 from .calibration import Calibration, consecutive_intervals, summarise
-from .capture import Capture, first_line
-from .errors import PyfxprofError
+from .capture import Capture
+from .errors import PyfxprofError, first_line
 from .flops import FlopMeter
-from .recorder import RECORDER, Records
+from .recorder import RECORDER, Records, runs_between_collects
 from .timing import RunTimings
 
 Leaves = list[tuple[str, torch.nn.Module]]
@@ -229,8 +229,7 @@ class HooksExecutor:
         self.marks_per_run = len(analysis.calls)  # one calibrated interval per hooked call
         self._stack = contextlib.ExitStack()
         self._chunks: list[RunTimings] = []
-        capacity = _C.buffer_stats()["capacity_records"]
-        self._runs_per_collect = max(1, capacity // (4 * (len(analysis.events) + 2)))
+        self._runs_per_collect = runs_between_collects(len(analysis.events))
         self._uncollected_runs = 0
 
     def __enter__(self) -> "HooksExecutor":

@@ -11,7 +11,7 @@ import torch.fx as fx
 from . import _C
 from .calibration import calibrate_paired
 from .capture import capture, timed_nodes
-from .recorder import RECORDER
+from .recorder import RECORDER, runs_between_collects
 from .timing import RunTimings, paired_timings
 
 
@@ -41,8 +41,7 @@ class ProfilingInterpreter(fx.Interpreter):
         self._totals: list[np.ndarray] = []
         self._starts: list[np.ndarray] = []
         self.incomplete_runs = 0
-        capacity = _C.buffer_stats()["capacity_records"]
-        self._runs_per_collect = max(1, capacity // (4 * (2 * len(self.timed) + 2)))
+        self._runs_per_collect = runs_between_collects(2 * len(self.timed))
         self._uncollected_runs = 0
 
     def run(self, *args: Any, **kwargs: Any) -> Any:

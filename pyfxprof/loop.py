@@ -325,8 +325,8 @@ class Profiler:
             return
         meta = self._window_meta(window, timings)
         graph = self._graph
-        profile = build_profile(graph.frame.copy(), timings, graph.executor.marks_per_run, meta,
-                                 device_samples)
+        profile = build_profile(graph.frame, timings, graph.executor.marks_per_run, meta,
+                                device_samples)
         profile = ranges.with_ranges(profile, records, np.asarray(window.step_starts, np.int64))
         self._windows += 1
         self._profiles.append(profile)

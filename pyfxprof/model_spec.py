@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from .errors import PyfxprofError
+from .errors import PyfxprofError, first_line
 
 #: The model `pyfxprof profile` uses when none is given.
 DEFAULT_MODEL = "torchvision.models:resnet18"
@@ -54,7 +54,7 @@ def load_model(spec: str) -> torch.nn.Module:
     except Exception as error:  # the user's constructor: report, don't crash
         kind = "class" if inspect.isclass(obj) else "factory"
         raise PyfxprofError(f"calling {kind} {spec!r}() failed: {type(error).__name__}: "
-                            f"{_first_line(error)}") from None
+                            f"{first_line(error)}") from None
     if not isinstance(model, torch.nn.Module):
         raise PyfxprofError(f"{spec!r}() returned a {type(model).__name__}, not a torch.nn.Module")
     return model
@@ -83,8 +83,3 @@ def parse_input(text: str, device: str = "cpu", seed: int = 0) -> torch.Tensor:
     else:
         tensor = torch.randint(0, 100, shape, generator=generator, dtype=dtype)
     return tensor.to(device)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -74,6 +74,18 @@ class Recorder:
         self.collect(first_id, count)
 
 
+def runs_between_collects(records_per_run: int) -> int:
+    """How many runs of `records_per_run` records (plus the two run marks) fill a quarter of
+    the native buffer: collect at least that often so it never comes near its cap.
+
+    Example:
+        >>> runs_between_collects(10**9)
+        1
+    """
+    capacity = _C.buffer_stats()["capacity_records"]
+    return max(1, capacity // (4 * (records_per_run + 2)))
+
+
 def _concat(a: Records, b: Records) -> Records:
     return Records(np.concatenate([a.timestamp_ns, b.timestamp_ns]), np.concatenate([a.id, b.id]),
                    np.concatenate([a.thread, b.thread]), np.concatenate([a.kind, b.kind]))

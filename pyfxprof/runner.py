@@ -260,6 +260,6 @@ def build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
     meta["coverage"] = float(np.median(shares)) if np.isfinite(shares).all() else 1.0
     if device_samples is not None:
         device_samples = device_samples[:samples.shape[0]]
-        add_device_summary(frame, samples, device_samples, totals, meta)
+        frame = add_device_summary(frame, samples, device_samples, totals, meta)
     return Profile(frame, samples, totals, meta, device_samples=device_samples,
                    run_starts=timings.run_starts)

@@ -26,6 +26,13 @@ def _significant(value: float, precision: int) -> str:
     return f"{value:#.{precision}g}".rstrip(".")
 
 
+def _checked(value, precision, minimum_precision: int) -> float | None:
+    """`value` as a float (None when missing), after checking `precision`."""
+    if not isinstance(precision, int) or precision < minimum_precision:
+        raise ValueError(f"precision must be an int >= {minimum_precision}, got {precision!r}")
+    return _as_float(value)
+
+
 def format_ns(ns, precision: int = 3) -> str:
     """Format a duration in nanoseconds with an automatic unit (ns, µs, ms, s).
 
@@ -38,9 +45,7 @@ def format_ns(ns, precision: int = 3) -> str:
     >>> format_ns(999.7), format_ns(0), format_ns(float("nan"))
     ('1.00 µs', '0 ns', '-')
     """
-    if not isinstance(precision, int) or precision < 1:
-        raise ValueError(f"precision must be an int >= 1, got {precision!r}")
-    number = _as_float(ns)
+    number = _checked(ns, precision, minimum_precision=1)
     if number is None:
         return MISSING
     if math.isinf(number):
@@ -61,9 +66,7 @@ def format_pct(pct, precision: int = 1) -> str:
     >>> format_pct(12.345), format_pct(100), format_pct(float("nan"))
     ('12.3%', '100.0%', '-')
     """
-    if not isinstance(precision, int) or precision < 0:
-        raise ValueError(f"precision must be an int >= 0, got {precision!r}")
-    number = _as_float(pct)
+    number = _checked(pct, precision, minimum_precision=0)
     if number is None:
         return MISSING
     text = f"{number:.{precision}f}"

@@ -1,12 +1,12 @@
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from pyfxprof.export_stacks import (WIDTH, export_flamegraph, export_stacks, flamegraph_svg,
                                     folded_stacks)
 from pyfxprof.profile import Profile
+from tests.toy_profiles import toy_nodes
 
 SVG = "{http://www.w3.org/2000/svg}"
 # Four runs; per node:   conv1        l1.0.conv1     l1.0.relu    add
@@ -25,15 +25,7 @@ NODES = ["conv1", "layer1_0_conv1", "layer1_0_relu", "add"]
 
 
 def make_profile(samples=SAMPLES, names=NODES, model="toy <net> & co"):
-    nodes = pd.DataFrame({
-        "index": [0, 1, 2, 3], "name": names,
-        "op": ["call_module", "call_module", "call_module", "call_function"],
-        "target": ["conv1", "layer1.0.conv1", "layer1.0.relu", "operator.add"],
-        "module_path": ["conv1", "layer1.0.conv1", "layer1.0.relu", ""],
-        "module_type": ["Conv2d", "Conv2d", "ReLU", "Net"],
-        "module_stack": [("conv1",), ("layer1", "layer1.0", "layer1.0.conv1"),
-                         ("layer1", "layer1.0", "layer1.0.relu"), ()],
-    })
+    nodes = toy_nodes(names)
     return Profile(nodes, samples, samples.sum(axis=1), {"model": model})
 
 

@@ -10,20 +10,12 @@ import pytest
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.persist import decode_value, encode_value, load_profile, save_profile
 from pyfxprof.profile import Profile
+from tests.toy_profiles import toy_nodes
 
 
 def make_profile(runs=6, device=False, run_starts=False, extra=True, seed=0):
     rng = np.random.default_rng(seed)
-    nodes = pd.DataFrame({
-        "index": [0, 1, 2, 3],
-        "name": ["conv1", "layer1_0_conv1", "layer1_0_relu", "add"],
-        "op": ["call_module", "call_module", "call_module", "call_function"],
-        "target": ["conv1", "layer1.0.conv1", "layer1.0.relu", "operator.add"],
-        "module_path": ["conv1", "layer1.0.conv1", "layer1.0.relu", ""],
-        "module_type": ["Conv2d", "Conv2d", "ReLU", "Net"],
-        "module_stack": [("conv1",), ("layer1", "layer1.0", "layer1.0.conv1"),
-                         ("layer1", "layer1.0", "layer1.0.relu"), ()],
-    })
+    nodes = toy_nodes()
     if extra:
         nodes["input_shapes"] = ["[1, 3, 8, 8]", "[1, 4, 8, 8]", "[1, 4, 8, 8]", None]
         nodes["flops"] = np.array([1000, 2000, 0, 64], dtype=np.int64)

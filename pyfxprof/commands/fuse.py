@@ -6,11 +6,11 @@ import argparse
 
 import torch
 
-from ..errors import PyfxprofError
+from ..errors import PyfxprofError, first_line
 from ..fusion import fuse_conv_bn, max_abs_difference
 from ..fusion_bench import benchmark_fusion
-from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input
 from .arg_types import integer_at_least
+from .model_args import add_model_arguments, model_and_inputs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -28,20 +28,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Fuse Conv/BatchNorm pairs of MODEL (put in eval mode), print what was "
                     "fused or skipped and why, and the max abs difference of the outputs; "
                     "with --bench, time unfused, fused and fused+torch.jit.script interleaved.")
-    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, metavar="MODEL",
-                        help=f"package.module:callable returning an nn.Module "
-                             f"(default {DEFAULT_MODEL})")
-    parser.add_argument("--input", action="append", metavar="SHAPE[:DTYPE]",
-                        help=f"a random input of this shape, e.g. {DEFAULT_INPUT} or 8x128:int64; "
-                             f"repeat for several positional inputs (default {DEFAULT_INPUT})")
+    add_model_arguments(parser)
     parser.add_argument("--bench", action="store_true",
                         help="benchmark unfused vs fused (and fused under torch.jit.script)")
     parser.add_argument("--runs", type=integer_at_least(1), default=30,
                         help="timed runs (default 30)")
     parser.add_argument("--warmup", type=integer_at_least(0), default=5,
                         help="untimed warm-up runs (default 5)")
-    parser.add_argument("--threads", type=integer_at_least(1), metavar="N",
-                        help="torch.set_num_threads(N) before running")
     parser.set_defaults(func=run)
     return parser
 
@@ -53,10 +46,8 @@ def run(args: argparse.Namespace) -> int:
         >>> run(parser.parse_args(["fuse", "--bench", "--runs", "10"]))  # doctest: +SKIP
         0
     """
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    model = load_model(args.model).eval()
-    inputs = tuple(parse_input(text) for text in args.input or [DEFAULT_INPUT])
+    model, inputs, _ = model_and_inputs(args)
+    model.eval()
     _check_runs(model, inputs, args.model)
     if args.bench:
         print(benchmark_fusion(model, inputs, runs=args.runs, warmup=args.warmup).format())
@@ -75,8 +66,7 @@ def _check_runs(model: torch.nn.Module, inputs: tuple, spec: str) -> None:
         with torch.no_grad():
             model(*inputs)
     except Exception as error:  # the user's model: report, don't crash
-        text = str(error).strip()
-        first = text.splitlines()[0] if text else "no message"
+        first = first_line(error, empty="no message")
         shapes = " ".join("x".join(map(str, x.shape)) for x in inputs)
         raise PyfxprofError(f"{spec} failed on inputs {shapes}: {type(error).__name__}: "
                             f"{first}; pass matching --input shapes") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..overhead import compare_overhead
-from .profile import add_model_arguments, model_and_inputs
+from .model_args import add_model_arguments, model_and_inputs
 
 
 def add_parser(subparsers) -> None:

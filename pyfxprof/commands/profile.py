@@ -5,31 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-import torch
-
-from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input
 from ..runner import profile
+from .model_args import add_model_arguments, model_and_inputs
 from .report import add_export_arguments, add_table_arguments, print_table, write_exports
-
-
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """MODEL, --input and --threads, shared by the commands that run a model."""
-    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL,
-                        help=f"package.module:callable returning a Module (default {DEFAULT_MODEL})")
-    parser.add_argument("--input", action="append", metavar="SHAPE[:DTYPE]",
-                        help=f"an input tensor shape, repeat for several inputs "
-                             f"(default {DEFAULT_INPUT})")
-    parser.add_argument("--threads", type=int, metavar="N",
-                        help="torch intra-op threads (default: torch's choice)")
-
-
-def model_and_inputs(args: argparse.Namespace) -> tuple[torch.nn.Module, tuple, str]:
-    """The model, its inputs and a display name from parsed arguments (applies --threads)."""
-    if args.threads is not None:
-        torch.set_num_threads(max(1, args.threads))
-    model = load_model(args.model)
-    inputs = tuple(parse_input(text, seed=i) for i, text in enumerate(args.input or [DEFAULT_INPUT]))
-    return model, inputs, args.model.rpartition(":")[2]
 
 
 def add_parser(subparsers) -> None:
