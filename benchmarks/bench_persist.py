@@ -62,6 +62,24 @@ def measure(profile: Profile, path: Path, repeat: int) -> dict:
             "size": os.path.getsize(path)}
 
 
+def gzip_levels(profile: Profile, repeat: int) -> None:
+    """Why the gzip level is 3: compression time and size of the JSON at levels 3 and 6."""
+    import gzip
+    import json
+
+    from pyfxprof.persist import to_document
+
+    data = json.dumps(to_document(profile)).encode()
+    print("gzip level of the JSON text (best of repeats):")
+    for level in (3, 6):
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            size = len(gzip.compress(data, compresslevel=level))
+            times.append(time.perf_counter() - start)
+        print(f"  level {level}: {min(times):.2f} s, {size / 1e6:.1f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000)
@@ -81,6 +99,7 @@ def main() -> None:
             print(f"{name:<10} {r['save']:7.2f} {r['load']:7.2f} {r['size'] / 1e6:8.1f} "
                   f"{r['size'] / 1e6 / raw_mb:13.2f} {count / r['save']:17.1f} "
                   f"{count / r['load']:17.1f}")
+    gzip_levels(profile, args.repeat)
 
 
 if __name__ == "__main__":
