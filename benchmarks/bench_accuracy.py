@@ -1,21 +1,27 @@
-"""Accuracy: a graph of nodes that do a fixed amount of work lasting about 2, 20, 200 and
-2000 µs (an arithmetic loop, no clock reads), timed by
-pyfxprof codegen, pyfxprof interpreter, the FX tutorial's time.time interpreter and
-torch.profiler (record_function inside the wait, its only view of custom code); error of each against the truth.
+"""Accuracy: chains of leaf modules that busy-wait about 2, 20, 200 and 2000 µs (a fixed amount
+of arithmetic, no clock reads during the work), timed by pyfxprof codegen, pyfxprof
+interpreter, the FX tutorial's time.time interpreter and torch.profiler (a record_function
+range inside the module, its only view of custom code); the error of each against the truth.
 
-The truth for each node and run is the wait body's duration, read on the profiler clock from
-inside the node (so whatever the machine does to the node while it runs, preemption included,
-is in the truth too), plus the cost of the node's remaining work — calling the function,
-returning, logging — measured separately on an uninstrumented FX graph of zero-work nodes. A method's error is its node time
-minus that truth. The process is pinned to one core and torch to one thread, since
-a migration between cores mid-node or a busy neighbour shows up as error on a 2-core VM.
+The truth for a node in a run is what that node costs in the *uninstrumented* model:
+  * its busy-wait body, read on the profiler clock from inside the module in that very run
+    (so a slower or preempted run is in the truth too), plus
+  * its cost outside that body (module call and return, logging the body), measured in place:
+    the same chain, traced the same way but not instrumented, timed whole on the profiler clock
+    in the same block of runs; (chain time - empty graph time) / nodes - mean body = outside
+    cost per node. Measured right after the same work, it includes the cold caches and branch
+    predictors the work leaves behind, which a hot zero-work measurement misses.
 
-Run: .venv/bin/python benchmarks/bench_accuracy.py [--runs N]
+Methods and the plain chain run in interleaved blocks, so drift of the machine between blocks
+moves truth and measurement together. The process is pinned to one core and torch to one thread.
+Error = measured - truth, per node and run; the table gives the median over all nodes and runs,
+its % of the median truth, and the IQR; then the spread of the codegen median across blocks.
+
+Run: .venv/bin/python benchmarks/bench_accuracy.py [--runs N] [--blocks B] [--nodes K]
 """
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "5")
 
@@ -27,157 +33,200 @@ from machine import describe_machine  # noqa: E402
 import pyfxprof  # noqa: E402
 from pyfxprof import _C  # noqa: E402
 from pyfxprof.baseline import TimeTimeInterpreter  # noqa: E402
+from pyfxprof.capture import ProfilingTracer  # noqa: E402
 
 DURATIONS_NS = (2_000, 20_000, 200_000, 2_000_000)
-TRUTH: dict[int, list[int]] = {d: [] for d in (0,) + DURATIONS_NS}
-#: Iterations of _C._busy_loop (arithmetic, no clock reads) lasting each duration, set by
-#: calibrate_iterations(). A clock-polling spin is avoided: on the VM these figures come from,
-#: code right after a long busy-wait on the TSC runs measurably slower, which blurs the truth.
-ITERATIONS: dict[int, int] = {0: 0}
+METHODS = ("pyfxprof codegen", "pyfxprof interpreter", "time.time interpreter", "torch.profiler")
 
 
-def calibrate_iterations() -> None:
-    """Iterations per duration, from the median ns per iteration over 7 runs of ~10 ms."""
-    per_iteration = []
+class BusyWait(torch.nn.Module):
+    """A leaf module doing `iterations` additions in C; logs the body's duration from inside."""
+
+    def __init__(self, iterations: int, log: list) -> None:
+        super().__init__()
+        self.iterations, self.log = iterations, log
+
+    def forward(self, x):
+        start = _C.now_ns()
+        _C._busy_loop(self.iterations)
+        self.log.append(_C.now_ns() - start)
+        return x
+
+
+class LabelledBusyWait(BusyWait):
+    """BusyWait inside a torch.profiler user range, the way torch.profiler sees custom code."""
+
+    def forward(self, x):
+        with torch.profiler.record_function("busy_wait"):
+            start = _C.now_ns()
+            _C._busy_loop(self.iterations)
+            self.log.append(_C.now_ns() - start)
+        return x
+
+
+class Chain(torch.nn.Module):
+    def __init__(self, waits: list) -> None:
+        super().__init__()
+        self.waits = torch.nn.ModuleList(waits)
+
+    def forward(self, x):
+        for wait in self.waits:
+            x = wait(x)
+        return x
+
+
+def format_ns(ns: float) -> str:
+    return f"{ns / 1000:.1f} µs" if ns < 1e6 else f"{ns / 1e6:.2f} ms"
+
+
+def ns_per_iteration() -> float:
+    """Median ns per _C._busy_loop iteration over 7 runs of ~10 ms."""
+    samples = []
     for _ in range(7):
         start = _C.now_ns()
         _C._busy_loop(20_000_000)
-        per_iteration.append((_C.now_ns() - start) / 20_000_000)
-    ns_per_iteration = float(np.median(per_iteration))
-    ITERATIONS.update({d: max(1, round(d / ns_per_iteration)) for d in DURATIONS_NS})
+        samples.append((_C.now_ns() - start) / 20_000_000)
+    return float(np.median(samples))
 
 
-def wait(x, ns: int):
-    """Busy-wait `ns`; log the body's duration, read on the profiler clock from inside."""
+def traced(model: torch.nn.Module) -> fx.GraphModule:
+    """`model` traced with the busy-waits as leaves (call_module nodes), as pyfxprof does."""
+    graph = ProfilingTracer(leaf_modules=[BusyWait]).trace(model)
+    return fx.GraphModule(model, graph, type(model).__name__)
+
+
+class Case:
+    """One duration: a plain chain (for the truth) and a labelled one (for torch.profiler)."""
+
+    def __init__(self, duration_ns: int, iterations: int, nodes: int) -> None:
+        self.duration_ns, self.nodes = duration_ns, nodes
+        self.log: list[int] = []
+        self.chain = Chain([BusyWait(iterations, self.log) for _ in range(nodes)])
+        self.labelled = Chain([LabelledBusyWait(iterations, self.log) for _ in range(nodes)])
+        self.plain = traced(self.chain)
+        self.plain_labelled = traced(self.labelled)
+        self.errors: dict[str, list[np.ndarray]] = {m: [] for m in METHODS}
+        self.truths: list[np.ndarray] = []
+        self.bodies_seen: list[np.ndarray] = []
+
+    def bodies(self, runs: int) -> np.ndarray:
+        """The last `runs` runs' logged bodies, runs x nodes."""
+        return np.asarray(self.log[-runs * self.nodes:], dtype=np.int64).reshape(runs, self.nodes)
+
+
+EMPTY = fx.GraphModule(torch.nn.Module(), fx.Graph(), "Empty")
+EMPTY.graph.output(EMPTY.graph.placeholder("x"))
+EMPTY.recompile()
+
+
+def whole_run_ns(module, x) -> int:
     start = _C.now_ns()
-    _C._busy_loop(ITERATIONS[ns])
-    TRUTH[ns].append(_C.now_ns() - start)
-    return x
+    module(x)
+    return _C.now_ns() - start
 
 
-def labelled_wait(x, ns: int):
-    """wait() inside a torch.profiler user range, the way torch.profiler sees custom code."""
-    with torch.profiler.record_function(f"wait_{ns}"):
-        start = _C.now_ns()
-        _C._busy_loop(ITERATIONS[ns])
-        TRUTH[ns].append(_C.now_ns() - start)
-    return x
-
-
-fx.wrap("wait")
-fx.wrap("labelled_wait")
-
-
-class Waits(torch.nn.Module):
-    """A zero wait first (not scored: the first node after the previous run's 2 ms spin runs
-    with cold caches, real time that would blur the comparison), then the scored waits."""
-
-    def forward(self, x):
-        x = wait(x, 0)
-        for ns in DURATIONS_NS:
-            x = wait(x, ns)
-        return x
-
-
-class LabelledWaits(torch.nn.Module):
-    def forward(self, x):
-        x = labelled_wait(x, 0)
-        for ns in DURATIONS_NS:
-            x = labelled_wait(x, ns)
-        return x
-
-
-def clear_truth() -> None:
-    for values in TRUTH.values():
-        values.clear()
-
-
-def call_cost_ns(function, nodes: int = 200, repeats: int = 400) -> float:
-    """ns of one node `function(x, 0)` in FX-generated code, uninstrumented, minus its logged
-    body: the node's work outside the part it times itself (call, return, logging, the
-    generated code's stores), measured in the same kind of code the profiler instruments."""
-    graph = fx.Graph()
-    value = graph.placeholder("x")
-    for _ in range(nodes):
-        value = graph.call_function(function, (value, 0))
-    graph.output(value)
-    chain = fx.GraphModule(torch.nn.Module(), graph, "ZeroWaits")
+def outside_cost_ns(case: Case, module: fx.GraphModule, runs: int) -> np.ndarray:
+    """ns per node outside its logged body in the uninstrumented chain, one value per run."""
     x, per_node = torch.zeros(1), []
-    for _ in range(repeats):
-        clear_truth()
-        start = time.perf_counter_ns()
-        chain(x)
-        per_node.append((time.perf_counter_ns() - start) / nodes - np.mean(TRUTH[0]))
-    clear_truth()
-    return float(np.median(per_node))
+    for _ in range(runs):
+        empty = whole_run_ns(EMPTY, x)
+        total = whole_run_ns(module, x)
+        body = float(np.mean(case.log[-case.nodes:]))
+        per_node.append((total - empty) / case.nodes - body)
+    return np.asarray(per_node)
 
 
-CALL_COST: dict = {}
+def measure_pyfxprof(case: Case, mode: str, runs: int) -> np.ndarray:
+    prof = pyfxprof.profile(case.chain, (torch.zeros(1),), runs=runs, warmup=1, mode=mode,
+                            leaf_modules=[BusyWait], progress=False)
+    return prof.samples
 
 
-def truth_matrix(runs: int, function=None) -> np.ndarray:
-    spins = np.stack([np.asarray(TRUTH[d][-runs:]) for d in DURATIONS_NS], axis=1)
-    return spins + np.rint(CALL_COST[function or wait]).astype(np.int64)
-
-
-def measure_pyfxprof(mode: str, runs: int) -> np.ndarray:
-    clear_truth()
-    prof = pyfxprof.profile(Waits(), (torch.zeros(1),), runs=runs, warmup=0, mode=mode,
-                            progress=False)
-    return prof.samples[:, 1:] - truth_matrix(runs)
-
-
-def measure_time_time(runs: int) -> np.ndarray:
-    clear_truth()
-    interp = TimeTimeInterpreter(Waits())
+def measure_time_time(case: Case, runs: int) -> np.ndarray:
+    interp = TimeTimeInterpreter(case.plain)
     for _ in range(runs):
         interp.run(torch.zeros(1))
-    timed = [n for n in interp.runtimes_sec if n.op == "call_function"][1:]
+    timed = [n for n in interp.runtimes_sec if n.op == "call_module"]
     seconds = np.stack([np.asarray(interp.runtimes_sec[n]) for n in timed], axis=1)
-    return np.rint(seconds * 1e9).astype(np.int64) - truth_matrix(runs)
+    return np.rint(seconds * 1e9).astype(np.int64)
 
 
-def measure_torch_profiler(runs: int) -> np.ndarray:
-    clear_truth()
-    gm = fx.symbolic_trace(LabelledWaits())
+def measure_torch_profiler(case: Case, runs: int) -> np.ndarray:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         for _ in range(runs):
-            gm(torch.zeros(1))
-    columns = []
-    for d in DURATIONS_NS:
-        events = [e for e in prof.events() if e.name == f"wait_{d}"]
-        columns.append(np.asarray([e.time_range.elapsed_us() * 1000 for e in events]))
-    return np.rint(np.stack(columns, axis=1)).astype(np.int64) - truth_matrix(runs, labelled_wait)
+            case.plain_labelled(torch.zeros(1))
+    events = sorted((e for e in prof.events() if e.name == "busy_wait"),
+                    key=lambda e: e.time_range.start)
+    elapsed = np.asarray([e.time_range.elapsed_us() * 1000 for e in events])
+    return np.rint(elapsed).astype(np.int64).reshape(runs, case.nodes)
+
+
+def run_block(case: Case, runs: int) -> None:
+    """Every method on `runs` runs, each scored against the outside cost measured in place:
+    plain runs right before and right after the method's runs (median of both)."""
+    methods = {"pyfxprof codegen": (lambda: measure_pyfxprof(case, "codegen", runs), case.plain),
+               "pyfxprof interpreter": (lambda: measure_pyfxprof(case, "interpreter", runs),
+                                        case.plain),
+               "time.time interpreter": (lambda: measure_time_time(case, runs), case.plain),
+               "torch.profiler": (lambda: measure_torch_profiler(case, runs),
+                                  case.plain_labelled)}
+    for method, (measure, plain) in methods.items():
+        before = outside_cost_ns(case, plain, runs)
+        measured = measure()
+        bodies = case.bodies(runs)
+        outside = np.median(np.concatenate([before, outside_cost_ns(case, plain, runs)]))
+        case.errors[method].append(measured - (bodies + outside))
+        if method == "pyfxprof codegen":
+            case.truths.append(bodies + outside)
+            case.bodies_seen.append(bodies)
+        case.log.clear()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=200, help="timed runs per method in all")
+    parser.add_argument("--block-runs", type=int, default=5,
+                        help="runs per method between two plain measurements")
+    parser.add_argument("--nodes", type=int, default=10, help="busy-wait modules per chain")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
     torch.set_num_threads(1)
-    calibrate_iterations()
-    CALL_COST[wait] = call_cost_ns(wait)
-    CALL_COST[labelled_wait] = call_cost_ns(labelled_wait, repeats=40)
     print(describe_machine())
-    print(f"node work outside its self-timed body (part of the truth): plain "
-          f"{CALL_COST[wait]:.0f} ns, with record_function {CALL_COST[labelled_wait]:.0f} ns")
-    errors = {"pyfxprof codegen": measure_pyfxprof("codegen", args.runs),
-              "pyfxprof interpreter": measure_pyfxprof("interpreter", args.runs),
-              "time.time interpreter": measure_time_time(args.runs),
-              "torch.profiler": measure_torch_profiler(args.runs)}
-    print(f"median error (measured - truth) over {args.runs} runs, and as % of the truth; "
-          "IQR of the error in brackets")
-    header = "".join(f"{d // 1000:>22} µs" for d in DURATIONS_NS)
-    print(f"{'method':<24}{header}")
-    for method, err in errors.items():
+    rate = ns_per_iteration()
+    cases = [Case(d, max(1, round(d / rate)), args.nodes) for d in DURATIONS_NS]
+    blocks = max(1, args.runs // args.block_runs)
+    for _ in range(blocks):
+        for case in cases:
+            run_block(case, args.block_runs)
+    print_table(cases, f"error = measured - truth over {blocks} blocks x {args.block_runs} "
+                       f"runs x {args.nodes} nodes: median, % of the median truth, [IQR]")
+
+
+def print_table(cases: list, title: str) -> None:
+    print(title)
+    width = 29
+    print(f"{'busy-wait (nominal)':<26}" + "".join(f"{d // 1000:>{width - 3}} µs"
+                                                   for d in DURATIONS_NS))
+    for label, seen in (("median busy-wait body", [c.bodies_seen for c in cases]),
+                        ("median truth (whole node)", [c.truths for c in cases])):
+        medians = [np.median(np.concatenate(s)) for s in seen]
+        print(f"{label:<26}" + "".join(f"{format_ns(m):>{width}}" for m in medians))
+    for method in METHODS:
         cells = []
-        for k, d in enumerate(DURATIONS_NS):
-            q25, median, q75 = np.percentile(err[:, k], [25, 50, 75])
-            truth = d + CALL_COST[labelled_wait if method == "torch.profiler" else wait]
-            cells.append(f"{median:>+7.0f} ns {median / truth * 100:>+6.2f}% [{q75 - q25:>4.0f}]")
-        print(f"{method:<24}" + "".join(f"{c:>25}" for c in cells))
+        for case in cases:
+            err = np.concatenate(case.errors[method]).ravel()
+            q25, median, q75 = np.percentile(err, [25, 50, 75])
+            truth = np.median(np.concatenate(case.truths))
+            cells.append(f"{median:>+8.0f} ns {median / truth * 100:>+7.2f}% [{q75 - q25:>5.0f}]")
+        print(f"{method:<26}" + "".join(f"{c:>{width}}" for c in cells))
+    quartiles = []
+    for case in cases:
+        medians = [np.median(e) for e in case.errors["pyfxprof codegen"]]
+        q25, q75 = np.percentile(medians, [25, 75])
+        quartiles.append(f"{q25:+.0f} … {q75:+.0f} ns")
+    print(f"{'codegen, block medians':<26}" + "".join(f"{q:>{width}}" for q in quartiles)
+          + "   (quartiles over blocks)")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import torch.fx as fx
 
 from . import _C
 from .calibration import calibrate_paired
-from .capture import capture, timed_nodes
+from .capture import TIMED_OPS, capture, timed_nodes
 from .recorder import RECORDER, runs_between_collects
 from .timing import RunTimings, paired_timings
 
@@ -19,9 +19,11 @@ class ProfilingInterpreter(fx.Interpreter):
     """Times every node of a model with native marks around the node's own call.
 
     Drop-in for the tutorial's ``ProfilingInterpreter``: ``run(*args)`` as often as wanted,
-    then ``summary(should_sort)``. Argument fetching and the environment bookkeeping of the
-    interpreter happen outside the timed interval; the calibrated cost of a begin/end mark
-    pair is subtracted from every node.
+    then ``summary(should_sort)``. The interpreter's bookkeeping (fetching arguments from its
+    environment, looking up a call_module's submodule or a call_method's bound method) happens
+    outside the timed interval; the calibrated cost of a begin/end mark pair is subtracted from
+    every node. A subclass that overrides ``call_module`` (or another ``call_*`` method) gets
+    its whole override timed.
 
     Example:
         >>> interp = ProfilingInterpreter(torch.nn.Sequential(torch.nn.Linear(4, 4)))
@@ -34,6 +36,8 @@ class ProfilingInterpreter(fx.Interpreter):
         gm = mod if isinstance(mod, fx.GraphModule) else capture(mod).graph_module
         super().__init__(gm, garbage_collect_values)
         self.timed = timed_nodes(gm.graph)
+        self._overridden_ops = {op for op in TIMED_OPS
+                                if getattr(type(self), op) is not getattr(fx.Interpreter, op)}
         self._position = {node: k for k, node in enumerate(self.timed)}
         self.first_id = RECORDER.allocate(max(2 * len(self.timed), 1))
         self.calibration = calibrate_paired()
@@ -61,12 +65,27 @@ class ProfilingInterpreter(fx.Interpreter):
             return super().run_node(n)
         with self._set_current_node(n):
             args, kwargs = self.fetch_args_kwargs_from_env(n)
-            call = getattr(self, n.op)
+            if n.op in self._overridden_ops:  # a subclass's own call_* method: time all of it
+                function, args, kwargs = getattr(self, n.op), (n.target, args, kwargs), {}
+            else:
+                function, args = self._own_call(n, args)
             mark, begin = _C.mark, self.first_id + 2 * position
             mark(begin)
-            result = call(n.target, args, kwargs)
+            result = function(*args, **kwargs)
             mark(begin + 1)
         return result
+
+    def _own_call(self, n: fx.Node, args: tuple) -> tuple[Any, tuple]:
+        """The callable a node runs and its positional args, with the interpreter's lookups
+        (the submodule of a call_module, the bound method of a call_method) done here, before
+        the timed interval, as fx.Interpreter's call_* methods would do them."""
+        if n.op == "call_module":
+            return self.fetch_attr(n.target), args
+        if n.op == "call_method":
+            return getattr(args[0], n.target), args[1:]
+        if n.op == "get_attr":  # the lookup is the node's work
+            return self.fetch_attr, (n.target,)
+        return n.target, args
 
     def _collect(self) -> None:
         self._uncollected_runs = 0

@@ -2,7 +2,7 @@
 
 import torch
 
-from pyfxprof import ProfilingInterpreter
+from pyfxprof import ProfilingInterpreter, _C
 from tests.models import Net, Spin, net_input
 
 
@@ -40,3 +40,46 @@ def test_timed_interval_excludes_argument_fetching():
     interp.run(torch.zeros(1))
     seconds = interp.node_seconds()[0, 0]
     assert seconds >= 200e-6
+
+
+def test_submodule_lookup_is_outside_the_timed_interval():
+    interp = ProfilingInterpreter(torch.nn.Sequential(torch.nn.ReLU()))
+    lookup = interp.fetch_attr
+
+    def slow_lookup(target):  # a submodule lookup costing 1 ms
+        _C._spin_ns(1_000_000)
+        return lookup(target)
+
+    interp.fetch_attr = slow_lookup
+    interp.run(torch.zeros(1))
+    assert interp.node_seconds()[0, 0] < 500e-6
+
+
+def test_an_overridden_call_module_is_timed_whole():
+    class Slow(ProfilingInterpreter):
+        def call_module(self, target, args, kwargs):
+            _C._spin_ns(300_000)
+            return super().call_module(target, args, kwargs)
+
+    interp = Slow(torch.nn.Sequential(torch.nn.ReLU()))
+    out = interp.run(torch.tensor([-1.0, 2.0]))
+    torch.testing.assert_close(out, torch.tensor([0.0, 2.0]))
+    assert interp.node_seconds()[0, 0] >= 300e-6
+
+
+def test_every_timed_op_kind_still_computes_the_model():
+    class Mixed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.tensor(2.0))
+            self.relu = torch.nn.ReLU()
+
+        def forward(self, x):
+            return torch.add(self.relu(x), 1).mul(self.scale)
+
+    model, x = Mixed(), torch.tensor([-1.0, 3.0])
+    interp = ProfilingInterpreter(model)
+    torch.testing.assert_close(interp.run(x), model(x))
+    assert {n.op for n in interp.timed} == {"get_attr", "call_module", "call_function",
+                                            "call_method"}
+    assert interp.node_seconds().shape == (1, 4)
