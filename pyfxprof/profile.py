@@ -49,10 +49,15 @@ def _check_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
 
 
 def _values_equal(a, b) -> bool:
-    """Element equality for object cells: NaN equals NaN, pd.NA equals pd.NA, arrays compare
-    elementwise."""
+    """Equality for object cells and metadata: NaN equals NaN, pd.NA equals pd.NA, arrays
+    compare elementwise, dicts, lists and tuples item by item."""
     if a is pd.NA or b is pd.NA:
         return a is b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_values_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(map(_values_equal, a, b)))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b)
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
@@ -261,6 +266,6 @@ class Profile:
                 and _arrays_equal(self.run_totals, other.run_totals)
                 and _arrays_equal(self.device_samples, other.device_samples)
                 and _arrays_equal(self.run_starts, other.run_starts)
-                and self.meta == other.meta)
+                and _values_equal(self.meta, other.meta))
 
     __hash__ = None

@@ -53,7 +53,7 @@ def boundary_timings(records: Records, first_id: int, n_nodes: int) -> RunTiming
     window = _complete_sequences(marks, first_id, n_nodes + 1)
     stamps = marks.timestamp_ns[window]
     intervals = np.diff(stamps, axis=1)
-    run_totals = _run_totals(records, first_id, stamps)
+    run_totals = _run_totals(records, first_id, stamps, marks.thread[window[:, 0]])
     runs_started = int(np.count_nonzero(marks.id == first_id))
     return RunTimings(intervals, run_totals, stamps[:, 0].copy(), runs_started - len(window))
 
@@ -64,22 +64,36 @@ def paired_timings(records: Records, first_id: int, n_nodes: int) -> RunTimings:
     window = _complete_sequences(marks, first_id, 2 * n_nodes)
     stamps = marks.timestamp_ns[window]
     intervals = stamps[:, 1::2] - stamps[:, 0::2]
-    run_totals = _run_totals(records, first_id, stamps)
+    run_totals = _run_totals(records, first_id, stamps, marks.thread[window[:, 0]])
     runs_started = int(np.count_nonzero(marks.id == first_id))
     return RunTimings(intervals, run_totals, stamps[:, 0].copy(), runs_started - len(window))
 
 
-def _run_totals(records: Records, run_id: int, stamps: np.ndarray) -> np.ndarray:
-    """RUN_END - RUN_BEGIN per complete run (matched by time), else first-to-last mark."""
-    fallback = stamps[:, -1] - stamps[:, 0] if stamps.size else np.empty(0, dtype=np.int64)
+def _run_totals(records: Records, run_id: int, stamps: np.ndarray,
+                stamp_threads: np.ndarray) -> np.ndarray:
+    """RUN_END - RUN_BEGIN of the run enclosing each complete window on its own thread, else
+    the window's first-to-last mark (runs on several threads may overlap in time)."""
+    totals = stamps[:, -1] - stamps[:, 0] if stamps.size else np.empty(0, dtype=np.int64)
     is_run = records.id == run_id
-    begins = np.sort(records.timestamp_ns[is_run & (records.kind == _C.KIND_RUN_BEGIN)])
-    ends = np.sort(records.timestamp_ns[is_run & (records.kind == _C.KIND_RUN_END)])
-    if len(begins) == 0 or len(begins) != len(ends) or len(stamps) == 0:
-        return fallback.astype(np.int64)
-    # The run enclosing each complete window: the last begin before its first mark.
-    which = np.searchsorted(begins, stamps[:, 0], side="right") - 1
-    enclosing = (which >= 0) & (ends[np.clip(which, 0, None)] >= stamps[:, -1])
-    totals = np.where(enclosing, ends[np.clip(which, 0, None)] - begins[np.clip(which, 0, None)],
-                      fallback)
+    for thread in np.unique(stamp_threads):  # one pass per thread, not per record
+        rows = np.flatnonzero(stamp_threads == thread)
+        on_thread = is_run & (records.thread == thread)
+        begins = np.sort(records.timestamp_ns[on_thread & (records.kind == _C.KIND_RUN_BEGIN)])
+        ends = np.sort(records.timestamp_ns[on_thread & (records.kind == _C.KIND_RUN_END)])
+        if len(begins) and len(ends):
+            totals[rows] = _enclosing_totals(begins, ends, stamps[rows], totals[rows])
     return totals.astype(np.int64)
+
+
+def _enclosing_totals(begins: np.ndarray, ends: np.ndarray, stamps: np.ndarray,
+                      fallback: np.ndarray) -> np.ndarray:
+    """For windows of one thread: end - begin of the last begin before the window's first mark
+    and the first end after its last mark, when no other end or begin lies between them."""
+    b = np.searchsorted(begins, stamps[:, 0], side="right") - 1
+    e = np.searchsorted(ends, stamps[:, -1], side="left")
+    b_at, e_at = np.clip(b, 0, len(begins) - 1), np.clip(e, 0, len(ends) - 1)
+    next_begin = np.append(begins, np.iinfo(np.int64).max)[b_at + 1]
+    previous_end = np.insert(ends, 0, np.iinfo(np.int64).min)[e_at]
+    enclosed = ((b >= 0) & (e < len(ends)) & (next_begin > ends[e_at])
+                & (previous_end < begins[b_at]))
+    return np.where(enclosed, ends[e_at] - begins[b_at], fallback)

@@ -248,3 +248,14 @@ def test_run_starts_validation_and_equality():
                 run_starts=np.zeros(6))
     assert make_profile(run_starts=True) != make_profile()
     assert make_profile(run_starts=True) == make_profile(run_starts=True)
+
+
+def test_nan_in_metadata_survives_a_round_trip_and_compares_equal(tmp_path):
+    original = make_profile()
+    original.meta["cuda_peak_bytes"] = float("nan")
+    original.meta["notes"] = {"ratios": [1.5, float("nan")], "pair": (float("nan"), "x")}
+    save_profile(original, tmp_path / "p.json")
+    loaded = load_profile(tmp_path / "p.json")
+    assert loaded == original
+    loaded.meta["notes"]["ratios"][1] = 2.0
+    assert loaded != original

@@ -58,3 +58,24 @@ def test_no_records_gives_no_runs():
     empty = records([(0, 99, 1, M)])
     t = boundary_timings(empty, 10, 3)
     assert t.intervals.shape == (0, 3) and t.run_totals.shape == (0,)
+
+
+def test_overlapping_runs_on_two_threads_get_their_own_totals():
+    r = records([(0, 10, 1, B), (2, 10, 2, B), (5, 10, 1, M), (6, 10, 2, M), (15, 11, 1, M),
+                 (20, 11, 2, M), (45, 12, 1, M), (48, 12, 2, M), (60, 10, 2, E), (70, 10, 1, E)])
+    t = boundary_timings(r, 10, 2)
+    totals = dict(zip(t.run_starts.tolist(), t.run_totals.tolist()))
+    assert totals == {5: 70, 6: 58}
+
+
+def test_a_run_whose_begin_was_dropped_falls_back_to_its_marks():
+    r = records([(0, 10, 1, B), (5, 10, 1, M), (15, 11, 1, M), (45, 12, 1, M), (50, 10, 1, E),
+                 (102, 10, 1, M), (110, 11, 1, M), (130, 12, 1, M), (131, 10, 1, E)])
+    assert boundary_timings(r, 10, 2).run_totals.tolist() == [50, 28]
+
+
+def test_a_run_whose_end_was_dropped_falls_back_to_its_marks():
+    r = records([(0, 10, 1, B), (5, 10, 1, M), (15, 11, 1, M), (45, 12, 1, M),
+                 (100, 10, 1, B), (102, 10, 1, M), (110, 11, 1, M), (130, 12, 1, M),
+                 (131, 10, 1, E)])
+    assert boundary_timings(r, 10, 2).run_totals.tolist() == [40, 31]
