@@ -108,10 +108,22 @@ def _label(name: str, width: float) -> str:
     return name if len(name) <= fits else name[:fits - 2] + ".."
 
 
+def _short_name(name: str) -> str:
+    """A frame's visible name: the last part of a module path, with its parent when that part is
+    an index ('layer1.0.conv1' -> 'conv1', 'layer1.0' -> 'layer1.0'). Tooltips keep the path.
+
+    >>> _short_name("layer1.0.conv1"), _short_name("layer1.0"), _short_name("conv1")
+    ('conv1', 'layer1.0', 'conv1')
+    """
+    parts = name.split(".")
+    keep = 2 if len(parts) > 1 and parts[-1].isdigit() else 1
+    return ".".join(parts[-keep:])
+
+
 def _frame_svg(name: str, weight: int, total: int, x: float, y: float, width: float) -> str:
     pct = 100.0 * weight / total if total else 0.0
     tip = html.escape(f"{name} ({format_ns(weight)}, {pct:.2f}%)")
-    text = html.escape(_label(name, width))
+    text = html.escape(_label(_short_name(name), width))
     parts = [f"<g><title>{tip}</title>",
              f'<rect x="{x:.2f}" y="{y:.1f}" width="{width:.2f}" height="{FRAME_HEIGHT - 1}" '
              f'fill="{_color(name)}" rx="2"/>']

@@ -119,3 +119,13 @@ def test_custom_title_and_method(tmp_path):
     root = ET.parse(tmp_path / "f.svg").getroot()
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert texts[0] == "ResNet-18" and texts[1].startswith("total per node")
+
+
+def test_frames_show_the_last_part_of_module_paths_and_tooltips_the_whole_path():
+    wide = np.array([[1000, 100_000, 100_000, 40]], dtype=np.int64)
+    _, found = frames(flamegraph_svg(make_profile(samples=wide)))
+    labels = {title.split(" (")[0]: label for title, _, label in found}
+    assert labels["layer1.0.conv1"] == "conv1"
+    assert labels["layer1.0.relu"] == "relu"
+    assert labels["layer1.0"] == "layer1.0"
+    assert labels["layer1_0_conv1"] == "layer1_0_conv1"
