@@ -13,20 +13,19 @@ import gzip
 import json
 import math
 import os
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import PyfxprofError
+from .files import read_maybe_gzipped
 from .profile import Profile
 
 FORMAT = "pyfxprof-profile"
 VERSION = 1
 #: gzip level: on packed int64 samples, 3 is ~5x faster than zlib's default 6 and ~6% larger.
 GZIP_LEVEL = 3
-_GZIP_MAGIC = b"\x1f\x8b"
 _NUMERIC_KINDS = "biuf"
 _TAGS = ("$tuple", "$float", "$na", "$array", "$dict")
 _ARRAY_FIELDS = ("samples", "run_totals", "device_samples", "run_starts")
@@ -267,17 +266,7 @@ def from_document(doc) -> Profile:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PyfxprofError(f"cannot load profile {path}: no such file") from None
-    except OSError as error:
-        raise PyfxprofError(f"cannot load profile {path}: {error.strerror or error}") from None
-    if raw.startswith(_GZIP_MAGIC) or path.name.endswith(".gz"):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise FormatError(f"corrupt or truncated gzip data ({error})") from None
+    raw = read_maybe_gzipped(path, "cannot load profile")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

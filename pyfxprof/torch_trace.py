@@ -13,16 +13,15 @@ Example:
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import PyfxprofError
+from .files import read_maybe_gzipped
 from .profile import Profile
 
 #: File names a trace directory is searched for (tensorboard_trace_handler writes
@@ -31,7 +30,6 @@ TRACE_PATTERNS = ("*.json", "*.json.gz")
 #: Event categories that are not ops: "Trace" is the profiler's own session span.
 SKIPPED_CATEGORIES = frozenset({"Trace"})
 _STEP = re.compile(r"^(ProfilerStep)#\d+$")
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def read_json(path) -> object:
@@ -45,21 +43,7 @@ def read_json(path) -> object:
     ...
     pyfxprof.errors.PyfxprofError: cannot read missing.json: no such file; check the path
     """
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PyfxprofError(f"cannot read {path}: no such file; check the path") from None
-    except IsADirectoryError:
-        raise PyfxprofError(f"cannot read {path}: it is a directory, expected a file") from None
-    except OSError as error:
-        raise PyfxprofError(f"cannot read {path}: {error.strerror or error}") from None
-    if raw[:2] == _GZIP_MAGIC:
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as error:
-            raise PyfxprofError(f"cannot read {path}: truncated or corrupt gzip ({error}); "
-                                "export the trace again") from None
+    raw = read_maybe_gzipped(Path(path), "cannot read")
     try:
         return json.loads(raw)
     except ValueError as error:

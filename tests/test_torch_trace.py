@@ -110,7 +110,7 @@ def test_refuses_trace_without_op_events(tmp_path):
 def test_refuses_truncated_gzip(traces, tmp_path):
     path = tmp_path / "trace.json.gz"
     path.write_bytes(gzip.compress(traces[0].read_bytes())[:200])
-    with pytest.raises(PyfxprofError, match="truncated or corrupt gzip"):
+    with pytest.raises(PyfxprofError, match="corrupt or truncated gzip"):
         load_trace(path)
 
 
