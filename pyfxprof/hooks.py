@@ -221,6 +221,8 @@ class HooksExecutor:
     """Runs the model itself with marking hooks on its leaves; use it as a context manager
     around the runs (`with executor: ...`) so the hooks are removed afterwards."""
 
+    device = None  # no CUDA event timing: hooks time the host only
+
     def __init__(self, model: torch.nn.Module, leaves: Leaves, analysis: HookAnalysis) -> None:
         self.model, self.leaves, self.analysis = model, leaves, analysis
         self.first_id = RECORDER.allocate(2 * len(leaves) + 1)
@@ -258,7 +260,7 @@ class HooksExecutor:
         self._chunks = []
 
     def device_samples(self) -> None:
-        """Hooks time the host only."""
+        """Hooks time the host only: no device samples."""
         return None
 
     def timings(self) -> RunTimings:

@@ -25,17 +25,18 @@ import pandas as pd
 import torch
 
 from . import _C, ranges
-from .analysis import analyse, describe
-from .capture import Capture, capture, timed_nodes
+from .analysis import describe
+from .capture import Capture
 from .errors import PyfxprofError
 from .device_timing import ensure_cuda_runtime
-from .executors import CodegenExecutor, make_executor
+from .executors import CodegenExecutor
+from .hooks import HooksExecutor
 from .metadata import environment_meta
 from .model_state import evaluation_mode
-from .node_table import nodes_frame
 from .profile import Profile
 from .recorder import RECORDER, Records
-from .runner import build_profile, device_of, fusion_meta, warn_fallback, with_analysis_columns
+from .runner import (build_profile, device_of, executor_for, fusion_meta, prepare,
+                     warn_fallback)
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .timing import RunTimings
 
@@ -44,18 +45,31 @@ _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 @dataclass
 class _Graph:
-    """The captured model, instrumented, with its nodes table (shapes from the analysis run)."""
+    """The captured model, its executor (the instrumented FX graph, or module hooks when FX
+    cannot trace it) and its nodes table (shapes from the analysis run)."""
 
     capture: Capture
     frame: pd.DataFrame
-    executor: CodegenExecutor
+    executor: CodegenExecutor | HooksExecutor
     signature: inspect.Signature
     training: bool
     device: str
 
+    @property
+    def hooks(self) -> bool:
+        """True when the model runs itself with marking hooks (hooks or whole capture)."""
+        return isinstance(self.executor, HooksExecutor)
+
     def positional(self, args: tuple, kwargs: dict) -> tuple:
         """The call's arguments in the order of the graph's placeholders."""
         return _bind(self.signature, args, kwargs)
+
+    def run(self, positional: tuple) -> Any:
+        """One timed call; module hooks, if any, exist only during it."""
+        if self.hooks:
+            with self.executor:
+                return self.executor.run(positional)
+        return self.executor.run(positional)
 
 
 def _bind(signature: inspect.Signature, args: tuple, kwargs: dict) -> tuple:
@@ -89,38 +103,31 @@ def _split_inputs(example_inputs: Any) -> tuple[tuple, dict]:
     return (example_inputs,), {}
 
 
-def capture_graph(model: torch.nn.Module, args: tuple, kwargs: dict, options: dict) -> _Graph:
-    """Trace ``model`` in the mode it is in (FX, with the leaf fallback of capture="auto"),
-    run the untimed analysis on these inputs in eval mode without grad (flags restored, so
-    the model's state is untouched), and instrument the graph.
+def capture_graph(model: torch.nn.Module, args: tuple, kwargs: dict,
+                  tracer_options: tuple = ((), (), None)) -> _Graph:
+    """Capture ``model`` in the mode it is in as ``pyfxprof.profile(capture="auto")`` does
+    (FX, a failing submodule made a leaf, then module hooks or the whole model), run the
+    untimed analysis on these inputs in eval mode without grad (flags restored, so the
+    model's state is untouched), and build the executor. `tracer_options` is (leaf_modules,
+    autowrap_functions, concrete_args).
 
     Example:
-        >>> g = capture_graph(torch.nn.Linear(2, 2), (torch.zeros(1, 2),), {}, {})
-        >>> g.frame["output_shapes"].tolist()[-1]
-        '[1, 2] float32'
+        >>> g = capture_graph(torch.nn.Linear(2, 2), (torch.zeros(1, 2),), {})
+        >>> g.frame["output_shapes"].tolist()[-1], g.hooks
+        ('[1, 2] float32', False)
     """
-    captured = capture(model, mode="auto", **options)
-    gm = captured.graph_module
-    if gm is None:
-        raise PyfxprofError(f"the loop API needs an FX graph, but {'; '.join(captured.notes)}; "
-                            "make the failing submodule a leaf (leaf_modules=[...]) or pass "
-                            "concrete_args")
-    warn_fallback(captured, "auto")
-    nodes = timed_nodes(gm.graph)
-    if not nodes:
-        raise PyfxprofError(f"{type(model).__name__} has no operations to time "
-                            "(its graph only passes inputs through)")
-    signature = inspect.signature(gm.forward)
-    positional = _bind(signature, args, kwargs)
+    example = _bind(inspect.signature(model.forward), args, kwargs) if kwargs else args
     with evaluation_mode(model), torch.inference_mode():
-        _, info = analyse(gm, positional)
-    frame = with_analysis_columns(nodes_frame(nodes, gm), [info.get(node.name, {}) for node in nodes])
-    device = device_of(model, positional)
-    device_events = device.startswith("cuda")
-    if device_events:
+        prepared = prepare(model, example, "auto", tracer_options)
+    warn_fallback(prepared.captured, "auto")
+    device = device_of(model, prepared.args)
+    on_cuda = device.startswith("cuda")
+    if on_cuda and prepared.analysis is None:
         ensure_cuda_runtime()
-    return _Graph(captured, frame, make_executor("codegen", gm, len(nodes), device_events),
-                  signature, model.training, device)
+    executor = executor_for(model, prepared, "codegen", on_cuda)
+    gm = prepared.captured.graph_module
+    signature = inspect.signature((model if gm is None else gm).forward)
+    return _Graph(prepared.captured, prepared.frame, executor, signature, model.training, device)
 
 
 class ProfiledModel:
@@ -190,8 +197,7 @@ class Profiler:
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
         self._example_inputs = example_inputs
-        self._options = {"leaf_modules": leaf_modules, "autowrap_functions": autowrap_functions,
-                         "concrete_args": concrete_args}
+        self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._graph: _Graph | None = None
         self._window: _Window | None = None
@@ -231,7 +237,7 @@ class Profiler:
             raise PyfxprofError("this Profiler is already started")
         if self._example_inputs is not None and self._graph is None:
             self._graph = capture_graph(self.module, *_split_inputs(self._example_inputs),
-                                        self._options)
+                                        self._tracer_options)
         self.step_num = 0
         self._open = True
         self.current_action = checked_action(self.schedule(0), 0)
@@ -340,7 +346,8 @@ class Profiler:
             "model": self.name, "device": graph.device, "runs": int(timings.intervals.shape[0]),
             "device_events": (_C.cuda_status()["library"]
                               if graph.executor.device is not None else None),
-            "warmup": window.warmup_calls, "mode": "codegen", "capture_mode": graph.capture.mode,
+            "warmup": window.warmup_calls, "mode": "hooks" if graph.hooks else "codegen",
+            "capture_mode": graph.capture.mode,
             "capture_notes": graph.capture.notes, "grad": first.get("grad"),
             "training": first.get("training"), "input_shapes": first.get("input_shapes", ""),
             "incomplete_runs": timings.incomplete_runs,
@@ -358,12 +365,12 @@ class Profiler:
         if not self._open:
             return self.module(*args, **kwargs)
         if self._graph is None:
-            self._graph = capture_graph(self.module, args, kwargs, self._options)
+            self._graph = capture_graph(self.module, args, kwargs, self._tracer_options)
         if action == ProfilerAction.NONE:
             return self.module(*args, **kwargs)
         graph = self._graph
         positional = graph.positional(args, kwargs)
-        if self.module.training != graph.training and not self._mode_warned:
+        if self.module.training != graph.training and not graph.hooks and not self._mode_warned:
             self._mode_warned = True
             warnings.warn("the model's training flag changed since it was captured; leaf modules "
                           "follow it, but code branching on self.training elsewhere keeps the "
@@ -374,5 +381,5 @@ class Profiler:
             self._window.first_call = {"grad": torch.is_grad_enabled(),
                                        "training": self.module.training,
                                        "input_shapes": describe(positional)}
-        return graph.executor.run(positional)
+        return graph.run(positional)
 

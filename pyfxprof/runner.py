@@ -70,10 +70,10 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
     if device_events:
         ensure_cuda_runtime()
     with evaluation_mode(model), grad_context(grad):
-        prepared = _prepare(model, example_inputs, capture,
+        prepared = prepare(model, example_inputs, capture,
                             (leaf_modules, autowrap_functions, concrete_args))
         warn_fallback(prepared.captured, capture)
-        executor = _executor(model, prepared, mode, device_events)
+        executor = executor_for(model, prepared, mode, device_events)
         with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
             timings = _timed_runs(executor, prepared.args, runs, warmup, progress)
     captured, args, frame = prepared.captured, prepared.args, prepared.frame
@@ -143,7 +143,7 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool) -
 
 
 @dataclass
-class _Prepared:
+class Prepared:
     """A captured model after its untimed analysis run, ready to be timed."""
 
     captured: Capture
@@ -154,10 +154,19 @@ class _Prepared:
     memory_meta: dict = field(default_factory=dict)  # the CUDA peak, when measured
 
 
-def _prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str,
-             tracer_options: tuple) -> _Prepared:
+def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "auto",
+            tracer_options: tuple = ((), (), None)) -> Prepared:
     """Capture (the fallback ladder in "auto" mode), then the untimed analysis run; a traced
-    graph that fails where the eager model runs falls back to hooks too."""
+    graph that fails where the eager model runs falls back to hooks too.
+
+    `tracer_options` is (leaf_modules, autowrap_functions, concrete_args). The analysis run
+    uses the model in the mode and grad state the caller set.
+
+    Example:
+        >>> p = prepare(torch.nn.Sequential(torch.nn.ReLU()), (torch.zeros(2),))
+        >>> p.captured.mode, p.frame["output_shapes"].tolist()
+        ('fx', ['[2] float32'])
+    """
     captured = capture_model(model, *tracer_options, mode=capture_mode)
     traced = captured.graph_module
     args = positional_inputs(model if traced is None else traced, example_inputs)
@@ -176,12 +185,12 @@ def _prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str,
         else:
             infos = [info.get(node.name, {}) for node in nodes]
             frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
-            return _Prepared(captured, args, frame, int(frame["flops"].sum()),
+            return Prepared(captured, args, frame, int(frame["flops"].sum()),
                              memory_meta=_model_peak_meta(infos))
     captured, analysis = hooks_or_whole(model, captured, args)
     calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
     frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
-    return _Prepared(captured, args, frame, analysis.flops, analysis)
+    return Prepared(captured, args, frame, analysis.flops, analysis)
 
 
 def _runs_eagerly(model: torch.nn.Module, args: tuple) -> bool:
@@ -210,8 +219,15 @@ def _model_peak_meta(infos: list[dict]) -> dict:
     return {"cuda_peak_bytes": int(max(peaks))} if peaks else {}
 
 
-def _executor(model: torch.nn.Module, prepared: _Prepared, mode: str, device_events: bool):
-    """The graph's executor for `mode`, or the hooks executor for hooks and whole captures."""
+def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_events: bool):
+    """The graph's executor for `mode`, or the hooks executor for hooks and whole captures
+    (which time the host only: a note says so when device events were asked for).
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.ReLU())
+        >>> type(executor_for(model, prepare(model, (torch.zeros(2),)), "codegen", False)).__name__
+        'CodegenExecutor'
+    """
     if prepared.analysis is None:
         return make_executor(mode, prepared.captured.graph_module, len(prepared.frame),
                              device_events)

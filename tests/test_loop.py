@@ -2,7 +2,6 @@
 
 import copy
 import math
-import warnings
 
 import pytest
 import torch
@@ -179,12 +178,48 @@ def test_bad_arguments_are_one_line_errors():
             pass
 
 
-def test_an_untraceable_model_is_refused_with_the_reason():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        profiler = Profiler(DataDependent(), example_inputs=torch.ones(2))
-        with pytest.raises(PyfxprofError, match="needs an FX graph.*leaf_modules"):
-            profiler.start()
+def test_a_model_fx_cannot_trace_at_all_is_timed_whole_with_a_warning():
+    model, x = DataDependent(), torch.ones(2)
+    with pytest.warns(CaptureFallbackWarning, match="timing it whole"):
+        with Profiler(model, example_inputs=x) as p:
+            outputs = [p.model(x) for _ in range(3)]
+    assert all(torch.equal(out, model(x)) for out in outputs)
+    (prof,) = p.profiles
+    assert prof.meta["capture_mode"] == "whole" and prof.meta["mode"] == "hooks"
+    assert (prof.n_runs, prof.n_nodes) == (3, 1)
+    assert (prof.samples > 0).all()
+
+
+class _BranchOnValue(torch.nn.Module):
+    """The root branches on a tensor value (untraceable), around traceable leaf modules."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.relu = torch.nn.ReLU()
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > -1e9:
+            y = self.relu(y)
+        return y
+
+
+def test_an_untraceable_root_is_timed_by_module_hooks_that_exist_only_during_timed_calls():
+    model, x = _BranchOnValue(), torch.randn(2, 3)
+    hooks_seen = []
+    with pytest.warns(CaptureFallbackWarning, match="hooks"):
+        with Profiler(model, schedule=schedule(wait=1, warmup=1, active=2)) as p:
+            for _ in range(4):
+                torch.testing.assert_close(p.model(x), model(x))
+                hooks_seen.append(len(model.lin._forward_hooks) + len(model.lin._forward_pre_hooks))
+                p.step()
+    (prof,) = p.profiles
+    assert prof.meta["capture_mode"] == "hooks" and prof.meta["mode"] == "hooks"
+    assert prof.nodes["name"].tolist() == ["lin", "relu"]
+    assert prof.n_runs == 2 and (prof.samples > 0).all()
+    assert hooks_seen == [0, 0, 0, 0]
+    assert not model.relu._forward_hooks and not model.relu._forward_pre_hooks
 
 
 def test_an_untraceable_submodule_becomes_a_leaf_with_a_warning():
