@@ -98,8 +98,8 @@ def traced(model: torch.nn.Module) -> fx.GraphModule:
 class Case:
     """One duration: a plain chain (for the truth) and a labelled one (for torch.profiler)."""
 
-    def __init__(self, duration_ns: int, iterations: int, nodes: int) -> None:
-        self.duration_ns, self.nodes = duration_ns, nodes
+    def __init__(self, iterations: int, nodes: int) -> None:
+        self.nodes = nodes
         self.log: list[int] = []
         self.chain = Chain([BusyWait(iterations, self.log) for _ in range(nodes)])
         self.labelled = Chain([LabelledBusyWait(iterations, self.log) for _ in range(nodes)])
@@ -194,7 +194,7 @@ def main() -> None:
     torch.set_num_threads(1)
     print(describe_machine())
     rate = ns_per_iteration()
-    cases = [Case(d, max(1, round(d / rate)), args.nodes) for d in DURATIONS_NS]
+    cases = [Case(max(1, round(d / rate)), args.nodes) for d in DURATIONS_NS]
     blocks = max(1, args.runs // args.block_runs)
     for _ in range(blocks):
         for case in cases:

@@ -71,7 +71,7 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
         ensure_cuda_runtime()
     with evaluation_mode(model), grad_context(grad):
         prepared = prepare(model, example_inputs, capture,
-                            (leaf_modules, autowrap_functions, concrete_args))
+                           (leaf_modules, autowrap_functions, concrete_args))
         warn_fallback(prepared.captured, capture)
         executor = executor_for(model, prepared, mode, device_events)
         with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
@@ -186,7 +186,7 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
             infos = [info.get(node.name, {}) for node in nodes]
             frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
             return Prepared(captured, args, frame, int(frame["flops"].sum()),
-                             memory_meta=_model_peak_meta(infos))
+                            memory_meta=_model_peak_meta(infos))
     captured, analysis = hooks_or_whole(model, captured, args)
     calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
     frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
