@@ -32,8 +32,8 @@ from machine import describe_machine  # noqa: E402
 
 import pyfxprof  # noqa: E402
 from pyfxprof import _C  # noqa: E402
-from pyfxprof.baseline import TimeTimeInterpreter  # noqa: E402
-from pyfxprof.capture import ProfilingTracer  # noqa: E402
+from pyfxprof.tools.baseline import TimeTimeInterpreter  # noqa: E402
+from pyfxprof.capture.tracing import ProfilingTracer  # noqa: E402
 
 DURATIONS_NS = (2_000, 20_000, 200_000, 2_000_000)
 METHODS = ("pyfxprof codegen", "pyfxprof interpreter", "time.time interpreter", "torch.profiler")

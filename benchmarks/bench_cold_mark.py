@@ -15,7 +15,7 @@ import torch.fx as fx
 from machine import describe_machine
 
 from pyfxprof import _C
-from pyfxprof.calibration import calibrate_codegen
+from pyfxprof.timing.calibration import calibrate_codegen
 
 WORK_ITERATIONS = (0, 4_000, 40_000, 400_000)  # about 0, 2, 20 and 200 µs of arithmetic
 

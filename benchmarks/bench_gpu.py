@@ -13,9 +13,9 @@ import torch
 from machine import describe_machine
 from workloads import resnet18, tensor_add_chain
 
-from pyfxprof.capture import capture, timed_nodes
-from pyfxprof.device_timing import ensure_cuda_runtime
-from pyfxprof.executors import CodegenExecutor
+from pyfxprof.capture.tracing import capture, timed_nodes
+from pyfxprof.timing.device_events import ensure_cuda_runtime
+from pyfxprof.timing.executors import CodegenExecutor
 
 
 def run_times(call, runs: int) -> tuple[np.ndarray, np.ndarray]:

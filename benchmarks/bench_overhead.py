@@ -14,7 +14,7 @@ import torch  # noqa: E402
 from machine import describe_machine  # noqa: E402
 from workloads import int_add_chain, resnet18, tensor_add_chain  # noqa: E402
 
-from pyfxprof.overhead import compare_overhead  # noqa: E402
+from pyfxprof.tools.overhead import compare_overhead  # noqa: E402
 
 
 def main() -> None:

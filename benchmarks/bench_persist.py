@@ -22,8 +22,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pyfxprof.persist import load_profile, save_profile  # noqa: E402
-from pyfxprof.profile import Profile  # noqa: E402
+from pyfxprof.data.persist import load_profile, save_profile  # noqa: E402
+from pyfxprof.data.profile import Profile  # noqa: E402
 
 
 def synthetic_profile(runs: int, nodes: int, seed: int = 0) -> Profile:
@@ -67,7 +67,7 @@ def gzip_levels(profile: Profile, repeat: int) -> None:
     import gzip
     import json
 
-    from pyfxprof.persist import to_document
+    from pyfxprof.data.persist import to_document
 
     data = json.dumps(to_document(profile)).encode()
     print("gzip level of the JSON text (best of repeats):")

@@ -6,7 +6,7 @@ import platform
 import torch
 
 from pyfxprof import _C
-from pyfxprof.metadata import cpu_name
+from pyfxprof.run.metadata import cpu_name
 
 
 def describe_machine() -> str:

@@ -9,18 +9,18 @@ Example:
 
 __version__ = "0.1.0"
 
-from .advisor import Advice, Suggestion, advise, register_rule
-from .diff import ProfileDiff, diff
+from .analyses.advisor import Advice, Suggestion, advise, register_rule
+from .analyses.diff import ProfileDiff, diff
 from .errors import PyfxprofError
-from .fusion import FusionError, FusionReport, fuse_conv_bn, max_abs_difference
-from .fusion_bench import FusionBenchmark, benchmark_fusion
-from .interpreter import ProfilingInterpreter
-from .loop import Profiler
-from .persist import load_profile
-from .profile import Profile
-from .ranges import Range as range  # noqa: A001 (pyfxprof.range, like torch.profiler's record_function)
-from .runner import profile
-from .schedule import ProfilerAction, schedule
+from .tools.fusion import FusionError, FusionReport, fuse_conv_bn, max_abs_difference
+from .tools.fusion_bench import FusionBenchmark, benchmark_fusion
+from .timing.interpreter import ProfilingInterpreter
+from .run.loop import Profiler
+from .data.persist import load_profile
+from .data.profile import Profile
+from .run.ranges import Range as range  # noqa: A001 (pyfxprof.range, like torch.profiler's record_function)
+from .run.runner import profile
+from .run.schedule import ProfilerAction, schedule
 
 #: Load a profile saved with Profile.save (versioned JSON, optionally gzip).
 load = load_profile

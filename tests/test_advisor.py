@@ -1,14 +1,14 @@
-"""Tests for pyfxprof.advisor: every rule on small synthetic Profiles (seeded numpy)."""
+"""Tests for pyfxprof.analyses.advisor: every rule on small synthetic Profiles (seeded numpy)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from pyfxprof.advisor import (RULES, SEVERITIES, Advice, Suggestion, advise, build_context,
+from pyfxprof.analyses.advisor import (RULES, SEVERITIES, Advice, Suggestion, advise, build_context,
                               register_rule, unregister_rule)
-from pyfxprof.advisor_rules import fusible_pairs
-from pyfxprof.profile import Profile
-from pyfxprof.units import format_ns
+from pyfxprof.analyses.advisor_rules import fusible_pairs
+from pyfxprof.data.profile import Profile
+from pyfxprof.data.units import format_ns
 
 US = 1_000  # ns
 

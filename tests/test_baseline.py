@@ -2,7 +2,7 @@
 
 import torch
 
-from pyfxprof.baseline import TimeTimeInterpreter
+from pyfxprof.tools.baseline import TimeTimeInterpreter
 
 
 def test_records_every_node_and_run_like_the_tutorial():

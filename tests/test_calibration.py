@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pyfxprof.calibration import summarise, calibrate_codegen, calibrate_paired
+from pyfxprof.timing.calibration import summarise, calibrate_codegen, calibrate_paired
 
 
 def test_interquartile_mean_ignores_outliers_and_is_not_quantised():

@@ -1,12 +1,12 @@
-"""Tests of pyfxprof.capture and pyfxprof.node_table: leaves, module stacks, edges, errors."""
+"""Tests of pyfxprof.capture.tracing and pyfxprof.capture.node_table: leaves, module stacks, edges, errors."""
 
 import pytest
 import torch
 import torch.fx as fx
 
-from pyfxprof.capture import ProfilingTracer, capture, timed_nodes
+from pyfxprof.capture.tracing import ProfilingTracer, capture, timed_nodes
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.node_table import nodes_frame
+from pyfxprof.capture.node_table import nodes_frame
 from tests.models import Block, DataDependent, Net
 
 

@@ -8,10 +8,10 @@ from torch import nn
 
 import pyfxprof
 from pyfxprof import _C
-from pyfxprof.capture import MAX_LEAF_ATTEMPTS, CaptureFallbackWarning, capture, hook_leaves
+from pyfxprof.capture.tracing import MAX_LEAF_ATTEMPTS, CaptureFallbackWarning, capture, hook_leaves
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.hooks import HookAnalysis, hook_timings
-from pyfxprof.recorder import Records
+from pyfxprof.timing.hooks import HookAnalysis, hook_timings
+from pyfxprof.timing.recorder import Records
 from tests.models import DataDependent, Net, net_input
 
 

@@ -2,10 +2,10 @@ import argparse
 
 import pytest
 
-from pyfxprof import cli
-from pyfxprof.commands import diff as diff_command
+from pyfxprof.cli import main as cli
+from pyfxprof.cli.commands import diff as diff_command
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.persist import save_profile
+from pyfxprof.data.persist import save_profile
 
 from test_diff import control_and_test
 

@@ -1,4 +1,4 @@
-"""Tests for `pyfxprof fuse` (pyfxprof.commands.fuse), run in-process on tests/fixtures_models.py."""
+"""Tests for `pyfxprof fuse` (pyfxprof.cli.commands.fuse), run in-process on tests/fixtures_models.py."""
 
 import argparse
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from fixtures_models import SMALL_INPUT  # tests/ is on sys.path under pytest
 
-from pyfxprof import cli
-from pyfxprof.commands import fuse
+from pyfxprof.cli import main as cli
+from pyfxprof.cli.commands import fuse
 from pyfxprof.errors import PyfxprofError
 
 CONV_BN_RELU = "tests.fixtures_models:conv_bn_relu"

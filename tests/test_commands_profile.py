@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from pyfxprof.cli import main
+from pyfxprof.cli.main import main
 from tests.fixtures_models import SMALL_INPUT
 
 SPEC = "tests.fixtures_models:conv_bn_relu"

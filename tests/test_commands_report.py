@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyfxprof import cli
-from pyfxprof.commands import report
+from pyfxprof.cli import main as cli
+from pyfxprof.cli.commands import report
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.profile import Profile
+from pyfxprof.data.profile import Profile
 
 SAMPLES = np.array([[10, 30, 20], [10, 30, 20], [100, 30, 20]], dtype=np.int64)
 

@@ -2,10 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyfxprof.diff import ProfileDiff, diff, distinct_labels, load_input
+from pyfxprof.analyses.diff import ProfileDiff, diff, distinct_labels, load_input
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.persist import save_profile
-from pyfxprof.profile import Profile
+from pyfxprof.data.persist import save_profile
+from pyfxprof.data.profile import Profile
 
 RUNS = 20
 SLOW = "layer1.0.conv1/layer1_0_conv1"

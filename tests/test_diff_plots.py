@@ -1,8 +1,8 @@
 import pytest
 from matplotlib.colors import to_hex
 
-from pyfxprof.diff import diff
-from pyfxprof.diff_plots import visualize_counts_diff, visualize_duration_diff
+from pyfxprof.analyses.diff import diff
+from pyfxprof.views.diff_plots import visualize_counts_diff, visualize_duration_diff
 from pyfxprof.errors import PyfxprofError
 
 from test_diff import control_and_test

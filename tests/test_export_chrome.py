@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.export_chrome import DEVICE_TID, HOST_TID, chrome_trace, export_chrome_trace
-from pyfxprof.profile import Profile
+from pyfxprof.views.chrome_trace import DEVICE_TID, HOST_TID, chrome_trace, export_chrome_trace
+from pyfxprof.data.profile import Profile
 
 # Three runs of three nodes; overhead 10 ns per node boundary. Host layout of run 0:
 #   a: start 0,   dur 100     b: start 110, dur 200     c: start 320, dur 300  -> ends at 620

@@ -3,9 +3,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pyfxprof.export_stacks import (WIDTH, export_flamegraph, export_stacks, flamegraph_svg,
+from pyfxprof.views.stacks import (WIDTH, export_flamegraph, export_stacks, flamegraph_svg,
                                     folded_stacks)
-from pyfxprof.profile import Profile
+from pyfxprof.data.profile import Profile
 from tests.toy_profiles import toy_nodes
 
 SVG = "{http://www.w3.org/2000/svg}"

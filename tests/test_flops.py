@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import pyfxprof
-from pyfxprof.flops import FlopMeter, format_flops, format_si, with_flop_rate
+from pyfxprof.capture.flops import FlopMeter, format_flops, format_si, with_flop_rate
 from tests.test_report import table_rows
 
 # Linear: 2 * in * out * batch. Conv2d: 2 * (in_channels * kh * kw) * out_channels * output

@@ -1,4 +1,4 @@
-"""Tests for pyfxprof.fusion: the Conv/BatchNorm fusion pass."""
+"""Tests for pyfxprof.tools.fusion: the Conv/BatchNorm fusion pass."""
 
 import pytest
 import torch
@@ -7,7 +7,7 @@ from torch import nn
 from torch.fx.experimental.optimization import fuse as torch_fx_fuse
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from pyfxprof.fusion import FusionError, FusionReport, fuse_conv_bn, max_abs_difference
+from pyfxprof.tools.fusion import FusionError, FusionReport, fuse_conv_bn, max_abs_difference
 
 
 def randomize_bn(model: nn.Module, seed: int = 0) -> nn.Module:

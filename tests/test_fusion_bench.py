@@ -1,12 +1,12 @@
-"""Tests for pyfxprof.fusion_bench. No timing thresholds: machines are noisy."""
+"""Tests for pyfxprof.tools.fusion_bench. No timing thresholds: machines are noisy."""
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from pyfxprof.fusion_bench import FusionBenchmark, benchmark_fusion, iqr, median
-from pyfxprof.fusion import FusionReport
+from pyfxprof.tools.fusion_bench import FusionBenchmark, benchmark_fusion, iqr, median
+from pyfxprof.tools.fusion import FusionReport
 
 
 def tiny_model() -> nn.Module:

@@ -4,9 +4,9 @@ import numpy as np
 import torch
 
 from pyfxprof import _C
-from pyfxprof.capture import capture, timed_nodes
-from pyfxprof.instrument import instrument
-from pyfxprof.recorder import RECORDER
+from pyfxprof.capture.tracing import capture, timed_nodes
+from pyfxprof.timing.instrument import instrument
+from pyfxprof.timing.recorder import RECORDER
 from tests.models import Net, net_input
 
 

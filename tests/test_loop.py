@@ -1,4 +1,4 @@
-"""Tests of the loop API (pyfxprof.loop.Profiler): windows, outputs, model state, bounded memory."""
+"""Tests of the loop API (pyfxprof.run.loop.Profiler): windows, outputs, model state, bounded memory."""
 
 import copy
 import math
@@ -8,10 +8,10 @@ import torch
 from torch.profiler import ProfilerAction
 
 from pyfxprof import _C
-from pyfxprof.capture import CaptureFallbackWarning, capture, timed_nodes
+from pyfxprof.capture.tracing import CaptureFallbackWarning, capture, timed_nodes
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.loop import Profiler
-from pyfxprof.schedule import schedule
+from pyfxprof.run.loop import Profiler
+from pyfxprof.run.schedule import schedule
 from tests.models import DataDependent, Net, net_input
 
 N_NODES = len(timed_nodes(capture(Net()).graph_module.graph))

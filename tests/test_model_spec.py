@@ -1,10 +1,10 @@
-"""Tests of pyfxprof.model_spec: import specs and input shapes."""
+"""Tests of pyfxprof.cli.model_spec: import specs and input shapes."""
 
 import pytest
 import torch
 
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.model_spec import load_model, parse_input
+from pyfxprof.cli.model_spec import load_model, parse_input
 
 
 def test_class_factory_and_instance_specs():

@@ -2,7 +2,7 @@
 
 import torch
 
-from pyfxprof.model_state import evaluation_mode, grad_context
+from pyfxprof.capture.model_state import evaluation_mode, grad_context
 
 
 def test_flags_are_restored_even_after_an_exception():

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from pyfxprof.overhead import PLAIN, OverheadReport, compare_overhead
+from pyfxprof.tools.overhead import PLAIN, OverheadReport, compare_overhead
 
 
 def test_every_method_is_measured_the_same_number_of_times():

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.persist import decode_value, encode_value, load_profile, save_profile
-from pyfxprof.profile import Profile
+from pyfxprof.data.persist import decode_value, encode_value, load_profile, save_profile
+from pyfxprof.data.profile import Profile
 from tests.toy_profiles import toy_nodes
 
 

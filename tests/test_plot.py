@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.plot import plot, top_nodes
-from pyfxprof.profile import Profile
+from pyfxprof.views.plot import plot, top_nodes
+from pyfxprof.data.profile import Profile
 
 pytest.importorskip("matplotlib")
 

@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyfxprof.profile import NODE_COLUMNS, Profile
-from pyfxprof.stats import STAT_COLUMNS
+from pyfxprof.data.profile import NODE_COLUMNS, Profile
+from pyfxprof.data.stats import STAT_COLUMNS
 
 # Per-run ns of four nodes chosen so that every sort key gives a different order:
 #   alpha [10, 10, 100]  total 120  median 10  mean 40  max 100

@@ -1,4 +1,4 @@
-"""Tests of user ranges (pyfxprof.ranges): rows in the window's Profile, pairing, and harmlessness
+"""Tests of user ranges (pyfxprof.run.ranges): rows in the window's Profile, pairing, and harmlessness
 outside a Profiler. Durations are checked from below only (never speed)."""
 
 import threading
@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 
 from pyfxprof import _C
-from pyfxprof.capture import capture, timed_nodes
+from pyfxprof.capture.tracing import capture, timed_nodes
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.export_chrome import chrome_trace
-from pyfxprof.loop import Profiler
-from pyfxprof.ranges import Range, Spans, pair_spans, per_run_columns, range_rows
-from pyfxprof.recorder import Records
-from pyfxprof.schedule import schedule
+from pyfxprof.views.chrome_trace import chrome_trace
+from pyfxprof.run.loop import Profiler
+from pyfxprof.run.ranges import Range, Spans, pair_spans, per_run_columns, range_rows
+from pyfxprof.timing.recorder import Records
+from pyfxprof.run.schedule import schedule
 from tests.models import Net, net_input
 
 B, E = _C.KIND_RANGE_BEGIN, _C.KIND_RANGE_END

@@ -3,7 +3,7 @@
 import numpy as np
 
 from pyfxprof import _C
-from pyfxprof.recorder import Recorder
+from pyfxprof.timing.recorder import Recorder
 
 
 def test_ranges_are_disjoint_and_records_wait_for_their_owner():

@@ -3,8 +3,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from pyfxprof import report
-from pyfxprof.profile import Profile
+from pyfxprof.views import report
+from pyfxprof.data.profile import Profile
 
 # conv1 [2.0, 2.1, 1.9, 2.0] ms: median 2.00 ms, IQR 2.025 - 1.975 = 50 µs, total 8 ms
 # relu  [400, 600, 500, 900] µs: median 550 µs, mean 600 µs, IQR 675 - 475 = 200 µs (36%)

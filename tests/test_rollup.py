@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyfxprof.profile import Profile
-from pyfxprof.rollup import inclusive_medians, module_keys
+from pyfxprof.data.profile import Profile
+from pyfxprof.data.rollup import inclusive_medians, module_keys
 from tests.test_report import table_rows
 
 # Per-run samples (ns) of six nodes over three runs; see each test for the sums.

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyfxprof.stats import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics,
+from pyfxprof.data.stats import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics,
                             noisy_mask, relative_iqr, summary_of_totals)
 
 

@@ -1,10 +1,10 @@
-"""Tests of pyfxprof.timing on hand-made records: runs found, incomplete runs, threads, totals."""
+"""Tests of pyfxprof.timing.durations on hand-made records: runs found, incomplete runs, threads, totals."""
 
 import numpy as np
 
 from pyfxprof import _C
-from pyfxprof.recorder import Records
-from pyfxprof.timing import boundary_timings, paired_timings
+from pyfxprof.timing.recorder import Records
+from pyfxprof.timing.durations import boundary_timings, paired_timings
 
 
 def records(rows):

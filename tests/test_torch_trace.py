@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from pyfxprof.diff import diff
+from pyfxprof.analyses.diff import diff
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.torch_trace import load_trace, read_json, trace_files
+from pyfxprof.data.torch_trace import load_trace, read_json, trace_files
 
 STEPS = 3
 

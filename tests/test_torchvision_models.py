@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import pyfxprof
-from pyfxprof.capture import CaptureFallbackWarning
+from pyfxprof.capture.tracing import CaptureFallbackWarning
 
 torchvision = pytest.importorskip("torchvision")
 

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from pyfxprof.units import format_ns, format_pct
+from pyfxprof.data.units import format_ns, format_pct
 
 
 @pytest.mark.parametrize("ns, text", [

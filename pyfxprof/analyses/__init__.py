@@ -1,0 +1,1 @@
+"""Analyses over Profiles: A/B diff and the optimisation advisor."""

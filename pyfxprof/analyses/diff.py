@@ -1,0 +1,451 @@
+"""A/B comparison of two profiles (control vs test) per node identity, with a significance test.
+
+What Holistic Trace Analysis' TraceDiff does (counts and durations per op; ops added, deleted,
+increased, decreased, unchanged; plots), plus: nodes line up by identity (module path + node
+name), a Conv/BN pair folded by ``fuse_conv_bn`` shows as "fused", labels are deterministic and
+never merged, and a Mann–Whitney U test over per-run samples keeps noise from looking like a
+change. Works on pyfxprof profiles and on torch.profiler traces. See docs/diff.md.
+
+Example:
+    >>> d = diff("before.json", "after.json")      # doctest: +SKIP
+    >>> print(d.table(top=10)); d.ops_diff()["increased"]   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..views import report
+from ..data import torch_trace
+from ..errors import PyfxprofError
+from ..data.profile import Profile
+from ..data.stats import group_samples
+from ..data.units import MISSING, format_ns, format_pct
+
+#: Views of :meth:`ProfileDiff.compare`: one row per node, or per value of a node column,
+#: or per module (optionally cut at a depth).
+BY_CHOICES = ("node", "op", "target", "module_type", "module")
+#: Sort keys of :meth:`ProfileDiff.table`; diff columns sort by absolute value, descending.
+SORT_KEYS = ("diff_duration", "rel_change", "diff_counts", "p_value",
+             "median_control", "median_test", "name", "order")
+#: Values of the ``change`` column.
+CHANGES = ("+", "-", "=", "added", "removed", "fused")
+#: TraceDiff's category of each ``change`` (``fused`` is pyfxprof's own).
+OPS_DIFF_CATEGORIES = {"added": "added", "removed": "deleted", "+": "increased",
+                       "-": "decreased", "=": "unchanged", "fused": "fused"}
+#: Longest key shown by :meth:`ProfileDiff.table`; longer ones keep their tail.
+KEY_WIDTH = 48
+#: Fewest runs per side for a p-value (below it ``p_value`` is NaN).
+MIN_RUNS = 5
+_IDENTITY = ("name", "op", "target", "module_path", "module_type")
+_ABS_SORT = ("diff_duration", "rel_change", "diff_counts")
+_CHANGE_WORDS = {"+": "slower (+)", "-": "faster (-)", "=": "unchanged (=)"}
+_VERDICTS = {"+": "slower", "-": "faster", "=": "unchanged"}
+_TITLES = {"node": "Node", "op": "Op type", "target": "Op", "module_type": "Module type",
+           "module": "Module"}
+
+
+def distinct_labels(labels) -> tuple[str, str]:
+    """The two labels as strings; identical ones are made distinct, never merged.
+
+    >>> distinct_labels(("run", "run"))
+    ('run', 'run (2)')
+    """
+    if isinstance(labels, str) or len(labels) != 2:
+        raise ValueError(f"labels must be two strings (control, test), got {labels!r}")
+    first, second = (str(label) for label in labels)
+    return (first, second) if first != second else (first, f"{second} (2)")
+
+
+def load_input(source) -> Profile:
+    """A Profile from a Profile, a pyfxprof profile file (.json / .json.gz), a torch.profiler
+    Chrome trace file, or a directory of trace files (one run per file).
+
+    >>> load_input("missing.json")
+    Traceback (most recent call last):
+    ...
+    pyfxprof.errors.PyfxprofError: cannot read missing.json: no such file; check the path
+    """
+    if isinstance(source, Profile):
+        return source
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"expected a Profile or a path, got {type(source).__name__}")
+    path = Path(source)
+    if path.is_dir():
+        return torch_trace.load_trace(path)
+    data = torch_trace.read_json(path)
+    if isinstance(data, dict) and "traceEvents" in data:
+        return torch_trace.profile_from_traces([(path, data)], path.name)
+    from ..data import persist
+    try:
+        return persist.from_document(data)
+    except persist.FormatError as error:
+        raise PyfxprofError(f"cannot read {path}: {error}; expected a pyfxprof profile or a "
+                            "torch.profiler trace (traceEvents)") from None
+
+
+def _view_keys(nodes: pd.DataFrame, by: str, depth: int | None) -> list[str]:
+    """One comparison key per node: "module_path/name" (root: name), or the ``by`` column."""
+    if by == "node":
+        return [f"{path}/{name}" if path else str(name)
+                for path, name in zip(nodes["module_path"], nodes["name"])]
+    if by == "module":
+        return [".".join(str(path).split(".")[:depth]) for path in nodes["module_path"]]
+    return nodes[by].astype(str).tolist()
+
+
+@dataclass
+class _Side:
+    """One profile reduced to a view: per-run sums per key, aligned to the union of keys."""
+
+    present: np.ndarray   # bool (keys,)
+    samples: np.ndarray   # int64 (runs, keys), 0 where absent
+    calls: np.ndarray     # float (keys,), calls per run
+
+
+def _reduce(profile: Profile, keys: list[str]) -> tuple[list, np.ndarray, np.ndarray]:
+    """Keys in first-appearance order, per-run sums and calls per run of each key."""
+    names, sums = group_samples(profile.samples, keys)
+    calls = (profile.nodes["calls"].astype(float) if "calls" in profile.nodes
+             else pd.Series(1.0, index=profile.nodes.index))
+    per_key = calls.groupby(np.asarray(keys, dtype=object), sort=False).sum()
+    return names, sums, per_key.reindex(names).to_numpy(dtype=np.float64)
+
+
+def _align(names: list, sums: np.ndarray, calls: np.ndarray, keys: list) -> _Side:
+    """One side's reduced columns placed at their positions among all ``keys``."""
+    position = pd.Index(names, dtype=object).get_indexer(keys)
+    present = position >= 0
+    samples = np.zeros((sums.shape[0], len(keys)), dtype=np.int64)
+    samples[:, present] = sums[:, position[present]]
+    aligned_calls = np.zeros(len(keys))
+    aligned_calls[present] = calls[position[present]]
+    return _Side(present, samples, aligned_calls)
+
+
+def _median(samples: np.ndarray) -> np.ndarray:
+    if samples.shape[0] == 0:
+        return np.full(samples.shape[1], np.nan)
+    return np.median(samples.astype(np.float64), axis=0)
+
+
+def _fused_into(control: Profile, keys: list[str], test_meta: dict) -> dict[str, str]:
+    """Key -> conv path(s) for keys whose every control node is a BN folded away in test."""
+    bn_to_conv = {bn: conv for conv, bn in test_meta.get("fused_pairs") or ()}
+    if not bn_to_conv:
+        return {}
+    convs = control.nodes["module_path"].map(bn_to_conv)
+    return {key: "; ".join(dict.fromkeys(group))
+            for key, group in convs.groupby(np.asarray(keys, dtype=object), sort=False)
+            if group.notna().all()}
+
+
+def _mann_whitney(control: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """Two-sided Mann–Whitney U p-value per column (normal approximation, tie-corrected)."""
+    try:
+        from scipy.stats import mannwhitneyu
+    except ImportError:
+        raise PyfxprofError("p-values need scipy; install it with `pip install scipy`") from None
+    return mannwhitneyu(control, test, axis=0, alternative="two-sided",
+                        method="asymptotic").pvalue
+
+
+def _check_settings(min_change, alpha, min_runs) -> None:
+    if not 0 <= min_change < float("inf"):
+        raise ValueError(f"min_change must be a fraction >= 0 (0.05 = 5%), got {min_change!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
+    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 2:
+        raise ValueError(f"min_runs must be an int >= 2, got {min_runs!r}")
+
+
+def _check_view(by: str, depth) -> None:
+    if by not in BY_CHOICES:
+        raise ValueError(f"by must be one of {list(BY_CHOICES)}, got {by!r}")
+    if depth is not None:
+        if by != "module":
+            raise ValueError(f"depth applies to by='module' only, got by={by!r}")
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be None or a positive int, got {depth!r}")
+
+
+class ProfileDiff:
+    """Control vs test comparison; build it with :func:`diff`.
+
+    Attributes: ``control``, ``test`` (Profiles), ``labels`` (two distinct str),
+    ``min_change`` (fraction), ``alpha``, ``min_runs``, ``testable`` (both sides have at
+    least ``min_runs`` runs, so p-values exist).
+
+    >>> d = diff(control_profile, test_profile, labels=("main", "pr"))   # doctest: +SKIP
+    >>> d.compare(by="module", depth=1)                                  # doctest: +SKIP
+    """
+
+    def __init__(self, control: Profile, test: Profile, labels=("control", "test"),
+                 min_change: float = 0.05, alpha: float = 0.05, min_runs: int = MIN_RUNS):
+        _check_settings(min_change, alpha, min_runs)
+        self.control, self.test = control, test
+        self.labels = distinct_labels(labels)
+        self.min_change, self.alpha, self.min_runs = float(min_change), float(alpha), min_runs
+        self.testable = min(control.n_runs, test.n_runs) >= min_runs
+
+    def _significant(self, p_value: np.ndarray) -> np.ndarray:
+        """p < alpha; without enough runs every difference counts (relative change decides)."""
+        return p_value < self.alpha if self.testable else np.ones(p_value.shape, dtype=bool)
+
+    def _columns(self, control: _Side, test: _Side) -> dict[str, np.ndarray]:
+        """Per-side and difference columns of aligned sides (see :meth:`compare`)."""
+        columns = {}
+        for name, side in (("control", control), ("test", test)):
+            columns[f"counts_{name}"] = side.calls
+            columns[f"total_{name}"] = side.samples.sum(axis=0).astype(np.float64)
+            columns[f"median_{name}"] = _median(side.samples)
+        both = control.present & test.present
+        columns["diff_counts"] = columns["counts_test"] - columns["counts_control"]
+        columns["diff_duration"] = columns["median_test"] - columns["median_control"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = columns["diff_duration"] / columns["median_control"]
+        columns["rel_change"] = np.where(columns["median_control"] != 0, rel, np.nan)
+        p_value = np.full(both.shape, np.nan)
+        if self.testable and both.any():
+            p_value[both] = _mann_whitney(control.samples[:, both], test.samples[:, both])
+        columns["p_value"] = p_value
+        change = np.full(both.shape, "=", dtype=object)
+        significant = both & self._significant(p_value)
+        change[significant & (columns["rel_change"] >= self.min_change)] = "+"
+        change[significant & (columns["rel_change"] <= -self.min_change)] = "-"
+        change[~control.present] = "added"
+        change[~test.present] = "removed"
+        columns["change"] = change
+        return columns
+
+    def compare(self, by: str = "node", depth: int | None = None) -> pd.DataFrame:
+        """One row per key of the view, control keys first (execution order), then added ones.
+
+        by: "node" (index "module_path/name", or the name at the root; same node across runs
+        and code changes), "op", "target" or "module_type" (nodes sharing that value; "target"
+        is TraceDiff's by-name view for traces), "module" (module path cut at ``depth``
+        components; "" is the root). Group rows sum their nodes' per-run samples.
+
+        Columns (times in ns, float; a side where the key is absent counts 0):
+          name, op, target, module_path, module_type: identity (by="node" only; control's);
+          counts_control, counts_test: calls per run (nodes in the row; traces: events per file);
+          total_control, total_test: sum over all runs;
+          median_control, median_test: median over runs of the per-run time;
+          pct_control: median_control as % of the control's median run total;
+          diff_counts: counts_test - counts_control;
+          diff_duration: median_test - median_control (ns; > 0 is slower);
+          rel_change: diff_duration / median_control (fraction; NaN when that is 0);
+          p_value: two-sided Mann–Whitney U over the per-run samples (normal approximation,
+            tie-corrected) — NaN unless the key is on both sides and both have at least
+            ``min_runs`` runs (default 5);
+          change: "+" / "-" (p < alpha, or no p-value, and |rel_change| >= min_change),
+            "=" otherwise, "added" (test only), "removed" (control only), "fused" (a
+            control-only BN folded into a conv of the test, per test.meta["fused_pairs"]);
+          fused_into: that conv's module path for "fused" rows, else "".
+        ``df.attrs`` holds labels, runs (control, test), by and depth.
+
+        >>> df = d.compare(by="module", depth=1)                   # doctest: +SKIP
+        >>> df.loc["layer1", ["median_control", "median_test", "change"]]  # doctest: +SKIP
+        """
+        _check_view(by, depth)
+        control_keys = _view_keys(self.control.nodes, by, depth)
+        c_names, c_sums, c_calls = _reduce(self.control, control_keys)
+        t_names, t_sums, t_calls = _reduce(self.test, _view_keys(self.test.nodes, by, depth))
+        known = set(c_names)
+        keys = list(c_names) + [k for k in t_names if k not in known]
+        control = _align(c_names, c_sums, c_calls, keys)
+        test = _align(t_names, t_sums, t_calls, keys)
+        columns = self._columns(control, test)
+        frame = pd.DataFrame(columns, index=pd.Index(keys, name=by, dtype=object))
+        total = _median(self.control.run_totals[:, None])[0]
+        frame.insert(3, "pct_control", frame["median_control"] / total * 100.0)
+        fused = _fused_into(self.control, control_keys, self.test.meta)
+        is_fused = (frame["change"] == "removed") & frame.index.isin(list(fused))
+        frame.loc[is_fused, "change"] = "fused"
+        frame["fused_into"] = [fused[k] if f else "" for k, f in zip(keys, is_fused)]
+        if by == "node":
+            frame = pd.concat([self._identity(keys), frame], axis=1)
+        frame.attrs.update(labels=self.labels, runs=(self.control.n_runs, self.test.n_runs),
+                           by=by, depth=depth)
+        return frame
+
+    def _identity(self, keys: list[str]) -> pd.DataFrame:
+        """Identity columns per node key, from the control where present, else the test."""
+        parts = [prof.nodes[list(_IDENTITY)].set_axis(_view_keys(prof.nodes, "node", None))
+                 for prof in (self.control, self.test)]
+        merged = pd.concat(parts)
+        return merged[~merged.index.duplicated()].reindex(keys)
+
+    def totals(self) -> dict:
+        """End-to-end run time compared: the :meth:`compare` columns of one row, as a dict.
+
+        >>> d.totals()["rel_change"]        # doctest: +SKIP
+        -0.118
+        """
+        sides = [_Side(np.ones(1, dtype=bool), prof.run_totals[:, None], np.ones(1))
+                 for prof in (self.control, self.test)]
+        return {name: value.tolist()[0] for name, value in self._columns(*sides).items()}
+
+    def ops_diff(self, by: str = "node", depth: int | None = None) -> dict[str, list]:
+        """Keys per TraceDiff category: added, deleted, increased, decreased, unchanged, and
+        fused (BNs folded into a conv). Increased / decreased need p < alpha (when p-values
+        exist) and |rel_change| >= min_change, so noise lands in unchanged.
+
+        >>> d.ops_diff()["increased"]       # doctest: +SKIP
+        ['layer1.0.conv1/layer1_0_conv1']
+        """
+        change = self.compare(by, depth)["change"]
+        result = {category: [] for category in OPS_DIFF_CATEGORIES.values()}
+        for key, value in change.items():
+            result[OPS_DIFF_CATEGORIES[value]].append(key)
+        return result
+
+    def regressions(self, threshold: float, min_share: float = 1.0) -> list[str]:
+        """One line per significant slowdown of at least ``threshold`` (fraction): of the
+        median run total, or of a node worth >= ``min_share`` % of the control total.
+
+        Significant means p < alpha, or, without enough runs for a p-value, any slowdown.
+
+        >>> d.regressions(0.05)            # doctest: +SKIP
+        ['node layer1.0.conv1/layer1_0_conv1: 1.00 ms → 2.00 ms (+100.0%, p 0.00018)']
+        """
+        totals = pd.DataFrame([self.totals()], index=["total run time"])
+        frame = self.compare()
+        nodes = frame[(frame["pct_control"] >= min_share) & frame["change"].isin(["+", "-", "="])]
+        rows = pd.concat([totals, nodes[totals.columns].set_axis("node " + nodes.index)])
+        slower = rows[(rows["rel_change"] >= threshold)
+                      & self._significant(rows["p_value"].to_numpy(dtype=np.float64))]
+        return [f"{what}: {format_ns(row['median_control'])} → {format_ns(row['median_test'])}"
+                f" ({_signed_pct(row['rel_change'])}, p {_p_text(row['p_value'])})"
+                for what, row in slower.iterrows()]
+
+    def table(self, sort_by: str = "diff_duration", top: int | None = 20, by: str = "node",
+              depth: int | None = None) -> str:
+        """The comparison as aligned text: header (labels, runs, totals and their change,
+        category counts, the test used), then the rows sorted by ``sort_by`` (SORT_KEYS).
+
+        >>> print(diff(control_profile, test_profile).table(top=5))   # doctest: +SKIP
+        """
+        if sort_by not in SORT_KEYS:
+            raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+            raise ValueError(f"top must be None or a positive int, got {top!r}")
+        frame = _sorted(self.compare(by, depth), sort_by)
+        shown = frame if top is None else frame.iloc[:top]
+        columns = _table_columns(frame, self.labels, by)
+        notes = ([f"… {len(frame) - len(shown)} more rows not shown (top={top})"]
+                 if len(shown) < len(frame) else [])
+        view = report.View(
+            header=self._header(frame, by, depth), titles=[c[0] for c in columns],
+            right_aligned=[c[2] for c in columns],
+            rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
+            notes=notes)
+        return report.render_text(view)
+
+    def _header(self, frame: pd.DataFrame, by: str, depth) -> list[str]:
+        (label_c, label_t), totals = self.labels, self.totals()
+        sides = [f"{label} ({prof.meta.get('model', '?')}, {prof.n_runs} runs)"
+                 for label, prof in zip(self.labels, (self.control, self.test))]
+        view = by if depth is None else f"{by} at depth {depth}"
+        counts = frame["change"].value_counts()
+        summary = ", ".join(f"{counts.get(c, 0)} {_CHANGE_WORDS.get(c, c)}" for c in CHANGES)
+        if self.testable:
+            test = (f"Mann–Whitney U two-sided, alpha {self.alpha:g}, "
+                    f"min change {format_pct(100 * self.min_change)}")
+        else:
+            test = (f"no p-values (need >= {self.min_runs} runs per side): changes judged by "
+                    f"relative change >= {format_pct(100 * self.min_change)} alone")
+        return [
+            f"pyfxprof diff — {sides[0]} vs {sides[1]} · by {view}",
+            f"total: {label_c} {format_ns(totals['median_control'])} → {label_t} "
+            f"{format_ns(totals['median_test'])} median ({_signed_pct(totals['rel_change'])}, "
+            f"p {_p_text(totals['p_value'])}): {_VERDICTS[totals['change']]}",
+            f"rows: {len(frame)} — {summary}",
+            f"significance: {test}",
+        ]
+
+    def __repr__(self) -> str:
+        (label_c, label_t), totals = self.labels, self.totals()
+        return (f"<ProfileDiff {label_c} ({self.control.n_runs} runs) vs {label_t} "
+                f"({self.test.n_runs} runs): total {_signed_pct(totals['rel_change'])}>")
+
+
+def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
+         alpha: float = 0.05, min_runs: int = MIN_RUNS) -> ProfileDiff:
+    """Compare a control and a test profile.
+
+    control, test: Profile objects or paths (pyfxprof profile .json / .json.gz, torch.profiler
+    Chrome trace, or a directory of traces, one run per file; see :func:`load_input`).
+    labels: display names (identical ones are made distinct: "run", "run (2)").
+    min_change: smallest |relative change| (fraction, 0.05 = 5%) counted as a change.
+    alpha: significance level of the two-sided Mann–Whitney U test over per-run samples.
+    min_runs: fewest runs per side for p-values; with fewer, p_value is NaN and categories
+    use the relative change alone (like TraceDiff). Host times only.
+
+    >>> d = diff("base.json", "pr.json", labels=("main", "pr"))   # doctest: +SKIP
+    >>> print(d.table(top=10))                                     # doctest: +SKIP
+    """
+    return ProfileDiff(load_input(control), load_input(test), labels, min_change, alpha,
+                       min_runs)
+
+
+def _signed_pct(fraction) -> str:
+    text = format_pct(100.0 * fraction)
+    return f"+{text}" if fraction > 0 else text
+
+
+def _signed_ns(ns) -> str:
+    text = format_ns(ns)
+    return f"+{text}" if ns > 0 else text
+
+
+def _p_text(p_value) -> str:
+    return MISSING if np.isnan(p_value) else f"{p_value:.2g}"
+
+
+def _cut(text: str) -> str:
+    """Keep the tail (the node name) of a key longer than KEY_WIDTH."""
+    return text if len(text) <= KEY_WIDTH else "…" + text[-(KEY_WIDTH - 1):]
+
+
+def _fused_text(fused_into: str) -> str:
+    """The first conv of a (group) row's "; "-joined fused_into, and how many more."""
+    convs = fused_into.split("; ")
+    return _cut(convs[0] if len(convs) == 1 else f"{convs[0]} (+{len(convs) - 1} more)")
+
+
+def _sorted(frame: pd.DataFrame, sort_by: str) -> pd.DataFrame:
+    """Rows in display order; stable, so ties keep the compare() order."""
+    if sort_by == "order":
+        return frame
+    if sort_by == "name":
+        return frame.sort_index(kind="stable")
+    if sort_by == "p_value":
+        return frame.sort_values("p_value", kind="stable")
+    key = (lambda s: s.abs()) if sort_by in _ABS_SORT else None
+    return frame.sort_values(sort_by, ascending=False, kind="stable", key=key)
+
+
+def _table_columns(frame: pd.DataFrame, labels, by: str) -> list[tuple]:
+    """(title, formatter(key, row), right-aligned) per table column."""
+    label_c, label_t = labels
+    columns = [(_TITLES[by], lambda k, r: _cut(k) if k else "(root)", False)]
+    if not (frame["counts_control"].isin([0, 1]) & frame["counts_test"].isin([0, 1])).all():
+        columns += [(f"{label_c} calls", lambda k, r: f"{r['counts_control']:g}", True),
+                    (f"{label_t} calls", lambda k, r: f"{r['counts_test']:g}", True)]
+    columns += [
+        (f"{label_c} median", lambda k, r: format_ns(r["median_control"]), True),
+        (f"{label_t} median", lambda k, r: format_ns(r["median_test"]), True),
+        ("Diff", lambda k, r: _signed_ns(r["diff_duration"]), True),
+        ("Rel change", lambda k, r: _signed_pct(r["rel_change"]), True),
+        ("p", lambda k, r: _p_text(r["p_value"]), True),
+        ("Change", lambda k, r: r["change"], False),
+    ]
+    if (frame["change"] == "fused").any():
+        columns.append(("Fused into", lambda k, r: _fused_text(r["fused_into"]), False))
+    return columns

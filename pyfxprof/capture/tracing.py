@@ -1,0 +1,196 @@
+"""Capturing a model for timing: a torch.fx trace with a profiling tracer, and the fallback ladder
+(leaf the submodule that broke tracing and retry; module hooks; the whole model as one node)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import torch
+import torch.fx as fx
+
+from ..errors import PyfxprofError, first_line
+
+#: Node ops that get timed; placeholders and the output are not work.
+TIMED_OPS = ("call_module", "call_function", "call_method", "get_attr")
+#: Valid values of capture(mode=...) and profile(capture=...).
+CAPTURE_MODES = ("auto", "fx", "hooks", "whole")
+#: Retraces the ladder may try, each with one more submodule made a leaf.
+MAX_LEAF_ATTEMPTS = 8
+_CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+class CaptureFallbackWarning(UserWarning):
+    """The model could not be captured by a plain FX trace; the message says what was done."""
+
+
+class ProfilingTracer(fx.Tracer):
+    """torch.fx tracer whose leaves are torch.nn modules, torchvision.ops modules, and any
+    module given by type or qualified name in `leaf_modules`.
+
+    After a failed trace, `failed_modules` lists the paths of the submodules whose forward
+    raised, innermost first (the root is not listed).
+
+    Example:
+        >>> tracer = ProfilingTracer(leaf_modules=["encoder"])
+    """
+
+    def __init__(self, leaf_modules: Iterable = (), autowrap_functions: Iterable = ()) -> None:
+        super().__init__(autowrap_functions=tuple(autowrap_functions))
+        leaves = list(leaf_modules)
+        self.leaf_names = {leaf for leaf in leaves if isinstance(leaf, str)}
+        self.leaf_types = tuple(leaf for leaf in leaves if isinstance(leaf, type))
+        self.failed_modules: list[str] = []
+
+    def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        if module_qualified_name in self.leaf_names or isinstance(m, self.leaf_types):
+            return True
+        if type(m).__module__.startswith("torchvision.ops"):
+            return True
+        return super().is_leaf_module(m, module_qualified_name)
+
+    def call_module(self, m: torch.nn.Module, forward, args, kwargs) -> Any:
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        except Exception:
+            try:
+                self.failed_modules.append(self.path_of_module(m))
+            except NameError:  # a module called but not installed as a submodule
+                pass
+            raise
+
+
+@dataclass
+class Capture:
+    """A captured model and how it was obtained.
+
+    mode: "fx" (plain trace), "fx+leaf" (traced after making failing submodules leaves),
+    "hooks" (leaf modules timed by forward hooks, `graph_module` is None) or "whole" (the
+    model timed as one node). `leaves` holds the (path, module) pairs hooked in the last two.
+    """
+
+    graph_module: fx.GraphModule | None
+    mode: str = "fx"
+    notes: list[str] = field(default_factory=list)
+    leaves: list[tuple[str, torch.nn.Module]] = field(default_factory=list)
+
+
+def capture(model: torch.nn.Module, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
+            concrete_args: dict[str, Any] | None = None, mode: str = "fx") -> Capture:
+    """Capture `model` for timing; the model itself is not modified.
+
+    mode "fx" traces or raises a one-line PyfxprofError; "auto" walks the fallback ladder
+    (docs/capture.md) and never fails to trace; "hooks" and "whole" skip tracing.
+
+    Example:
+        >>> capture(torch.nn.Sequential(torch.nn.ReLU())).mode
+        'fx'
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise PyfxprofError(f"expected a torch.nn.Module, got {type(model).__name__}")
+    if mode not in CAPTURE_MODES:
+        raise PyfxprofError(f"capture must be one of {', '.join(CAPTURE_MODES)}, got {mode!r}")
+    if isinstance(model, fx.GraphModule) and mode in ("fx", "auto"):
+        return Capture(model, "fx", ["model is already a GraphModule"])
+    if mode in ("hooks", "whole"):
+        return fallback_capture(model, leaf_modules, [], whole=mode == "whole")
+    if mode == "auto":
+        return _ladder(model, list(leaf_modules), tuple(autowrap_functions), concrete_args)
+    tracer = ProfilingTracer(leaf_modules, autowrap_functions)
+    try:
+        return Capture(_trace(tracer, model, concrete_args), "fx", [])
+    except Exception as error:  # any tracing failure becomes a one-line explanation
+        raise PyfxprofError(
+            f"torch.fx cannot trace {_failure_site(model, tracer)}: {_reason(error)} — make the "
+            "failing submodule a leaf (leaf_modules=[...]), pass concrete_args for data-dependent "
+            "control flow, or use capture='auto'") from None
+
+
+def _trace(tracer: ProfilingTracer, model: torch.nn.Module, concrete_args) -> fx.GraphModule:
+    graph = tracer.trace(model, concrete_args=concrete_args)
+    return fx.GraphModule(tracer.root, graph, type(model).__name__)
+
+
+def _ladder(model: torch.nn.Module, leaves: list, autowrap: tuple, concrete_args) -> Capture:
+    """FX trace; on failure make the innermost failing submodule a leaf and retry (bounded);
+    then module hooks."""
+    notes: list[str] = []
+    for _ in range(MAX_LEAF_ATTEMPTS + 1):
+        tracer = ProfilingTracer(leaves, autowrap)
+        try:
+            return Capture(_trace(tracer, model, concrete_args), "fx+leaf" if notes else "fx",
+                           notes)
+        except Exception as error:
+            failure = f"torch.fx cannot trace {_failure_site(model, tracer)}: {_reason(error)}"
+        path = next((p for p in tracer.failed_modules
+                     if not tracer.is_leaf_module(model.get_submodule(p), p)), None)
+        if path is None or len(notes) == MAX_LEAF_ATTEMPTS:
+            break
+        notes.append(f"{failure} — made {path} a leaf")
+        leaves.append(path)
+    notes.append(f"{failure} — using module hooks")
+    return fallback_capture(model, leaves, notes)
+
+
+def fallback_capture(model: torch.nn.Module, leaf_modules: Iterable, notes: list[str],
+                     whole: bool = False) -> Capture:
+    """A hooks capture of `model`'s leaf modules, or the whole model as one node when `whole`
+    or when it has no submodule to hook.
+
+    Example:
+        >>> fallback_capture(torch.nn.Sequential(torch.nn.ReLU()), (), []).mode
+        'hooks'
+    """
+    leaves = [] if whole else hook_leaves(model, leaf_modules)
+    if leaves:
+        return Capture(None, "hooks", notes, leaves)
+    if not whole:
+        notes = notes + [f"{type(model).__name__} has no submodule to hook — timing it whole"]
+    return Capture(None, "whole", notes, [("", model)])
+
+
+def hook_leaves(model: torch.nn.Module,
+                leaf_modules: Iterable = ()) -> list[tuple[str, torch.nn.Module]]:
+    """(path, module) of the modules hooks time: ProfilingTracer's leaves and modules without
+    children, found from the root without descending into a leaf; each module once.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+        >>> [path for path, _ in hook_leaves(model)]
+        ['0', '1']
+    """
+    tracer = ProfilingTracer(leaf_modules)
+    leaves, seen, pending = [], {id(model)}, list(model.named_children())
+    while pending:
+        path, module = pending.pop(0)
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        children = list(module.named_children())
+        if not children or (tracer.is_leaf_module(module, path)
+                            and not isinstance(module, _CONTAINERS)):
+            leaves.append((path, module))
+        else:
+            pending[:0] = [(f"{path}.{name}", child) for name, child in children]
+    return leaves
+
+
+def _failure_site(model: torch.nn.Module, tracer: ProfilingTracer) -> str:
+    """'path (Type)' of the innermost submodule whose forward raised, or the root's type."""
+    if not tracer.failed_modules:
+        return f"{type(model).__name__} (its own forward)"
+    path = tracer.failed_modules[0]
+    return f"{path} ({type(model.get_submodule(path)).__name__})"
+
+
+def _reason(error: BaseException) -> str:
+    """'Type: first line', cut to its first sentence when long (FX adds long advice)."""
+    text = first_line(error)
+    if len(text) > 100 and ". " in text:
+        text = text.split(". ", 1)[0] + "."
+    return f"{type(error).__name__}: {text}"
+
+
+def timed_nodes(graph: fx.Graph) -> list[fx.Node]:
+    """The nodes that get timed, in execution order."""
+    return [node for node in graph.nodes if node.op in TIMED_OPS]

@@ -1,0 +1,1 @@
+"""Sub-commands of the `pyfxprof` CLI, one module each (see pyfxprof.cli.main)."""

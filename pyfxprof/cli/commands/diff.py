@@ -1,0 +1,120 @@
+"""`pyfxprof diff A B`: compare a control and a test profile (or torch.profiler traces).
+
+With ``--fail-on-regression 5%`` it is a CI gate: exit code 1 when the run total, or a node
+worth >= 1% of the control total, got significantly slower by at least 5%; 0 otherwise;
+2 for unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ...analyses.diff import BY_CHOICES, MIN_RUNS, SORT_KEYS, diff, distinct_labels
+from ...errors import PyfxprofError
+from .arg_types import integer_at_least, open_unit_interval, positive_int
+
+#: Suffixes dropped from a file name to make its default label.
+_SUFFIXES = (".gz", ".json", ".trace", ".pt")
+
+
+def fraction(text: str) -> float:
+    """argparse type: "5%" or "0.05" -> 0.05 (>= 0).
+
+    >>> fraction("5%"), fraction("0.05")
+    (0.05, 0.05)
+    """
+    try:
+        value = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a percentage like 5% or 0.05, got {text!r}")
+    return value
+
+
+def default_labels(control: str, test: str) -> tuple[str, str]:
+    """Labels from the file or directory names, suffixes dropped, made distinct.
+
+    >>> default_labels("runs/a/trace.pt.trace.json", "runs/b/trace.pt.trace.json.gz")
+    ('trace', 'trace (2)')
+    """
+    names = []
+    for text in (control, test):
+        name = Path(text).resolve().name
+        for suffix in _SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[:-len(suffix)]
+        names.append(name)
+    return distinct_labels(names)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register `diff` on the CLI's sub-parsers.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = add_parser(parser.add_subparsers())
+    >>> args = parser.parse_args(["diff", "a.json", "b.json", "--min-change", "10%"])
+    >>> args.min_change, args.group_by, args.fail_on_regression
+    (0.1, 'node', None)
+    """
+    parser = subparsers.add_parser(
+        "diff", help="compare two profiles or torch.profiler traces (A = control, B = test)",
+        description="Compare A (control) and B (test): per node, or per op / module, median "
+                    "times, the change, a Mann-Whitney U p-value and a category. A and B are "
+                    "pyfxprof profiles (.json / .json.gz), torch.profiler Chrome traces, or "
+                    "directories of traces (one run per file).")
+    parser.add_argument("control", metavar="A", help="control: profile, trace or trace directory")
+    parser.add_argument("test", metavar="B", help="test: profile, trace or trace directory")
+    parser.add_argument("--labels", nargs=2, metavar=("X", "Y"),
+                        help="names of A and B (default: their file names)")
+    parser.add_argument("--sort", choices=SORT_KEYS, default="diff_duration",
+                        help="row order (default: |diff_duration|, largest first)")
+    parser.add_argument("--top", type=positive_int, default=20, metavar="N",
+                        help="show the first N rows (default 20)")
+    parser.add_argument("--group-by", choices=BY_CHOICES, default="node",
+                        help="one row per node (default), op type, op, module type or module")
+    parser.add_argument("--depth", type=positive_int, metavar="K",
+                        help="with --group-by module: cut module paths after K components")
+    parser.add_argument("--min-change", type=fraction, default=0.05, metavar="PCT",
+                        help="smallest relative change that counts, e.g. 5%% (default 5%%)")
+    parser.add_argument("--alpha", type=open_unit_interval, default=0.05,
+                        help="significance level of the Mann-Whitney U test (default 0.05)")
+    parser.add_argument("--min-runs", type=integer_at_least(2), default=MIN_RUNS, metavar="N",
+                        help=f"fewest runs per side for p-values (default {MIN_RUNS})")
+    parser.add_argument("--plot", metavar="OUT.png",
+                        help="write a bar chart of the largest duration changes")
+    parser.add_argument("--fail-on-regression", type=fraction, metavar="PCT",
+                        help="exit 1 on a significant slowdown >= PCT of the total or of a "
+                             "node worth >= 1%% of it")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the comparison; write the plot; apply the regression gate. Returns the exit code.
+
+    >>> run(parser.parse_args(["diff", "a.json", "b.json", "--fail-on-regression", "5%"]))
+    ... # doctest: +SKIP
+    0
+    """
+    if args.depth is not None and args.group_by != "module":
+        raise PyfxprofError("--depth needs --group-by module")
+    labels = args.labels or default_labels(args.control, args.test)
+    result = diff(args.control, args.test, labels=labels, min_change=args.min_change,
+                  alpha=args.alpha, min_runs=args.min_runs)
+    print(result.table(sort_by=args.sort, top=args.top, by=args.group_by, depth=args.depth))
+    if args.plot:
+        from ...views.diff_plots import visualize_duration_diff
+        visualize_duration_diff(result.compare(args.group_by, args.depth), args.plot, args.top)
+        print(f"\nwrote plot to {args.plot}")
+    if args.fail_on_regression is None:
+        return 0
+    found = result.regressions(args.fail_on_regression)
+    threshold = f"{100 * args.fail_on_regression:g}%"
+    if not found:
+        print(f"\nno significant slowdown >= {threshold}")
+        return 0
+    print(f"\nREGRESSION: {len(found)} significant slowdown(s) >= {threshold}:")
+    print("\n".join(f"  {line}" for line in found))
+    return 1

@@ -1,0 +1,95 @@
+"""`pyfxprof report PROFILE.json`: re-render a saved profile as a table, and export its views.
+
+``add_export_arguments`` and ``write_exports`` are shared with commands that produce a
+Profile (e.g. `pyfxprof profile ... --chrome-trace t.json --flamegraph f.svg`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ...views.stacks import METRICS
+from ...data.persist import load_profile
+from ...views.report import GROUP_KEYS, SORT_KEYS
+from .arg_types import positive_int
+
+#: (argument destination, what is written) for each export option, in the order written.
+EXPORTS = (("chrome_trace", "Chrome trace"), ("flamegraph", "flame graph"),
+           ("stacks", "folded stacks"), ("plot", "plot"))
+
+
+def add_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """--sort, --top, --group-by, --depth and --tree, as Profile.table and tree take them."""
+    parser.add_argument("--sort", choices=SORT_KEYS, default="total",
+                        help="row order (default: total, descending)")
+    parser.add_argument("--top", type=positive_int, default=None, metavar="N",
+                        help="show only the first N rows (default: all)")
+    parser.add_argument("--group-by", choices=GROUP_KEYS, default=None,
+                        help="aggregate nodes by op type, op (target), module type, module "
+                             "(inclusive, see --depth) or input shape")
+    parser.add_argument("--depth", type=positive_int, default=None, metavar="K",
+                        help="with --group-by module: roll up to modules K levels deep")
+    parser.add_argument("--tree", action="store_true",
+                        help="also print the module hierarchy with inclusive times")
+
+
+def print_table(profile, args: argparse.Namespace) -> None:
+    """The table (and tree, with --tree) the table arguments ask for."""
+    print(profile.table(sort_by=args.sort, top=args.top, group_by=args.group_by,
+                        depth=args.depth))
+    if args.tree:
+        print()
+        print(profile.tree())
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """--chrome-trace, --flamegraph, --stacks, --plot and --metric."""
+    group = parser.add_argument_group("exports (gzip when a trace or stacks name ends in .gz)")
+    group.add_argument("--chrome-trace", metavar="PATH",
+                       help="write a Chrome/Perfetto trace (Trace Event Format JSON)")
+    group.add_argument("--flamegraph", metavar="PATH", help="write an SVG flame graph")
+    group.add_argument("--stacks", metavar="PATH",
+                       help="write folded stacks for flamegraph.pl / speedscope")
+    group.add_argument("--plot", metavar="PATH", help="write a bar chart of the top nodes (PNG)")
+    group.add_argument("--metric", choices=METRICS, default="median",
+                       help="per-node weight of the flame graph and stacks (default: median)")
+
+
+def write_exports(profile, args: argparse.Namespace) -> None:
+    """Write every export requested in ``args``; say what was written on stderr."""
+    writers = {
+        "chrome_trace": lambda path: profile.export_chrome_trace(path),
+        "flamegraph": lambda path: profile.export_flamegraph(path, metric=args.metric),
+        "stacks": lambda path: profile.export_stacks(path, metric=args.metric),
+        "plot": lambda path: profile.plot(path),
+    }
+    for dest, what in EXPORTS:
+        path = getattr(args, dest, None)
+        if path:
+            writers[dest](path)
+            print(f"wrote {what} to {path}", file=sys.stderr)
+
+
+def add_parser(subparsers) -> None:
+    """Register `report` on the `pyfxprof` sub-command parser."""
+    parser = subparsers.add_parser(
+        "report", help="re-render a saved profile (table, traces, flame graph, plot)",
+        description="Print the table of a profile saved with Profile.save / --save and "
+                    "optionally export it.")
+    parser.add_argument("profile", metavar="PROFILE", help="a saved profile (.json or .json.gz)")
+    add_table_arguments(parser)
+    add_export_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the profile, print its table, write the requested exports; exit code 0.
+
+    >>> run(build_parser().parse_args(["report", "p.json", "--top", "10"]))  # doctest: +SKIP
+    0
+    """
+    profile = load_profile(args.profile)
+    print_table(profile, args)
+    write_exports(profile, args)
+    return 0

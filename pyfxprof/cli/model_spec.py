@@ -1,0 +1,85 @@
+"""Turning CLI text into a model and inputs: `package.module:callable` specs and `5x3x224x224` shapes."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import re
+import sys
+
+import torch
+
+from ..errors import PyfxprofError, first_line
+
+#: The model `pyfxprof profile` uses when none is given.
+DEFAULT_MODEL = "torchvision.models:resnet18"
+#: Its input shape.
+DEFAULT_INPUT = "5x3x224x224"
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+           "float64": torch.float64, "int64": torch.int64, "int32": torch.int32}
+_SHAPE = re.compile(r"^\d+(x\d+)*$")
+
+
+def load_model(spec: str) -> torch.nn.Module:
+    """Import `package.module:callable` and call it (a Module class or a factory) with no arguments.
+
+    Modules are found on sys.path and in the current directory, as `python -m` would.
+
+    Example:
+        >>> load_model("torch.nn:Identity")
+        Identity()
+    """
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise PyfxprofError(f"model spec {spec!r} must look like 'package.module:callable', "
+                            f"e.g. {DEFAULT_MODEL!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as error:
+        raise PyfxprofError(f"cannot import {module_name!r} for model {spec!r}: {error}") from None
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            raise PyfxprofError(f"{module_name!r} has no attribute {attr_path!r} (model {spec!r})")
+        obj = getattr(obj, part)
+    if isinstance(obj, torch.nn.Module):
+        return obj
+    if not callable(obj):
+        raise PyfxprofError(f"{spec!r} is a {type(obj).__name__}, not a Module class or factory")
+    try:
+        model = obj()
+    except Exception as error:  # the user's constructor: report, don't crash
+        kind = "class" if inspect.isclass(obj) else "factory"
+        raise PyfxprofError(f"calling {kind} {spec!r}() failed: {type(error).__name__}: "
+                            f"{first_line(error)}") from None
+    if not isinstance(model, torch.nn.Module):
+        raise PyfxprofError(f"{spec!r}() returned a {type(model).__name__}, not a torch.nn.Module")
+    return model
+
+
+def parse_input(text: str, device: str = "cpu", seed: int = 0) -> torch.Tensor:
+    """A random tensor for `SHAPE[:DTYPE]`, e.g. `5x3x224x224` or `8x128:int64`.
+
+    Float inputs are standard normal; integer inputs are in [0, 100). Seeded, so runs match.
+
+    Example:
+        >>> parse_input("2x3").shape
+        torch.Size([2, 3])
+    """
+    shape_text, _, dtype_name = text.partition(":")
+    if not _SHAPE.match(shape_text):
+        raise PyfxprofError(f"input {text!r} is not a shape like 5x3x224x224 (optionally :dtype)")
+    dtype_name = dtype_name or "float32"
+    if dtype_name not in _DTYPES:
+        raise PyfxprofError(f"input dtype {dtype_name!r} is not one of {', '.join(_DTYPES)}")
+    shape = tuple(int(d) for d in shape_text.split("x"))
+    dtype = _DTYPES[dtype_name]
+    generator = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        tensor = torch.randn(shape, generator=generator).to(dtype)
+    else:
+        tensor = torch.randint(0, 100, shape, generator=generator, dtype=dtype)
+    return tensor.to(device)

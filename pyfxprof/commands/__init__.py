@@ -1,1 +1,0 @@
-"""Sub-commands of the `pyfxprof` CLI, one module each (see pyfxprof.cli)."""

@@ -1,0 +1,271 @@
+"""The Profile: plain data (nodes table, raw int64 ns samples, run totals, metadata).
+
+Everything derived from it (statistics, tables, exports, diffs) is a pure function of it.
+See docs/profile.md for the data model and every column with its unit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..views import report
+from .stats import STAT_COLUMNS, node_statistics, summary_of_totals
+from .units import format_ns
+
+#: Identity columns every ``nodes`` frame has, in order.
+NODE_COLUMNS = ("index", "name", "op", "target", "module_path", "module_type", "module_stack")
+#: Prefix of the device-time statistics columns (present only with ``device_samples``).
+DEVICE_PREFIX = "device_"
+
+
+def _int_array(value, name: str, ndim: int) -> np.ndarray:
+    """``value`` as an int64 array of ``ndim`` dimensions, or a ValueError naming ``name``."""
+    array = np.asarray(value)
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {array.shape}")
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"{name} must hold integer ns (int64), got dtype {array.dtype}")
+    return array.astype(np.int64, copy=False)
+
+
+def _check_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
+    """Validated copy of ``nodes`` with a fresh RangeIndex (row i <-> samples column i)."""
+    if not isinstance(nodes, pd.DataFrame):
+        raise ValueError(f"nodes must be a pandas DataFrame, got {type(nodes).__name__}")
+    missing = [c for c in NODE_COLUMNS if c not in nodes.columns]
+    if missing:
+        raise ValueError(f"nodes is missing columns {missing}; required: {list(NODE_COLUMNS)}")
+    reserved = [c for c in nodes.columns
+                if c in STAT_COLUMNS or c == "cum_pct" or str(c).startswith(DEVICE_PREFIX)]
+    if reserved:
+        raise ValueError(f"nodes columns {reserved} clash with statistics column names")
+    index = nodes["index"].to_numpy()
+    if index.dtype.kind not in "iu" or not np.array_equal(index, np.arange(len(nodes))):
+        raise ValueError("nodes['index'] must be the integers 0..n-1 in execution order")
+    return nodes.reset_index(drop=True)
+
+
+def _values_equal(a, b) -> bool:
+    """Equality for object cells and metadata: NaN equals NaN, pd.NA equals pd.NA, arrays
+    compare elementwise, dicts, lists and tuples item by item."""
+    if a is pd.NA or b is pd.NA:
+        return a is b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_values_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(map(_values_equal, a, b)))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Same columns and values; object/str columns compare by value whatever their dtype."""
+    if list(a.columns) != list(b.columns) or len(a) != len(b):
+        return False
+    for column in a.columns:
+        left, right = a[column], b[column]
+        if pd.api.types.is_numeric_dtype(left) and pd.api.types.is_numeric_dtype(right):
+            if left.dtype != right.dtype or not left.equals(right):
+                return False
+        elif not all(map(_values_equal, left.tolist(), right.tolist())):
+            return False
+    return True
+
+
+def _arrays_equal(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.dtype == b.dtype and np.array_equal(a, b)
+
+
+class Profile:
+    """Timings of every graph node of a model over several runs, as plain data.
+
+    Args:
+        nodes: one row per timed node in execution order with the columns NODE_COLUMNS
+            (``index`` 0..n-1, ``name``, ``op``, ``target``, ``module_path``, ``module_type``,
+            ``module_stack``) plus optional extra columns (e.g. ``input_shapes``, ``flops``)
+            carried through untouched.
+        samples: int64 (runs, n_nodes), host ns per node per run, overhead already subtracted.
+        run_totals: int64 (runs,), end-to-end host ns per run.
+        meta: run metadata (model, device, runs, warmup, mode, capture_mode, overhead_ns,
+            coverage, dropped_records, clock, versions, cpu, threads, timestamp); all optional.
+        device_samples: int64 (runs, n_nodes) device ns per node per run, or None.
+        run_starts: int64 (runs,) profiler-clock ns at which each run started, or None
+            (used to place runs on a timeline in traces; see docs/profile.md).
+
+    >>> nodes = pd.DataFrame({"index": [0, 1], "name": ["conv", "relu"],
+    ...     "op": ["call_module", "call_function"], "target": ["conv", "torch.relu"],
+    ...     "module_path": ["conv", ""], "module_type": ["Conv2d", "Net"],
+    ...     "module_stack": [("conv",), ()]})
+    >>> prof = Profile(nodes, np.array([[900, 100], [1100, 100]]), np.array([1000, 1200]),
+    ...                {"model": "net"})
+    >>> prof.n_runs, prof.n_nodes, prof.stats()["median"].tolist()
+    (2, 2, [1000.0, 100.0])
+    """
+
+    def __init__(self, nodes: pd.DataFrame, samples: np.ndarray, run_totals: np.ndarray,
+                 meta: dict | None = None, device_samples: np.ndarray | None = None,
+                 run_starts: np.ndarray | None = None):
+        self.nodes = _check_nodes(nodes)
+        self.samples = _int_array(samples, "samples", 2)
+        if self.samples.shape[1] != len(self.nodes):
+            raise ValueError(f"samples has {self.samples.shape[1]} node columns but nodes "
+                             f"has {len(self.nodes)} rows")
+        self.run_totals = _int_array(run_totals, "run_totals", 1)
+        if self.run_totals.shape[0] != self.samples.shape[0]:
+            raise ValueError(f"run_totals has {self.run_totals.shape[0]} runs but samples "
+                             f"has {self.samples.shape[0]}")
+        self.device_samples = None
+        if device_samples is not None:
+            self.device_samples = _int_array(device_samples, "device_samples", 2)
+            if self.device_samples.shape != self.samples.shape:
+                raise ValueError(f"device_samples shape {self.device_samples.shape} differs "
+                                 f"from samples shape {self.samples.shape}")
+        self.run_starts = None
+        if run_starts is not None:
+            self.run_starts = _int_array(run_starts, "run_starts", 1)
+            if self.run_starts.shape[0] != self.samples.shape[0]:
+                raise ValueError(f"run_starts has {self.run_starts.shape[0]} runs but samples "
+                                 f"has {self.samples.shape[0]}")
+        if meta is not None and not isinstance(meta, dict):
+            raise ValueError(f"meta must be a dict, got {type(meta).__name__}")
+        self.meta = dict(meta or {})
+
+    @property
+    def n_runs(self) -> int:
+        """Number of timed runs (rows of ``samples``)."""
+        return self.samples.shape[0]
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of timed nodes (columns of ``samples``)."""
+        return self.samples.shape[1]
+
+    def stats(self) -> pd.DataFrame:
+        """Identity columns (NODE_COLUMNS) followed by host statistics (STAT_COLUMNS), in ns."""
+        return pd.concat([self.nodes[list(NODE_COLUMNS)], node_statistics(self.samples)], axis=1)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per node, in execution order (a fresh copy; safe to modify).
+
+        Columns (all times in ns, float; documented in docs/profile.md):
+          index (int), name, op, target, module_path, module_type, module_stack (tuple of str);
+          count (runs, int), total (sum over runs), mean, median, min, max,
+          std (sample std, NaN for < 2 runs), p10, p90, p99, iqr (p75 - p25),
+          pct_total (percent of the sum of all node totals);
+          device_<stat> for each statistic above computed on ``device_samples`` (only when
+          present; device_pct_total is percent of device time);
+          then the extra columns of ``nodes`` unchanged.
+
+        >>> nodes = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
+        ...     "target": ["add"], "module_path": [""], "module_type": ["M"],
+        ...     "module_stack": [()], "flops": [12]})
+        >>> df = Profile(nodes, np.array([[5]]), np.array([5])).to_dataframe()
+        >>> list(df.columns)[6:9], list(df.columns)[-1], float(df["total"][0])
+        (['module_stack', 'count', 'total'], 'flops', 5.0)
+        """
+        parts = [self.stats()]
+        if self.device_samples is not None:
+            parts.append(node_statistics(self.device_samples).add_prefix(DEVICE_PREFIX))
+        extra = [c for c in self.nodes.columns if c not in NODE_COLUMNS]
+        parts.append(self.nodes[extra])
+        return pd.concat(parts, axis=1)
+
+    def table(self, sort_by: str = "total", top: int | None = None,
+              columns: list[str] | None = None, group_by: str | None = None,
+              depth: int | None = None) -> str:
+        """The report as aligned text: header block, table, truncation and noise notes.
+
+        sort_by: "total" | "median" | "mean" | "max" (descending), "name" (ascending) or
+        "order" (execution / first appearance). top: keep the first ``top`` rows.
+        columns: to_dataframe() column names plus "cum_pct" and, with a ``flops`` column,
+        "flop_per_s" (group view: "group", "nodes", statistics, "cum_pct", "flops",
+        "flop_per_s"). group_by: None | "op" | "target" | "module_type" | "module" (inclusive
+        time per module cut at ``depth``, default 1; see rollup) | "input_shape" (per op and
+        input shapes, like torch.profiler's group_by_input_shape).
+
+        >>> nodes = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
+        ...     "target": ["add"], "module_path": [""], "module_type": ["M"],
+        ...     "module_stack": [()]})
+        >>> text = Profile(nodes, np.array([[5]]), np.array([5])).table(columns=["name", "median"])
+        >>> text.splitlines()[-3:]
+        ['Node  Median', '----  ------', 'x       5 ns']
+        """
+        view = report.build_view(self, sort_by=sort_by, top=top, columns=columns,
+                                 group_by=group_by, depth=depth)
+        return report.render_text(view)
+
+    def tree(self, max_depth: int | None = None) -> str:
+        """The module hierarchy with each module's median inclusive time and percent; see
+        rollup.module_tree.
+
+        >>> print(prof.tree(max_depth=1))  # doctest: +SKIP
+        ResNet         1.21 ms  100.0%
+        ├─ conv1       95.1 µs    7.9%
+        └─ layer1       402 µs   33.2%
+        """
+        from .rollup import module_tree
+        return module_tree(self, max_depth)
+
+    def save(self, path) -> None:
+        """Write the profile as versioned JSON (gzip when ``path`` ends in .gz); see persist."""
+        from .persist import save_profile
+        save_profile(self, path)
+
+    def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100) -> None:
+        """Write a Chrome/Perfetto trace of ``runs`` (default all, capped); see export_chrome."""
+        from ..views.chrome_trace import export_chrome_trace
+        export_chrome_trace(self, path, runs=runs, max_runs=max_runs)
+
+    def export_stacks(self, path, metric: str = "median") -> None:
+        """Write folded stacks by module hierarchy (flamegraph.pl, speedscope); see export_stacks."""
+        from ..views.stacks import export_stacks
+        export_stacks(self, path, metric=metric)
+
+    def export_flamegraph(self, path, metric: str = "median", title: str | None = None) -> None:
+        """Write a self-contained SVG flame graph; see export_stacks.export_flamegraph."""
+        from ..views.stacks import export_flamegraph
+        export_flamegraph(self, path, metric=metric, title=title)
+
+    def plot(self, path, top: int = 20):
+        """Save a bar chart of the top nodes (median, IQR bars); returns the Figure; see plot."""
+        from ..views.plot import plot
+        return plot(self, path, top=top)
+
+    def advise(self, rules=None):
+        """Optimisation suggestions drawn from this profile (see pyfxprof.analyses.advisor.advise).
+
+        Example:
+            >>> print(prof.advise())  # doctest: +SKIP
+        """
+        from ..analyses.advisor import advise
+        return advise(self, rules)
+
+    def _repr_html_(self) -> str:
+        view = report.build_view(self, top=report.HTML_TOP)
+        return report.render_html(view)
+
+    def __repr__(self) -> str:
+        median = summary_of_totals(self.run_totals)["median"]
+        return (f"<Profile {self.meta.get('model', '?')} on {self.meta.get('device', '?')}: "
+                f"{self.n_nodes} nodes x {self.n_runs} runs, median total {format_ns(median)}>")
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Profile):
+            return NotImplemented
+        return (_frames_equal(self.nodes, other.nodes)
+                and _arrays_equal(self.samples, other.samples)
+                and _arrays_equal(self.run_totals, other.run_totals)
+                and _arrays_equal(self.device_samples, other.device_samples)
+                and _arrays_equal(self.run_starts, other.run_starts)
+                and _values_equal(self.meta, other.meta))
+
+    __hash__ = None

@@ -1,0 +1,141 @@
+"""Read torch.profiler Chrome traces into a Profile with one "node" per op name, one run per file.
+
+A trace exported by ``torch.profiler.profile(...).export_chrome_trace(path)`` (or written by
+``tensorboard_trace_handler``, optionally gzipped) holds ``traceEvents``. Complete events
+(``"ph": "X"``) are aggregated by op name: per file, the number of events and the sum of their
+durations (µs in the file, int64 ns here). The result is an ordinary :class:`Profile`, so it can
+be shown with ``table()`` and compared with :func:`pyfxprof.analyses.diff.diff` by op name.
+
+Example:
+    >>> prof = load_trace("traces/")            # doctest: +SKIP
+    >>> print(prof.table(top=10))               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PyfxprofError
+from .files import read_maybe_gzipped
+from .profile import Profile
+
+#: File names a trace directory is searched for (tensorboard_trace_handler writes
+#: ``*.pt.trace.json`` or, with use_gzip, ``*.pt.trace.json.gz``).
+TRACE_PATTERNS = ("*.json", "*.json.gz")
+#: Event categories that are not ops: "Trace" is the profiler's own session span.
+SKIPPED_CATEGORIES = frozenset({"Trace"})
+_STEP = re.compile(r"^(ProfilerStep)#\d+$")
+
+
+def read_json(path) -> object:
+    """The parsed JSON of a file, gunzipped first when it is gzip data.
+
+    Raises PyfxprofError naming the path and the reason: missing, a directory, unreadable,
+    truncated or corrupt gzip, or not JSON.
+
+    >>> read_json("missing.json")
+    Traceback (most recent call last):
+    ...
+    pyfxprof.errors.PyfxprofError: cannot read missing.json: no such file; check the path
+    """
+    raw = read_maybe_gzipped(Path(path), "cannot read")
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise PyfxprofError(f"cannot read {path}: not JSON ({error})") from None
+
+
+def trace_files(path) -> list[Path]:
+    """The trace files ``path`` names: the file itself, or a directory's traces sorted by name.
+
+    >>> trace_files("nowhere")
+    Traceback (most recent call last):
+    ...
+    pyfxprof.errors.PyfxprofError: cannot read nowhere: no such file or directory; check the path
+    """
+    path = Path(path)
+    if not path.exists():
+        raise PyfxprofError(f"cannot read {path}: no such file or directory; check the path")
+    if not path.is_dir():
+        return [path]
+    files = sorted({f for pattern in TRACE_PATTERNS for f in path.glob(pattern) if f.is_file()})
+    if not files:
+        raise PyfxprofError(f"cannot read {path}: directory holds no torch.profiler trace "
+                            f"files ({', '.join(TRACE_PATTERNS)})")
+    return files
+
+
+def _complete_events(data, path) -> pd.DataFrame:
+    """Columns name, cat, ts, dur (µs, float) of the op events ("ph": "X") of one trace."""
+    events = data.get("traceEvents") if isinstance(data, dict) else None
+    if not isinstance(events, list):
+        raise PyfxprofError(f"cannot read {path}: no traceEvents list; expected a torch.profiler "
+                            "Chrome trace (export_chrome_trace)")
+    rows = [(_STEP.sub(r"\1", str(e.get("name"))), str(e.get("cat", "")), e.get("ts"),
+             e.get("dur", 0))
+            for e in events if isinstance(e, dict) and e.get("ph") == "X"
+            and e.get("cat") not in SKIPPED_CATEGORIES]
+    frame = pd.DataFrame(rows, columns=["name", "cat", "ts", "dur"])
+    frame["ts"] = pd.to_numeric(frame["ts"], errors="coerce")
+    frame["dur"] = pd.to_numeric(frame["dur"], errors="coerce").fillna(0.0)
+    frame = frame.dropna(subset=["ts"])
+    if frame.empty:
+        raise PyfxprofError(f"cannot read {path}: no complete (\"ph\": \"X\") op events to "
+                            "aggregate; was the profiler active?")
+    return frame
+
+
+def _span_ns(frame: pd.DataFrame) -> int:
+    """Wall time from the first event start to the last event end, in ns."""
+    end = (frame["ts"] + frame["dur"]).max()
+    return int(np.rint((end - frame["ts"].min()) * 1000.0))
+
+
+def profile_from_traces(traces, name: str) -> Profile:
+    """A Profile of parsed traces ``[(path, data), ...]``: one node per op name, one run each.
+
+    Node columns: ``name`` and ``target`` = op name (``ProfilerStep#N`` becomes
+    ``ProfilerStep``), ``op`` = event category of its first event (``cpu_op``, ``kernel``, …),
+    ``module_path`` / ``module_type`` = "", ``module_stack`` = (), and ``calls`` = events per
+    file (float, mean over files). ``meta["device"]`` is "cuda" when a trace lists
+    ``deviceProperties``, else "cpu". ``samples[f, i]`` = summed duration (inclusive, ns) of op i
+    in file f; ``run_totals[f]`` = first event start to last event end of file f (ns).
+    """
+    frames = [_complete_events(data, path) for path, data in traces]
+    events = pd.concat(frames, keys=range(len(frames)), names=["run", None]).reset_index("run")
+    codes, names = pd.factorize(events["name"])
+    runs = events["run"].to_numpy()
+    samples = np.zeros((len(frames), len(names)), dtype=np.int64)
+    calls = np.zeros(len(names), dtype=np.float64)
+    np.add.at(samples, (runs, codes), np.rint(events["dur"].to_numpy() * 1000.0).astype(np.int64))
+    np.add.at(calls, codes, 1.0)
+    first_cat = events.groupby(codes, sort=True)["cat"].first().to_numpy()
+    nodes = pd.DataFrame({
+        "index": np.arange(len(names)), "name": list(names), "op": first_cat,
+        "target": list(names), "module_path": "", "module_type": "",
+        "module_stack": [()] * len(names), "calls": calls / len(frames),
+    })
+    device = "cuda" if any(isinstance(data, dict) and data.get("deviceProperties")
+                           for _, data in traces) else "cpu"
+    meta = {"model": name, "device": device, "source": "torch.profiler trace", "runs": len(frames),
+            "trace_files": [str(path) for path, _ in traces]}
+    return Profile(nodes, samples, np.array([_span_ns(f) for f in frames]), meta)
+
+
+def load_trace(path) -> Profile:
+    """Aggregate a torch.profiler Chrome trace file (JSON, optionally gzipped) or a directory
+    of them (``*.json``, ``*.json.gz``; one run per file) into a Profile by op name.
+
+    See :func:`profile_from_traces` for the columns. Unreadable input raises PyfxprofError
+    naming the path and the reason.
+
+    >>> prof = load_trace("trace.pt.trace.json")          # doctest: +SKIP
+    >>> prof.to_dataframe()[["name", "calls", "median"]]  # doctest: +SKIP
+    """
+    files = trace_files(path)
+    return profile_from_traces([(f, read_json(f)) for f in files], Path(path).name or str(path))

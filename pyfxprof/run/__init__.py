@@ -1,0 +1,1 @@
+"""Running a profile: pyfxprof.profile(), the Profiler loop, its schedule, user ranges, metadata and progress."""

@@ -1,0 +1,281 @@
+"""`pyfxprof.profile`: capture, analyse (untimed), instrument, calibrate, run, and build a Profile."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import _C
+from ..capture.analysis import analyse, describe
+from ..timing.device_events import add_device_summary, ensure_cuda_runtime, place_on_device
+from ..capture.tracing import (Capture, CaptureFallbackWarning, capture as capture_model,
+                               fallback_capture, timed_nodes)
+from ..errors import PyfxprofError
+from ..timing.executors import MODES, make_executor
+from ..timing.hooks import HookAnalysis, HooksExecutor, hooks_or_whole
+from .metadata import environment_meta
+from ..capture.model_state import evaluation_mode, grad_context
+from ..capture.node_table import module_calls_frame, nodes_frame
+from ..data.profile import Profile
+from .progress import Progress
+from ..timing.recorder import RECORDER
+from ..timing.durations import RunTimings
+
+
+def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, warmup: int = 10,
+            mode: str = "codegen", *, grad: bool = False, name: str | None = None,
+            leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
+            concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,
+            device: str | None = None, device_events: bool | None = None) -> Profile:
+    """Time every node of `model` on `example_inputs` and return a Profile.
+
+    The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
+    and is never modified: every training flag is restored afterwards. Shapes and output sizes
+    come from one separate untimed run. The calibrated cost of a mark is subtracted from every
+    node and stated in the Profile's metadata.
+
+    Args:
+        example_inputs: a tuple of positional arguments, a dict of keyword arguments, or one
+            tensor.
+        runs, warmup: timed runs kept, and untimed runs before them.
+        mode: "codegen" (one native mark per node boundary, recompiled) or "interpreter".
+        capture: "auto" (FX trace, with the fallback ladder of docs/capture.md when tracing
+            fails: leaf the failing submodule, module hooks, whole model), or one forced mode:
+            "fx", "hooks" (leaf modules timed by forward hooks) or "whole" (one node).
+        leaf_modules, autowrap_functions, concrete_args: passed to the FX tracer.
+        device: run on this device ("cuda", "cuda:1", "cpu"); a model elsewhere is profiled
+            as a copy moved there (the original stays put). None: where the model is.
+        device_events: also time each node on the GPU with CUDA events (default: on for
+            CUDA models). Needs a usable CUDA runtime (see docs/gpu.md).
+
+    Example:
+        >>> prof = profile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()),
+        ...                (torch.randn(4, 8),), runs=5, warmup=1)
+        >>> prof.n_nodes, prof.n_runs
+        (2, 5)
+    """
+    _check_arguments(model, runs, warmup, mode)
+    model, example_inputs = place_on_device(model, example_inputs, device)
+    where = device_of(model, example_inputs if isinstance(example_inputs, tuple) else ())
+    if device_events is None:
+        device_events = where.startswith("cuda")
+    if device_events:
+        ensure_cuda_runtime()
+    with evaluation_mode(model), grad_context(grad):
+        prepared = prepare(model, example_inputs, capture,
+                           (leaf_modules, autowrap_functions, concrete_args))
+        warn_fallback(prepared.captured, capture)
+        executor = executor_for(model, prepared, mode, device_events)
+        with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
+            timings = _timed_runs(executor, prepared.args, runs, warmup, progress)
+    captured, args, frame = prepared.captured, prepared.args, prepared.frame
+    meta = {"model": name or type(model).__name__, "device": device_of(model, args),
+            "device_events": _C.cuda_status()["library"] if device_events else None,
+            "runs": int(timings.intervals.shape[0]), "warmup": warmup,
+            "mode": mode if prepared.analysis is None else "hooks", "flops": prepared.flops,
+            "capture_mode": captured.mode, "capture_notes": captured.notes, "grad": grad,
+            "input_shapes": describe(args), "incomplete_runs": timings.incomplete_runs,
+            "dropped_records": RECORDER.dropped_total, **executor.calibration.as_meta(),
+            **prepared.memory_meta, **fusion_meta(model), **environment_meta()}
+    return build_profile(frame, timings, executor.marks_per_run, meta,
+                          executor.device_samples())
+
+
+def fusion_meta(model: torch.nn.Module) -> dict:
+    """`fused_pairs` for models made by pyfxprof.fuse_conv_bn, so diffs show BNs as fused."""
+    report = getattr(model, "fusion_report", None)
+    return {"fused_pairs": [list(pair) for pair in report.fused]} if report is not None else {}
+
+
+def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:
+    if not isinstance(model, torch.nn.Module):
+        raise PyfxprofError(f"expected a torch.nn.Module to profile, got {type(model).__name__}")
+    if mode not in MODES:
+        raise PyfxprofError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if not isinstance(runs, int) or runs < 1:
+        raise PyfxprofError(f"runs must be a positive integer, got {runs!r}")
+    if not isinstance(warmup, int) or warmup < 0:
+        raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
+
+
+def positional_inputs(gm: torch.nn.Module, example_inputs: Any) -> tuple:
+    """`example_inputs` (tuple, list, dict of keyword arguments, or one value) as a tuple in
+    the order of the graph's placeholders (or of the model's forward arguments).
+
+    Example:
+        >>> gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
+        >>> len(positional_inputs(gm, {"input": torch.zeros(1, 2)}))
+        1
+    """
+    if isinstance(example_inputs, dict):
+        signature = inspect.signature(gm.forward)
+        try:
+            bound = signature.bind(**example_inputs)
+        except TypeError as error:
+            raise PyfxprofError(f"keyword inputs do not match forward{signature}: {error}") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+    if isinstance(example_inputs, (tuple, list)):
+        return tuple(example_inputs)
+    return (example_inputs,)
+
+
+def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool) -> RunTimings:
+    started = time.perf_counter()
+    for _ in range(warmup):
+        executor.run(args)
+    per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
+    executor.reset()
+    bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
+    for done in range(1, runs + 1):
+        executor.run(args)
+        bar.update(done)
+    bar.close()
+    return executor.timings()
+
+
+@dataclass
+class Prepared:
+    """A captured model after its untimed analysis run, ready to be timed."""
+
+    captured: Capture
+    args: tuple
+    frame: pd.DataFrame                   # the nodes table, with the analysis columns
+    flops: int                            # FLOPs of the whole analysis run
+    analysis: HookAnalysis | None = None  # hooks and whole captures only
+    memory_meta: dict = field(default_factory=dict)  # the CUDA peak, when measured
+
+
+def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "auto",
+            tracer_options: tuple = ((), (), None)) -> Prepared:
+    """Capture (the fallback ladder in "auto" mode), then the untimed analysis run; a traced
+    graph that fails where the eager model runs falls back to hooks too.
+
+    `tracer_options` is (leaf_modules, autowrap_functions, concrete_args). The analysis run
+    uses the model in the mode and grad state the caller set.
+
+    Example:
+        >>> p = prepare(torch.nn.Sequential(torch.nn.ReLU()), (torch.zeros(2),))
+        >>> p.captured.mode, p.frame["output_shapes"].tolist()
+        ('fx', ['[2] float32'])
+    """
+    captured = capture_model(model, *tracer_options, mode=capture_mode)
+    traced = captured.graph_module
+    args = positional_inputs(model if traced is None else traced, example_inputs)
+    if traced is not None:
+        nodes = timed_nodes(traced.graph)
+        if not nodes:
+            raise PyfxprofError(f"{type(model).__name__} has no operations to time "
+                                "(its graph only passes inputs through)")
+        try:
+            _, info = analyse(traced, args)
+        except PyfxprofError as error:
+            if capture_mode != "auto" or not _runs_eagerly(model, args):
+                raise
+            note = f"the traced graph fails where the model runs ({error}) — using module hooks"
+            captured = fallback_capture(model, tracer_options[0], captured.notes + [note])
+        else:
+            infos = [info.get(node.name, {}) for node in nodes]
+            frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
+            return Prepared(captured, args, frame, int(frame["flops"].sum()),
+                            memory_meta=_model_peak_meta(infos))
+    captured, analysis = hooks_or_whole(model, captured, args)
+    calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
+    frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
+    return Prepared(captured, args, frame, analysis.flops, analysis)
+
+
+def _runs_eagerly(model: torch.nn.Module, args: tuple) -> bool:
+    try:
+        model(*args)
+    except Exception:  # the inputs do not fit the model itself: report the graph's error
+        return False
+    return True
+
+
+def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
+    """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops."""
+    for column in ("input_shapes", "output_shapes"):
+        frame[column] = [info.get(column, "") for info in infos]
+    for column in ("out_bytes", "flops"):
+        frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
+    for column in ("alloc_delta_bytes", "peak_bytes"):  # CUDA allocator statistics only
+        if any(column in info for info in infos):
+            frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
+    return frame
+
+
+def _model_peak_meta(infos: list[dict]) -> dict:
+    """The CUDA allocator's peak over the analysis run, when it was measured."""
+    peaks = [info["model_peak_bytes"] for info in infos if "model_peak_bytes" in info]
+    return {"cuda_peak_bytes": int(max(peaks))} if peaks else {}
+
+
+def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_events: bool):
+    """The graph's executor for `mode`, or the hooks executor for hooks and whole captures
+    (which time the host only: a note says so when device events were asked for).
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.ReLU())
+        >>> type(executor_for(model, prepare(model, (torch.zeros(2),)), "codegen", False)).__name__
+        'CodegenExecutor'
+    """
+    if prepared.analysis is None:
+        return make_executor(mode, prepared.captured.graph_module, len(prepared.frame),
+                             device_events)
+    if device_events:
+        prepared.captured.notes.append("device timing needs an FX capture: host times only")
+    return HooksExecutor(model, prepared.captured.leaves, prepared.analysis)
+
+
+def warn_fallback(captured: Capture, capture_mode: str) -> None:
+    """One warning when "auto" capture could not use a plain FX trace, saying what it did."""
+    if capture_mode == "auto" and captured.mode != "fx":
+        warnings.warn(f"pyfxprof: {'; '.join(captured.notes)} (capture mode "
+                      f"{captured.mode!r})", CaptureFallbackWarning, stacklevel=3)
+
+
+def device_of(model: torch.nn.Module, args: tuple) -> str:
+    """Device of the model's first parameter, else of the first tensor input, else "cpu"."""
+    for tensor in list(model.parameters())[:1] + [a for a in args if isinstance(a, torch.Tensor)]:
+        return str(tensor.device)
+    return "cpu"
+
+
+def build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
+                   meta: dict, device_samples: np.ndarray | None = None) -> Profile:
+    """A Profile from raw timings: subtracts the calibrated overhead (`meta["overhead_ns"]`)
+    from every node (clamped at 0) and `marks_per_run` times from each run total, and sets
+    the coverage (and the device summary when there are device samples).
+
+    Example:
+        >>> t = RunTimings(np.array([[130, 80]]), np.array([300]), np.array([0]), 0)
+        >>> frame = pd.DataFrame({"index": [0, 1], "name": ["a", "b"], "op": "call_function",
+        ...     "target": "f", "module_path": "", "module_type": "M", "module_stack": [(), ()]})
+        >>> build_profile(frame, t, 3, {"overhead_ns": 30.0}).samples.tolist()
+        [[100, 50]]
+    """
+    if timings.intervals.shape[0] == 0:
+        raise PyfxprofError("no complete run was recorded (the record buffer dropped "
+                            f"{meta['dropped_records']} records); raise the buffer cap or "
+                            "lower runs")
+    overhead = meta["overhead_ns"]
+    samples = np.clip(np.rint(timings.intervals - overhead), 0, None).astype(np.int64)
+    totals = np.clip(np.rint(timings.run_totals - marks_per_run * overhead), 0, None)
+    totals = totals.astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = samples.sum(axis=1) / totals
+    meta["coverage"] = float(np.median(shares)) if np.isfinite(shares).all() else 1.0
+    if device_samples is not None:
+        device_samples = device_samples[:samples.shape[0]]
+        frame = add_device_summary(frame, samples, device_samples, totals, meta)
+    return Profile(frame, samples, totals, meta, device_samples=device_samples,
+                   run_starts=timings.run_starts)

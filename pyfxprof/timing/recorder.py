@@ -1,0 +1,95 @@
+"""Python side of the native record buffer: id ranges per consumer and draining records by range."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _C
+
+_ID_LIMIT = 2**32
+
+
+@dataclass
+class Records:
+    """Drained records of one id range, in buffer order (per-thread order is kept)."""
+
+    timestamp_ns: np.ndarray  # int64
+    id: np.ndarray            # uint32
+    thread: np.ndarray        # uint32
+    kind: np.ndarray          # uint16
+
+    def select(self, mask: np.ndarray) -> "Records":
+        """The records where `mask` is True."""
+        return Records(self.timestamp_ns[mask], self.id[mask], self.thread[mask], self.kind[mask])
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+
+class Recorder:
+    """Hands out disjoint id ranges and returns each consumer the records of its own range.
+
+    Records of other ranges stay pending for their owners, so several profiled models (or
+    user ranges) can share the one native buffer.
+
+    Example:
+        >>> first = RECORDER.allocate(2)
+        >>> _C.mark(first); _C.mark(first + 1)
+        >>> len(RECORDER.collect(first, 2))
+        2
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next_id = 1
+        self._pending: Records | None = None
+        self.dropped_total = 0
+
+    def allocate(self, count: int) -> int:
+        """First id of a fresh range of `count` ids."""
+        with self._lock:
+            if self._next_id + count >= _ID_LIMIT:
+                self._next_id = 1  # ids of finished sessions are long drained by now
+            first = self._next_id
+            self._next_id += count
+            return first
+
+    def collect(self, first_id: int, count: int) -> Records:
+        """Drain the native buffer and return the records with ids in [first_id, first_id+count)."""
+        with self._lock:
+            drained = _C.drain()
+            self.dropped_total += int(drained.pop("dropped"))
+            fresh = Records(drained["timestamp_ns"], drained["id"], drained["thread"],
+                            drained["kind"])
+            pool = fresh if self._pending is None else _concat(self._pending, fresh)
+            mine = (pool.id >= first_id) & (pool.id < first_id + count)
+            self._pending = pool.select(~mine) if (~mine).any() else None
+            return pool.select(mine)
+
+    def discard(self, first_id: int, count: int) -> None:
+        """Drop the records of a range (e.g. warm-up runs)."""
+        self.collect(first_id, count)
+
+
+def runs_between_collects(records_per_run: int) -> int:
+    """How many runs of `records_per_run` records (plus the two run marks) fill a quarter of
+    the native buffer: collect at least that often so it never comes near its cap.
+
+    Example:
+        >>> runs_between_collects(10**9)
+        1
+    """
+    capacity = _C.buffer_stats()["capacity_records"]
+    return max(1, capacity // (4 * (records_per_run + 2)))
+
+
+def _concat(a: Records, b: Records) -> Records:
+    return Records(np.concatenate([a.timestamp_ns, b.timestamp_ns]), np.concatenate([a.id, b.id]),
+                   np.concatenate([a.thread, b.thread]), np.concatenate([a.kind, b.kind]))
+
+
+#: The process-wide recorder.
+RECORDER = Recorder()

@@ -1,0 +1,1 @@
+"""Renderings of a Profile: tables, Chrome traces, stacks and flame graphs, plots."""

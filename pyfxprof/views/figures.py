@@ -1,0 +1,47 @@
+"""Shared matplotlib plumbing for pyfxprof's plots: lazy import, time units, saving."""
+
+from __future__ import annotations
+
+from ..errors import PyfxprofError
+
+#: Longest bar label in characters; longer ones are cut with '…'.
+MAX_LABEL = 40
+_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
+
+
+def matplotlib_figure():
+    """matplotlib's Figure and Agg canvas (no pyplot global state), imported on first use.
+
+    Example:
+        >>> Figure, Canvas = matplotlib_figure()
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise PyfxprofError("plotting needs matplotlib: pip install matplotlib") from None
+    return Figure, FigureCanvasAgg
+
+
+def time_unit(largest: float) -> tuple[str, float]:
+    """The largest unit in which ``largest`` ns is at least 1 (ns for 0 or NaN).
+
+    Example:
+        >>> time_unit(2_500_000)
+        ('ms', 1000000.0)
+    """
+    return next(((u, s) for u, s in _UNITS if largest >= s), ("ns", 1.0))
+
+
+def save_figure(figure, path, dpi: int = 100) -> None:
+    """Write ``figure`` to ``path`` (format from the extension) or raise a one-line error.
+
+    Example:
+        >>> save_figure(figure, "top.png")  # doctest: +SKIP
+    """
+    try:
+        figure.savefig(path, dpi=dpi)
+    except OSError as error:
+        raise PyfxprofError(f"cannot write plot {path}: {error.strerror or error}") from None
+    except ValueError as error:  # e.g. an extension matplotlib has no writer for
+        raise PyfxprofError(f"cannot write plot {path}: {error}") from None

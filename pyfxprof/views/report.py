@@ -1,0 +1,312 @@
+"""Rendering of a Profile as a text or HTML report: header block, table, notes.
+
+A report is built once as a :class:`View` (all cells already formatted strings), then
+rendered as aligned text or as HTML, so both always show the same thing. Output is
+deterministic: ties in sorting keep execution order.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..data import rollup
+from ..capture.flops import format_flops, format_si, with_flop_rate
+from ..data.stats import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics, noisy_mask,
+                          relative_iqr, summary_of_totals)
+from ..data.units import MISSING, format_ns, format_pct
+
+SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
+GROUP_KEYS = ("op", "target", "module_type", "module", "input_shape")
+NODE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path",
+                        "median", "mean", "iqr", "pct_total", "cum_pct")
+#: Node columns by default when the profile has device (GPU) samples.
+DEVICE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path", "median",
+                          "device_median", "device_pct_total", "launch_bound", "pct_total",
+                          "cum_pct")
+GROUP_COLUMNS = ("group", "nodes") + STAT_COLUMNS + ("cum_pct",)
+GROUP_DEFAULT_COLUMNS = ("group", "nodes", "median", "mean", "iqr", "pct_total", "cum_pct")
+#: Rows shown by Profile._repr_html_ (notebooks).
+HTML_TOP = 50
+#: Longest cell in characters; longer ones are cut with an ellipsis.
+MAX_CELL_WIDTH = 32
+#: Longest cell of the shape columns, which are long and worth reading.
+MAX_SHAPES_WIDTH = 64
+_TIME_STATS = frozenset(STAT_COLUMNS) - {"count", "pct_total"}
+_PCT_COLUMNS = frozenset({"pct_total", "cum_pct"})
+_KEEP_TAIL = frozenset({"target", "module_path", "module_stack"})
+_TITLES = {
+    "index": "#", "name": "Node", "op": "Op type", "target": "Op", "module_path": "Module",
+    "module_type": "Module type", "module_stack": "Module stack", "count": "Runs",
+    "total": "Total", "mean": "Mean", "median": "Median", "min": "Min", "max": "Max",
+    "std": "Std", "p10": "P10", "p90": "P90", "p99": "P99", "iqr": "IQR",
+    "pct_total": "Total %", "cum_pct": "Cum %", "nodes": "Nodes",
+    "launch_bound": "Launch-bound", "input_shapes": "Input shapes",
+    "output_shapes": "Output shapes", "flops": "FLOPs", "flop_per_s": "FLOP/s",
+    "out_bytes": "Out bytes", "peak_bytes": "Peak bytes", "alloc_delta_bytes": "Alloc delta",
+}
+_GROUP_TITLES = {"op": "Op type", "target": "Op", "module_type": "Module type",
+                 "module": "Module", "input_shape": "Op"}
+_NOISE_HINT = "consider more runs or pinning threads"
+
+
+@dataclass
+class View:
+    """A report ready to render: every cell is a formatted string."""
+
+    header: list[str]
+    titles: list[str]
+    right_aligned: list[bool]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+
+def _choice(name: str, value, valid) -> None:
+    if value not in valid:
+        raise ValueError(f"{name} must be one of {list(valid)}, got {value!r}")
+
+
+def _meta(meta: dict, key: str) -> str:
+    value = meta.get(key)
+    return "?" if value is None else str(value)
+
+
+def _clock_text(clock) -> str:
+    if not isinstance(clock, dict) or clock.get("name") is None:
+        return "clock ?"
+    resolution = clock.get("resolution_ns")
+    res_text = "?" if resolution is None else format_ns(resolution)
+    return f"clock {clock['name']} (resolution {res_text})"
+
+
+def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]:
+    """The header block: what was measured, how, and how much of it is trustworthy.
+
+    >>> lines = header_lines({"overhead_ns": 52.2}, 2, 3, [100, 300])
+    >>> lines[1]
+    'total: 200 ns median ± 100 ns IQR · 3 nodes · coverage ?'
+    >>> lines[2]
+    'overhead: 52 ns/node, subtracted · clock ? · dropped records: ?'
+    """
+    totals = summary_of_totals(run_totals)
+    runs = n_runs if meta.get("runs") is None else meta["runs"]
+    coverage = meta.get("coverage")
+    cov_text = "?" if coverage is None else format_pct(100.0 * coverage)
+    overhead = meta.get("overhead_ns")
+    ovh_text = "?" if overhead is None else f"{format_ns(overhead)}/node, subtracted"
+    versions = meta.get("versions")
+    ver_text = (", ".join(f"{k} {v}" for k, v in versions.items())
+                if isinstance(versions, dict) and versions else "?")
+    return [
+        f"pyfxprof — {_meta(meta, 'model')} on {_meta(meta, 'device')} · {runs} runs "
+        f"({_meta(meta, 'warmup')} warmup) · mode {_meta(meta, 'mode')} · "
+        f"capture {_meta(meta, 'capture_mode')}",
+        f"total: {format_ns(totals['median'])} median ± {format_ns(totals['iqr'])} IQR · "
+        f"{n_nodes} nodes · coverage {cov_text}" + _flops_text(meta),
+        f"overhead: {ovh_text} · {_clock_text(meta.get('clock'))} · "
+        f"dropped records: {_meta(meta, 'dropped_records')}",
+        *_device_lines(meta),
+        f"cpu {_meta(meta, 'cpu')} · threads {_meta(meta, 'threads')} · versions {ver_text} · "
+        f"at {_meta(meta, 'timestamp')}",
+        *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
+    ]
+
+
+def _flops_text(meta: dict) -> str:
+    """' · <model FLOPs>' when the profile counted them, and the CUDA peak when measured."""
+    text = "" if meta.get("flops") is None else f" · {format_flops(meta['flops'])}"
+    if meta.get("cuda_peak_bytes") is not None:
+        text += f" · CUDA peak {format_si(meta['cuda_peak_bytes'])}B"
+    return text
+
+
+def _device_lines(meta: dict) -> list[str]:
+    """The device line, only for profiles with CUDA event timing."""
+    if not meta.get("device_events"):
+        return []
+    busy = meta.get("device_busy_share")
+    busy_text = "?" if busy is None else format_pct(100.0 * busy)
+    return [f"device: busy {busy_text} of the run · CUDA events via {meta['device_events']} "
+            "(resolution ~0.5 µs, stream current at run start)"]
+
+
+def _group_keys(nodes: pd.DataFrame, group_by: str, depth: int) -> list:
+    """One group key per node: a nodes column, a module at ``depth``, or (op, input shapes)."""
+    if group_by == "module":
+        return rollup.module_keys(nodes, depth)
+    if group_by == "input_shape":
+        return rollup.input_shape_keys(nodes)
+    return nodes[group_by].tolist()
+
+
+def _group_frame(profile, group_by: str, depth: int = 1) -> pd.DataFrame:
+    """Statistics of per-run sums over nodes sharing ``group_by``, first-appearance order;
+    summed ``flops`` and ``flop_per_s`` when the nodes have flops."""
+    keys = _group_keys(profile.nodes, group_by, depth)
+    names, grouped = group_samples(profile.samples, keys)
+    counts = pd.Series(keys, dtype=object).value_counts(sort=False)
+    frame = node_statistics(grouped)
+    frame.insert(0, "group", pd.Series(names, dtype=object))
+    frame.insert(1, "nodes", counts.reindex(names).to_numpy(dtype=np.int64))
+    if group_by == "input_shape":
+        split = [rollup.split_shape_key(name) for name in names]
+        frame["group"] = pd.Series([target for target, _ in split], dtype=object)
+        frame.insert(1, "input_shapes", pd.Series([shapes for _, shapes in split], dtype=object))
+    if "flops" in profile.nodes:
+        flops = pd.to_numeric(profile.nodes["flops"], errors="coerce")
+        frame["flops"] = flops.groupby(np.asarray(keys, dtype=object), sort=False).sum().reindex(
+            names).to_numpy()
+    return with_flop_rate(frame)
+
+
+def _sorted(frame: pd.DataFrame, sort_by: str, name_column: str) -> pd.DataFrame:
+    """Rows in display order; stable so ties keep execution order."""
+    if sort_by == "order":
+        return frame
+    if sort_by == "name":
+        return frame.sort_values(name_column, kind="stable")
+    return frame.sort_values(sort_by, ascending=False, kind="stable")
+
+
+def _cell(column: str, value) -> str:
+    """One formatted cell: time stats in auto units, percentages, tuples joined."""
+    stat = column[len("device_"):] if column.startswith("device_") else column
+    if stat in _TIME_STATS:
+        return format_ns(value)
+    if stat in _PCT_COLUMNS:
+        return format_pct(value)
+    if column in ("flops", "flop_per_s"):
+        return format_si(value)
+    if column.endswith("_bytes"):
+        return format_si(value) + "B"
+    if column == "module_path" and value == "":
+        return "(root)"
+    if column == "module_stack" and isinstance(value, (tuple, list)):
+        return " > ".join(value) or "(root)"
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return MISSING
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else ""
+    if isinstance(value, (float, np.floating)):
+        return f"{value:g}"
+    return str(value)
+
+
+def _truncate(column: str, text: str) -> str:
+    width = MAX_SHAPES_WIDTH if column in ("input_shapes", "output_shapes") else MAX_CELL_WIDTH
+    if len(text) <= width:
+        return text
+    if column in _KEEP_TAIL:
+        return "…" + text[-(width - 1):]
+    return text[:width - 1] + "…"
+
+
+def _title(column: str, group_by: str | None) -> str:
+    if column == "group":
+        return _GROUP_TITLES[group_by]
+    if column.startswith("device_") and column[len("device_"):] in _TITLES:
+        return "Device " + _TITLES[column[len("device_"):]].lower()
+    return _TITLES.get(column, column)
+
+
+def _notes(frame: pd.DataFrame, shown: int, label: str, name_column: str, top) -> list[str]:
+    """A truncation note, then one warning per noisy row among those shown."""
+    notes = []
+    if shown < len(frame):
+        notes.append(f"… {len(frame) - shown} more {label} not shown (top={top})")
+    visible = frame.iloc[:shown]
+    noisy = noisy_mask(visible)
+    rel = relative_iqr(visible)
+    for name, ratio in zip(visible.loc[noisy, name_column], rel[noisy]):
+        notes.append(f"noisy: {name} IQR/median {format_pct(100.0 * ratio, 0)} — {_NOISE_HINT}")
+    return notes
+
+
+def _check_depth(group_by: str | None, depth) -> None:
+    if depth is None:
+        return
+    if group_by != "module":
+        raise ValueError(f"depth applies to group_by='module' only, got group_by={group_by!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be None or a positive int, got {depth!r}")
+
+
+def _check_args(sort_by, top, columns, valid_columns) -> None:
+    _choice("sort_by", sort_by, SORT_KEYS)
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+        raise ValueError(f"top must be None or a positive int, got {top!r}")
+    if columns is not None:
+        if isinstance(columns, str) or not columns:
+            raise ValueError("columns must be a non-empty list of column names")
+        unknown = [c for c in columns if c not in valid_columns]
+        if unknown:
+            raise ValueError(f"unknown columns {unknown}; valid: {list(valid_columns)}")
+
+
+def build_view(profile, sort_by: str = "total", top: int | None = None,
+               columns=None, group_by: str | None = None, depth: int | None = None) -> View:
+    """Sort, cut and format a Profile (node view, or group view with ``group_by``; ``depth``
+    is the module depth of ``group_by="module"``, 1 by default)."""
+    if group_by is not None:
+        _choice("group_by", group_by, GROUP_KEYS)
+        _check_depth(group_by, depth)
+        frame = _group_frame(profile, group_by, depth or 1)
+        name_column, label = "group", "groups"
+        valid = GROUP_COLUMNS + tuple(c for c in frame.columns if c not in GROUP_COLUMNS)
+        default = (("group", "input_shapes") + GROUP_DEFAULT_COLUMNS[1:]
+                   if group_by == "input_shape" else GROUP_DEFAULT_COLUMNS)
+    else:
+        _check_depth(group_by, depth)
+        frame, name_column, label = with_flop_rate(profile.to_dataframe()), "name", "nodes"
+        valid = tuple(frame.columns) + ("cum_pct",)
+        default = NODE_DEFAULT_COLUMNS if profile.device_samples is None else DEVICE_DEFAULT_COLUMNS
+    _check_args(sort_by, top, columns, valid)
+    frame = _sorted(frame, sort_by, name_column).reset_index(drop=True)
+    frame["cum_pct"] = cumulative_pct(frame["pct_total"])
+    shown = len(frame) if top is None else min(top, len(frame))
+    columns = list(columns or default)
+    rows = [[_truncate(c, _cell(c, v)) for c, v in zip(columns, record)]
+            for record in frame.iloc[:shown][columns].itertuples(index=False)]
+    right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
+    return View(
+        header=header_lines(profile.meta, profile.n_runs, profile.n_nodes, profile.run_totals),
+        titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
+        notes=_notes(frame, shown, label, name_column, top),
+    )
+
+
+def render_text(view: View) -> str:
+    """The view as aligned plain text (two spaces between columns, no trailing blanks)."""
+    widths = [max([len(t)] + [len(r[i]) for r in view.rows]) for i, t in enumerate(view.titles)]
+
+    def line(cells) -> str:
+        padded = [c.rjust(w) if right else c.ljust(w)
+                  for c, w, right in zip(cells, widths, view.right_aligned)]
+        return "  ".join(padded).rstrip()
+
+    table = [line(view.titles), line(["-" * w for w in widths])] + [line(r) for r in view.rows]
+    blocks = [view.header, table] + ([view.notes] if view.notes else [])
+    return "\n\n".join("\n".join(block) for block in blocks)
+
+
+def render_html(view: View) -> str:
+    """The view as an HTML fragment (header and notes in <pre>, the rows in a <table>)."""
+    def cells(tag: str, values) -> str:
+        return "".join(
+            f'<{tag} style="text-align:{"right" if right else "left"}">{html.escape(v)}</{tag}>'
+            for v, right in zip(values, view.right_aligned))
+
+    body = "\n".join(f"<tr>{cells('td', row)}</tr>" for row in view.rows)
+    parts = [
+        '<div class="pyfxprof">',
+        f"<pre>{html.escape(chr(10).join(view.header))}</pre>",
+        f"<table>\n<thead><tr>{cells('th', view.titles)}</tr></thead>",
+        f"<tbody>\n{body}\n</tbody>\n</table>",
+    ]
+    if view.notes:
+        parts.append(f"<pre>{html.escape(chr(10).join(view.notes))}</pre>")
+    parts.append("</div>")
+    return "\n".join(parts)
