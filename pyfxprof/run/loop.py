@@ -32,12 +32,11 @@ from ..errors import PyfxprofError
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import CodegenExecutor
 from ..timing.hooks import HooksExecutor
-from .metadata import environment_meta
+from .metadata import run_meta
 from ..capture.model_state import evaluation_mode
 from ..data.profile import Profile
 from ..timing.recorder import RECORDER, Records
-from .runner import (build_profile, device_of, executor_for, fusion_meta, prepare,
-                     warn_fallback)
+from .runner import build_profile, device_of, executor_for, prepare, warn_fallback
 from .schedule import ProfilerAction, checked_action, record_every_step
 from ..timing.durations import RunTimings
 
@@ -343,21 +342,16 @@ class Profiler:
     def _window_meta(self, window: _Window, timings: RunTimings) -> dict:
         graph, first = self._graph, window.first_call or {}
         schedule_name = getattr(self.schedule, "__name__", None) or repr(self.schedule)
-        return {
-            "model": self.name, "device": graph.device, "runs": int(timings.intervals.shape[0]),
-            "device_events": (_C.cuda_status()["library"]
-                              if graph.executor.device is not None else None),
-            "warmup": window.warmup_calls, "mode": "hooks" if graph.hooks else "codegen",
-            "capture_mode": graph.capture.mode,
-            "capture_notes": graph.capture.notes, "grad": first.get("grad"),
-            "training": first.get("training"), "input_shapes": first.get("input_shapes", ""),
-            "incomplete_runs": timings.incomplete_runs,
-            "dropped_records": RECORDER.dropped_total - window.dropped_before,
-            "loop": {"window": self._windows, "steps": [window.steps[0], window.steps[-1]],
-                     "schedule": schedule_name},
-            **graph.executor.calibration.as_meta(), **fusion_meta(self.module),
-            **environment_meta(),
-        }
+        return run_meta(
+            self.module, self.name, device=graph.device,
+            device_events=graph.executor.device is not None, executor=graph.executor,
+            captured=graph.capture, timings=timings, warmup=window.warmup_calls,
+            mode="hooks" if graph.hooks else "codegen", grad=first.get("grad"),
+            input_shapes=first.get("input_shapes", ""),
+            dropped_records=RECORDER.dropped_total - window.dropped_before,
+            training=first.get("training"),
+            loop={"window": self._windows, "steps": [window.steps[0], window.steps[-1]],
+                  "schedule": schedule_name})
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
         """One ``p.model`` call: the model itself, or the instrumented graph when warming up or

@@ -1,4 +1,5 @@
-"""The environment a profile was taken in: versions, CPU, threads, clock, time stamp."""
+"""A run's metadata: the one meta builder of pyfxprof.profile() and the Profiler loop, and the
+environment a profile was taken in (versions, CPU, threads, clock, time stamp)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,52 @@ import datetime
 import os
 import platform
 import sys
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .. import __version__, _C
+
+if TYPE_CHECKING:
+    from ..capture.tracing import Capture
+    from ..timing.durations import RunTimings
+
+
+def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_events: bool,
+             executor: Any, captured: Capture, timings: RunTimings, warmup: int, mode: str,
+             grad: bool | None, input_shapes: str, dropped_records: int, **extra: Any) -> dict:
+    """A Profile's `meta`: what the run did (`extra` adds the caller's own keys), the
+    executor's calibration, the fusion report of a fused model and the environment.
+
+    Example:
+        >>> from types import SimpleNamespace as Fake
+        >>> import numpy as np
+        >>> executor = Fake(calibration=Fake(as_meta=lambda: {"overhead_ns": 20.0}))
+        >>> timings = Fake(intervals=np.zeros((3, 1)), incomplete_runs=1)
+        >>> meta = run_meta(torch.nn.ReLU(), None, device="cpu", device_events=False,
+        ...     executor=executor, captured=Fake(mode="fx", notes=[]),
+        ...     timings=timings, warmup=2, mode="codegen", grad=False, input_shapes="[1]",
+        ...     dropped_records=0, flops=7)
+        >>> meta["model"], meta["runs"], meta["incomplete_runs"], meta["flops"], meta["overhead_ns"]
+        ('ReLU', 3, 1, 7, 20.0)
+    """
+    meta = {"model": name or type(model).__name__, "device": device,
+            "device_events": _C.cuda_status()["library"] if device_events else None,
+            "runs": int(timings.intervals.shape[0]), "warmup": warmup, "mode": mode,
+            "capture_mode": captured.mode, "capture_notes": captured.notes, "grad": grad,
+            "input_shapes": input_shapes, "incomplete_runs": timings.incomplete_runs,
+            "dropped_records": dropped_records}
+    meta.update(extra)
+    meta.update(executor.calibration.as_meta())
+    meta.update(fusion_meta(model))
+    meta.update(environment_meta())
+    return meta
+
+
+def fusion_meta(model: torch.nn.Module) -> dict:
+    """`fused_pairs` for models made by pyfxprof.fuse_conv_bn, so diffs show BNs as fused."""
+    report = getattr(model, "fusion_report", None)
+    return {"fused_pairs": [list(pair) for pair in report.fused]} if report is not None else {}
 
 
 def cpu_name() -> str:

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _C
 from ..capture.analysis import analyse, describe
 from ..timing.device_events import add_device_summary, ensure_cuda_runtime, place_on_device
 from ..capture.tracing import (Capture, CaptureFallbackWarning, capture as capture_model,
@@ -21,7 +20,7 @@ from ..capture.tracing import (Capture, CaptureFallbackWarning, capture as captu
 from ..errors import PyfxprofError
 from ..timing.executors import MODES, make_executor
 from ..timing.hooks import HookAnalysis, HooksExecutor, hooks_or_whole
-from .metadata import environment_meta
+from .metadata import run_meta
 from ..capture.model_state import evaluation_mode, grad_context
 from ..capture.node_table import module_calls_frame, nodes_frame
 from ..data.profile import Profile
@@ -77,22 +76,13 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
         with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
             timings = _timed_runs(executor, prepared.args, runs, warmup, progress)
     captured, args, frame = prepared.captured, prepared.args, prepared.frame
-    meta = {"model": name or type(model).__name__, "device": device_of(model, args),
-            "device_events": _C.cuda_status()["library"] if device_events else None,
-            "runs": int(timings.intervals.shape[0]), "warmup": warmup,
-            "mode": mode if prepared.analysis is None else "hooks", "flops": prepared.flops,
-            "capture_mode": captured.mode, "capture_notes": captured.notes, "grad": grad,
-            "input_shapes": describe(args), "incomplete_runs": timings.incomplete_runs,
-            "dropped_records": RECORDER.dropped_total, **executor.calibration.as_meta(),
-            **prepared.memory_meta, **fusion_meta(model), **environment_meta()}
+    meta = run_meta(model, name, device=device_of(model, args), device_events=device_events,
+                    executor=executor, captured=captured, timings=timings, warmup=warmup,
+                    mode=mode if prepared.analysis is None else "hooks", grad=grad,
+                    input_shapes=describe(args), dropped_records=RECORDER.dropped_total,
+                    flops=prepared.flops, **prepared.memory_meta)
     return build_profile(frame, timings, executor.marks_per_run, meta,
                           executor.device_samples())
-
-
-def fusion_meta(model: torch.nn.Module) -> dict:
-    """`fused_pairs` for models made by pyfxprof.fuse_conv_bn, so diffs show BNs as fused."""
-    report = getattr(model, "fusion_report", None)
-    return {"fused_pairs": [list(pair) for pair in report.fused]} if report is not None else {}
 
 
 def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:
