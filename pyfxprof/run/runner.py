@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ import pandas as pd
 import torch
 
 from ..capture.analysis import analyse, describe
+from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
 from ..timing.device_events import add_device_summary, ensure_cuda_runtime, place_on_device
 from ..capture.tracing import (Capture, CaptureFallbackWarning, capture as capture_model,
                                fallback_capture, timed_nodes)
@@ -96,26 +96,23 @@ def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:
         raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
 
 
-def positional_inputs(gm: torch.nn.Module, example_inputs: Any) -> tuple:
-    """`example_inputs` (tuple, list, dict of keyword arguments, or one value) as a tuple in
-    the order of the graph's placeholders (or of the model's forward arguments).
+def positional_inputs(target: torch.nn.Module, example_inputs: Any) -> tuple:
+    """`example_inputs` (tuple, list, dict of keyword arguments, BoundInputs, or one value)
+    bound to `target`'s forward (see pyfxprof.capture.inputs.bind_inputs), as the tuple of
+    positional arguments it is called with; refused when keywords would be left over (a
+    graph's placeholders are positional).
 
     Example:
         >>> gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
         >>> len(positional_inputs(gm, {"input": torch.zeros(1, 2)}))
         1
     """
-    if isinstance(example_inputs, dict):
-        signature = inspect.signature(gm.forward)
-        try:
-            bound = signature.bind(**example_inputs)
-        except TypeError as error:
-            raise PyfxprofError(f"keyword inputs do not match forward{signature}: {error}") from None
-        bound.apply_defaults()
-        return tuple(bound.arguments.values())
-    if isinstance(example_inputs, (tuple, list)):
-        return tuple(example_inputs)
-    return (example_inputs,)
+    bound = bind_inputs(target, *split_inputs(example_inputs))
+    if bound.kwargs:
+        raise PyfxprofError(f"keywords {', '.join(bound.kwargs)} reach "
+                            f"{type(target).__name__}.forward only through **kwargs, which a "
+                            "traced graph cannot receive — use capture='auto' or 'hooks'")
+    return bound.args
 
 
 def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool) -> RunTimings:
@@ -142,6 +139,7 @@ class Prepared:
     flops: int                            # FLOPs of the whole analysis run
     analysis: HookAnalysis | None = None  # hooks and whole captures only
     memory_meta: dict = field(default_factory=dict)  # the CUDA peak, when measured
+    kwargs: dict = field(default_factory=dict)  # keywords of each call (hooks and whole only)
 
 
 def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "auto",
@@ -159,8 +157,15 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
     """
     captured = capture_model(model, *tracer_options, mode=capture_mode)
     traced = captured.graph_module
-    args = positional_inputs(model if traced is None else traced, example_inputs)
     if traced is not None:
+        bound = bind_inputs(traced, *split_inputs(example_inputs))
+        if bound.kwargs and capture_mode == "auto":
+            note = (f"keywords {', '.join(bound.kwargs)} go to forward's **kwargs, which the "
+                    "traced graph cannot receive — using module hooks")
+            captured = fallback_capture(model, tracer_options[0], captured.notes + [note])
+            traced = None
+    if traced is not None:
+        args = positional_inputs(traced, example_inputs)
         nodes = timed_nodes(traced.graph)
         if not nodes:
             raise PyfxprofError(f"{type(model).__name__} has no operations to time "
@@ -177,10 +182,11 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
             frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
             return Prepared(captured, args, frame, int(frame["flops"].sum()),
                             memory_meta=_model_peak_meta(infos))
-    captured, analysis = hooks_or_whole(model, captured, args)
+    bound = bind_inputs(model, *split_inputs(example_inputs))
+    captured, analysis = hooks_or_whole(model, captured, bound)
     calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
     frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
-    return Prepared(captured, args, frame, analysis.flops, analysis)
+    return Prepared(captured, bound.args, frame, analysis.flops, analysis, kwargs=bound.kwargs)
 
 
 def _runs_eagerly(model: torch.nn.Module, args: tuple) -> bool:
@@ -223,7 +229,7 @@ def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_e
                              device_events)
     if device_events:
         prepared.captured.notes.append("device timing needs an FX capture: host times only")
-    return HooksExecutor(model, prepared.captured.leaves, prepared.analysis)
+    return HooksExecutor(model, prepared.captured.leaves, prepared.analysis, prepared.kwargs)
 
 
 def warn_fallback(captured: Capture, capture_mode: str) -> None:

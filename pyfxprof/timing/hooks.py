@@ -21,6 +21,7 @@ from .calibration import Calibration, consecutive_intervals, summarise
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
 from ..capture.flops import FlopMeter
+from ..capture.inputs import BoundInputs
 from .recorder import RECORDER, Records, runs_between_collects
 from .durations import RunTimings
 
@@ -95,8 +96,9 @@ class _CallRecorder:
         return hook
 
 
-def analyse_hooks(model: torch.nn.Module, leaves: Leaves, args: tuple) -> HookAnalysis:
-    """Run `model(*args)` once untimed with recording hooks on `leaves`.
+def analyse_hooks(model: torch.nn.Module, leaves: Leaves, args: tuple,
+                  kwargs: dict | None = None) -> HookAnalysis:
+    """Run `model(*args, **kwargs)` once untimed with recording hooks on `leaves`.
 
     Example:
         >>> model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
@@ -108,9 +110,10 @@ def analyse_hooks(model: torch.nn.Module, leaves: Leaves, args: tuple) -> HookAn
         with FlopMeter() as meter:
             recorder = _CallRecorder(meter)
             with hooked(leaves, recorder.pre, recorder.post):
-                model(*args)
+                model(*args, **(kwargs or {}))
     except Exception as error:
-        raise PyfxprofError(f"{type(model).__name__} failed on inputs {describe(args)}: "
+        shown = describe(args) + (f" and {describe(kwargs)}" if kwargs else "")
+        raise PyfxprofError(f"{type(model).__name__} failed on inputs {shown}: "
                             f"{type(error).__name__}: {first_line(error)} — check the input "
                             "shapes") from None
     ended = [k for k, call in enumerate(recorder.info) if "end" in call]  # not: raised, caught
@@ -124,21 +127,22 @@ def analyse_hooks(model: torch.nn.Module, leaves: Leaves, args: tuple) -> HookAn
 
 
 def hooks_or_whole(model: torch.nn.Module, captured: Capture,
-                   args: tuple) -> tuple[Capture, HookAnalysis]:
+                   bound: BoundInputs) -> tuple[Capture, HookAnalysis]:
     """Analyse a hooks capture; when no hooked module ran, time the whole model instead.
 
     Example:
         >>> from pyfxprof.capture.tracing import fallback_capture
         >>> model = torch.nn.Sequential(torch.nn.ReLU())
-        >>> hooks_or_whole(model, fallback_capture(model, (), []), (torch.zeros(1),))[0].mode
+        >>> bound = BoundInputs((torch.zeros(1),))
+        >>> hooks_or_whole(model, fallback_capture(model, (), []), bound)[0].mode
         'hooks'
     """
-    analysis = analyse_hooks(model, captured.leaves, args)
+    analysis = analyse_hooks(model, captured.leaves, bound.args, bound.kwargs)
     if analysis.calls or captured.mode == "whole":
         return captured, analysis
     note = f"no hooked module of {type(model).__name__} ran — timing it whole"
     whole = Capture(None, "whole", captured.notes + [note], [("", model)])
-    return whole, analyse_hooks(model, whole.leaves, args)
+    return whole, analyse_hooks(model, whole.leaves, bound.args, bound.kwargs)
 
 
 class _Passthrough(torch.nn.Module):
@@ -223,8 +227,10 @@ class HooksExecutor:
 
     device = None  # no CUDA event timing: hooks time the host only
 
-    def __init__(self, model: torch.nn.Module, leaves: Leaves, analysis: HookAnalysis) -> None:
+    def __init__(self, model: torch.nn.Module, leaves: Leaves, analysis: HookAnalysis,
+                 kwargs: dict | None = None) -> None:
         self.model, self.leaves, self.analysis = model, leaves, analysis
+        self.kwargs = kwargs or {}  # keywords of every call, besides the positional args
         self.first_id = RECORDER.allocate(2 * len(leaves) + 1)
         self.run_id = self.first_id + 2 * len(leaves)
         self.calibration: Calibration = calibrate_hooks()
@@ -241,9 +247,10 @@ class HooksExecutor:
     def __exit__(self, *exc_info) -> None:
         self._stack.close()
 
-    def run(self, args: tuple) -> Any:
+    def run(self, args: tuple, kwargs: dict | None = None) -> Any:
+        """One timed call `model(*args, **kwargs)` (kwargs default: the constructor's)."""
         _C.mark_kind(self.run_id, _C.KIND_RUN_BEGIN)
-        output = self.model(*args)
+        output = self.model(*args, **(self.kwargs if kwargs is None else kwargs))
         _C.mark_kind(self.run_id, _C.KIND_RUN_END)
         self._uncollected_runs += 1
         if self._uncollected_runs >= self._runs_per_collect:  # stay far from the buffer cap

@@ -1,0 +1,99 @@
+"""Binding a call's inputs to a forward's signature: positional arguments, keyword arguments,
+both mixed, and forwards that take `*args` / `**kwargs`, as one canonical (args, kwargs) pair.
+
+Every capture and executor calls its target as ``target(*bound.args, **bound.kwargs)``: the
+named positional parameters (defaults filled in) and `*args` contents go in `args`; keyword-only
+parameters and the contents of the `**kwargs` slot go in `kwargs`. An empty `**kwargs` slot is
+never passed on (not as a positional ``{}``, not at all).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import PyfxprofError
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+@dataclass(frozen=True)
+class BoundInputs:
+    """A call's arguments, bound: ``target(*args, **kwargs)`` makes the call."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+    def call(self, target: Callable) -> Any:
+        """Call `target` with these arguments.
+
+        Example:
+            >>> BoundInputs((1,), {"b": 2}).call(lambda a, b: a + b)
+            3
+        """
+        return target(*self.args, **self.kwargs)
+
+
+def split_inputs(example_inputs: Any) -> tuple[tuple, dict]:
+    """(positional, keyword) from `example_inputs`: a tuple or list of positional arguments,
+    a dict of keyword arguments, a BoundInputs (both), or one value (one positional argument).
+
+    Example:
+        >>> split_inputs({"x": 1}), split_inputs([1, 2]), split_inputs(3)
+        (((), {'x': 1}), ((1, 2), {}), ((3,), {}))
+    """
+    if isinstance(example_inputs, BoundInputs):
+        return example_inputs.args, dict(example_inputs.kwargs)
+    if isinstance(example_inputs, dict):
+        return (), dict(example_inputs)
+    if isinstance(example_inputs, (tuple, list)):
+        return tuple(example_inputs), {}
+    return (example_inputs,), {}
+
+
+def _signature_of(forward_or_signature: Any) -> inspect.Signature:
+    if isinstance(forward_or_signature, inspect.Signature):
+        return forward_or_signature
+    if hasattr(forward_or_signature, "forward"):  # a module: bind to its forward
+        forward_or_signature = forward_or_signature.forward
+    return inspect.signature(forward_or_signature)
+
+
+def bind_inputs(forward_or_signature: Any, args: tuple = (),
+                kwargs: dict | None = None) -> BoundInputs:
+    """Bind `args` and `kwargs` to a forward (a module, a function or an inspect.Signature).
+
+    Named positional parameters come out positional, in order, with their defaults filled in
+    (so a graph with one placeholder per parameter receives every one); keyword-only
+    parameters and keywords caught by `**kwargs` come out as keywords. A mismatch is a
+    one-line PyfxprofError quoting the signature.
+
+    Example:
+        >>> def forward(x, mask=None, **kwargs): ...
+        >>> bind_inputs(forward, (), {"x": 1})
+        BoundInputs(args=(1, None), kwargs={})
+        >>> bind_inputs(forward, (1,), {"output_attentions": True})
+        BoundInputs(args=(1, None), kwargs={'output_attentions': True})
+    """
+    signature = _signature_of(forward_or_signature)
+    try:
+        bound = signature.bind(*args, **(kwargs or {}))
+    except TypeError as error:
+        raise PyfxprofError(f"the inputs do not match forward{signature}: {error} — pass a "
+                            "tuple of positional arguments or a dict of keyword "
+                            "arguments") from None
+    bound.apply_defaults()
+    positional: list = []
+    keywords: dict = {}
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind in _POSITIONAL:
+            positional.append(value)
+        elif kind == inspect.Parameter.VAR_POSITIONAL:
+            positional.extend(value)
+        elif kind == inspect.Parameter.KEYWORD_ONLY:
+            keywords[name] = value
+        else:  # VAR_KEYWORD: its contents, never the (possibly empty) dict itself
+            keywords.update(value)
+    return BoundInputs(tuple(positional), keywords)
