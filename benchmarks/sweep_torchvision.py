@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyfxprof  # noqa: E402
 from machine import describe_machine  # noqa: E402
 from pyfxprof.errors import PyfxprofError  # noqa: E402
-from pyfxprof.capture.flops import format_flops  # noqa: E402
+from pyfxprof.data.units import format_flops  # noqa: E402
 from pyfxprof.data.stats import summary_of_totals  # noqa: E402
 from pyfxprof.data.units import format_ns, format_pct  # noqa: E402
 

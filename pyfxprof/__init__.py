@@ -1,5 +1,10 @@
 """pyfxprof: a high-precision, low-overhead per-node profiler for PyTorch models.
 
+The public names are served lazily (PEP 562): ``import pyfxprof`` imports neither torch nor the
+native extension ``pyfxprof._C``; ``pyfxprof.profile`` imports the run stage on first use, while
+``pyfxprof.load(path).table()`` needs only numpy and pandas. To add a public name, add one line
+to ``_PUBLIC`` below: ``"name": ("subpackage.module", "attribute")``.
+
 Example:
     >>> import torch, pyfxprof
     >>> model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
@@ -7,27 +12,50 @@ Example:
     >>> print(prof.table(sort_by="total", top=20))  # doctest: +SKIP
 """
 
+from __future__ import annotations
+
+import importlib
+
 __version__ = "0.1.0"
 
-from .analyses.advisor import Advice, Suggestion, advise, register_rule
-from .analyses.diff import ProfileDiff, diff
-from .errors import PyfxprofError
-from .tools.fusion import FusionError, FusionReport, fuse_conv_bn, max_abs_difference
-from .tools.fusion_bench import FusionBenchmark, benchmark_fusion
-from .timing.interpreter import ProfilingInterpreter
-from .run.loop import Profiler
-from .data.persist import load_profile
-from .data.profile import Profile
-from .run.ranges import Range as range  # noqa: A001 (pyfxprof.range, like torch.profiler's record_function)
-from .run.runner import profile
-from .run.schedule import ProfilerAction, schedule
+#: Public name -> (module under pyfxprof, attribute of that module).
+_PUBLIC = {
+    "Advice": ("analyses.advisor", "Advice"),
+    "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
+    "FusionError": ("tools.fusion", "FusionError"),
+    "FusionReport": ("tools.fusion", "FusionReport"),
+    "Profile": ("data.profile", "Profile"),
+    "ProfileDiff": ("analyses.diff", "ProfileDiff"),
+    "Profiler": ("run.loop", "Profiler"),
+    "ProfilerAction": ("run.schedule", "ProfilerAction"),
+    "ProfilingInterpreter": ("timing.interpreter", "ProfilingInterpreter"),
+    "PyfxprofError": ("errors", "PyfxprofError"),
+    "Suggestion": ("analyses.advisor", "Suggestion"),
+    "advise": ("analyses.advisor", "advise"),
+    "benchmark_fusion": ("tools.fusion_bench", "benchmark_fusion"),
+    "diff": ("analyses.diff", "diff"),
+    "fuse_conv_bn": ("tools.fusion", "fuse_conv_bn"),
+    "load": ("data.persist", "load_profile"),  # a profile saved by Profile.save (JSON, gzip)
+    "max_abs_difference": ("tools.fusion", "max_abs_difference"),
+    "profile": ("run.runner", "profile"),
+    "range": ("run.ranges", "Range"),  # like torch.profiler's record_function
+    "register_rule": ("analyses.advisor", "register_rule"),
+    "schedule": ("run.schedule", "schedule"),
+}
 
-#: Load a profile saved with Profile.save (versioned JSON, optionally gzip).
-load = load_profile
+__all__ = sorted(_PUBLIC)
 
-__all__ = [
-    "Advice", "FusionBenchmark", "FusionError", "FusionReport", "Profile", "ProfileDiff",
-    "Profiler", "ProfilerAction", "ProfilingInterpreter", "PyfxprofError", "Suggestion", "advise",
-    "benchmark_fusion", "diff", "fuse_conv_bn", "load", "max_abs_difference", "profile", "range",
-    "register_rule", "schedule",
-]
+
+def __getattr__(name: str):
+    """Import the module behind a public name on first use, then keep the name here."""
+    try:
+        module, attribute = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -1,6 +1,4 @@
-"""Tests of FLOPs per node from the analysis run, achieved FLOP/s, and their display."""
-
-import math
+"""Tests of FLOPs per node from the analysis run and achieved FLOP/s in the tables."""
 
 import numpy as np
 import pandas as pd
@@ -9,7 +7,8 @@ import torch
 from torch import nn
 
 import pyfxprof
-from pyfxprof.capture.flops import FlopMeter, format_flops, format_si, with_flop_rate
+from pyfxprof.capture.flops import FlopMeter
+from pyfxprof.data.units import format_flops
 from tests.test_report import table_rows
 
 # Linear: 2 * in * out * batch. Conv2d: 2 * (in_channels * kh * kw) * out_channels * output
@@ -72,17 +71,3 @@ def test_flop_per_s_column_is_flops_over_median_seconds():
     group = table_rows(prof.table(group_by="module_type", columns=["group", "flops",
                                                                     "flop_per_s"]))
     assert group == [["Net", "4.00k", "1.98G"]]  # 4000 FLOP over the median of 2010, 2030 ns
-
-
-def test_with_flop_rate_leaves_frames_without_flops_alone():
-    frame = pd.DataFrame({"median": [1.0]})
-    assert list(with_flop_rate(frame).columns) == ["median"]
-    rated = with_flop_rate(pd.DataFrame({"flops": [10, 10], "median": [0.0, float("nan")]}))
-    assert rated["flop_per_s"].isna().all()
-
-
-def test_formatting():
-    assert format_flops(1_820_000_000) == "1.82 GFLOP"
-    assert format_flops(999) == "999 FLOP" and format_flops(None) == "-"
-    assert format_flops(3.2e13, "FLOP/s") == "32.0 TFLOP/s"
-    assert format_si(12_345) == "12.3k" and format_si(math.nan) == "-"

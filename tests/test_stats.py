@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from pyfxprof.data.stats import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics,
-                            noisy_mask, relative_iqr, summary_of_totals)
+                                 noisy_mask, relative_iqr, summary_of_totals, with_flop_rate)
 
 
 def _row(stats, i):
@@ -205,3 +205,10 @@ def test_summary_of_totals_small_n():
     empty = summary_of_totals(np.array([], dtype=np.int64))
     assert set(empty) == {"median", "iqr", "mean", "min", "max"}
     assert all(math.isnan(v) for v in empty.values())
+
+
+def test_with_flop_rate_leaves_frames_without_flops_alone():
+    frame = pd.DataFrame({"median": [1.0]})
+    assert list(with_flop_rate(frame).columns) == ["median"]
+    rated = with_flop_rate(pd.DataFrame({"flops": [10, 10], "median": [0.0, float("nan")]}))
+    assert rated["flop_per_s"].isna().all()

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from pyfxprof.data.units import format_ns, format_pct
+from pyfxprof.data.units import format_flops, format_ns, format_pct, format_si
 
 
 @pytest.mark.parametrize("ns, text", [
@@ -89,3 +89,10 @@ def test_format_pct_precision():
     assert format_pct(23.456, 2) == "23.46%"
     with pytest.raises(ValueError, match="precision"):
         format_pct(1.0, -1)
+
+
+def test_flop_and_si_formatting():
+    assert format_flops(1_820_000_000) == "1.82 GFLOP"
+    assert format_flops(999) == "999 FLOP" and format_flops(None) == "-"
+    assert format_flops(3.2e13, "FLOP/s") == "32.0 TFLOP/s"
+    assert format_si(12_345) == "12.3k" and format_si(math.nan) == "-"

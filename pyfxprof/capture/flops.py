@@ -1,18 +1,14 @@
-"""FLOPs of the untimed analysis run (torch.utils.flop_counter), read per node or module call,
-and their display with SI prefixes."""
+"""FLOPs of the untimed analysis run (torch.utils.flop_counter), read per node or module call.
+
+Their display (SI prefixes, achieved FLOP/s) is in pyfxprof.data.units and pyfxprof.data.stats."""
 
 from __future__ import annotations
 
 import math
 import warnings
 
-import numpy as np
-import pandas as pd
 import torch
 from torch.utils.flop_counter import FlopCounterMode
-
-_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
 
 #: Attention ops CPU runs as one kernel, which torch.utils.flop_counter has no formula for.
 _SDPA_OPS = (torch.ops.aten.scaled_dot_product_attention,
@@ -68,55 +64,3 @@ class FlopMeter:
     def total(self) -> int:
         """FLOPs counted so far."""
         return int(self._mode.get_total_flops())
-
-
-def _scaled(value) -> tuple[str, str] | None:
-    """(number with 3 significant digits, SI prefix), or None when missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    number = float(value)
-    if math.isinf(number):
-        return "inf", ""
-    scale, prefix = next(((s, p) for s, p in _PREFIXES if abs(number) >= s), (1.0, ""))
-    return (f"{number / scale:#.3g}".rstrip(".") if prefix else f"{number:.0f}"), prefix
-
-
-def format_si(value) -> str:
-    """A count or rate for a table cell: SI prefix, no unit; "-" when missing.
-
-    Example:
-        >>> format_si(1_820_000_000), format_si(950), format_si(float("nan"))
-        ('1.82G', '950', '-')
-    """
-    scaled = _scaled(value)
-    return "-" if scaled is None else "".join(scaled)
-
-
-def format_flops(value, unit: str = "FLOP") -> str:
-    """A FLOP count or rate with an SI prefix and 3 significant digits; "-" when missing.
-
-    Example:
-        >>> format_flops(1_820_000_000), format_flops(2.5e10, "FLOP/s"), format_flops(0)
-        ('1.82 GFLOP', '25.0 GFLOP/s', '0 FLOP')
-    """
-    scaled = _scaled(value)
-    return "-" if scaled is None else f"{scaled[0]} {scaled[1]}{unit}"
-
-
-def with_flop_rate(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` plus `flop_per_s` (achieved FLOP/s: flops / median seconds; NaN where either
-    is 0) when it has a `flops` column.
-
-    Example:
-        >>> with_flop_rate(pd.DataFrame({"flops": [2000, 0], "median": [1000.0, 5.0]}))[
-        ...     "flop_per_s"].tolist()
-        [2000000000.0, nan]
-    """
-    if "flops" not in frame:
-        return frame
-    flops = pd.to_numeric(frame["flops"], errors="coerce").astype(np.float64)
-    median = frame["median"].astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = flops * 1e9 / median
-    frame["flop_per_s"] = rate.where((flops > 0) & (median > 0))
-    return frame

@@ -1,4 +1,8 @@
-"""The `pyfxprof` command line: one sub-command per module in pyfxprof.cli.commands."""
+"""The `pyfxprof` command line: one sub-command per module in pyfxprof.cli.commands.
+
+Only the module of the sub-command being run is imported, so `pyfxprof report FILE` needs
+neither torch nor the native extension.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +17,19 @@ from ..errors import PyfxprofError
 COMMAND_MODULES = ("profile", "report", "diff", "fuse", "overhead")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every sub-command registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser with sub-command `command` registered, or every sub-command when
+    `command` is None or not one of them (for --help and for the error listing them).
+
+    Example:
+        >>> build_parser("report").parse_args(["report", "p.json"]).profile
+        'p.json'
+    """
     parser = argparse.ArgumentParser(
         prog="pyfxprof",
         description="Per-node profiler for PyTorch models (torch.fx + native timers).")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module(f"pyfxprof.cli.commands.{name}").add_parser(subparsers)
     return parser
 
@@ -31,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         >>> main(["profile", "--runs", "5", "--warmup", "1"])  # doctest: +SKIP
         0
     """
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except PyfxprofError as error:

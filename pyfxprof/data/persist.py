@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import __version__
 from ..errors import PyfxprofError
 from .files import read_maybe_gzipped
 from .profile import Profile
@@ -124,7 +125,6 @@ def _encode_column(name, series: pd.Series) -> dict:
 
 def to_document(profile: Profile) -> dict:
     """The JSON document (plain dicts and lists) of version 1 of the format."""
-    from .. import __version__  # late: the package __init__ may import this module
     optional = {key: getattr(profile, key) for key in ("device_samples", "run_starts")}
     return {
         "format": FORMAT, "version": VERSION, "pyfxprof_version": __version__,

@@ -1,6 +1,9 @@
 """The Profile: plain data (nodes table, raw int64 ns samples, run totals, metadata).
 
 Everything derived from it (statistics, tables, exports, diffs) is a pure function of it.
+Its convenience methods (table, export_*, plot, advise, ...) delegate to pyfxprof.views and
+pyfxprof.analyses, which import this module: they import their view inside the method (the
+one exception to "data imports no other stage", listed in tests/test_architecture.py).
 See docs/profile.md for the data model and every column with its unit.
 """
 
@@ -11,7 +14,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..views import report
 from .stats import STAT_COLUMNS, node_statistics, summary_of_totals
 from .units import format_ns
 
@@ -199,6 +201,7 @@ class Profile:
         >>> text.splitlines()[-3:]
         ['Node  Median', '----  ------', 'x       5 ns']
         """
+        from ..views import report
         view = report.build_view(self, sort_by=sort_by, top=top, columns=columns,
                                  group_by=group_by, depth=depth)
         return report.render_text(view)
@@ -250,6 +253,7 @@ class Profile:
         return advise(self, rules)
 
     def _repr_html_(self) -> str:
+        from ..views import report
         view = report.build_view(self, top=report.HTML_TOP)
         return report.render_html(view)
 

@@ -151,3 +151,22 @@ def summary_of_totals(run_totals) -> dict[str, float]:
         "median": float(p50), "iqr": float(p75 - p25), "mean": float(totals.mean()),
         "min": float(totals.min()), "max": float(totals.max()),
     }
+
+
+def with_flop_rate(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` plus `flop_per_s` (achieved FLOP/s: flops / median seconds; NaN where either
+    is 0) when it has a `flops` column.
+
+    Example:
+        >>> with_flop_rate(pd.DataFrame({"flops": [2000, 0], "median": [1000.0, 5.0]}))[
+        ...     "flop_per_s"].tolist()
+        [2000000000.0, nan]
+    """
+    if "flops" not in frame:
+        return frame
+    flops = pd.to_numeric(frame["flops"], errors="coerce").astype(np.float64)
+    median = frame["median"].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = flops * 1e9 / median
+    frame["flop_per_s"] = rate.where((flops > 0) & (median > 0))
+    return frame

@@ -1,4 +1,5 @@
-"""Human-readable formatting of durations (int64 ns internally) and percentages.
+"""Human-readable formatting of durations (int64 ns internally), percentages and counts
+(FLOPs, bytes) with SI prefixes.
 
 Units change only here, at the edge: everything else in pyfxprof works in nanoseconds.
 """
@@ -9,6 +10,7 @@ import math
 
 MISSING = "-"
 _UNITS = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
 def _as_float(value) -> float | None:
@@ -73,3 +75,36 @@ def format_pct(pct, precision: int = 1) -> str:
     if float(text) == 0:
         text = text.lstrip("-")
     return f"{text}%"
+
+
+def _scaled(value) -> tuple[str, str] | None:
+    """(number with 3 significant digits, SI prefix), or None when missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    number = float(value)
+    if math.isinf(number):
+        return "inf", ""
+    scale, prefix = next(((s, p) for s, p in _PREFIXES if abs(number) >= s), (1.0, ""))
+    return (f"{number / scale:#.3g}".rstrip(".") if prefix else f"{number:.0f}"), prefix
+
+
+def format_si(value) -> str:
+    """A count or rate for a table cell: SI prefix, no unit; "-" when missing.
+
+    Example:
+        >>> format_si(1_820_000_000), format_si(950), format_si(float("nan"))
+        ('1.82G', '950', '-')
+    """
+    scaled = _scaled(value)
+    return MISSING if scaled is None else "".join(scaled)
+
+
+def format_flops(value, unit: str = "FLOP") -> str:
+    """A FLOP count or rate with an SI prefix and 3 significant digits; "-" when missing.
+
+    Example:
+        >>> format_flops(1_820_000_000), format_flops(2.5e10, "FLOP/s"), format_flops(0)
+        ('1.82 GFLOP', '25.0 GFLOP/s', '0 FLOP')
+    """
+    scaled = _scaled(value)
+    return MISSING if scaled is None else f"{scaled[0]} {scaled[1]}{unit}"
