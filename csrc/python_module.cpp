@@ -4,7 +4,9 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -105,14 +107,19 @@ void define_clock_and_buffer(py::module_& m) {
   m.def(
       "configure_buffer",
       [](uint64_t capacity_records, uint64_t chunk_records) {
-        if (capacity_records == 0 || chunk_records == 0) {
-          throw py::value_error("capacity_records and chunk_records must be positive");
+        try {
+          g_buffer.reset(capacity_records, chunk_records);
+        } catch (const std::invalid_argument& error) {
+          throw py::value_error(error.what());
+        } catch (const std::bad_alloc&) {
+          throw py::value_error("cannot allocate a record buffer of that size; the buffer "
+                                "was left as it was");
         }
-        g_buffer.reset(capacity_records, chunk_records);
       },
       py::arg("capacity_records"), py::arg("chunk_records") = uint64_t{1} << 16,
-      "Discard all records and set the cap (rounded up to a power of two). Not thread-safe\n"
-      "against concurrent marks.");
+      "Discard all records and set the cap (rounded up to a power of two, at most 2**40).\n"
+      "A refused size (ValueError) leaves the buffer as it was. Not thread-safe against\n"
+      "concurrent marks.");
   m.def("thread_number", &current_thread_number, "The calling thread's record thread number.");
   m.def("_spin_ns", &spin_ns, py::arg("duration_ns"),
         "Busy-wait on the profiler clock for duration_ns; returns the ns actually spent.");

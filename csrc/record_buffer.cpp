@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <new>
+#include <stdexcept>
 #include <thread>
 
 namespace pyfxprof {
@@ -35,14 +36,23 @@ void RecordBuffer::free_chunks() {
 }
 
 void RecordBuffer::reset(uint64_t capacity_records, uint64_t chunk_records) {
+  if (capacity_records == 0 || chunk_records == 0 || capacity_records > kMaxRecords ||
+      chunk_records > kMaxRecords) {
+    throw std::invalid_argument("capacity_records and chunk_records must be in 1..2**40");
+  }
+  const uint64_t chunk = round_up_pow2(chunk_records);
+  const uint64_t capacity = round_up_pow2(capacity_records < chunk ? chunk : capacity_records);
+  const uint64_t n_chunks = capacity / chunk;
+  // Allocated before anything is freed: a failure leaves the current buffer untouched.
+  std::unique_ptr<std::atomic<Record*>[]> table(new (std::nothrow) std::atomic<Record*>[n_chunks]);
+  if (!table) throw std::bad_alloc();
+  for (uint64_t c = 0; c < n_chunks; ++c) table[c].store(nullptr, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(drain_mutex_);
   free_chunks();
-  chunk_records_ = round_up_pow2(chunk_records);
-  capacity_ = round_up_pow2(capacity_records < chunk_records_ ? chunk_records_ : capacity_records);
+  chunks_ = std::move(table);
+  chunk_records_ = chunk;
+  capacity_ = capacity;
   chunk_shift_ = static_cast<unsigned>(std::countr_zero(chunk_records_));
-  const uint64_t n_chunks = capacity_ / chunk_records_;
-  chunks_.reset(new std::atomic<Record*>[n_chunks]);
-  for (uint64_t c = 0; c < n_chunks; ++c) chunks_[c].store(nullptr, std::memory_order_relaxed);
   head_.store(0, std::memory_order_relaxed);
   tail_.store(0, std::memory_order_relaxed);
   dropped_.store(0, std::memory_order_relaxed);

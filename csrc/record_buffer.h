@@ -37,8 +37,13 @@ class RecordBuffer {
   // their slots. Returns the number of records dropped since the previous drain.
   uint64_t drain(std::vector<Record>& out);
 
+  // Largest capacity or chunk size reset() accepts (2^40 records, 32 TiB of records).
+  static constexpr uint64_t kMaxRecords = uint64_t{1} << 40;
+
   // Discards everything and applies a new capacity/chunk size. Callers must ensure no
-  // thread is pushing concurrently.
+  // thread is pushing concurrently. Throws std::invalid_argument for 0 or a size above
+  // kMaxRecords and std::bad_alloc when the chunk table cannot be allocated; either way the
+  // buffer is left exactly as it was (records, sizes and counts).
   void reset(uint64_t capacity_records, uint64_t chunk_records);
 
   BufferStats stats() const;

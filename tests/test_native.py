@@ -96,8 +96,32 @@ def test_full_buffer_counts_dropped_records():
 
 
 def test_configure_buffer_rejects_zero():
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match=r"must be in 1\.\.2\*\*40"):
         _C.configure_buffer(0)
+
+
+_IMPOSSIBLE_SIZES = """
+from pyfxprof import _C
+_C.configure_buffer(1024, 256)
+_C.mark(7)
+refusals = []
+for capacity, chunk in [(2**62, 2**16), (2**63 + 1, 2**16), (2**64 - 1, 1), (2**40, 1)]:
+    try:
+        _C.configure_buffer(capacity, chunk)
+    except ValueError as error:
+        refusals.append(str(error).splitlines()[0])
+_C.mark(8)
+stats = _C.buffer_stats()
+print(len(refusals), stats["capacity_records"], stats["chunk_records"], _C.drain()["id"].tolist())
+"""
+
+
+def test_configure_buffer_refuses_impossible_sizes_and_stays_usable():
+    # In a child process: before the fix these sizes crashed the interpreter (SIGSEGV).
+    done = subprocess.run([sys.executable, "-c", _IMPOSSIBLE_SIZES], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.split(maxsplit=3) == ["4", "1024", "256", "[7, 8]"]
 
 
 def test_busy_loop_takes_an_iteration_count():

@@ -1,6 +1,8 @@
 // Tests of the record buffer: order, multi-thread stress with a concurrent drainer, cap and drops.
 #include <atomic>
 #include <map>
+#include <new>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -142,6 +144,44 @@ TEST(reset_discards_and_applies_new_cap) {
   CHECK_EQ(s.chunk_records, uint64_t{1024});
   CHECK_EQ(s.pending_records, uint64_t{0});
   CHECK_EQ(s.dropped_total, uint64_t{0});
+}
+
+// Pushes 10 records into an unchanged 1024/256 buffer and drains them back.
+bool still_usable(RecordBuffer& buffer) {
+  const BufferStats s = buffer.stats();
+  bool ok = s.capacity_records == 1024 && s.chunk_records == 256 && s.pending_records == 3;
+  for (uint32_t i = 0; i < 10; ++i) ok = ok && buffer.push(100 + i, kKindMark, i);
+  std::vector<Record> out;
+  buffer.drain(out);
+  return ok && out.size() == 13 && out.front().id == 0 && out.back().id == 109;
+}
+
+TEST(reset_refuses_impossible_sizes_and_keeps_the_buffer) {
+  RecordBuffer buffer(1024, 256);
+  for (uint32_t i = 0; i < 3; ++i) buffer.push(i, kKindMark, i);
+  for (uint64_t bad : {uint64_t{0}, (uint64_t{1} << 63) + 1, ~uint64_t{0}, (uint64_t{1} << 40) + 1}) {
+    bool refused = false;
+    try {
+      buffer.reset(bad, 256);
+    } catch (const std::invalid_argument&) {
+      refused = true;
+    }
+    CHECK(refused);
+  }
+  CHECK(still_usable(buffer));
+}
+
+TEST(reset_whose_table_cannot_be_allocated_keeps_the_buffer) {
+  RecordBuffer buffer(1024, 256);
+  for (uint32_t i = 0; i < 3; ++i) buffer.push(i, kKindMark, i);
+  bool refused = false;
+  try {
+    buffer.reset(RecordBuffer::kMaxRecords, 1);  // 2^40 chunk pointers: 8 TiB
+  } catch (const std::bad_alloc&) {
+    refused = true;
+  }
+  CHECK(refused);
+  CHECK(still_usable(buffer));
 }
 
 TEST_MAIN()
