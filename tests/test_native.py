@@ -121,7 +121,7 @@ def test_configure_buffer_refuses_impossible_sizes_and_stays_usable():
     done = subprocess.run([sys.executable, "-c", _IMPOSSIBLE_SIZES], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-500:]
-    assert done.stdout.split(maxsplit=3) == ["4", "1024", "256", "[7, 8]"]
+    assert done.stdout.strip().split(maxsplit=3) == ["4", "1024", "256", "[7, 8]"]
 
 
 def test_busy_loop_takes_an_iteration_count():
