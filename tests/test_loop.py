@@ -1,6 +1,7 @@
 """Tests of the loop API (pyfxprof.run.loop.Profiler): windows, outputs, model state, bounded memory."""
 
 import copy
+import inspect
 import math
 
 import pytest
@@ -207,11 +208,11 @@ class _BranchOnValue(torch.nn.Module):
 
 def test_an_untraceable_root_is_timed_by_module_hooks_that_exist_only_during_timed_calls():
     model, x = _BranchOnValue(), torch.randn(2, 3)
-    hooks_seen = []
+    expected, hooks_seen = model(x), []
     with pytest.warns(CaptureFallbackWarning, match="hooks"):
         with Profiler(model, schedule=schedule(wait=1, warmup=1, active=2)) as p:
             for _ in range(4):
-                torch.testing.assert_close(p.model(x), model(x))
+                torch.testing.assert_close(p.model(x), expected)
                 hooks_seen.append(len(model.lin._forward_hooks) + len(model.lin._forward_pre_hooks))
                 p.step()
     (prof,) = p.profiles
@@ -230,3 +231,121 @@ def test_an_untraceable_submodule_becomes_a_leaf_with_a_warning():
             assert torch.equal(p.model(x), model(x))
     (prof,) = p.profiles
     assert prof.meta["capture_mode"] == "fx+leaf" and prof.nodes["target"].tolist() == ["0", "1"]
+
+
+def _linear_relu() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+
+
+class _Bump(torch.nn.Module):
+    """Bumps a caller-owned tensor in place (FX traces it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x, counter):
+        counter.add_(1)
+        return self.lin(x)
+
+
+class _Append(_Bump):
+    """Appends to a caller-owned list."""
+
+    def forward(self, x, log):
+        log.append(x.shape[0])
+        return self.lin(x)
+
+
+def test_calls_of_the_model_itself_are_profiled_and_forward_is_restored_exactly():
+    model = _linear_relu()
+    original = model.forward
+    x = torch.randn(2, 4)
+    with Profiler(model) as p:
+        assert inspect.signature(model.forward) == inspect.signature(original)
+        outputs = [model(x) for _ in range(3)]  # not p.model: code the user does not own
+        assert "forward" in vars(model)
+    assert all(torch.equal(out, original(x)) for out in outputs)
+    (prof,) = p.profiles
+    assert prof.n_runs == 3 and prof.meta["input_shapes"] == "([2, 4] float32)"
+    assert "forward" not in vars(model) and model.forward == original
+
+
+def test_a_forward_the_instance_had_is_put_back_after_an_exception():
+    model = _linear_relu().train()
+    own = model.forward  # e.g. set by accelerate or the user: an instance attribute
+    vars(model)["forward"] = own
+    hooks = dict(model[0]._forward_hooks)
+    state = copy.deepcopy(model.state_dict())
+    with pytest.raises(ValueError, match="boom"):
+        with Profiler(model) as p:
+            model(torch.randn(1, 4))
+            assert vars(model)["forward"] is not own
+            raise ValueError("boom")
+    assert vars(model)["forward"] is own and p.profiles == []
+    assert dict(model[0]._forward_hooks) == hooks and model.training
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+
+
+def test_calls_are_grouped_by_input_signature_each_with_its_own_shapes_and_flops():
+    model = _linear_relu()
+    with Profiler(model) as p:
+        for batch in (1, 3, 1, 1):
+            model(torch.randn(batch, 4))
+    one, three = p.profiles
+    assert (one.n_runs, three.n_runs) == (3, 1)
+    assert one.nodes.loc[0, "input_shapes"] == "([1, 4] float32)"
+    assert three.nodes.loc[0, "input_shapes"] == "([3, 4] float32)"
+    assert three.meta["flops"] == 3 * one.meta["flops"] > 0
+    assert [prof.meta["loop"]["call_group"] for prof in p.profiles] == [0, 1]
+    assert one.meta["loop"]["signature"] == "([1, 4] float32)"
+    assert one.meta["loop"]["window"] == three.meta["loop"]["window"] == 0
+
+
+def test_the_analysis_run_never_sees_the_callers_stateful_arguments():
+    x, counter, log = torch.randn(2, 4), torch.zeros(()), []
+    with Profiler(_Bump(), example_inputs={"x": x, "counter": torch.zeros(())}) as p:
+        for _ in range(3):
+            p.model(x, counter)
+    assert counter.item() == 3 and p.profiles[0].meta["capture_mode"] == "fx"
+    model = _Append()
+    with Profiler(model) as p:
+        for _ in range(3):
+            model(x, log=log)
+    assert log == [2, 2, 2] and p.profiles[0].n_runs == 3  # one append per real call
+
+
+def test_a_steps_ranges_are_carried_once_across_call_groups():
+    from pyfxprof.run.ranges import Range
+    model = _linear_relu()
+    with Profiler(model) as p:
+        with Range("work"):
+            torch.ones(1000).sum()
+        model(torch.randn(1, 4))
+        model(torch.randn(2, 4))
+    first, second = p.profiles
+    assert first.nodes["name"].tolist()[-1] == "range:work"
+    assert first.samples[0, -1] > 0 and second.samples[0, -1] == 0
+    assert first.meta["ranges_left_out"] == second.meta["ranges_left_out"] == 0
+
+
+def test_summary_and_generation_latency_of_a_decode_loop():
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 10)).eval()
+    ids = torch.randint(0, 10, (1, 5))
+    with Profiler(model) as p:  # a hand-written greedy decode loop: prefill, then 4 steps
+        token = model(ids)[:, -1:].argmax(-1)
+        for _ in range(4):
+            token = model(token)[:, -1:].argmax(-1)
+    prefill, decode = p.profiles
+    assert prefill.meta["input_shapes"] == "([1, 5] int64)" and prefill.n_runs == 1
+    assert decode.meta["input_shapes"] == "([1, 1] int64)" and decode.n_runs == 4
+    assert prefill.meta["flops"] == 5 * decode.meta["flops"] > 0
+    latency = p.generation_latency()
+    assert latency["generations"] == 1
+    assert latency["ttft_ns"]["count"] == 1 and latency["decode_ns"]["count"] == 4
+    assert 0 < latency["ttft_ns"]["median"] and 0 < latency["decode_ns"]["median"]
+    assert latency["decode_ns"]["median"] <= latency["decode_ns"]["p90"] <= latency["decode_ns"]["p99"]
+    text = p.summary()
+    assert text.startswith("Profiler(Sequential): 2 call signatures, 5 calls recorded, 2 Profiles")
+    assert "[1] ([1, 1] int64): 4 calls, 2 nodes (capture fx)" in text
+    assert "time to first token" in text and "per-token decode latency: median" in text

@@ -3,13 +3,20 @@
     with pyfxprof.Profiler(model, schedule=pyfxprof.schedule(wait=1, warmup=1, active=3),
                            on_trace_ready=handler) as p:
         for batch in loader:
-            out = p.model(batch)
+            out = p.model(batch)         # or model(batch)
             p.step()
 
-``p.model`` runs, per step: the user's own model in NONE steps (no overhead), the captured
-graph with native marks in WARMUP steps (records discarded at each step, so the first
-recorded step starts warm) and in RECORD steps (records kept). Each active window ends in a
-Profile with one row per model call (and one column per node and user range).
+    with pyfxprof.Profiler(model) as p:  # code you do not own calls the model
+        out = model.generate(ids, max_new_tokens=16)
+    print(p.summary())
+
+While the block is open, the model's own ``forward`` is routed through the Profiler (and
+restored exactly on exit), so every call of the model is profiled: by ``p.model``, by your
+loop or by a library. Calls are grouped by input signature (call_groups.py), each group
+captured and analysed once on copies of its first call's arguments. Per step, a call runs:
+the model itself in NONE steps (no overhead), its group's instrumented capture in WARMUP
+steps (records dropped at each step) and in RECORD steps (records kept). Each active window
+ends in one Profile per group with calls in it, one row per call.
 """
 
 from __future__ import annotations
@@ -17,121 +24,32 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import numpy as np
-import pandas as pd
 import torch
 
 from .. import _C
-from . import ranges
-from ..capture.analysis import describe
-from ..capture.tracing import Capture
-from ..errors import PyfxprofError
-from ..timing.device_events import ensure_cuda_runtime
-from ..timing.executors import CodegenExecutor
-from ..timing.hooks import HooksExecutor
-from .metadata import run_meta
-from ..capture.model_state import evaluation_mode
+from ..capture.inputs import bind_inputs, split_inputs
 from ..data.profile import Profile
-from ..timing.recorder import RECORDER, Records
-from .runner import build_profile, device_of, executor_for, prepare, warn_fallback
+from ..errors import PyfxprofError
+from ..timing.recorder import RECORDER
+from . import ranges
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, capture_group, primary_shape,
+                          signature_key, too_many_groups_warning)
+from .generation import CallLog, format_latency, generation_latency
+from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
-from ..timing.durations import RunTimings
+from .window import Window, collect, window_profiles
 
 _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
-
-
-@dataclass
-class _Graph:
-    """The captured model, its executor (the instrumented FX graph, or module hooks when FX
-    cannot trace it) and its nodes table (shapes from the analysis run)."""
-
-    capture: Capture
-    frame: pd.DataFrame
-    executor: CodegenExecutor | HooksExecutor
-    signature: inspect.Signature
-    training: bool
-    device: str
-
-    @property
-    def hooks(self) -> bool:
-        """True when the model runs itself with marking hooks (hooks or whole capture)."""
-        return isinstance(self.executor, HooksExecutor)
-
-    def positional(self, args: tuple, kwargs: dict) -> tuple:
-        """The call's arguments in the order of the graph's placeholders."""
-        return _bind(self.signature, args, kwargs)
-
-    def run(self, positional: tuple) -> Any:
-        """One timed call; module hooks, if any, exist only during it."""
-        if self.hooks:
-            with self.executor:
-                return self.executor.run(positional)
-        return self.executor.run(positional)
-
-
-def _bind(signature: inspect.Signature, args: tuple, kwargs: dict) -> tuple:
-    if not kwargs:
-        return args
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as error:
-        raise PyfxprofError(f"arguments do not match forward{signature}: {error}") from None
-    bound.apply_defaults()
-    return tuple(bound.arguments.values())
-
-
-@dataclass
-class _Window:
-    """An active window in progress: its steps, their start times, what its first call saw."""
-
-    warmup_calls: int
-    dropped_before: int
-    steps: list[int] = field(default_factory=list)
-    step_starts: list[int] = field(default_factory=list)
-    first_call: dict | None = None
-
-
-def _split_inputs(example_inputs: Any) -> tuple[tuple, dict]:
-    """example_inputs (tuple/list of positional arguments, dict of keywords, or one value)."""
-    if isinstance(example_inputs, dict):
-        return (), dict(example_inputs)
-    if isinstance(example_inputs, (tuple, list)):
-        return tuple(example_inputs), {}
-    return (example_inputs,), {}
-
-
-def capture_graph(model: torch.nn.Module, args: tuple, kwargs: dict,
-                  tracer_options: tuple = ((), (), None)) -> _Graph:
-    """Capture ``model`` in the mode it is in as ``pyfxprof.profile(capture="auto")`` does
-    (FX, a failing submodule made a leaf, then module hooks or the whole model), run the
-    untimed analysis on these inputs in eval mode without grad (flags restored, so the
-    model's state is untouched), and build the executor. `tracer_options` is (leaf_modules,
-    autowrap_functions, concrete_args).
-
-    Example:
-        >>> g = capture_graph(torch.nn.Linear(2, 2), (torch.zeros(1, 2),), {})
-        >>> g.frame["output_shapes"].tolist()[-1], g.hooks
-        ('[1, 2] float32', False)
-    """
-    example = _bind(inspect.signature(model.forward), args, kwargs) if kwargs else args
-    with evaluation_mode(model), torch.inference_mode():
-        prepared = prepare(model, example, "auto", tracer_options)
-    warn_fallback(prepared.captured, "auto")
-    device = device_of(model, prepared.args)
-    on_cuda = device.startswith("cuda")
-    if on_cuda and prepared.analysis is None:
-        ensure_cuda_runtime()
-    executor = executor_for(model, prepared, "codegen", on_cuda)
-    gm = prepared.captured.graph_module
-    signature = inspect.signature((model if gm is None else gm).forward)
-    return _Graph(prepared.captured, prepared.frame, executor, signature, model.training, device)
+#: Recorded calls whose start and end the Profiler keeps for generation_latency().
+MAX_LOGGED_CALLS = 100_000
 
 
 class ProfiledModel:
-    """``Profiler.model``: call it like the model; the Profiler decides what runs and is timed.
+    """``Profiler.model``: call it like the model (inside the block it is the model's own
+    call, profiled like any other).
 
     Example:
         >>> with Profiler(torch.nn.ReLU()) as p:
@@ -146,7 +64,7 @@ class ProfiledModel:
         self._profiler = profiler
 
     def __call__(self, *args, **kwargs):
-        return self._profiler._call(args, kwargs)
+        return self._profiler.module(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<pyfxprof profiled {type(self._profiler.module).__name__}>"
@@ -156,13 +74,14 @@ class Profiler:
     """torch.profiler.profile's loop API, timing every graph node with native marks.
 
     Args:
-        model: the torch.nn.Module to profile; never modified, run in whatever mode the
+        model: the torch.nn.Module to profile; never modified (its ``forward`` is routed
+            through the Profiler only while the block is open), run in whatever mode the
             user runs it (training with autograd, or eval under inference_mode).
         schedule: step -> ProfilerAction (see pyfxprof.schedule); None records every step
-            and delivers one Profile when the Profiler exits.
-        on_trace_ready: called with the Profile of each completed active window.
+            and delivers the Profiles when the Profiler exits.
+        on_trace_ready: called with each Profile of each completed active window.
         example_inputs: capture now from these (tuple, dict of keywords or one value);
-            None captures on the first ``p.model`` call.
+            None captures at the first call of the model.
         leaf_modules, autowrap_functions, concrete_args: as for pyfxprof.profile.
         name: the model name in the Profiles (default: its class name).
         keep_profiles: how many of the latest Profiles ``profiles`` keeps (None: all).
@@ -199,12 +118,16 @@ class Profiler:
         self._example_inputs = example_inputs
         self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
-        self._graph: _Graph | None = None
-        self._window: _Window | None = None
+        self._groups: dict[tuple, CallGroup] = {}
+        self._window: Window | None = None
+        self._patch: ForwardPatch | None = None
         self._open = False
+        self._inside = False  # a profiled call is running: nested calls run the model itself
         self._warmup_calls = 0
         self._windows = 0
-        self._mode_warned = False
+        self._warned: set[str] = set()
+        self._log: deque[tuple] = deque(maxlen=MAX_LOGGED_CALLS)
+        self._signature = inspect.signature(model.forward)
 
     @property
     def profiles(self) -> list[Profile]:
@@ -235,16 +158,22 @@ class Profiler:
         """
         if self._open:
             raise PyfxprofError("this Profiler is already started")
-        if self._example_inputs is not None and self._graph is None:
-            self._graph = capture_graph(self.module, *_split_inputs(self._example_inputs),
-                                        self._tracer_options)
+        if self._example_inputs is not None and not self._groups:
+            args, kwargs = split_inputs(self._example_inputs)
+            bind_inputs(self._signature, args, kwargs)  # a mismatch is a one-line error
+            self._group_for(args, kwargs, self.module.forward)
         self.step_num = 0
+        self._patch = ForwardPatch(self.module, self._forward)
         self._open = True
-        self.current_action = checked_action(self.schedule(0), 0)
-        self._transit(ProfilerAction.NONE, self.current_action)
+        try:
+            self.current_action = checked_action(self.schedule(0), 0)
+            self._transit(ProfilerAction.NONE, self.current_action)
+        except BaseException:
+            self._abandon()
+            raise
 
     def step(self) -> None:
-        """Signal that the next step starts (as torch.profiler's step()); may deliver a Profile.
+        """Signal that the next step starts (as torch.profiler's step()); may deliver Profiles.
 
         Example:
             >>> for batch in loader:  # doctest: +SKIP
@@ -259,7 +188,8 @@ class Profiler:
         self._transit(previous, action)
 
     def stop(self) -> None:
-        """End profiling (what leaving ``with`` does); delivers the window being recorded.
+        """End profiling (what leaving ``with`` does); delivers the window being recorded and
+        gives the model its own ``forward`` back.
 
         Example:
             >>> p = Profiler(torch.nn.ReLU(), example_inputs=torch.ones(1)); p.start()
@@ -271,21 +201,67 @@ class Profiler:
             try:
                 self._transit(self.current_action, None)
             finally:
-                self._open = False
+                self._close()
+
+    def generation_latency(self) -> dict:
+        """Time to first token and per-token decode latency of the calls recorded so far
+        (see pyfxprof/run/generation.py): ``{"generations", "ttft_ns", "decode_ns"}``, each
+        summary with count, mean, median, p90 and p99 in ns.
+
+        Example:
+            >>> p.generation_latency()["decode_ns"]["median"]  # doctest: +SKIP
+            1043210.0
+        """
+        columns = np.array(self._log, dtype=np.float64).reshape(-1, 5).T
+        return generation_latency(CallLog(columns[0], columns[1], columns[2] > 0, columns[3],
+                                          columns[4]))
+
+    def summary(self) -> str:
+        """The call groups (input signatures) with their recorded calls, nodes and FLOPs,
+        then the generation latency when decode steps were recorded.
+
+        Example:
+            >>> with Profiler(torch.nn.ReLU()) as p:
+            ...     _ = p.model(torch.ones(2))
+            >>> print(p.summary())
+            Profiler(ReLU): 1 call signature, 1 call recorded, 1 Profile
+              [0] ([2] float32): 1 call, 1 node (capture fx), 0 FLOPs
+        """
+        calls = {group.index: 0 for group in self._groups.values()}
+        for prof in self._profiles:
+            calls[prof.meta["loop"]["call_group"]] += prof.n_runs
+        lines = [f"Profiler({self.name}): {_count(len(self._groups), 'call signature')}, "
+                 f"{_count(sum(calls.values()), 'call')} recorded, "
+                 f"{_count(len(self._profiles), 'Profile')}"]
+        for group in self._groups.values():
+            lines.append(f"  [{group.index}] {group.label}: {_count(calls[group.index], 'call')}, "
+                         f"{_count(len(group.frame), 'node')} (capture {group.capture.mode}), "
+                         f"{group.flops:,} FLOPs")
+        latency = self.generation_latency()
+        if latency["decode_ns"]["count"]:
+            lines.append(format_latency(latency))
+        return "\n".join(lines)
+
+    def _close(self) -> None:
+        self._open = False
+        if self._patch is not None:
+            self._patch.restore()
+            self._patch = None
 
     def _abandon(self) -> None:
         """Leave after an exception: the open window is discarded, nothing is delivered."""
-        if self._window is not None:
-            self._close_window(deliver=False)
-        if self._graph is not None:
-            self._graph.executor.reset()
-        self._open = False
+        try:
+            if self._window is not None:
+                self._close_window(deliver=False)
+            for group in self._groups.values():
+                group.executor.reset()
+        finally:
+            self._close()
 
     def _transit(self, previous: ProfilerAction, action: ProfilerAction | None) -> None:
         """torch.profiler's state transitions, applied to the record buffer and the windows."""
         if previous == ProfilerAction.WARMUP:
-            if self._graph is not None:
-                self._graph.executor.reset()  # warm-up records are dropped every step
+            self._reset_executors()  # warm-up records are dropped every step
             if action == ProfilerAction.NONE:
                 warnings.warn("Incorrect schedule: WARMUP followed by NONE", stacklevel=3)
         if self._window is not None:
@@ -302,10 +278,13 @@ class Profiler:
             self._window.steps.append(self.step_num)
             self._window.step_starts.append(_C.now_ns())
 
+    def _reset_executors(self) -> None:
+        for group in self._groups.values():
+            group.executor.reset()
+
     def _open_window(self) -> None:
-        if self._graph is not None:
-            self._graph.executor.reset()
-        self._window = _Window(self._warmup_calls, RECORDER.dropped_total)
+        self._reset_executors()
+        self._window = Window(self._warmup_calls, RECORDER.dropped_total)
         self._warmup_calls = 0
         ranges.start_recording()
 
@@ -313,68 +292,91 @@ class Profiler:
         """Collect the window's node and range records (the buffer keeps none of them)."""
         window, self._window = self._window, None
         ranges.stop_recording()
-        timings = device_samples = None
-        if self._graph is not None:
-            timings = self._graph.executor.timings()
-            device_samples = self._graph.executor.device_samples()
-            self._graph.executor.reset()
-        range_records = ranges.collect()
-        if deliver:
-            self._deliver(window, timings, range_records, device_samples)
-
-    def _deliver(self, window: _Window, timings: RunTimings | None, records: Records,
-                 device_samples: np.ndarray | None = None) -> None:
-        steps = f"{window.steps[0]}..{window.steps[-1]}"
-        if timings is None or timings.intervals.shape[0] == 0:
-            warnings.warn(f"steps {steps} recorded no complete call of p.model; no Profile "
-                          "delivered", stacklevel=4)
+        collected = collect(list(self._groups.values()))
+        records = ranges.collect()
+        if not deliver:
             return
-        meta = self._window_meta(window, timings)
-        graph = self._graph
-        profile = build_profile(graph.frame, timings, graph.executor.marks_per_run, meta,
-                                device_samples)
-        profile = ranges.with_ranges(profile, records, np.asarray(window.step_starts, np.int64))
-        self._windows += 1
-        self._profiles.append(profile)
-        if self.on_trace_ready is not None:
-            self.on_trace_ready(profile)
-
-    def _window_meta(self, window: _Window, timings: RunTimings) -> dict:
-        graph, first = self._graph, window.first_call or {}
         schedule_name = getattr(self.schedule, "__name__", None) or repr(self.schedule)
-        return run_meta(
-            self.module, self.name, device=graph.device,
-            device_events=graph.executor.device is not None, executor=graph.executor,
-            captured=graph.capture, timings=timings, warmup=window.warmup_calls,
-            mode="hooks" if graph.hooks else "codegen", grad=first.get("grad"),
-            input_shapes=first.get("input_shapes", ""),
-            dropped_records=RECORDER.dropped_total - window.dropped_before,
-            training=first.get("training"),
-            loop={"window": self._windows, "steps": [window.steps[0], window.steps[-1]],
-                  "schedule": schedule_name})
+        context = {"model": self.name, "module": self.module, "window": self._windows,
+                   "schedule": schedule_name}
+        profiles = window_profiles(window, collected, records, context)
+        if profiles:
+            self._windows += 1
+        for profile in profiles:
+            self._profiles.append(profile)
+            if self.on_trace_ready is not None:
+                self.on_trace_ready(profile)
 
-    def _call(self, args: tuple, kwargs: dict) -> Any:
-        """One ``p.model`` call: the model itself, or the instrumented graph when warming up or
-        recording."""
+    def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
+        """The model's ``forward`` while the block is open (see model_patch.ForwardPatch)."""
+        if self._inside or not self._open:
+            return forward(*args, **kwargs)
+        self._inside = True
+        try:
+            return self._profiled_call(forward, args, kwargs)
+        finally:
+            self._inside = False
+
+    def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
+        """One call of the model: itself in NONE steps, else its group's instrumented capture
+        (captured first when its signature is new)."""
         action = self.current_action
-        if not self._open:
-            return self.module(*args, **kwargs)
-        if self._graph is None:
-            self._graph = capture_graph(self.module, args, kwargs, self._tracer_options)
-        if action == ProfilerAction.NONE:
-            return self.module(*args, **kwargs)
-        graph = self._graph
-        positional = graph.positional(args, kwargs)
-        if self.module.training != graph.training and not graph.hooks and not self._mode_warned:
-            self._mode_warned = True
-            warnings.warn("the model's training flag changed since it was captured; leaf modules "
-                          "follow it, but code branching on self.training elsewhere keeps the "
-                          "captured mode", stacklevel=3)
+        if action == ProfilerAction.NONE and self._groups:
+            return forward(*args, **kwargs)
+        captured_at = _C.now_ns()
+        group = self._group_for(args, kwargs, forward)
+        if group is None or action == ProfilerAction.NONE:
+            return forward(*args, **kwargs)
+        self._check_training_flag(group)
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
-        elif self._window.first_call is None:
-            self._window.first_call = {"grad": torch.is_grad_enabled(),
-                                       "training": self.module.training,
-                                       "input_shapes": describe(positional)}
-        return graph.run(positional)
+            return group.run(args, kwargs)
+        self._window.note_call(group, self.module, args, kwargs)
+        start = _C.now_ns()
+        output = group.run(args, kwargs)
+        end = _C.now_ns()
+        self._log_call(group, start, end, start - captured_at)
+        return output
 
+    def _log_call(self, group: CallGroup, start: int, end: int, capture_ns: int) -> None:
+        """Log the call for generation_latency(); the time spent capturing a new signature
+        before it is taken out of the gap since the previous call."""
+        shape = primary_shape(group.key)
+        cost = group.executor.marks_per_run * group.executor.calibration.overhead_ns
+        self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost,
+                          capture_ns))
+
+    def _group_for(self, args: tuple, kwargs: dict, forward: Callable) -> CallGroup | None:
+        """The call group of these arguments, captured (and analysed on copies) when new."""
+        try:
+            key = signature_key(bind_inputs(self._signature, args, kwargs))
+        except PyfxprofError:  # not a valid call: the model raises its own error
+            return None
+        group = self._groups.get(key)
+        if group is not None:
+            return group
+        if len(self._groups) >= MAX_CALL_GROUPS:
+            if "groups" not in self._warned:
+                self._warned.add("groups")
+                too_many_groups_warning(self.name)
+            return None
+        inside, self._inside = self._inside, True
+        try:
+            group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
+                                  self._tracer_options)
+        finally:
+            self._inside = inside
+        self._groups[key] = group
+        return group
+
+    def _check_training_flag(self, group: CallGroup) -> None:
+        if (self.module.training != group.training and not group.hooks
+                and "training" not in self._warned):
+            self._warned.add("training")
+            warnings.warn("the model's training flag changed since it was captured; leaf "
+                          "modules follow it, but code branching on self.training elsewhere "
+                          "keeps the captured mode", stacklevel=5)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -213,12 +213,16 @@ def _step_of(step_starts: np.ndarray, stamps: np.ndarray) -> np.ndarray:
 
 
 def per_run_columns(spans: Spans, step_starts: np.ndarray, run_starts: np.ndarray,
-                    overhead_ns: float) -> tuple[np.ndarray, np.ndarray, int]:
+                    overhead_ns: float, window_run_starts: np.ndarray | None = None,
+                    ) -> tuple[np.ndarray, np.ndarray, int]:
     """(range ids, int64 (runs, ranges) durations, spans left out) for a window's runs.
 
     A span belongs to the step it began in; a range's time in a step is the sum of its spans
     there, minus ``overhead_ns`` each (clamped at 0). The step's first run (model call)
     carries it, the step's later runs get 0; spans of steps without a run are left out.
+    ``window_run_starts`` (default: ``run_starts``) are the starts of every run of the window
+    when ``run_starts`` are only some of them (one call group of several): a run carries its
+    step's ranges only if it is the step's first run among them all.
 
     Example:
         >>> s = Spans(np.array([3, 3]), np.array([10, 12]), np.array([100, 50]))
@@ -232,13 +236,14 @@ def per_run_columns(spans: Spans, step_starts: np.ndarray, run_starts: np.ndarra
     sums = np.zeros((len(step_starts), len(ids)), dtype=np.int64)
     kept = span_step >= 0
     np.add.at(sums, (span_step[kept], column[kept]), durations[kept])
-    by_time = np.argsort(run_starts, kind="stable")
-    first = np.ones(len(by_time), dtype=bool)
-    first[1:] = run_step[by_time][1:] != run_step[by_time][:-1]
-    carries = np.zeros(len(run_starts), dtype=bool)
-    carries[by_time] = first & (run_step[by_time] >= 0)
+    window = run_starts if window_run_starts is None else np.asarray(window_run_starts)
+    window_step = _step_of(step_starts, window)
+    in_step = window_step >= 0
+    first_start = np.full(len(step_starts), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_start, window_step[in_step], window[in_step].astype(np.int64))
+    carries = (run_step >= 0) & (run_starts == first_start[np.clip(run_step, 0, None)])
     columns = np.where(carries[:, None], sums[np.clip(run_step, 0, None)], 0).astype(np.int64)
-    lost = int(np.count_nonzero(~np.isin(span_step, run_step[carries])))
+    lost = int(np.count_nonzero(~np.isin(span_step, window_step[in_step])))
     return ids, columns, lost
 
 
@@ -267,8 +272,10 @@ def range_rows(nodes: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     return pd.concat([nodes, rows.astype(nodes.dtypes.to_dict())], ignore_index=True)
 
 
-def with_ranges(profile: Profile, records: Records, step_starts: np.ndarray) -> Profile:
-    """``profile`` plus one row per user range recorded in its window (see per_run_columns).
+def with_ranges(profile: Profile, records: Records, step_starts: np.ndarray,
+                window_run_starts: np.ndarray | None = None) -> Profile:
+    """``profile`` plus one row per user range recorded in its window (see per_run_columns;
+    ``window_run_starts``: the starts of all the window's runs, when ``profile`` has some).
 
     Coverage and run totals stay those of the model's nodes. Adds meta ``ranges`` (names),
     ``range_overhead_ns`` (subtracted per span) and ``ranges_left_out`` (spans in steps
@@ -281,7 +288,8 @@ def with_ranges(profile: Profile, records: Records, step_starts: np.ndarray) -> 
     if len(spans.ids) == 0 or profile.run_starts is None:
         return profile
     overhead = range_overhead_ns()
-    ids, columns, lost = per_run_columns(spans, step_starts, profile.run_starts, overhead)
+    ids, columns, lost = per_run_columns(spans, step_starts, profile.run_starts, overhead,
+                                         window_run_starts)
     names = [_REGISTRY.name_of(int(i)) for i in ids]
     meta = {**profile.meta, "ranges": names, "range_overhead_ns": overhead,
             "ranges_left_out": lost}

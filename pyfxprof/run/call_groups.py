@@ -1,0 +1,164 @@
+"""The Profiler's call groups: calls of a model grouped by input signature (a prefill and a
+decode step of ``generate`` are two groups), each captured, analysed and instrumented once.
+
+The analysis run of a group never sees the caller's own arguments: it runs on copies
+(tensors detached and cloned, other objects such as KV caches deep-copied), so a cache the
+caller owns is not appended to and in-place state is untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pandas as pd
+import torch
+
+from ..capture.analysis import describe
+from ..capture.inputs import BoundInputs, bind_inputs
+from ..capture.model_state import evaluation_mode
+from ..capture.tracing import Capture
+from ..errors import PyfxprofError, first_line
+from ..timing.device_events import ensure_cuda_runtime
+from ..timing.executors import CodegenExecutor
+from ..timing.hooks import HooksExecutor
+from .runner import device_of, executor_for, prepare, warn_fallback
+
+#: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
+MAX_CALL_GROUPS = 16
+_FLAGS = (bool, type(None))
+
+
+def signature_key(bound: BoundInputs) -> tuple:
+    """What groups calls (their inputs bound by capture.inputs.bind_inputs): each argument's
+    position or keyword and kind, with the full shape of the first tensor argument only.
+    Other tensors count by dtype and rank, so a mask growing by one position each decode
+    step keeps its calls in one group; flags (bools, None) count by value, other objects (a
+    KV cache) by type.
+
+    Example:
+        >>> ids, mask = torch.zeros(1, 8, dtype=torch.long), torch.ones(1, 9)
+        >>> signature_key(BoundInputs((ids, mask), {"use_cache": True}))
+        ((0, 'int64', (1, 8)), (1, 'float32', 2), ('use_cache', True))
+    """
+    key, primary_seen = [], False
+    for name, value in [*enumerate(bound.args), *bound.kwargs.items()]:
+        if isinstance(value, torch.Tensor):
+            dtype = str(value.dtype).replace("torch.", "")
+            key.append((name, dtype, tuple(value.shape) if not primary_seen else value.dim()))
+            primary_seen = True
+        elif isinstance(value, _FLAGS):
+            key.append((name, value))
+        else:
+            key.append((name, type(value).__name__))
+    return tuple(key)
+
+
+def primary_shape(key: tuple) -> tuple | None:
+    """The shape of the first tensor argument recorded in a signature key (None: no tensor).
+
+    Example:
+        >>> primary_shape((("x", "float32", (2, 3)), ("y", "float32", 2)))
+        (2, 3)
+    """
+    return next((entry[2] for entry in key if len(entry) == 3 and isinstance(entry[2], tuple)),
+                None)
+
+
+def analysis_copy(value: Any) -> Any:
+    """A copy of call arguments the analysis run may consume: tensors detached and cloned,
+    tuples, lists and dicts copied item by item, other objects (caches) deep-copied.
+
+    Example:
+        >>> x = torch.zeros(2); y = analysis_copy({"x": x}); _ = y["x"].add_(1); x.tolist()
+        [0.0, 0.0]
+    """
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(analysis_copy(item) for item in value)
+    if isinstance(value, dict):
+        return {name: analysis_copy(item) for name, item in value.items()}
+    if isinstance(value, (bool, int, float, str, type(None), torch.dtype, torch.device)):
+        return value
+    try:
+        return copy.deepcopy(value)
+    except Exception as error:
+        raise PyfxprofError(
+            f"cannot copy a {type(value).__name__} argument for pyfxprof's analysis run "
+            f"({type(error).__name__}: {first_line(error)}); the model is never analysed on "
+            "the caller's own stateful arguments — pass example_inputs the Profiler can "
+            "copy") from None
+
+
+@dataclass
+class CallGroup:
+    """The calls of one input signature: their capture, executor and nodes table (shapes
+    and FLOPs from the group's own analysis run)."""
+
+    index: int
+    key: tuple
+    label: str
+    capture: Capture
+    frame: pd.DataFrame
+    flops: int
+    executor: CodegenExecutor | HooksExecutor
+    signature: inspect.Signature
+    training: bool
+    device: str
+
+    @property
+    def hooks(self) -> bool:
+        """True when the model runs itself with marking hooks (hooks or whole capture)."""
+        return isinstance(self.executor, HooksExecutor)
+
+    def run(self, args: tuple, kwargs: dict) -> Any:
+        """One timed call; module hooks, if any, exist only during it."""
+        if self.hooks:
+            with self.executor:
+                return self.executor.run(args, kwargs)
+        return self.executor.run(bind_inputs(self.signature, args, kwargs).args)
+
+
+def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
+                  call_target: Callable | None = None,
+                  tracer_options: tuple = ((), (), None)) -> CallGroup:
+    """Capture ``model`` for calls like ``model(*args, **kwargs)`` as
+    ``pyfxprof.profile(capture="auto")`` does, run the untimed analysis on copies of the
+    arguments in eval mode without grad (flags restored), and build the executor.
+    `call_target` is what a hooks executor calls (default: the model).
+
+    Example:
+        >>> g = capture_group(torch.nn.Linear(2, 2), (torch.zeros(1, 2),), {}, (), 0)
+        >>> g.frame["output_shapes"].tolist()[-1], g.hooks, g.label
+        ('[1, 2] float32', False, '([1, 2] float32)')
+    """
+    label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
+    with evaluation_mode(model), torch.inference_mode():
+        prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), "auto",
+                           tracer_options)
+    warn_fallback(prepared.captured, "auto")
+    device = device_of(model, prepared.args)
+    on_cuda = device.startswith("cuda")
+    if on_cuda and prepared.analysis is None:
+        ensure_cuda_runtime()
+    executor = executor_for(model, prepared, "codegen", on_cuda)
+    if isinstance(executor, HooksExecutor):
+        executor.kwargs = {}  # every call passes its own: the analysis copies are not kept
+        if prepared.captured.mode == "hooks":
+            executor.model = call_target or model
+    gm = prepared.captured.graph_module
+    signature = inspect.signature((model if gm is None else gm).forward)
+    return CallGroup(index, key, label, prepared.captured,
+                     prepared.frame, prepared.flops, executor, signature, model.training,
+                     device)
+
+
+def too_many_groups_warning(model_name: str) -> None:
+    """Warned once when calls of a new signature exceed MAX_CALL_GROUPS."""
+    warnings.warn(f"pyfxprof: {model_name} was called with more than {MAX_CALL_GROUPS} "
+                  "distinct input signatures; calls of further signatures run unprofiled",
+                  stacklevel=4)

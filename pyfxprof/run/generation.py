@@ -1,0 +1,100 @@
+"""Per-step latency of generation loops from the Profiler's log of model calls: time to first
+token (the prefill call) and per-token decode latency.
+
+A generation starts at a call whose first tensor argument holds more than one position
+along its last dimension (the prompt, ``input_ids`` ``[batch, prompt_len]``), or at the first
+call logged; the calls after it whose first tensor argument holds one position (one new
+token per sequence) are its decode steps.
+
+- time to first token: the prefill call's duration (the forward that computes the first
+  token's logits);
+- per-token decode latency: for each decode step, the time from the end of the previous
+  call to the end of this one: the step's forward plus the loop's own work between calls
+  (sampling, stopping checks, preparing the next inputs), i.e. what each token costs.
+
+The calibrated cost of the call's marks is subtracted from both, as from run totals, and
+so is the time the Profiler spent capturing a new input signature between two calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..data.units import format_ns
+
+_QUANTILES = {"median": 50, "p90": 90, "p99": 99}
+
+
+@dataclass
+class CallLog:
+    """Model calls timed by a Profiler, in call order (int64 ns arrays of equal length).
+
+    single_token: the call's first tensor argument holds one position along its last
+    dimension (a decode step). cost_ns: the calibrated instrumentation cost of the call.
+    paused_ns: time the Profiler spent before the call's start capturing its signature.
+    """
+
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    single_token: np.ndarray
+    cost_ns: np.ndarray
+    paused_ns: np.ndarray
+
+
+def _summary(values: np.ndarray) -> dict:
+    """count, mean and the quantiles of `values` (ns as float; NaN when empty)."""
+    out = {"count": int(values.size)}
+    if values.size == 0:
+        return {**out, "mean": float("nan"), **dict.fromkeys(_QUANTILES, float("nan"))}
+    quantiles = np.percentile(values, list(_QUANTILES.values()))
+    return {**out, "mean": float(values.mean()),
+            **{name: float(q) for name, q in zip(_QUANTILES, quantiles)}}
+
+
+def generation_latency(log: CallLog) -> dict:
+    """``{"generations", "ttft_ns", "decode_ns"}``: the number of generations, and summaries
+    (count, mean, median, p90, p99; ns) of the time to first token and of the per-token
+    decode latency.
+
+    Example:
+        >>> log = CallLog(np.array([0, 120, 150, 180]), np.array([100, 130, 160, 195]),
+        ...               np.array([False, True, True, True]), np.zeros(4), np.zeros(4))
+        >>> found = generation_latency(log)
+        >>> found["generations"], found["ttft_ns"]["median"], found["decode_ns"]["median"]
+        (1, 100.0, 30.0)
+    """
+    starts, ends = np.asarray(log.start_ns, np.float64), np.asarray(log.end_ns, np.float64)
+    cost, paused = np.asarray(log.cost_ns, np.float64), np.asarray(log.paused_ns, np.float64)
+    decode = np.asarray(log.single_token, bool).copy()
+    if decode.size:
+        decode[0] = False  # the first logged call starts a generation
+    prefill = ~decode
+    previous_end = np.concatenate([[np.nan], ends[:-1]])
+    return {"generations": int(prefill.sum()),
+            "ttft_ns": _summary((ends - starts - cost)[prefill]),
+            "decode_ns": _summary((ends - previous_end - cost - paused)[decode])}
+
+
+def format_latency(latency: dict) -> str:
+    """Two lines: time to first token and per-token decode latency (with tokens/s).
+
+    Example:
+        >>> log = CallLog(np.array([0, 120]), np.array([100, 130]), np.array([False, True]),
+        ...               np.zeros(2), np.zeros(2))
+        >>> print(format_latency(generation_latency(log)))
+        time to first token: 100 ns (1 prefill)
+        per-token decode latency: median 30 ns, p90 30 ns, p99 30 ns over 1 token (33333333 tokens/s)
+    """
+    ttft, decode = latency["ttft_ns"], latency["decode_ns"]
+    first = (f"time to first token: {format_ns(ttft['median'])}"
+             + (f" median, p90 {format_ns(ttft['p90'])}" if ttft["count"] > 1 else "")
+             + f" ({ttft['count']} prefill{'s' if ttft['count'] != 1 else ''})")
+    if decode["count"] == 0:
+        return first + "\nper-token decode latency: no decode step"
+    rate = 1e9 / decode["median"] if decode["median"] > 0 else float("inf")
+    tokens = f"{decode['count']} token{'s' if decode['count'] != 1 else ''}"
+    return (first + f"\nper-token decode latency: median {format_ns(decode['median'])}, "
+            f"p90 {format_ns(decode['p90'])}, p99 {format_ns(decode['p99'])} over {tokens} "
+            f"({rate:.0f} tokens/s)")

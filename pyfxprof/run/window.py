@@ -1,0 +1,101 @@
+"""An active window of the Profiler and the Profiles it ends in: one per call group (input
+signature) with calls recorded in the window, each with the shapes and FLOPs of its group."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..capture.analysis import describe
+from ..data.profile import Profile
+from ..timing.durations import RunTimings
+from ..timing.recorder import RECORDER, Records
+from . import ranges
+from .call_groups import CallGroup
+from .metadata import run_meta
+from .runner import build_profile
+
+
+@dataclass
+class Window:
+    """An active window in progress: its steps, their start times, and per call group what
+    its first call in the window saw (grad, training, input shapes)."""
+
+    warmup_calls: int
+    dropped_before: int
+    steps: list[int] = field(default_factory=list)
+    step_starts: list[int] = field(default_factory=list)
+    first_calls: dict[int, dict] = field(default_factory=dict)
+
+    def note_call(self, group: CallGroup, module: torch.nn.Module, args: tuple,
+                  kwargs: dict) -> None:
+        """Remember the group's first call in the window (later calls cost a dict lookup)."""
+        if group.index not in self.first_calls:
+            shapes = describe(args) if not kwargs else describe({**dict(enumerate(args)),
+                                                                 **kwargs})
+            self.first_calls[group.index] = {"grad": torch.is_grad_enabled(),
+                                             "training": module.training,
+                                             "input_shapes": shapes}
+
+
+@dataclass
+class Collected:
+    """What one call group recorded in a window."""
+
+    group: CallGroup
+    timings: RunTimings
+    device_samples: np.ndarray | None
+
+
+def collect(groups: list[CallGroup]) -> list[Collected]:
+    """Every group's records of the window; the record buffer keeps none of them."""
+    found = []
+    for group in groups:
+        timings = group.executor.timings()
+        found.append(Collected(group, timings, group.executor.device_samples()))
+        group.executor.reset()
+    return found
+
+
+def window_profiles(window: Window, collected: list[Collected], records: Records,
+                    context: dict) -> list[Profile]:
+    """One Profile per group with complete calls in the window, in the groups' order.
+
+    `context` holds the Profiler's part of the metadata: model, module, window (number)
+    and schedule (name). User ranges are rows of every Profile; a step's ranges are carried
+    by the step's first call over all groups (so they are counted once).
+    """
+    used = [c for c in collected if c.timings.intervals.shape[0] > 0]
+    steps = f"{window.steps[0]}..{window.steps[-1]}"
+    if not used:
+        warnings.warn(f"steps {steps} recorded no complete call of the model; no Profile "
+                      "delivered", stacklevel=5)
+        return []
+    window_starts = np.concatenate([c.timings.run_starts for c in used])
+    step_starts = np.asarray(window.step_starts, np.int64)
+    profiles = []
+    for found in used:
+        meta = _meta(window, found, context)
+        profile = build_profile(found.group.frame, found.timings,
+                                found.group.executor.marks_per_run, meta, found.device_samples)
+        profiles.append(ranges.with_ranges(profile, records, step_starts, window_starts))
+    return profiles
+
+
+def _meta(window: Window, found: Collected, context: dict) -> dict[str, Any]:
+    group, first = found.group, window.first_calls.get(found.group.index, {})
+    return run_meta(
+        context["module"], context["model"], device=group.device,
+        device_events=group.executor.device is not None, executor=group.executor,
+        captured=group.capture, timings=found.timings, warmup=window.warmup_calls,
+        mode="hooks" if group.hooks else "codegen", grad=first.get("grad"),
+        input_shapes=first.get("input_shapes", ""),
+        dropped_records=RECORDER.dropped_total - window.dropped_before,
+        training=first.get("training"), flops=group.flops,
+        loop={"window": context["window"], "steps": [window.steps[0], window.steps[-1]],
+              "schedule": context["schedule"], "call_group": group.index,
+              "signature": group.label})

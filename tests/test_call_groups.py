@@ -1,0 +1,72 @@
+"""Tests of the Profiler's call groups (pyfxprof.run.call_groups): signatures and analysis copies."""
+
+import inspect
+import threading
+
+import pytest
+import torch
+
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.capture.inputs import bind_inputs
+from pyfxprof.run.call_groups import analysis_copy, capture_group, primary_shape, signature_key
+
+
+def _forward(input_ids, past=None, mask=None, use_cache=False, **kwargs):
+    return input_ids
+
+
+SIGNATURE = inspect.signature(_forward)
+
+
+def _key(*args, **kwargs):
+    return signature_key(bind_inputs(SIGNATURE, args, kwargs))
+
+
+def test_positional_and_keyword_calls_of_one_signature_share_a_key():
+    ids = torch.zeros(1, 8, dtype=torch.long)
+    assert _key(ids, mask=torch.ones(1, 8)) == _key(mask=torch.ones(1, 8), input_ids=ids)
+    assert _key(ids, extra=3) == ((0, "int64", (1, 8)), (1, None), (2, None), (3, False),
+                                  ("extra", "int"))
+
+
+def test_decode_steps_share_a_key_while_the_prompt_differs():
+    prompt = _key(torch.zeros(1, 8, dtype=torch.long), mask=torch.ones(1, 8))
+    steps = {_key(torch.zeros(1, 1, dtype=torch.long), mask=torch.ones(1, 8 + k))
+             for k in range(1, 5)}
+    assert len(steps) == 1 and prompt not in steps
+    assert primary_shape(prompt) == (1, 8) and primary_shape(next(iter(steps))) == (1, 1)
+
+
+def test_flags_count_by_value_and_objects_by_type():
+    ids = torch.zeros(2, 3)
+    assert _key(ids, use_cache=True) != _key(ids, use_cache=False)
+    assert _key(ids, past=[1]) == _key(ids, past=[2, 3]) != _key(ids, past=(1,))
+    assert primary_shape(_key(past=None)) is None
+
+
+class _Cache:
+    def __init__(self):
+        self.layers = [torch.zeros(2)]
+
+
+def test_analysis_copies_share_no_state_with_the_callers_arguments():
+    cache, x = _Cache(), torch.ones(2, requires_grad=True)
+    y = x * 2  # a non-leaf tensor: deepcopy alone would refuse it
+    copied = analysis_copy(((y,), {"past": cache, "flags": [True, None]}))
+    copied[1]["past"].layers[0].add_(1)
+    copied[0][0].add_(1)
+    assert cache.layers[0].tolist() == [0.0, 0.0] and y.tolist() == [2.0, 2.0]
+    assert copied[1]["flags"] == [True, None] and not copied[0][0].requires_grad
+
+
+def test_an_argument_that_cannot_be_copied_is_a_one_line_error():
+    with pytest.raises(PyfxprofError, match="cannot copy a lock argument"):
+        analysis_copy({"lock": threading.Lock()})
+
+
+def test_a_group_is_analysed_on_its_own_inputs():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 2))
+    group = capture_group(model, (torch.zeros(3, 4),), {}, ("key",), 5)
+    assert (group.index, group.key, group.label) == (5, ("key",), "([3, 4] float32)")
+    assert group.frame["input_shapes"].tolist() == ["([3, 4] float32)"]
+    assert group.flops == 3 * 4 * 2 * 2 and not group.hooks

@@ -1,0 +1,37 @@
+"""Tests of routing a model's forward through the Profiler (pyfxprof.run.model_patch)."""
+
+import inspect
+
+import torch
+
+from pyfxprof.run.model_patch import ForwardPatch
+
+
+def test_the_wrapper_sees_every_call_and_keeps_the_signature():
+    model, seen = torch.nn.Linear(2, 2), []
+
+    def wrapper(forward, args, kwargs):
+        seen.append((args, kwargs))
+        return forward(*args, **kwargs)
+
+    signature = inspect.signature(model.forward)
+    patch = ForwardPatch(model, wrapper)
+    x = torch.zeros(1, 2)
+    model(x)
+    model(input=x)
+    assert inspect.signature(model.forward) == signature
+    assert model.forward.__name__ == "forward" and len(seen) == 2
+    patch.restore()
+    patch.restore()  # idempotent
+    model(x)
+    assert len(seen) == 2 and "forward" not in vars(model)
+
+
+def test_an_instance_forward_is_restored_as_the_same_object():
+    model = torch.nn.ReLU()
+    own = lambda x: x + 1  # noqa: E731
+    vars(model)["forward"] = own
+    patch = ForwardPatch(model, lambda forward, args, kwargs: forward(*args) * 10)
+    assert model(torch.ones(1)).item() == 20.0
+    patch.restore()
+    assert vars(model)["forward"] is own and model(torch.ones(1)).item() == 2.0
