@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.capture.inputs import bind_inputs
+from pyfxprof.capture.inputs import BoundInputs, bind_inputs
 from pyfxprof.run.call_groups import analysis_copy, capture_group, primary_shape, signature_key
 
 
@@ -41,7 +41,7 @@ def test_flags_count_by_value_and_objects_by_type():
     ids = torch.zeros(2, 3)
     assert _key(ids, use_cache=True) != _key(ids, use_cache=False)
     assert _key(ids, past=[1]) == _key(ids, past=[2, 3]) != _key(ids, past=(1,))
-    assert primary_shape(_key(past=None)) is None
+    assert primary_shape(signature_key(BoundInputs((None, 3), {}))) is None
 
 
 class _Cache:
