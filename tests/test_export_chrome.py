@@ -52,77 +52,150 @@ def complete_events(trace, tid=HOST_TID):
     return [e for e in trace["traceEvents"] if e["ph"] == "X" and e["tid"] == tid]
 
 
+def assert_strictly_nested(events):
+    """Trace Event Format nesting on each (pid, tid): two slices either nest or do not touch;
+    events already sorted parents first (by ts, then longer first)."""
+    tracks = {}
+    for event in events:
+        if event["ph"] == "X":
+            tracks.setdefault((event["pid"], event["tid"]), []).append(event)
+    for track in tracks.values():
+        assert track == sorted(track, key=lambda e: (e["ts"], -e["dur"]))
+        open_ends = []
+        for event in track:
+            start, end = round(event["ts"] * 1000), round((event["ts"] + event["dur"]) * 1000)
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1], event
+            open_ends.append(end)
+
+
+def steps(events):
+    return [e for e in events if e["name"].startswith(("ProfilerStep#", "device step"))]
+
+
 def test_top_level_and_metadata_events():
     trace = chrome_trace(make_profile(device=SAMPLES * 2))
-    assert set(trace) == {"traceEvents", "displayTimeUnit", "otherData"}
+    assert set(trace) == {"schemaVersion", "distributedInfo", "traceEvents", "displayTimeUnit",
+                          "otherData"}
     assert trace["displayTimeUnit"] == "ns"
+    assert trace["distributedInfo"] == {"backend": "none", "rank": 0, "world_size": 1}
     names = {(e["name"], e.get("tid"), e["args"].get("name")) for e in trace["traceEvents"]
              if e["ph"] == "M"}
-    assert ("process_name", None, "pyfxprof toy") in names
+    assert ("process_name", None, "pyfxprof toy (rank 0)") in names
     assert ("thread_name", HOST_TID, "host") in names
     assert ("thread_name", DEVICE_TID, "device cuda:0") in names
     assert trace["otherData"]["runs_exported"] == [0, 1, 2]
+    assert trace["otherData"]["producer"] == "pyfxprof"
+
+
+def test_rank_and_world_size_fill_distributed_info_and_pid():
+    trace = chrome_trace(make_profile(), rank=3, world_size=8)
+    assert trace["distributedInfo"] == {"backend": "none", "rank": 3, "world_size": 8}
+    assert {e["pid"] for e in trace["traceEvents"]} == {3}
+
+
+def test_display_unit_fits_the_runs():
+    assert chrome_trace(make_profile())["displayTimeUnit"] == "ns"
+    slow = Profile(make_nodes(), SAMPLES * 1000, TOTALS * 1000, {"model": "slow"})
+    assert chrome_trace(slow)["displayTimeUnit"] == "ms"
 
 
 def test_host_events_hand_computed_layout():
     events = complete_events(chrome_trace(make_profile()))
     got = [(e["name"], e["ts"], e["dur"]) for e in events]
+    # runs exactly bracket their nodes: run 0 ends at 620 ns (c ends), run 1 at 640 ns
     assert got == [
-        ("run 0", 0.0, 0.7), ("a", 0.0, 0.1), ("b", 0.11, 0.2), ("c", 0.32, 0.3),
-        ("run 1", 0.7, 0.64), ("a", 0.7, 0.11), ("b", 0.82, 0.21), ("c", 1.04, 0.3),
-        ("run 2", 1.34, 0.9), ("a", 1.34, 0.1), ("b", 1.45, 0.2), ("c", 1.66, 0.5),
+        ("ProfilerStep#0", 0.0, 0.62), ("a", 0.0, 0.1), ("b", 0.11, 0.2),
+        ("blk", 0.32, 0.3), ("c", 0.32, 0.3),
+        ("ProfilerStep#1", 0.62, 0.64), ("a", 0.62, 0.11), ("b", 0.74, 0.21),
+        ("blk", 0.96, 0.3), ("c", 0.96, 0.3),
+        ("ProfilerStep#2", 1.26, 0.82), ("a", 1.26, 0.1), ("b", 1.37, 0.2),
+        ("blk", 1.58, 0.5), ("c", 1.58, 0.5),
     ]
-    assert all(e["pid"] == 1 for e in events)
+    assert all(e["pid"] == 0 for e in events)
+    assert {e["cat"] for e in steps(events)} == {"user_annotation"}
+    assert steps(events)[1]["args"] == {"run": 1, "run_total_ns": 600}
 
 
 def test_fractional_overhead_gives_ns_precision():
     events = complete_events(chrome_trace(make_profile(overhead=52.4)))
-    assert [e["ts"] for e in events[1:4]] == [0.0, 0.152, 0.405]  # 100+52.4, 300+104.8 rounded
+    assert [e["ts"] for e in events[1:5]] == [0.0, 0.152, 0.405, 0.405]  # 100+52.4, 300+104.8
 
 
 def test_node_args_with_and_without_extra_columns():
     plain = complete_events(chrome_trace(make_profile()))[1]
     assert plain["args"] == {"op": "call_module", "target": "conv", "module_path": "conv",
                              "module_type": "Conv2d"}
-    assert plain["cat"] == "call_module"
-    nodes = make_nodes(input_shapes=["[1, 3]", "[2]", None], flops=[64, 0, 0],
-                       inputs=[("x",), ("a",), ("b",)], ratio=[0.5, float("nan"), 1.0])
-    rich = complete_events(chrome_trace(make_profile(nodes=nodes)))[1]["args"]
-    assert rich["input_shapes"] == "[1, 3]" and rich["flops"] == 64 and rich["inputs"] == ["x"]
-    third = complete_events(chrome_trace(make_profile(nodes=nodes)))[3]["args"]
-    assert "input_shapes" not in third and "ratio" in third
-    assert "ratio" not in complete_events(chrome_trace(make_profile(nodes=nodes)))[2]["args"]
+    assert plain["cat"] == "cpu_op"
+    nodes = make_nodes(input_shapes=["([1, 3] float32, int)", "[2] int64", None],
+                       flops=[64, 0, 0], inputs=[("x",), ("a",), ("b",)],
+                       ratio=[0.5, float("nan"), 1.0])
+    events = [e for e in complete_events(chrome_trace(make_profile(nodes=nodes)))
+              if e["cat"] == "cpu_op"]
+    rich = events[0]["args"]
+    assert rich["input_shapes"] == "([1, 3] float32, int)" and rich["flops"] == 64
+    assert rich["inputs"] == ["x"]
+    assert rich["Input Dims"] == [[1, 3], []] and rich["Input type"] == ["float32", "int"]
+    assert events[1]["args"]["Input Dims"] == [[2]]
+    third = events[2]["args"]
+    assert "input_shapes" not in third and "Input Dims" not in third and "ratio" in third
+    assert "ratio" not in events[1]["args"]
 
 
-def assert_nested(events):
-    """Every node event lies within the run event that precedes it on its track."""
-    run = None
-    for event in events:
-        if event["cat"] == "run":
-            run = event
-            continue
-        assert run is not None
-        assert event["ts"] >= run["ts"] - 1e-9
-        assert event["ts"] + event["dur"] <= run["ts"] + run["dur"] + 1e-9
-    runs = [e for e in events if e["cat"] == "run"]
-    for first, second in zip(runs, runs[1:]):
-        assert first["ts"] + first["dur"] <= second["ts"] + 1e-9
+def nested_nodes():
+    """Two blocks of a Sequential, each with a conv (a call_module) and an add; a shared relu
+    called twice in a row (two separate calls, never one merged slice)."""
+    stacks = [("seq", "seq.0", "seq.0.conv"), ("seq", "seq.0"), ("seq", "seq.1", "seq.1.conv"),
+              ("seq", "seq.1"), ("relu",), ("relu",)]
+    return pd.DataFrame({
+        "index": range(6), "name": ["c0", "add0", "c1", "add1", "relu", "relu_1"],
+        "op": ["call_module", "call_function", "call_module", "call_function", "call_module",
+               "call_module"],
+        "target": ["seq.0.conv", "add", "seq.1.conv", "add", "relu", "relu"],
+        "module_path": ["seq.0.conv", "seq.0", "seq.1.conv", "seq.1", "relu", "relu"],
+        "module_type": ["Conv2d", "Block", "Conv2d", "Block", "ReLU", "ReLU"],
+        "module_stack": stacks})
+
+
+def test_module_levels_are_nested_slices():
+    samples = np.array([[100, 10, 200, 20, 5, 6]], dtype=np.int64)
+    prof = Profile(nested_nodes(), samples, np.array([400]), {"model": "m", "overhead_ns": 0.0})
+    events = complete_events(chrome_trace(prof))
+    modules = [(e["name"], e["ts"], e["dur"], e["args"]["level"]) for e in events
+               if e["cat"] == "python_function"]
+    assert modules == [("seq", 0.0, 0.33, 0), ("seq.0", 0.0, 0.11, 1),
+                       ("seq.1", 0.11, 0.22, 1)]
+    assert [e["name"] for e in events if e["cat"] == "cpu_op"] == [
+        "c0", "add0", "c1", "add1", "relu", "relu_1"]
+    assert_strictly_nested(events)
+
+
+def test_overlapping_run_starts_are_pushed_back():
+    # runs 1 and 2 claim to start before run 0 ended: they move to its end, never overlap
+    trace = chrome_trace(make_profile(run_starts=np.array([1000, 1100, 1200])))
+    assert [e["ts"] for e in steps(complete_events(trace))] == [0.0, 0.62, 1.26]
+    assert_strictly_nested(trace["traceEvents"])
 
 
 @pytest.mark.parametrize("run_starts", [False, True])
-def test_every_node_event_nests_in_its_run(run_starts):
+def test_every_slice_nests_strictly(run_starts):
     trace = chrome_trace(random_profile(run_starts=run_starts))
     for tid in (HOST_TID, DEVICE_TID):
         events = complete_events(trace, tid)
         assert len(events) == 20 * 16
-        assert_nested(events)
+        for step in steps(events):  # a run lasts exactly until its last node ends
+            inside = [e for e in events if step["ts"] <= e["ts"] < step["ts"] + step["dur"] - 1e-6
+                      and e is not step]
+            assert max(e["ts"] + e["dur"] for e in inside) == pytest.approx(
+                step["ts"] + step["dur"], abs=1e-6)
+    assert_strictly_nested(trace["traceEvents"])
 
 
 def test_run_starts_place_runs():
     starts = np.array([5_000_000, 5_002_000, 5_010_500])
     trace = chrome_trace(make_profile(run_starts=starts))
-    runs = [e for e in complete_events(trace) if e["cat"] == "run"]
-    assert [e["ts"] for e in runs] == [0.0, 2.0, 10.5]
+    assert [e["ts"] for e in steps(complete_events(trace))] == [0.0, 2.0, 10.5]
     assert trace["otherData"]["time_origin_ns"] == 5_000_000
 
 
@@ -130,18 +203,20 @@ def test_device_track_laid_back_to_back():
     device = np.array([[1000, 2000, 3000], [1, 1, 1], [5, 5, 5]])
     trace = chrome_trace(make_profile(device=device))
     events = complete_events(trace, DEVICE_TID)
-    assert [(e["name"], e["ts"], e["dur"]) for e in events[:4]] == [
-        ("run 0", 0.0, 6.0), ("a", 0.0, 1.0), ("b", 1.0, 2.0), ("c", 3.0, 3.0)]
-    host_runs = [e for e in complete_events(trace) if e["cat"] == "run"]
-    assert host_runs[1]["ts"] == 6.0  # run 0 lasts as long as its device work
+    assert [(e["name"], e["ts"], e["dur"]) for e in events[:5]] == [
+        ("device step 0", 0.0, 6.0), ("a", 0.0, 1.0), ("b", 1.0, 2.0), ("blk", 3.0, 3.0),
+        ("c", 3.0, 3.0)]
+    assert {e["cat"] for e in events} == {"gpu_user_annotation", "python_function"}
+    host_steps = steps(complete_events(trace))
+    assert host_steps[0]["dur"] == 0.62 and host_steps[1]["ts"] == 6.0  # after device work
     assert not complete_events(chrome_trace(make_profile()), DEVICE_TID)
 
 
 def test_runs_selection():
     events = complete_events(chrome_trace(make_profile(), runs=[2, 0, 2]))
-    assert [e["name"] for e in events if e["cat"] == "run"] == ["run 0", "run 2"]
-    assert [e["ts"] for e in events if e["cat"] == "run"] == [0.0, 0.7]
-    assert len(complete_events(chrome_trace(make_profile(), runs=range(1, 3)))) == 8
+    assert [e["name"] for e in steps(events)] == ["ProfilerStep#0", "ProfilerStep#2"]
+    assert [e["ts"] for e in steps(events)] == [0.0, 0.62]
+    assert len(complete_events(chrome_trace(make_profile(), runs=range(1, 3)))) == 10
     assert not complete_events(chrome_trace(make_profile(), runs=[]))
     for bad in ([3], [-1], [0.5]):
         with pytest.raises(ValueError, match=r"runs must be indices in 0..2"):
@@ -162,9 +237,9 @@ def test_written_file_is_valid_json(tmp_path, name):
     raw = path.read_bytes()
     text = gzip.decompress(raw) if name.endswith(".gz") else raw
     trace = json.loads(text)
-    assert [e["name"] for e in complete_events(trace)] == ["run 1", "a", "b", "c"]
+    assert [e["name"] for e in complete_events(trace)] == ["ProfilerStep#1", "a", "b", "blk", "c"]
     export_chrome_trace(make_profile(), tmp_path / "plain.json")
-    assert json.loads((tmp_path / "plain.json").read_text())["displayTimeUnit"] == "ns"
+    assert '"rank": 0' in (tmp_path / "plain.json").read_text()  # HTA looks for this text
 
 
 def test_unwritable_path_is_a_clear_error(tmp_path):

@@ -105,8 +105,8 @@ def test_ranges_in_another_thread_are_recorded():
 def test_ranges_show_in_the_chrome_trace():
     prof = _profile_of(lambda p: _spin_in("data", 1_000))
     events = [e for e in chrome_trace(prof)["traceEvents"] if e.get("name") == "range:data"]
-    assert len(events) == 3 and {e["cat"] for e in events} == {"range"}
-    assert events[0]["args"]["target"] == "data"
+    assert len(events) == 3 and {e["cat"] for e in events} == {"user_annotation"}
+    assert events[0]["args"]["target"] == "data" and events[0]["args"]["op"] == "range"
 
 
 def test_only_active_steps_are_recorded_and_the_buffer_is_left_empty():

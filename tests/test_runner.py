@@ -98,3 +98,22 @@ def test_non_module_is_refused():
 def test_model_without_operations_is_refused():
     with pytest.raises(PyfxprofError, match="no operations to time"):
         pyfxprof.profile(torch.nn.Identity(), (torch.zeros(1),), runs=1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: pyfxprof.profile(),
+    lambda: pyfxprof.profile(activities=[torch.profiler.ProfilerActivity.CPU]),
+    lambda: pyfxprof.profile(Net(), (net_input(),), record_shapes=True, on_trace_ready=print),
+])
+def test_torch_profiler_style_use_fails_at_once_pointing_to_profiler(call, monkeypatch):
+    monkeypatch.setattr("pyfxprof.run.runner.prepare", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(PyfxprofError, match=r"use `with pyfxprof\.Profiler\(model") as error:
+        call()
+    assert "\n" not in str(error.value)
+
+
+def test_a_finished_profile_is_not_a_context_manager():
+    prof = pyfxprof.profile(Net(), (net_input(),), runs=1, warmup=0)
+    with pytest.raises(PyfxprofError, match=r"not a context manager.*pyfxprof\.Profiler"):
+        with prof:
+            pass

@@ -119,3 +119,28 @@ def test_refuses_directory_without_traces_and_directory_as_file(tmp_path):
         load_trace(tmp_path)
     with pytest.raises(PyfxprofError, match="it is a directory"):
         read_json(tmp_path)
+
+
+def test_own_chrome_trace_reads_back_one_run_per_step(tmp_path):
+    from pyfxprof.data.profile import Profile
+    from toy_profiles import toy_nodes
+    nodes = toy_nodes()
+    samples = np.array([[100, 200, 300, 400], [110, 210, 310, 410]], dtype=np.int64)
+    prof = Profile(nodes, samples, np.array([1200, 1300]), {"model": "toy", "overhead_ns": 7.0},
+                   device_samples=samples * 2)
+    prof.export_chrome_trace(tmp_path / "own.json")
+    back = load_trace(tmp_path / "own.json")
+    assert back.nodes["name"].tolist() == nodes["name"].tolist()  # no steps, modules, device
+    assert back.n_runs == 2 and (back.samples == samples).all()
+    assert (back.nodes["calls"] == 1.0).all()
+    ops = diff(tmp_path / "own.json", tmp_path / "own.json").ops_diff()
+    assert len(ops["unchanged"]) == 4 and not ops["added"] and not ops["deleted"]
+
+
+def test_old_own_trace_run_events_are_not_ops(tmp_path):
+    events = [{"ph": "X", "cat": "run", "name": f"run {i}", "ts": 10.0 * i, "dur": 9.0}
+              for i in range(3)]
+    events += [{"ph": "X", "cat": "call_module", "name": "conv1", "ts": 10.0 * i, "dur": 4.0}
+               for i in range(3)]
+    (tmp_path / "old.json").write_text(json.dumps({"traceEvents": events}))
+    assert load_trace(tmp_path / "old.json").nodes["name"].tolist() == ["conv1"]

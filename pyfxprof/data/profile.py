@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..errors import PyfxprofError
 from .stats import STAT_COLUMNS, node_statistics, summary_of_totals
 from .units import format_ns
 
@@ -223,8 +224,11 @@ class Profile:
         from .persist import save_profile
         save_profile(self, path)
 
-    def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100) -> None:
-        """Write a Chrome/Perfetto trace of ``runs`` (default all, capped); see export_chrome."""
+    def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100, *,
+                            use_python_export: bool = False) -> None:
+        """Write a Chrome/Perfetto trace of ``runs`` (default all, capped); see
+        views.chrome_trace. ``use_python_export`` is accepted (and has nothing to choose) so
+        that ``torch.profiler.tensorboard_trace_handler(dir)`` works as ``on_trace_ready``."""
         from ..views.chrome_trace import export_chrome_trace
         export_chrome_trace(self, path, runs=runs, max_runs=max_runs)
 
@@ -256,6 +260,14 @@ class Profile:
         from ..views import report
         view = report.build_view(self, top=report.HTML_TOP)
         return report.render_html(view)
+
+    def __enter__(self):
+        raise PyfxprofError("a Profile is a finished result, not a context manager: call "
+                            "prof = pyfxprof.profile(model, inputs), or profile a loop with "
+                            "`with pyfxprof.Profiler(model, schedule=...) as p:`")
+
+    def __exit__(self, *exc_info) -> None:  # never reached: __enter__ refuses
+        return None
 
     def __repr__(self) -> str:
         median = summary_of_totals(self.run_totals)["median"]

@@ -70,23 +70,57 @@ def trace_files(path) -> list[Path]:
     return files
 
 
+def _own_trace(data: dict) -> bool:
+    """True for a trace written by pyfxprof's own export (views.chrome_trace)."""
+    other = data.get("otherData")
+    return isinstance(other, dict) and other.get("producer") == "pyfxprof"
+
+
+def _rows(events: list, own: bool) -> list[tuple]:
+    """(name, cat, ts, dur) of the op events: every complete event of a torch.profiler trace
+    but its session span; only the node slices (cpu_op, user ranges) of a pyfxprof trace,
+    whose steps, module slices and device track are not ops. Old pyfxprof traces: "run N"
+    events left out."""
+    keep = []
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        cat, name = e.get("cat"), str(e.get("name"))
+        if own and not (cat == "cpu_op" or (cat == "user_annotation"
+                                              and not name.startswith("ProfilerStep#"))):
+            continue
+        if cat in SKIPPED_CATEGORIES or (cat == "run" and name.startswith("run ")):
+            continue
+        keep.append((name if own else _STEP.sub(r"\1", name), str(cat or ""), e.get("ts"),
+                     e.get("dur", 0)))
+    return keep
+
+
+def _step_starts(events: list) -> np.ndarray:
+    """Sorted start times (µs) of the ProfilerStep#N slices of a pyfxprof trace."""
+    return np.sort([float(e["ts"]) for e in events if isinstance(e, dict) and e.get("ph") == "X"
+                    and str(e.get("name", "")).startswith("ProfilerStep#")
+                    and e.get("cat") == "user_annotation"])
+
+
 def _complete_events(data, path) -> pd.DataFrame:
-    """Columns name, cat, ts, dur (µs, float) of the op events ("ph": "X") of one trace."""
+    """Columns name, cat, ts, dur (µs, float) and step (the run within the file: the
+    ProfilerStep of a pyfxprof trace, else 0) of the op events of one trace."""
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise PyfxprofError(f"cannot read {path}: no traceEvents list; expected a torch.profiler "
                             "Chrome trace (export_chrome_trace)")
-    rows = [(_STEP.sub(r"\1", str(e.get("name"))), str(e.get("cat", "")), e.get("ts"),
-             e.get("dur", 0))
-            for e in events if isinstance(e, dict) and e.get("ph") == "X"
-            and e.get("cat") not in SKIPPED_CATEGORIES]
-    frame = pd.DataFrame(rows, columns=["name", "cat", "ts", "dur"])
+    own = _own_trace(data)
+    frame = pd.DataFrame(_rows(events, own), columns=["name", "cat", "ts", "dur"])
     frame["ts"] = pd.to_numeric(frame["ts"], errors="coerce")
     frame["dur"] = pd.to_numeric(frame["dur"], errors="coerce").fillna(0.0)
     frame = frame.dropna(subset=["ts"])
     if frame.empty:
         raise PyfxprofError(f"cannot read {path}: no complete (\"ph\": \"X\") op events to "
                             "aggregate; was the profiler active?")
+    steps = _step_starts(events) if own else np.zeros(0)
+    where = np.searchsorted(steps, frame["ts"].to_numpy(), side="right") - 1
+    frame["step"] = np.clip(where, 0, None) if steps.size else 0
     return frame
 
 
@@ -97,34 +131,39 @@ def _span_ns(frame: pd.DataFrame) -> int:
 
 
 def profile_from_traces(traces, name: str) -> Profile:
-    """A Profile of parsed traces ``[(path, data), ...]``: one node per op name, one run each.
+    """A Profile of parsed traces ``[(path, data), ...]``: one node per op name, one run per
+    file (per ``ProfilerStep#N`` for traces written by pyfxprof itself).
 
     Node columns: ``name`` and ``target`` = op name (``ProfilerStep#N`` becomes
     ``ProfilerStep``), ``op`` = event category of its first event (``cpu_op``, ``kernel``, …),
     ``module_path`` / ``module_type`` = "", ``module_stack`` = (), and ``calls`` = events per
-    file (float, mean over files). ``meta["device"]`` is "cuda" when a trace lists
-    ``deviceProperties``, else "cpu". ``samples[f, i]`` = summed duration (inclusive, ns) of op i
-    in file f; ``run_totals[f]`` = first event start to last event end of file f (ns).
+    run (float, mean over runs). ``meta["device"]`` is "cuda" when a trace lists
+    ``deviceProperties``, else "cpu". ``samples[r, i]`` = summed duration (inclusive, ns) of op
+    i in run r; ``run_totals[r]`` = first event start to last event end of run r (ns).
     """
     frames = [_complete_events(data, path) for path, data in traces]
-    events = pd.concat(frames, keys=range(len(frames)), names=["run", None]).reset_index("run")
+    events = pd.concat(frames, keys=range(len(frames)), names=["file", None]).reset_index("file")
+    run_codes = np.unique(events[["file", "step"]].to_numpy(dtype=np.int64), axis=0,
+                          return_inverse=True)[1].ravel()
     codes, names = pd.factorize(events["name"])
-    runs = events["run"].to_numpy()
-    samples = np.zeros((len(frames), len(names)), dtype=np.int64)
+    n_runs = int(run_codes.max()) + 1
+    samples = np.zeros((n_runs, len(names)), dtype=np.int64)
     calls = np.zeros(len(names), dtype=np.float64)
-    np.add.at(samples, (runs, codes), np.rint(events["dur"].to_numpy() * 1000.0).astype(np.int64))
+    np.add.at(samples, (run_codes, codes),
+              np.rint(events["dur"].to_numpy() * 1000.0).astype(np.int64))
     np.add.at(calls, codes, 1.0)
     first_cat = events.groupby(codes, sort=True)["cat"].first().to_numpy()
     nodes = pd.DataFrame({
         "index": np.arange(len(names)), "name": list(names), "op": first_cat,
         "target": list(names), "module_path": "", "module_type": "",
-        "module_stack": [()] * len(names), "calls": calls / len(frames),
+        "module_stack": [()] * len(names), "calls": calls / n_runs,
     })
     device = "cuda" if any(isinstance(data, dict) and data.get("deviceProperties")
                            for _, data in traces) else "cpu"
-    meta = {"model": name, "device": device, "source": "torch.profiler trace", "runs": len(frames),
+    meta = {"model": name, "device": device, "source": "torch.profiler trace", "runs": n_runs,
             "trace_files": [str(path) for path, _ in traces]}
-    return Profile(nodes, samples, np.array([_span_ns(f) for f in frames]), meta)
+    totals = [_span_ns(run) for _, run in events.groupby(run_codes, sort=True)]
+    return Profile(nodes, samples, np.array(totals, dtype=np.int64), meta)
 
 
 def load_trace(path) -> Profile:

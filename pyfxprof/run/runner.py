@@ -29,11 +29,12 @@ from ..timing.recorder import RECORDER
 from ..timing.durations import RunTimings
 
 
-def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, warmup: int = 10,
-            mode: str = "codegen", *, grad: bool = False, name: str | None = None,
-            leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
+def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
+            warmup: int = 10, mode: str = "codegen", *, grad: bool = False,
+            name: str | None = None, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
             concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,
-            device: str | None = None, device_events: bool | None = None) -> Profile:
+            device: str | None = None, device_events: bool | None = None,
+            **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
     The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
@@ -61,6 +62,7 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
         >>> prof.n_nodes, prof.n_runs
         (2, 5)
     """
+    _refuse_context_manager_use(model, torch_profiler_options)
     _check_arguments(model, runs, warmup, mode)
     model, example_inputs = place_on_device(model, example_inputs, device)
     where = device_of(model, example_inputs if isinstance(example_inputs, tuple) else ())
@@ -83,6 +85,15 @@ def profile(model: torch.nn.Module, example_inputs: Any = (), runs: int = 50, wa
                     flops=prepared.flops, **prepared.memory_meta)
     return build_profile(frame, timings, executor.marks_per_run, meta,
                           executor.device_samples())
+
+
+def _refuse_context_manager_use(model: Any, options: dict) -> None:
+    """torch.profiler habits (no model, `activities=`, `schedule=`...) fail before any work."""
+    if model is None or options:
+        what = "no model" if model is None else f"unexpected arguments {sorted(options)}"
+        raise PyfxprofError(f"pyfxprof.profile(model, inputs) times a model and returns a "
+                            f"Profile ({what}); for `with ... as p:` loops like torch.profiler "
+                            "use `with pyfxprof.Profiler(model, schedule=...) as p:`")
 
 
 def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:

@@ -1,16 +1,25 @@
 """Chrome / Perfetto trace export (Trace Event Format JSON, gzip when the name ends in .gz).
 
-One complete event ("ph": "X") per node per run on a host track, nested inside a "run N"
-event; a device track with the same layout when the Profile has ``device_samples``.
+The trace reads like a Kineto (torch.profiler) trace, so Perfetto, chrome://tracing,
+speedscope, Holistic Trace Analysis and torch-tb-profiler all open it:
+
+- one ``ProfilerStep#N`` slice (cat ``user_annotation``) per exported run N on the host track,
+  lasting exactly from its first node's start to its last node's end;
+- inside it, one slice per module call level (cat ``python_function``, named by module path),
+  bracketing the contiguous nodes under that module;
+- inside those, one slice per node (cat ``cpu_op``; ``user_annotation`` for user ranges) with
+  the node's columns as args, and Kineto's ``Input Dims`` / ``Input type`` lists;
+- a device track with the same layout (cat ``gpu_user_annotation``) when the Profile has
+  ``device_samples``;
+- ``distributedInfo`` (rank and world size) at the top level; the process id is the rank.
 
 Timeline (an approximation: the Profile keeps durations, not per-node timestamps): node i of
 a run starts at the run start + the sum of the durations of nodes 0..i-1 + i x
 ``meta["overhead_ns"]`` (the calibrated cost of one mark, subtracted from the samples, added
 back once per node boundary), rounded to whole ns. Device nodes are laid back to back from the
-run start (launch latency is not recorded). A run event lasts max(run total, end of its last
-host or device node), so every node event nests inside it. Runs are placed at
-``run_starts`` (relative to the first exported run) when the Profile has them, else back to
-back in the order exported.
+run start (launch latency is not recorded). Runs are placed at ``run_starts`` (relative to the
+first exported run) when the Profile has them, else back to back; a run never starts before
+the previous one ended on either track, so every slice nests strictly.
 """
 
 from __future__ import annotations
@@ -24,10 +33,12 @@ import pandas as pd
 
 from ..data.persist import open_output
 from ..data.profile import NODE_COLUMNS, Profile
+from .trace_slices import input_dims, module_blocks
 
-PID = 1
 HOST_TID = 1
 DEVICE_TID = 2
+#: Median run at least this long (ns): the viewer shows ms, else ns (the only two choices).
+MS_DISPLAY_FROM_NS = 100_000
 _NODE_ARGS = ("op", "target", "module_path", "module_type")
 
 
@@ -48,12 +59,16 @@ def _plain(value):
 
 
 def _node_args(profile: Profile) -> list[dict]:
-    """Per node: op, target, module path and type, then every known extra column value."""
+    """Per node: op, target, module path and type, every known extra column value, and
+    Kineto's ``Input Dims`` / ``Input type`` when the node has input shapes."""
     extra = [c for c in profile.nodes.columns if c not in NODE_COLUMNS]
     args = []
     for row in profile.nodes[list(_NODE_ARGS) + extra].itertuples(index=False):
         values = {k: _plain(v) for k, v in zip(_NODE_ARGS + tuple(extra), row)}
-        args.append({k: v for k, v in values.items() if v is not None})
+        node = {k: v for k, v in values.items() if v is not None}
+        if isinstance(node.get("input_shapes"), str):
+            node["Input Dims"], node["Input type"] = input_dims(node["input_shapes"])
+        args.append(node)
     return args
 
 
@@ -80,101 +95,135 @@ def _offsets(durations: np.ndarray, per_boundary: float) -> np.ndarray:
     return np.rint(before + per_boundary * np.arange(durations.shape[1])).astype(np.int64)
 
 
-def timeline(profile: Profile, chosen: np.ndarray) -> dict:
-    """Integer-ns layout of the ``chosen`` runs: run starts and durations, node starts.
+def _ends(starts: np.ndarray, durations: np.ndarray) -> np.ndarray:
+    """End of each run's last node relative to its run start (0 for a run without nodes)."""
+    return (starts + durations).max(axis=1, initial=0)
 
-    Keys: run_start (k,), run_dur (k,), host_start (k, n), device_start (k, n) or None,
-    origin (profiler-clock ns of time 0, or None without run_starts); see the module docstring.
+
+def timeline(profile: Profile, chosen: np.ndarray) -> dict:
+    """Integer-ns layout of the ``chosen`` runs: run starts, node starts, per-track run ends.
+
+    Keys: run_start (k,), host_start (k, n), host_end (k,), device_start (k, n) and
+    device_end (k,) or None, origin (profiler-clock ns of time 0, or None without
+    run_starts); see the module docstring. Runs never overlap: run k+1 starts at or after
+    the end of run k on both tracks.
     """
     overhead = profile.meta.get("overhead_ns")
     overhead = float(overhead) if overhead is not None and math.isfinite(overhead) else 0.0
     host = profile.samples[chosen]
     host_start = _offsets(host, overhead)
-    ends = [profile.run_totals[chosen], (host_start + host).max(axis=1, initial=0)]
-    device_start = None
+    layout = {"host_start": host_start, "host_end": _ends(host_start, host),
+              "device_start": None, "device_end": None, "origin": None}
+    span = layout["host_end"]
     if profile.device_samples is not None:
         device = profile.device_samples[chosen]
-        device_start = _offsets(device, 0.0)
-        ends.append((device_start + device).max(axis=1, initial=0))
-    run_dur = np.maximum.reduce(ends)
-    origin = None
+        layout["device_start"] = _offsets(device, 0.0)
+        layout["device_end"] = _ends(layout["device_start"], device)
+        span = np.maximum(span, layout["device_end"])
+    back_to_back = np.cumsum(span) - span
     if profile.run_starts is not None and len(chosen):
-        origin = int(profile.run_starts[chosen].min())
-        run_start = profile.run_starts[chosen] - origin
+        layout["origin"] = int(profile.run_starts[chosen].min())
+        wanted = profile.run_starts[chosen] - layout["origin"]
+        layout["run_start"] = np.maximum.accumulate(wanted - back_to_back) + back_to_back
     else:
-        run_start = np.cumsum(run_dur) - run_dur
-    return {"run_start": run_start, "run_dur": run_dur, "host_start": host_start,
-            "device_start": device_start, "origin": origin}
+        layout["run_start"] = back_to_back
+    return layout
 
 
-def _us(ns: np.ndarray) -> list:
-    """Integer ns as µs floats with ns precision (3 decimals), as nested Python lists."""
-    return np.round(np.asarray(ns, dtype=np.float64) / 1000.0, 3).tolist()
+def _complete(name: str, cat: str, where: tuple, ts_ns: int, dur_ns: int, args: dict) -> dict:
+    pid, tid = where
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
+            "ts": round(ts_ns / 1000.0, 3), "dur": round(dur_ns / 1000.0, 3), "args": args}
 
 
-def _complete(name: str, cat: str, tid: int, ts_us: float, dur_us: float, args: dict) -> dict:
-    return {"name": name, "cat": cat, "ph": "X", "ts": ts_us, "dur": dur_us,
-            "pid": PID, "tid": tid, "args": args}
-
-
-def _metadata_events(profile: Profile) -> list[dict]:
+def _metadata_events(profile: Profile, pid: int, rank: int) -> list[dict]:
     meta = profile.meta
     threads = [(HOST_TID, "host")]
     if profile.device_samples is not None:
         threads.append((DEVICE_TID, f"device {meta.get('device', '?')}"))
-    events = [{"name": "process_name", "ph": "M", "pid": PID,
-               "args": {"name": f"pyfxprof {meta.get('model', '?')}"}}]
+    events = [{"name": "process_name", "ph": "M", "pid": pid,
+               "args": {"name": f"pyfxprof {meta.get('model', '?')} (rank {rank})"}},
+              {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": rank}}]
     for tid, name in threads:
-        events.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": tid,
+        events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                        "args": {"name": name}})
-        events.append({"name": "thread_sort_index", "ph": "M", "pid": PID, "tid": tid,
+        events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
                        "args": {"sort_index": tid}})
     return events
 
 
-def _track_events(profile, chosen, layout, tid, starts, durations, node_args) -> list[dict]:
-    """The run events and, nested inside each, its node events on one track."""
-    names = profile.nodes["name"].tolist()
-    cats = [args.get("op", "node") for args in node_args]
-    run_ts, run_dur = _us(layout["run_start"]), _us(layout["run_dur"])
-    node_ts = _us(layout["run_start"][:, None] + starts)
-    node_dur = _us(durations)
+def _track_events(profile, chosen, layout, track: str, where: tuple, node_args) -> list[dict]:
+    """Per run: its step slice, its module slices and its node slices on one track."""
+    device = track == "device"
+    samples = profile.device_samples if device else profile.samples
+    durations = samples[chosen]
+    starts = layout["run_start"][:, None] + layout[f"{track}_start"]
+    ends, names = starts + durations, profile.nodes["name"].tolist()
+    blocks = module_blocks(profile.nodes)
+    node_cat = ["gpu_user_annotation" if device else
+                ("user_annotation" if a.get("op") == "range" else "cpu_op") for a in node_args]
+    step_cat, step_name = (("gpu_user_annotation", "device step {}") if device
+                           else ("user_annotation", "ProfilerStep#{}"))
     events = []
     for k, run in enumerate(chosen.tolist()):
-        events.append(_complete(f"run {run}", "run", tid, run_ts[k], run_dur[k],
+        run_start = int(layout["run_start"][k])
+        events.append(_complete(step_name.format(run), step_cat, where, run_start,
+                                int(layout[f"{track}_end"][k]),
                                 {"run": run, "run_total_ns": int(profile.run_totals[run])}))
-        events.extend(_complete(name, cat, tid, ts, dur, args) for name, cat, ts, dur, args
-                      in zip(names, cats, node_ts[k], node_dur[k], node_args))
+        for block in blocks:
+            first, last = block["first"], block["last"]
+            events.append(_complete(block["path"], "python_function", where,
+                                    int(starts[k, first]), int(ends[k, last] - starts[k, first]),
+                                    {"module_type": block["type"], "level": block["level"]}))
+        events.extend(_complete(name, cat, where, int(s), int(e - s), args) for name, cat, s, e,
+                      args in zip(names, node_cat, starts[k], ends[k], node_args))
     return events
 
 
-def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100) -> dict:
-    """The trace as a dict: {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}."""
+def _display_unit(profile: Profile) -> str:
+    """"ms" for runs of MS_DISPLAY_FROM_NS or more (median), else "ns"."""
+    if profile.n_runs == 0:
+        return "ns"
+    return "ms" if float(np.median(profile.run_totals)) >= MS_DISPLAY_FROM_NS else "ns"
+
+
+def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100, rank: int = 0,
+                 world_size: int = 1) -> dict:
+    """The trace of one process as a dict: {"traceEvents": [...], "displayTimeUnit": ...,
+    "distributedInfo": {"rank", "world_size"}, "otherData": {...}}. ``rank`` is also the pid,
+    so the traces of several ranks can be merged into one file.
+
+    >>> chrome_trace(prof, rank=1, world_size=4)["distributedInfo"]  # doctest: +SKIP
+    {'backend': 'none', 'rank': 1, 'world_size': 4}
+    """
     chosen = select_runs(profile, runs, max_runs)
     layout = timeline(profile, chosen)
     node_args = _node_args(profile)
-    events = _metadata_events(profile)
-    events += _track_events(profile, chosen, layout, HOST_TID, layout["host_start"],
-                            profile.samples[chosen], node_args)
+    events = _track_events(profile, chosen, layout, "host", (rank, HOST_TID), node_args)
     if profile.device_samples is not None:
-        events += _track_events(profile, chosen, layout, DEVICE_TID, layout["device_start"],
-                                profile.device_samples[chosen], node_args)
+        events += _track_events(profile, chosen, layout, "device", (rank, DEVICE_TID), node_args)
+    events.sort(key=lambda e: (e["tid"], e["ts"], -e["dur"]))  # parents first (stable sort)
     other = {key: _plain(profile.meta.get(key)) for key in ("model", "device", "overhead_ns")}
-    other.update(runs_exported=chosen.tolist(), runs_total=profile.n_runs,
+    other.update(producer="pyfxprof", runs_exported=chosen.tolist(), runs_total=profile.n_runs,
                  time_origin_ns=layout["origin"])
-    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
+    return {"schemaVersion": 1,
+            "distributedInfo": {"backend": "none", "rank": rank, "world_size": world_size},
+            "traceEvents": _metadata_events(profile, rank, rank) + events,
+            "displayTimeUnit": _display_unit(profile), "otherData": other}
 
 
-def export_chrome_trace(profile: Profile, path, runs=None, max_runs: int | None = 100) -> None:
+def export_chrome_trace(profile: Profile, path, runs=None, max_runs: int | None = 100,
+                        rank: int = 0, world_size: int = 1) -> None:
     """Write a Chrome/Perfetto trace of ``profile`` to ``path`` (gzip when it ends in .gz).
 
     ``runs``: run indices to export (default all); at most ``max_runs`` are written (the first
-    ones, with a warning; None for no cap). Open the file in https://ui.perfetto.dev or
-    chrome://tracing.
+    ones, with a warning; None for no cap). ``rank`` / ``world_size`` fill distributedInfo.
+    Open the file in https://ui.perfetto.dev, chrome://tracing, HTA or TensorBoard.
 
     >>> export_chrome_trace(prof, "trace.json.gz", runs=range(10))  # doctest: +SKIP
     """
-    trace = chrome_trace(profile, runs=runs, max_runs=max_runs)
-    text = json.dumps(trace, separators=(",", ":"), allow_nan=False)
+    trace = chrome_trace(profile, runs=runs, max_runs=max_runs, rank=rank,
+                         world_size=world_size)
+    text = json.dumps(trace, separators=(",", ": "), allow_nan=False)  # HTA finds "rank": N
     with open_output(path) as stream:
         stream.write(text)
