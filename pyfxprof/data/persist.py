@@ -19,9 +19,11 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..errors import PyfxprofError
+from . import validate
+from ..errors import PyfxprofError, first_line
 from .files import read_maybe_gzipped
 from .profile import Profile
+from .validate import FormatError
 
 FORMAT = "pyfxprof-profile"
 VERSION = 1
@@ -29,11 +31,6 @@ VERSION = 1
 GZIP_LEVEL = 3
 _NUMERIC_KINDS = "biuf"
 _TAGS = ("$tuple", "$float", "$na", "$array", "$dict")
-_ARRAY_FIELDS = ("samples", "run_totals", "device_samples", "run_starts")
-
-
-class FormatError(ValueError):
-    """A saved profile is not what version 1 of the format says (reason in the message)."""
 
 
 # ---- writing -------------------------------------------------------------------------------
@@ -125,15 +122,13 @@ def _encode_column(name, series: pd.Series) -> dict:
 
 def to_document(profile: Profile) -> dict:
     """The JSON document (plain dicts and lists) of version 1 of the format."""
-    optional = {key: getattr(profile, key) for key in ("device_samples", "run_starts")}
+    arrays = {field.key: getattr(profile, field.key) for field in validate.ARRAY_FIELDS}
     return {
         "format": FORMAT, "version": VERSION, "pyfxprof_version": __version__,
         "n_runs": profile.n_runs, "n_nodes": profile.n_nodes,
         "meta": encode_value(profile.meta),
         "nodes": [_encode_column(n, profile.nodes[n]) for n in profile.nodes.columns],
-        "samples": pack_array(profile.samples),
-        "run_totals": pack_array(profile.run_totals),
-        **{k: None if v is None else pack_array(v) for k, v in optional.items()},
+        **{k: None if v is None else pack_array(v) for k, v in arrays.items()},
     }
 
 
@@ -155,30 +150,36 @@ def save_profile(profile: Profile, path) -> None:
         with _open_text(partial, path.name.endswith(".gz")) as stream:
             stream.write(text)
         os.replace(partial, path)
-    except OSError as error:
+    except BaseException as error:  # also Ctrl-C: never leave NAME.partial behind
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
-        raise _os_error(path, error) from error
+        if isinstance(error, OSError):
+            raise _os_error(path, error) from error
+        raise
 
 
 # ---- reading -------------------------------------------------------------------------------
 
-def unpack_array(packed, what: str) -> np.ndarray:
+def unpack_array(packed, what: str, ndim: int | None = None) -> np.ndarray:
     """Inverse of :func:`pack_array`; FormatError on a bad dtype, shape or byte count."""
     if not isinstance(packed, dict) or not {"dtype", "shape", "data"} <= packed.keys():
         raise FormatError(f"{what} is not a packed array (dtype, shape, data)")
-    if not isinstance(packed["dtype"], str):
-        raise FormatError(f"{what}: dtype must be a string")
     try:
-        dtype = np.dtype(packed["dtype"])
-        shape = tuple(int(n) for n in packed["shape"])
-        raw = base64.b64decode(packed["data"])  # a corrupt string fails the byte count below
-    except (TypeError, ValueError) as error:
-        raise FormatError(f"{what}: bad packed array ({error})") from None
-    if dtype.kind not in _NUMERIC_KINDS:
-        raise FormatError(f"{what}: dtype {dtype} is not numeric")
+        dtype = validate.array_dtype(packed["dtype"])
+        shape = validate.array_shape(packed["shape"], ndim)
+    except FormatError as error:
+        raise FormatError(f"{what}: {error}") from None
+    if not isinstance(packed["data"], str):
+        raise FormatError(f"{what}: data must be a base64 string")
     expected = math.prod(shape) * dtype.itemsize
-    if any(n < 0 for n in shape) or len(raw) != expected:
+    if expected > 3 * len(packed["data"]) // 4 + 3:  # before decoding: cheap and bounded
+        raise FormatError(f"{what}: at most {3 * len(packed['data']) // 4} bytes do not fit "
+                          f"shape {list(shape)} of {dtype}")
+    try:
+        raw = base64.b64decode(packed["data"], validate=True)
+    except ValueError:
+        raise FormatError(f"{what}: data is not valid base64") from None
+    if len(raw) != expected:
         raise FormatError(f"{what}: {len(raw)} bytes do not fit shape {list(shape)} of {dtype}")
     return np.frombuffer(raw, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
 
@@ -218,78 +219,122 @@ def _decode_column(column, n_nodes: int) -> tuple[str, pd.Series]:
         raise FormatError("a nodes column has no name")
     name = column["name"]
     if "array" in column:
-        series = pd.Series(unpack_array(column["array"], f"nodes column {name!r}"))
+        series = pd.Series(unpack_array(column["array"], f"nodes column {name!r}", ndim=1))
     elif isinstance(column.get("values"), list):
-        values = decode_value(column["values"])
-        dtype = column.get("dtype", "object")
-        try:
-            series = pd.Series(values, dtype=object if dtype == "object" else dtype)
-        except (TypeError, ValueError) as error:
-            raise FormatError(f"nodes column {name!r}: cannot restore dtype {dtype}: {error}")
+        series = _value_column(name, column)
     else:
         raise FormatError(f"nodes column {name!r} has neither 'array' nor 'values'")
-    if series.ndim != 1 or len(series) != n_nodes:
+    if len(series) != n_nodes:
         raise FormatError(f"nodes column {name!r} has {len(series)} rows, expected {n_nodes}")
     return name, series
+
+
+def _value_column(name: str, column: dict) -> pd.Series:
+    dtype = column.get("dtype", "object")
+    if dtype not in validate.VALUE_COLUMN_DTYPES:
+        raise FormatError(f"nodes column {name!r}: dtype {dtype!r:.40} is not one of "
+                          f"{sorted(validate.VALUE_COLUMN_DTYPES)}")
+    values = decode_value(column["values"])
+    if dtype != "object" and not all(_is_text_cell(v) for v in values):
+        raise FormatError(f"nodes column {name!r} of dtype {dtype} holds non-string values")
+    try:
+        return pd.Series(values, dtype=object if dtype == "object" else dtype)
+    except (TypeError, ValueError) as error:
+        raise FormatError(f"nodes column {name!r}: cannot restore dtype {dtype}: "
+                          f"{first_line(error)}") from None
+
+
+def _is_text_cell(value) -> bool:
+    """A cell of a string column: text or missing (None, NaN)."""
+    return value is None or isinstance(value, str) or (
+        isinstance(value, float) and math.isnan(value))
 
 
 def _check_header(doc) -> None:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise FormatError(f"not a pyfxprof profile (no \"format\": \"{FORMAT}\" field)")
     version = doc.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise FormatError(f"unsupported format version {version!r}")
+    if not validate.is_int(version) or version < 1:
+        raise FormatError(f"unsupported format version {version!r:.40}")
     if version > VERSION:
         raise FormatError(f"written by a newer pyfxprof (format version {version} > "
                           f"{VERSION}); upgrade pyfxprof")
     missing = [k for k in ("n_nodes", "nodes", "meta", "samples", "run_totals") if k not in doc]
     if missing:
         raise FormatError(f"missing fields {missing}")
+    validate.check_fields(doc, validate.HEADER_FIELDS, "profile")
+    if not isinstance(doc["nodes"], list) or not isinstance(doc["meta"], dict):
+        raise FormatError("'nodes' must be a list of columns and 'meta' an object")
+
+
+def _decode_nodes(doc) -> pd.DataFrame:
+    columns = [_decode_column(c, doc["n_nodes"]) for c in doc["nodes"]]
+    names = [name for name, _ in columns]
+    if len(set(names)) != len(names):
+        raise FormatError("two nodes columns have the same name")
+    nodes = pd.DataFrame(dict(columns), index=pd.RangeIndex(doc["n_nodes"]))
+    validate.check_node_cells(nodes)
+    return nodes
+
+
+def _decode_arrays(doc, n_nodes: int) -> dict:
+    arrays, n_runs = {}, None
+    for field in validate.ARRAY_FIELDS:
+        if doc.get(field.key) is None:
+            if field.required:
+                raise FormatError(f"{field.key} is missing")
+            arrays[field.key] = None
+            continue
+        array = unpack_array(doc[field.key], field.key, ndim=len(field.axes))
+        expected = {"runs": array.shape[0] if n_runs is None else n_runs, "nodes": n_nodes}
+        if array.shape != tuple(expected[axis] for axis in field.axes):
+            raise FormatError(f"{field.key} has shape {list(array.shape)}, expected "
+                              f"{[expected[axis] for axis in field.axes]} (runs x nodes)")
+        n_runs = array.shape[0]
+        arrays[field.key] = validate.as_int64(array, field.key, field.non_negative)
+    if doc.get("n_runs", n_runs) != n_runs:
+        raise FormatError(f"n_runs is {doc['n_runs']!r} but samples has {n_runs} runs")
+    return arrays
 
 
 def from_document(doc) -> Profile:
-    """The Profile of a version-1 JSON document; FormatError explains any problem."""
+    """The Profile of a version-1 JSON document; FormatError explains any problem.
+
+    The coverage (a figure derived from the samples) is recomputed, not read.
+    """
     _check_header(doc)
-    n_nodes = doc["n_nodes"]
-    if not isinstance(doc["nodes"], list) or not isinstance(n_nodes, int):
-        raise FormatError("'nodes' must be a list of columns and 'n_nodes' an int")
-    nodes = pd.DataFrame(dict(_decode_column(c, n_nodes) for c in doc["nodes"]))
-    arrays = {k: None if doc.get(k) is None else unpack_array(doc[k], k) for k in _ARRAY_FIELDS}
+    nodes = _decode_nodes(doc)
+    arrays = _decode_arrays(doc, doc["n_nodes"])
+    meta = decode_value(doc["meta"])
+    validate.check_fields(meta, validate.META_FIELDS, "meta")
+    if "op" in nodes.columns:
+        mask = validate.model_nodes(nodes)
+        validate.check_runs(arrays["samples"], arrays["run_totals"], meta, mask)
+        validate.recompute_derived(arrays["samples"], arrays["run_totals"], meta, mask)
     try:
-        profile = Profile(nodes, meta=decode_value(doc["meta"]), **arrays)
+        return Profile(nodes, meta=meta, **arrays)
     except ValueError as error:
         raise FormatError(f"inconsistent profile: {error}") from None
-    if doc.get("n_runs", profile.n_runs) != profile.n_runs:
-        raise FormatError(f"inconsistent profile: n_runs is {doc['n_runs']!r} but samples "
-                          f"has {profile.n_runs} runs")
-    return profile
-
-
-def _read_text(path: Path) -> str:
-    raw = read_maybe_gzipped(path, "cannot load profile")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FormatError("not UTF-8 text, so not a JSON profile") from None
 
 
 def load_profile(path) -> Profile:
     """Read a profile written by :func:`save_profile` (gzip is detected from the content).
 
     Raises PyfxprofError naming ``path`` and the reason when the file is missing, corrupt,
-    truncated, not a pyfxprof profile, from a newer format version, or inconsistent.
+    truncated, too large, nested too deeply, not a pyfxprof profile, from a newer format
+    version, or inconsistent.
 
     >>> prof = load_profile("rn18.json.gz")  # doctest: +SKIP
     >>> prof == original  # doctest: +SKIP
     True
     """
     path = Path(path)
+    raw = read_maybe_gzipped(path, "cannot load profile")
     try:
-        text = _read_text(path)
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise FormatError(f"invalid JSON ({error})") from None
-        return from_document(doc)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError("not UTF-8 text, so not a JSON profile") from None
+        return from_document(validate.parse_json(text))
     except FormatError as error:
         raise PyfxprofError(f"cannot load profile {path}: {error}") from None

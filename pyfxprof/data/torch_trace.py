@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pandas as pd
 from ..errors import PyfxprofError
 from .files import read_maybe_gzipped
 from .profile import Profile
+from .validate import FormatError, parse_json
 
 #: File names a trace directory is searched for (tensorboard_trace_handler writes
 #: ``*.pt.trace.json`` or, with use_gzip, ``*.pt.trace.json.gz``).
@@ -45,9 +45,9 @@ def read_json(path) -> object:
     """
     raw = read_maybe_gzipped(Path(path), "cannot read")
     try:
-        return json.loads(raw)
-    except ValueError as error:
-        raise PyfxprofError(f"cannot read {path}: not JSON ({error})") from None
+        return parse_json(raw, allow_constants=True)
+    except FormatError as error:
+        raise PyfxprofError(f"cannot read {path}: not JSON we can read ({error})") from None
 
 
 def trace_files(path) -> list[Path]:

@@ -24,6 +24,7 @@ from .metadata import run_meta
 from ..capture.model_state import evaluation_mode, grad_context
 from ..capture.node_table import module_calls_frame, nodes_frame
 from ..data.profile import Profile
+from ..data.validate import run_coverage
 from .progress import Progress
 from ..timing.recorder import RECORDER
 from ..timing.durations import RunTimings
@@ -278,9 +279,7 @@ def build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
     samples = np.clip(np.rint(timings.intervals - overhead), 0, None).astype(np.int64)
     totals = np.clip(np.rint(timings.run_totals - marks_per_run * overhead), 0, None)
     totals = totals.astype(np.int64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        shares = samples.sum(axis=1) / totals
-    meta["coverage"] = float(np.median(shares)) if np.isfinite(shares).all() else 1.0
+    meta["coverage"] = run_coverage(samples, totals)
     if device_samples is not None:
         device_samples = device_samples[:samples.shape[0]]
         frame = add_device_summary(frame, samples, device_samples, totals, meta)

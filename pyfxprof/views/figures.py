@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import PyfxprofError
 
 #: Longest bar label in characters; longer ones are cut with '…'.
@@ -39,8 +41,13 @@ def save_figure(figure, path, dpi: int = 100) -> None:
     Example:
         >>> save_figure(figure, "top.png")  # doctest: +SKIP
     """
+    if Path(path).is_dir():
+        raise PyfxprofError(f"cannot write plot {path}: it is a directory; give a file name "
+                            "such as top.png")
+    # Without an extension matplotlib would write PATH.png: write exactly PATH, as PNG.
+    file_format = None if Path(path).suffix else "png"
     try:
-        figure.savefig(path, dpi=dpi)
+        figure.savefig(path, dpi=dpi, format=file_format)
     except OSError as error:
         raise PyfxprofError(f"cannot write plot {path}: {error.strerror or error}") from None
     except ValueError as error:  # e.g. an extension matplotlib has no writer for

@@ -266,7 +266,7 @@ def build_view(profile, sort_by: str = "total", top: int | None = None,
     frame = _sorted(frame, sort_by, name_column).reset_index(drop=True)
     frame["cum_pct"] = cumulative_pct(frame["pct_total"])
     shown = len(frame) if top is None else min(top, len(frame))
-    columns = list(columns or default)
+    columns = list(columns or [c for c in default if c in valid])  # launch_bound is optional
     rows = [[_truncate(c, _cell(c, v)) for c, v in zip(columns, record)]
             for record in frame.iloc[:shown][columns].itertuples(index=False)]
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]

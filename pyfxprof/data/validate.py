@@ -1,0 +1,315 @@
+"""Validation of the files pyfxprof loads: safe JSON parsing and a table-driven schema.
+
+Everything read from disk is untrusted. :func:`parse_json` caps nesting depth and integer
+size and refuses NaN/Infinity; the tables below say what each field of a saved profile must
+hold (types, shapes, ranges, cross-field consistency). A new field is one entry in a table.
+Every refusal is a :class:`FormatError` with a one-line reason; callers add the path.
+Figures derived from others (coverage) are recomputed on load, never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+#: Deepest nesting of lists/objects accepted in a loaded JSON document.
+MAX_JSON_DEPTH = 64
+#: Most digits of an integer literal (int64 and uint64 need at most 20).
+MAX_INT_DIGITS = 20
+#: Packed array dtypes accepted: plain little/big-endian integers and floats.
+ARRAY_DTYPE = re.compile(r"^[<>|=]?(b1|[iu][1248]|f[48])$")
+#: dtypes a column stored as JSON values may be restored with.
+VALUE_COLUMN_DTYPES = frozenset({"object", "str", "string"})
+
+
+class FormatError(ValueError):
+    """A loaded file is not what its format says (one-line reason in the message)."""
+
+
+# ---- JSON ------------------------------------------------------------------------------------
+
+def _refuse_constant(name: str):
+    raise FormatError(f"{name} is not valid in a saved profile (JSON has no {name})")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise FormatError(f"an integer of {len(text)} digits is too large for any field")
+    return int(text)
+
+
+def parse_json(raw: bytes | str, allow_constants: bool = False) -> Any:
+    """Parse JSON with a depth cap, an integer size cap and (unless ``allow_constants``)
+    no NaN/Infinity; FormatError with the reason otherwise.
+
+    >>> parse_json('{"a": [1, 2]}')
+    {'a': [1, 2]}
+    >>> parse_json("[" * 100 + "]" * 100)
+    Traceback (most recent call last):
+    ...
+    pyfxprof.data.validate.FormatError: JSON nested deeper than 64 levels
+    """
+    options = {} if allow_constants else {"parse_constant": _refuse_constant}
+    try:
+        doc = json.loads(raw, parse_int=_bounded_int, **options)
+    except RecursionError:
+        raise FormatError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except json.JSONDecodeError as error:
+        raise FormatError(f"invalid JSON ({error})") from None
+    except UnicodeDecodeError:
+        raise FormatError("not UTF-8 text, so not JSON") from None
+    check_depth(doc)
+    return doc
+
+
+def check_depth(doc: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """FormatError when lists/dicts in ``doc`` nest deeper than ``limit`` (no recursion).
+
+    >>> check_depth([[[]]], limit=2)
+    Traceback (most recent call last):
+    ...
+    pyfxprof.data.validate.FormatError: JSON nested deeper than 2 levels
+    """
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > limit:
+            raise FormatError(f"JSON nested deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
+# ---- value predicates ------------------------------------------------------------------------
+
+def is_int(value) -> bool:
+    """An int that is not a bool (JSON true is not a count)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_count(value) -> bool:
+    """A non-negative int."""
+    return is_int(value) and value >= 0
+
+
+def is_number(value) -> bool:
+    """A finite int or float (not a bool)."""
+    return (is_int(value) or isinstance(value, (float, np.floating))) and math.isfinite(value)
+
+
+def is_amount(value) -> bool:
+    """A finite, non-negative number."""
+    return is_number(value) and value >= 0
+
+
+def is_str(value) -> bool:
+    return isinstance(value, str)
+
+
+def is_str_or_none(value) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def is_str_list(value) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def is_str_dict(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def is_clock(value) -> bool:
+    """The clock description: a name and optional non-negative figures."""
+    return (isinstance(value, dict) and isinstance(value.get("name"), str)
+            and all(value.get(k) is None or is_amount(value[k])
+                    for k in ("resolution_ns", "read_cost_ns", "tsc_hz")))
+
+
+def is_pair_list(value) -> bool:
+    return isinstance(value, list) and all(is_str_list(p) and len(p) == 2 for p in value)
+
+
+# ---- the tables ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Field:
+    """One field: ``check(value)`` must hold; ``expected`` says what it must be."""
+
+    key: str
+    check: Callable[[Any], bool]
+    expected: str
+
+
+#: Known metadata fields (unknown ones are carried through untouched). A missing, None or
+#: NaN field (unknown) is always allowed.
+META_FIELDS = tuple(Field(k, check, expected) for keys, check, expected in (
+    (("model", "device", "mode", "capture_mode", "input_shapes", "overhead_method", "platform",
+      "cpu", "timestamp"), is_str, "a string"),
+    (("device_events",), is_str_or_none, "a string or null"),
+    (("runs", "warmup", "incomplete_runs", "dropped_records", "flops", "overhead_samples",
+      "cores", "threads", "cuda_peak_bytes"), is_count, "a non-negative integer"),
+    (("overhead_ns", "overhead_iqr_ns", "coverage", "device_busy_share"), is_amount,
+     "a finite non-negative number"),
+    (("grad",), lambda v: isinstance(v, bool), "true or false"),
+    (("capture_notes", "argv", "ranges"), is_str_list, "a list of strings"),
+    (("versions",), is_str_dict, "an object of strings"),
+    (("clock",), is_clock, "an object with a name and non-negative figures"),
+    (("fused_pairs",), is_pair_list, "a list of [name, name] pairs"),
+) for k in keys)
+
+
+def _is_stack(value) -> bool:
+    return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+
+
+def _is_shape_text(value) -> bool:
+    return value is None or isinstance(value, str) or value is pd.NA or (
+        isinstance(value, float) and math.isnan(value))
+
+
+#: Known nodes columns: each cell must pass the check. Unknown columns are carried through.
+NODE_FIELDS = (
+    Field("name", is_str, "a string"),
+    Field("op", is_str, "a string"),
+    Field("target", is_str, "a string"),
+    Field("module_path", is_str, "a string"),
+    Field("module_type", is_str, "a string"),
+    Field("module_stack", _is_stack, "a list of strings"),
+    Field("input_shapes", _is_shape_text, "a string"),
+    Field("output_shapes", _is_shape_text, "a string"),
+    *(Field(k, is_count, "a non-negative integer")
+      for k in ("flops", "out_bytes", "peak_bytes")),
+)
+
+
+@dataclass(frozen=True)
+class ArrayField:
+    """A packed int64 array of the document: its axes ("runs", "nodes") and lower bound."""
+
+    key: str
+    axes: tuple[str, ...]
+    required: bool = True
+    non_negative: bool = True
+
+
+#: The packed arrays of a saved profile, in the order the Profile takes them.
+ARRAY_FIELDS = (
+    ArrayField("samples", ("runs", "nodes")),
+    ArrayField("run_totals", ("runs",)),
+    ArrayField("device_samples", ("runs", "nodes"), required=False),
+    ArrayField("run_starts", ("runs",), required=False, non_negative=False),
+)
+
+#: Integer fields of the document itself.
+HEADER_FIELDS = (
+    Field("n_nodes", is_count, "a non-negative integer"),
+    Field("n_runs", is_count, "a non-negative integer"),
+)
+
+
+# ---- checks ------------------------------------------------------------------------------------
+
+def check_fields(values: dict, fields, where: str) -> None:
+    """FormatError naming the first field of ``fields`` present in ``values`` that fails.
+
+    >>> check_fields({"runs": 2.5}, META_FIELDS, "meta")
+    Traceback (most recent call last):
+    ...
+    pyfxprof.data.validate.FormatError: meta field 'runs' must be a non-negative integer, got 2.5
+    """
+    for field in fields:
+        value = values.get(field.key)
+        missing = value is None or (isinstance(value, float) and math.isnan(value))
+        if not missing and not field.check(value):
+            raise FormatError(f"{where} field {field.key!r} must be {field.expected}, "
+                              f"got {value!r:.40}")
+
+
+def array_dtype(text) -> np.dtype:
+    """The numpy dtype of a packed array's dtype string, only for plain numbers."""
+    if not isinstance(text, str) or not ARRAY_DTYPE.match(text):
+        raise FormatError(f"dtype {text!r:.40} is not a plain integer or float dtype")
+    return np.dtype(text)
+
+
+def array_shape(shape, ndim: int | None = None) -> tuple[int, ...]:
+    """A packed array's shape: a list of non-negative ints (of ``ndim`` entries if given)."""
+    if not isinstance(shape, list) or not all(is_count(n) for n in shape):
+        raise FormatError(f"shape {shape!r:.40} is not a list of non-negative integers")
+    if ndim is not None and len(shape) != ndim:
+        raise FormatError(f"shape {shape} has {len(shape)} dimensions, expected {ndim}")
+    return tuple(int(n) for n in shape)
+
+
+def as_int64(array: np.ndarray, what: str, non_negative: bool) -> np.ndarray:
+    """``array`` as int64 ns: integers only, no unsigned overflow, no negatives if asked."""
+    if array.dtype.kind not in "iu":
+        raise FormatError(f"{what} must hold integer ns, got dtype {array.dtype}")
+    if array.dtype.kind == "u" and array.size and array.max() > np.iinfo(np.int64).max:
+        raise FormatError(f"{what} holds values beyond int64 (unsigned overflow)")
+    array = array.astype(np.int64)
+    if non_negative and array.size and array.min() < 0:
+        raise FormatError(f"{what} holds negative durations ({int(array.min())} ns)")
+    return array
+
+
+def check_node_cells(nodes: pd.DataFrame) -> None:
+    """Every known column's cells have the right type; node names are unique."""
+    for field in NODE_FIELDS:
+        if field.key not in nodes.columns:
+            continue
+        bad = [v for v in nodes[field.key].tolist() if not field.check(v)]
+        if bad:
+            raise FormatError(f"nodes column {field.key!r} must hold {field.expected} in "
+                              f"every row, got {bad[0]!r:.40}")
+    duplicated = nodes["name"][nodes["name"].duplicated()].tolist() if "name" in nodes else []
+    if duplicated:
+        raise FormatError(f"node name {duplicated[0]!r:.40} appears more than once")
+
+
+def model_nodes(nodes: pd.DataFrame) -> np.ndarray:
+    """Mask of the model's own nodes (user ranges, op "range", are not part of the run)."""
+    return (nodes["op"] != "range").to_numpy(dtype=bool)
+
+
+def run_coverage(samples: np.ndarray, run_totals: np.ndarray) -> float:
+    """Median over runs of (sum of node samples) / run total; 1.0 when a total is 0.
+
+    >>> run_coverage(np.array([[40, 40], [50, 50]]), np.array([100, 200]))
+    0.65
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = samples.sum(axis=1) / run_totals
+    return float(np.median(shares)) if np.isfinite(shares).all() else 1.0
+
+
+def check_runs(samples: np.ndarray, run_totals: np.ndarray, meta: dict,
+               mask: np.ndarray) -> None:
+    """No single node of the model takes longer than its whole run (beyond the calibrated
+    overhead subtracted from the run total once per mark)."""
+    if not samples.size or not mask.any():
+        return
+    overhead = meta.get("overhead_ns") if is_amount(meta.get("overhead_ns")) else 0.0
+    slack = (2 * samples.shape[1] + 2) * (math.ceil(overhead) + 1)
+    longest = samples[:, mask].max(axis=1)
+    bad = np.flatnonzero(longest > run_totals + slack)
+    if bad.size:
+        run = int(bad[0])
+        raise FormatError(f"run {run}: a node took {int(longest[run])} ns but the whole run "
+                          f"{int(run_totals[run])} ns (run totals inconsistent with samples)")
+
+
+def recompute_derived(samples: np.ndarray, run_totals: np.ndarray, meta: dict,
+                      mask: np.ndarray) -> None:
+    """Replace the stored coverage (when there is one) by the one the samples give."""
+    if "coverage" in meta:
+        meta["coverage"] = (run_coverage(samples[:, mask], run_totals)
+                            if samples.shape[0] else None)
+
