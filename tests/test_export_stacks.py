@@ -3,8 +3,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pyfxprof.views.stacks import (WIDTH, export_flamegraph, export_stacks, flamegraph_svg,
-                                    folded_stacks)
+from pyfxprof.views.flamegraph import WIDTH, export_flamegraph, flamegraph_svg
+from pyfxprof.views.stacks import export_stacks, folded_stacks
 from pyfxprof.data.profile import Profile
 from tests.toy_profiles import toy_nodes
 
@@ -18,8 +18,9 @@ SVG = "{http://www.w3.org/2000/svg}"
 #   min / max            900 / 1200   2000 / 5000    299 / 301    40 / 41
 SAMPLES = np.array([[1000, 2000, 300, 40], [1200, 2100, 301, 41],
                     [900, 5000, 299, 40], [1100, 2000, 300, 40]], dtype=np.int64)
-STACKS = ["root;conv1;conv1", "root;layer1;layer1.0;layer1.0.conv1;layer1_0_conv1",
-          "root;layer1;layer1.0;layer1.0.relu;layer1_0_relu", "root;add"]
+# call_module nodes are their module's frame: no duplicated leaf (root;conv1;conv1)
+STACKS = ["root;conv1", "root;layer1;layer1.0;layer1.0.conv1",
+          "root;layer1;layer1.0;layer1.0.relu", "root;add"]
 MODULES = ["conv1", "layer1", "layer1.0", "layer1.0.conv1", "layer1.0.relu"]
 NODES = ["conv1", "layer1_0_conv1", "layer1_0_relu", "add"]
 
@@ -46,14 +47,25 @@ def test_folded_lines_hand_computed(tmp_path, metric, weights):
 
 def test_profile_method_and_default_metric(tmp_path):
     make_profile().export_stacks(tmp_path / "s.txt")
-    assert tmp_path.joinpath("s.txt").read_text().splitlines()[0] == "root;conv1;conv1 1050"
+    assert tmp_path.joinpath("s.txt").read_text().splitlines()[0] == "root;conv1 1050"
 
 
 def test_separators_in_names_are_replaced():
-    lines = folded_stacks(make_profile(names=["a;b", "c\nd", "e f", "g"]))
+    nodes = toy_nodes(["a;b", "c\nd", "e f", "g"])
+    nodes["op"] = "call_function"  # names show only for nodes that are not module calls
+    lines = folded_stacks(Profile(nodes, SAMPLES, SAMPLES.sum(axis=1)))
     assert lines[0] == "root;conv1;a:b 1050"
     assert lines[1].endswith(";c d 2050")
     assert lines[2].endswith(";e f 300")  # spaces are fine: the weight follows the last one
+
+
+def test_a_module_frame_that_is_not_its_node_keeps_the_node_name():
+    nodes = toy_nodes()
+    nodes.loc[1, "module_path"] = "layer1.0"  # e.g. a function called inside layer1.0
+    nodes.loc[1, "op"] = "call_function"
+    nodes.at[1, "module_stack"] = ("layer1", "layer1.0")
+    assert folded_stacks(make_profile().__class__(nodes, SAMPLES, SAMPLES.sum(axis=1)))[1] == (
+        "root;layer1;layer1.0;layer1_0_conv1 2050")
 
 
 def test_bad_metric():
@@ -72,6 +84,8 @@ def frames(svg_text):
     root = ET.fromstring(svg_text)
     out = []
     for group in root.iter(f"{SVG}g"):
+        if group.get("class") != "frame":
+            continue
         text = group.find(f"{SVG}text")
         out.append((group.find(f"{SVG}title").text, group.find(f"{SVG}rect").attrib,
                     None if text is None else text.text))
@@ -85,7 +99,7 @@ def test_svg_is_well_formed_and_holds_every_frame(tmp_path):
     assert root.tag == f"{SVG}svg"
     _, found = frames(path.read_text())
     names = [title.split(" (")[0] for title, _, _ in found]
-    assert sorted(names) == sorted(["root"] + MODULES + NODES)
+    assert sorted(names) == sorted(["root"] + MODULES + ["add"])  # module calls are frames
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
     assert "toy <net> & co" in texts
 
@@ -121,6 +135,27 @@ def test_custom_title_and_method(tmp_path):
     assert texts[0] == "ResNet-18" and texts[1].startswith("total per node")
 
 
+def test_height_fits_the_tree_and_the_top_row_is_not_a_copy_of_its_parents():
+    root, found = frames(flamegraph_svg(make_profile()))
+    rows = sorted({float(attrib["y"]) for _, attrib, _ in found})
+    assert len(rows) == 4  # root, layer1, layer1.0, its convs: no row of repeated node names
+    top = [title.split(" (")[0] for title, attrib, _ in found if float(attrib["y"]) == rows[0]]
+    assert sorted(top) == ["layer1.0.conv1", "layer1.0.relu"]
+    assert float(root.get("height")) == 56 + 4 * 18 + 22
+
+
+def test_svg_carries_zoom_and_search():
+    root, found = frames(flamegraph_svg(make_profile()))
+    script = root.find(f"{SVG}script").text
+    assert "function zoom" in script and "function search" in script
+    ids = {element.get("id") for element in root.iter() if element.get("id")}
+    assert {"reset", "search", "details", "matched"} <= ids
+    groups = [g for g in root.iter(f"{SVG}g") if g.get("class") == "frame"]
+    layer1 = next(g for g in groups if g.get("data-name") == "layer1")
+    assert (layer1.get("data-x"), layer1.get("data-w"), layer1.get("data-d")) == (
+        "1050", "2350", "1")
+
+
 def test_frames_show_the_last_part_of_module_paths_and_tooltips_the_whole_path():
     wide = np.array([[1000, 100_000, 100_000, 40]], dtype=np.int64)
     _, found = frames(flamegraph_svg(make_profile(samples=wide)))
@@ -128,4 +163,3 @@ def test_frames_show_the_last_part_of_module_paths_and_tooltips_the_whole_path()
     assert labels["layer1.0.conv1"] == "conv1"
     assert labels["layer1.0.relu"] == "relu"
     assert labels["layer1.0"] == "layer1.0"
-    assert labels["layer1_0_conv1"] == "layer1_0_conv1"

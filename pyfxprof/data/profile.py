@@ -238,8 +238,8 @@ class Profile:
         export_stacks(self, path, metric=metric)
 
     def export_flamegraph(self, path, metric: str = "median", title: str | None = None) -> None:
-        """Write a self-contained SVG flame graph; see export_stacks.export_flamegraph."""
-        from ..views.stacks import export_flamegraph
+        """Write a self-contained, interactive SVG flame graph; see views.flamegraph."""
+        from ..views.flamegraph import export_flamegraph
         export_flamegraph(self, path, metric=metric, title=title)
 
     def plot(self, path, top: int = 20):

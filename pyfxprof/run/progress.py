@@ -1,16 +1,32 @@
-"""A minimal progress bar on stderr for runs that take more than a couple of seconds."""
+"""Progress of the timed runs (tqdm.auto: a bar on a terminal, a widget in Jupyter).
+
+The bar is updated between runs, never inside one, so it costs nothing the runs measure.
+Runs expected to be quick, and output that is neither a terminal nor a notebook (logs, CI),
+show nothing.
+"""
 
 from __future__ import annotations
 
 import sys
-import time
 
 #: Runs expected to take less than this many seconds show no bar.
 SHOW_AFTER_S = 2.0
 
 
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (where tqdm.auto draws a widget).
+
+    >>> in_notebook()
+    False
+    """
+    shell = sys.modules.get("IPython")
+    ipython = getattr(shell, "get_ipython", lambda: None)() if shell else None
+    return ipython is not None and "IPKernelApp" in getattr(ipython, "config", {})
+
+
 class Progress:
-    """Draws `label [#####.....] done/total` on a terminal's stderr; silent elsewhere.
+    """A tqdm.auto bar over ``total`` runs, shown only when they are expected to take at least
+    SHOW_AFTER_S seconds and someone can see it (a terminal's stderr or a notebook).
 
     Example:
         >>> bar = Progress(10, "runs", expected_s=0.0)   # silent: too quick
@@ -18,26 +34,25 @@ class Progress:
     """
 
     def __init__(self, total: int, label: str, expected_s: float, stream=None) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = expected_s >= SHOW_AFTER_S and total > 0 and _is_terminal(self.stream)
-        self.total, self.label = total, label
-        self._last_draw = 0.0
+        stream = stream if stream is not None else sys.stderr
+        visible = in_notebook() or _is_terminal(stream)
+        self.enabled = expected_s >= SHOW_AFTER_S and total > 0 and visible
+        self._bar = None
+        if self.enabled:
+            from tqdm.auto import tqdm
+            self._bar = tqdm(total=total, desc=label, unit="run", file=stream, leave=False,
+                             mininterval=0.1)
 
     def update(self, done: int) -> None:
-        now = time.monotonic()
-        if not self.enabled or (now - self._last_draw < 0.1 and done < self.total):
-            return
-        self._last_draw = now
-        width = 30
-        filled = int(width * done / self.total)
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                          f"{done}/{self.total}")
-        self.stream.flush()
+        """Show ``done`` runs of the total."""
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
 
     def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\r" + " " * 60 + "\r")
-            self.stream.flush()
+        """Remove the bar."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def _is_terminal(stream) -> bool:
