@@ -1,0 +1,122 @@
+"""Profiling Hugging Face ``generate`` under ``pyfxprof.Profiler``: tiny GPT-2 and Llama built
+from configs (random weights, no hub), greedy decode with a dynamic and a static KV cache."""
+
+import copy
+import warnings
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from pyfxprof.run.loop import Profiler  # noqa: E402
+
+PROMPT, NEW_TOKENS = 6, 8
+
+
+def _gpt2():
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64,
+                                     n_positions=32, bos_token_id=0, eos_token_id=0)
+    return transformers.GPT2LMHeadModel(config)
+
+
+def _llama():
+    config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=1,
+                                      vocab_size=64, max_position_embeddings=32,
+                                      bos_token_id=0, eos_token_id=0)
+    return transformers.LlamaForCausalLM(config)
+
+
+def _model(build):
+    torch.manual_seed(0)
+    return build().eval()
+
+
+def _generate(model, ids, cache, **extra):
+    return model.generate(ids, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+                          do_sample=False, pad_token_id=0, cache_implementation=cache, **extra)
+
+
+def _profiled(model, call):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # capture fallback notes; asserted in test_loop
+        with Profiler(model) as p:
+            out = call()
+    return p, out
+
+
+@pytest.mark.parametrize("cache", [None, "static"], ids=["dynamic", "static"])
+@pytest.mark.parametrize("build", [_gpt2, _llama], ids=["gpt2", "llama"])
+def test_generate_yields_the_same_tokens_and_a_prefill_and_a_decode_profile(build, cache):
+    model = _model(build)
+    ids = torch.randint(1, 64, (1, PROMPT), generator=torch.Generator().manual_seed(1))
+    expected = _generate(model, ids, cache)
+    p, out = _profiled(model, lambda: _generate(model, ids, cache))
+    assert torch.equal(out, expected) and out.shape == (1, PROMPT + NEW_TOKENS)
+    prefill, decode = p.profiles
+    assert prefill.n_runs == 1 and decode.n_runs == NEW_TOKENS - 1
+    assert prefill.meta["input_shapes"].startswith(f"{{input_ids: [1, {PROMPT}] int64")
+    assert decode.meta["input_shapes"].startswith("{input_ids: [1, 1] int64")
+    cache_type = "StaticCache" if cache else "DynamicCache"
+    assert f"past_key_values: {cache_type}" in decode.meta["input_shapes"]
+    # each profile's shapes and FLOPs are its own: a projection of the prompt costs PROMPT
+    # times the projection of one new token
+    rows = prefill.nodes.merge(decode.nodes, on="name", suffixes=("_prefill", "_decode"))
+    projections = rows[rows["module_type_prefill"].isin(["Linear", "Conv1D"])
+                       & ~rows["module_path_prefill"].str.contains("lm_head")]
+    assert len(projections) >= 8
+    assert (projections["flops_prefill"] == PROMPT * projections["flops_decode"]).all()
+    assert (projections["flops_decode"] > 0).all()
+    first = projections.iloc[0]
+    assert f"[1, {PROMPT}, 32]" in first["input_shapes_prefill"]
+    assert "[1, 1, 32]" in first["input_shapes_decode"]
+    assert prefill.meta["flops"] > decode.meta["flops"] > 0
+    latency = p.generation_latency()
+    assert latency["generations"] == 1 and latency["ttft_ns"]["count"] == 1
+    assert latency["decode_ns"]["count"] == NEW_TOKENS - 1
+    assert 0 < latency["ttft_ns"]["median"] and 0 < latency["decode_ns"]["median"]
+
+
+def test_the_callers_cache_grows_as_without_the_profiler():
+    model = _model(_gpt2)
+    ids = torch.randint(1, 64, (1, PROMPT), generator=torch.Generator().manual_seed(2))
+    reference_cache = transformers.DynamicCache(config=model.config)
+    expected = _generate(model, ids, None, past_key_values=reference_cache)
+    cache = transformers.DynamicCache(config=model.config)
+    _, out = _profiled(model, lambda: _generate(model, ids, None, past_key_values=cache))
+    assert torch.equal(out, expected)
+    assert cache.get_seq_length() == reference_cache.get_seq_length() == PROMPT + NEW_TOKENS - 1
+    for ours, theirs in zip(cache.layers, reference_cache.layers):
+        assert torch.equal(ours.keys, theirs.keys) and torch.equal(ours.values, theirs.values)
+
+
+def test_the_model_is_restored_exactly():
+    model = _model(_llama)
+    model.model.layers[0].train()  # a mixed training state must come back as it was
+    flags = [m.training for m in model.modules()]
+    state = copy.deepcopy(model.state_dict())
+    forward, hooks = model.forward, [(dict(m._forward_hooks), dict(m._forward_pre_hooks))
+                                     for m in model.modules()]
+    ids = torch.randint(1, 64, (1, PROMPT))
+    p, _ = _profiled(model, lambda: _generate(model, ids, None))
+    assert len(p.profiles) == 2
+    assert "forward" not in vars(model) and model.forward == forward
+    assert [(dict(m._forward_hooks), dict(m._forward_pre_hooks))
+            for m in model.modules()] == hooks
+    assert [m.training for m in model.modules()] == flags
+    assert all(torch.equal(value, state[key]) for key, value in model.state_dict().items())
+
+
+def test_summary_prints_both_signatures_and_the_generation_latency():
+    model = _model(_gpt2)
+    p, _ = _profiled(model, lambda: _generate(model, torch.randint(1, 64, (1, PROMPT)), None))
+    lines = p.summary().splitlines()
+    assert lines[0] == ("Profiler(GPT2LMHeadModel): 2 call signatures, "
+                        f"{NEW_TOKENS} calls recorded, 2 Profiles")
+    assert lines[1].startswith(f"  [0] {{input_ids: [1, {PROMPT}] int64") and "1 call," in lines[1]
+    assert lines[2].startswith("  [1] {input_ids: [1, 1] int64")
+    assert f"{NEW_TOKENS - 1} calls," in lines[2]
+    assert lines[3].startswith("time to first token: ") and lines[3].endswith("(1 prefill)")
+    assert lines[4].startswith("per-token decode latency: median ")
+    assert f"over {NEW_TOKENS - 1} tokens" in lines[4]
