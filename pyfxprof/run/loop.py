@@ -309,8 +309,9 @@ class Profiler:
 
     def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """The model's ``forward`` while the block is open (see model_patch.ForwardPatch)."""
-        if self._inside or not self._open:
-            return forward(*args, **kwargs)
+        if (self._inside or not self._open
+                or (self.current_action == ProfilerAction.NONE and self._groups)):
+            return forward(*args, **kwargs)  # NONE steps capture only the first call
         self._inside = True
         try:
             return self._profiled_call(forward, args, kwargs)
@@ -321,8 +322,6 @@ class Profiler:
         """One call of the model: itself in NONE steps, else its group's instrumented capture
         (captured first when its signature is new)."""
         action = self.current_action
-        if action == ProfilerAction.NONE and self._groups:
-            return forward(*args, **kwargs)
         captured_at = _C.now_ns()
         group = self._group_for(args, kwargs, forward)
         if group is None or action == ProfilerAction.NONE:
