@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from pyfxprof.errors import PyfxprofError
+from pyfxprof.data import persist
 from pyfxprof.data.persist import decode_value, encode_value, load_profile, save_profile
 from pyfxprof.data.profile import Profile
 from tests.toy_profiles import toy_nodes
@@ -65,7 +66,7 @@ def test_file_is_versioned_json_with_packed_arrays(tmp_path):
     make_profile(runs=50).save(tmp_path / "p.json")
     doc = json.loads((tmp_path / "p.json").read_text())
     assert (doc["format"], doc["version"], doc["n_runs"], doc["n_nodes"]) == (
-        "pyfxprof-profile", 1, 50, 4)
+        "pyfxprof-profile", persist.VERSION, 50, 4)
     assert doc["samples"]["dtype"] == "<i8" and doc["samples"]["shape"] == [50, 4]
     assert isinstance(doc["samples"]["data"], str)
     assert doc["device_samples"] is None and doc["run_starts"] is None
@@ -163,9 +164,10 @@ def test_refuses_foreign_json(tmp_path, doc):
 
 def test_refuses_newer_version(tmp_path):
     doc = saved_doc(tmp_path)
-    doc["version"] = 2
+    doc["version"] = persist.VERSION + 1
     expect_refusal(write_json(tmp_path / "new.json", doc),
-                   "written by a newer pyfxprof (format version 2 > 1); upgrade pyfxprof")
+                   f"written by a newer pyfxprof (format version {persist.VERSION + 1} > "
+                   f"{persist.VERSION}); upgrade pyfxprof")
 
 
 @pytest.mark.parametrize("version", [0, "1", None, True])

@@ -1,5 +1,6 @@
 """The built-in advisor rules: fusible Conv/BN pairs, overhead-bound graphs, hotspots, low
-achieved FLOP/s, noisy measurements, known slow ops. Each registers itself with
+achieved FLOP/s, noisy measurements, known slow ops, machine noise (preempted runs), too short a
+warm-up. Each registers itself with
 ``advisor.register_rule`` and cites the nodes and times it rests on (docs/advisor.md).
 """
 
@@ -298,3 +299,75 @@ def known_slow_ops(profile, context: Context) -> list[Suggestion]:
             f"{plural(len(rows), 'node')}: {entry.label}",
             [entry.why] + context.cite_many(rows), entry.action, None, context.names(rows)))
     return found
+
+
+# --- latency rules (docs/latency.md) -------------------------------------------------------------
+
+MIN_PREEMPTED_SHARE = 0.05   # machine noise: at least this share of the runs preempted,
+TAIL_QUANTILE = 0.9          # and the runs at or above this quantile mostly preempted
+MIN_TAIL_PREEMPTED = 0.5     # (this share of them) or preempted runs this much slower:
+MIN_PREEMPTED_SLOWDOWN = 0.05
+MAX_FIRST_CALL_NODES = 3     # warm-up advice cites this many nodes with first-call costs
+
+
+@register_rule("machine_noise")
+def machine_noise(profile, context: Context) -> list[Suggestion]:
+    """Runs preempted (involuntary context switches of the profiling thread) that make up the
+    slow tail or are clearly slower: the noise is the machine, not the model."""
+    noise = profile.noise()
+    if noise is None or profile.n_runs < 2:
+        return []
+    preempted = noise["preempted"].to_numpy()
+    count = int(preempted.sum())
+    if count == 0 or count < MIN_PREEMPTED_SHARE * profile.n_runs:
+        return []
+    totals = profile.run_totals
+    tail = totals >= np.quantile(totals, TAIL_QUANTILE)
+    tail_share = float(preempted[tail].mean())
+    clean = float(np.median(totals[~preempted])) if (~preempted).any() else float("nan")
+    slowdown = float(np.median(totals[preempted])) / clean - 1 if clean > 0 else float("nan")
+    if not (tail_share >= MIN_TAIL_PREEMPTED or slowdown >= MIN_PREEMPTED_SLOWDOWN):
+        return []
+    threads, cores = profile.meta.get("threads", "?"), profile.meta.get("cores", "?")
+    evidence = [
+        f"{count} of {profile.n_runs} runs preempted (the profiling thread was switched out "
+        "involuntarily: another task took its CPU)",
+        f"{int(preempted[tail].sum())} of the {int(tail.sum())} runs at or above "
+        f"p{TAIL_QUANTILE * 100:g} were preempted",
+        f"preempted runs: median {format_ns(np.median(totals[preempted]))} against "
+        f"{format_ns(clean)} for the others ({format_pct(100 * slowdown)} slower); median "
+        f"time off the CPU {format_ns(noise['stolen_ns'][preempted].median())}",
+        f"{threads} torch threads on {cores} logical cores"]
+    return [Suggestion(
+        "machine_noise", "medium" if tail_share >= MIN_TAIL_PREEMPTED else "low",
+        "the slow runs are the machine's noise, not the model's", evidence,
+        "quote statistics without the preempted runs (prof.without_preempted(), "
+        "--exclude-preempted); for clean numbers stop other load, pin the process "
+        "(taskset -c) and use fewer torch threads than free cores (--threads)",
+        None)]
+
+
+@register_rule("warmup_too_small")
+def warmup_too_small(profile, context: Context) -> list[Suggestion]:
+    """The first timed runs are still slower than the rest (warmup.warmup_report): the
+    statistics include start-up costs; suggests the warm-up this model needs."""
+    report = profile.warmup()
+    if report.runs == 0:
+        return []
+    warmup = "?" if report.warmup is None else report.warmup
+    evidence = [f"the first {plural(report.runs, 'timed run')} (after {warmup} warm-up runs) "
+                f"are slower than the steady {format_ns(report.steady_ns)}, together by "
+                f"{format_ns(report.excess_ns)}"]
+    first_calls = profile.node_warmup().head(MAX_FIRST_CALL_NODES)
+    evidence += [f"{row.name}: first run {format_ns(row.first_ns)}, steady "
+                 f"{format_ns(row.steady_ns)} ({plural(row.warmup_runs, 'slow run')})"
+                 for row in first_calls.itertuples()]
+    needed = report.needed if report.needed is not None else report.runs
+    share = report.excess_ns / max(float(profile.run_totals.sum()), 1.0) * 100
+    return [Suggestion(
+        "warmup_too_small", "medium" if share >= MIN_NODE_PCT else "low",
+        f"warm-up too short: {plural(report.runs, 'timed run')} still warming up", evidence,
+        f"profile with warmup >= {needed} (pyfxprof.profile(..., warmup={needed}) or "
+        f"--warmup {needed}); the first calls pay one-off costs (lazy initialisation, "
+        "allocator growth, caches)", None, first_calls["name"].tolist())]
+

@@ -23,10 +23,13 @@ from . import validate
 from ..errors import PyfxprofError, first_line
 from .files import read_maybe_gzipped
 from .profile import Profile
+from .run_noise import NOISE_COLUMNS
 from .validate import FormatError
 
 FORMAT = "pyfxprof-profile"
-VERSION = 1
+#: Version 2 added ``run_noise`` (per-run context switches, CPU/wall ns); version 1 files load
+#: with ``run_noise`` None.
+VERSION = 2
 #: gzip level: on packed int64 samples, 3 is ~5x faster than zlib's default 6 and ~6% larger.
 GZIP_LEVEL = 3
 _NUMERIC_KINDS = "biuf"
@@ -121,7 +124,7 @@ def _encode_column(name, series: pd.Series) -> dict:
 
 
 def to_document(profile: Profile) -> dict:
-    """The JSON document (plain dicts and lists) of version 1 of the format."""
+    """The JSON document (plain dicts and lists) of the current VERSION of the format."""
     arrays = {field.key: getattr(profile, field.key) for field in validate.ARRAY_FIELDS}
     return {
         "format": FORMAT, "version": VERSION, "pyfxprof_version": __version__,
@@ -286,7 +289,8 @@ def _decode_arrays(doc, n_nodes: int) -> dict:
             arrays[field.key] = None
             continue
         array = unpack_array(doc[field.key], field.key, ndim=len(field.axes))
-        expected = {"runs": array.shape[0] if n_runs is None else n_runs, "nodes": n_nodes}
+        expected = {"runs": array.shape[0] if n_runs is None else n_runs, "nodes": n_nodes,
+                    "noise": len(NOISE_COLUMNS)}
         if array.shape != tuple(expected[axis] for axis in field.axes):
             raise FormatError(f"{field.key} has shape {list(array.shape)}, expected "
                               f"{[expected[axis] for axis in field.axes]} (runs x nodes)")
@@ -298,7 +302,8 @@ def _decode_arrays(doc, n_nodes: int) -> dict:
 
 
 def from_document(doc) -> Profile:
-    """The Profile of a version-1 JSON document; FormatError explains any problem.
+    """The Profile of a JSON document of format version 1..VERSION; FormatError explains any
+    problem.
 
     The coverage (a figure derived from the samples) is recomputed, not read.
     """

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PyfxprofError
+from .run_noise import check_run_noise, noise_frame, preempted_mask
 from .stats import STAT_COLUMNS, node_statistics, summary_of_totals
 from .units import format_ns
 
@@ -103,6 +104,8 @@ class Profile:
         device_samples: int64 (runs, n_nodes) device ns per node per run, or None.
         run_starts: int64 (runs,) profiler-clock ns at which each run started, or None
             (used to place runs on a timeline in traces; see docs/profile.md).
+        run_noise: int64 (runs, 4) per-run context switches and CPU/wall ns of the profiling
+            thread (columns run_noise.NOISE_COLUMNS), or None; see docs/latency.md.
 
     >>> nodes = pd.DataFrame({"index": [0, 1], "name": ["conv", "relu"],
     ...     "op": ["call_module", "call_function"], "target": ["conv", "torch.relu"],
@@ -116,7 +119,7 @@ class Profile:
 
     def __init__(self, nodes: pd.DataFrame, samples: np.ndarray, run_totals: np.ndarray,
                  meta: dict | None = None, device_samples: np.ndarray | None = None,
-                 run_starts: np.ndarray | None = None):
+                 run_starts: np.ndarray | None = None, run_noise: np.ndarray | None = None):
         self.nodes = _check_nodes(nodes)
         self.samples = _int_array(samples, "samples", 2)
         if self.samples.shape[1] != len(self.nodes):
@@ -138,6 +141,7 @@ class Profile:
             if self.run_starts.shape[0] != self.samples.shape[0]:
                 raise ValueError(f"run_starts has {self.run_starts.shape[0]} runs but samples "
                                  f"has {self.samples.shape[0]}")
+        self.run_noise = None if run_noise is None else check_run_noise(run_noise, self.n_runs)
         if meta is not None and not isinstance(meta, dict):
             raise ValueError(f"meta must be a dict, got {type(meta).__name__}")
         self.meta = dict(meta or {})
@@ -247,6 +251,90 @@ class Profile:
         from ..views.plot import plot
         return plot(self, path, top=top)
 
+    # ---- latency, tail, noise and warm-up (docs/latency.md) ----------------------------------
+
+    def latency(self, exclude_preempted: bool = False):
+        """The run-total distribution: n, mean, p50, p90, p99, p99.9, max (int ns), a 95% CI on
+        p99, preempted runs, and warnings when too few runs support a quantile.
+
+        >>> prof.latency().p99  # doctest: +SKIP
+        1893021
+        """
+        from .latency import latency_summary
+        chosen = self.without_preempted() if exclude_preempted else self
+        preempted = None if self.run_noise is None else int(preempted_mask(self.run_noise).sum())
+        return latency_summary(chosen.run_totals, preempted, self.n_runs - chosen.n_runs)
+
+    def tail(self, quantile: float = 0.99, sort_by: str = "excess",
+             exclude_preempted: bool = False) -> pd.DataFrame:
+        """Which nodes make the slow runs slow: per node (plus a "(between nodes)" row) the
+        median, the median over the runs at or above ``quantile`` of the totals (``tail``),
+        ``excess`` = tail - median (ns), ``share`` of the summed excess and ``var_share`` of
+        the variance of the total; sorted by ``sort_by`` ("excess" or "var_share").
+
+        >>> prof.tail(0.9).head(3)  # doctest: +SKIP
+        """
+        from .tail import tail_attribution
+        chosen = self.without_preempted() if exclude_preempted else self
+        return tail_attribution(chosen.nodes["name"].tolist(), chosen.samples,
+                                chosen.run_totals, quantile, sort_by)
+
+    def noise(self) -> pd.DataFrame | None:
+        """Per-run context switches, CPU and wall ns, stolen_ns and preempted; None when not
+        measured (see run_noise.noise_frame)."""
+        return None if self.run_noise is None else noise_frame(self.run_noise)
+
+    def without_preempted(self) -> "Profile":
+        """A copy without the runs during which the profiling thread was preempted (itself
+        when nothing was measured or nothing preempted); ``meta["excluded_runs"]`` counts them."""
+        if self.run_noise is None or not preempted_mask(self.run_noise).any():
+            return self
+        return self.select_runs(~preempted_mask(self.run_noise))
+
+    def select_runs(self, keep) -> "Profile":
+        """A copy holding only the runs where the boolean mask ``keep`` is true.
+
+        >>> prof.select_runs(prof.run_totals < 2_000_000).n_runs  # doctest: +SKIP
+        48
+        """
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.n_runs,):
+            raise ValueError(f"keep must be a boolean mask of {self.n_runs} runs")
+        meta = dict(self.meta, runs=int(keep.sum()),
+                    excluded_runs=int(self.meta.get("excluded_runs", 0)) + int((~keep).sum()))
+        pick = lambda array: None if array is None else array[keep]  # noqa: E731
+        return Profile(self.nodes, self.samples[keep], self.run_totals[keep], meta,
+                       pick(self.device_samples), pick(self.run_starts), pick(self.run_noise))
+
+    def warmup(self):
+        """Warm-up of the run totals: timed runs still warming up, the warm-up this model
+        needs, drift (see warmup.warmup_report); preempted runs are left out of the detection.
+
+        >>> print(prof.warmup())  # doctest: +SKIP
+        warm-up: the first 3 timed runs are slower (together 4.20 ms above steady 1.21 ms); ...
+        """
+        from .warmup import warmup_report
+        preempted = None if self.run_noise is None else preempted_mask(self.run_noise)
+        return warmup_report(self.run_totals, self.meta.get("warmup"),
+                             self.meta.get("warmup_totals_ns"), preempted)
+
+    def node_warmup(self) -> pd.DataFrame:
+        """Nodes whose first timed runs are slower (first-call costs); see warmup.node_warmup."""
+        from .warmup import node_warmup
+        preempted = None if self.run_noise is None else preempted_mask(self.run_noise)
+        return node_warmup(self.nodes["name"].tolist(), self.samples, preempted)
+
+    def plot_latency(self, path=None):
+        """CDF and histogram of the run totals with p50/p90/p99/p99.9 marked; saved to
+        ``path`` when given; returns the Figure (inline in notebooks)."""
+        from ..views.latency_plots import plot_latency
+        return plot_latency(self, path)
+
+    def plot_tail(self, path=None, quantile: float = 0.99, top: int = 15):
+        """Bars of the ``top`` nodes' excess in the tail runs; see views.latency_plots."""
+        from ..views.latency_plots import plot_tail
+        return plot_tail(self, path, quantile, top)
+
     def advise(self, rules=None):
         """Optimisation suggestions drawn from this profile (see pyfxprof.analyses.advisor.advise).
 
@@ -282,6 +370,7 @@ class Profile:
                 and _arrays_equal(self.run_totals, other.run_totals)
                 and _arrays_equal(self.device_samples, other.device_samples)
                 and _arrays_equal(self.run_starts, other.run_starts)
+                and _arrays_equal(self.run_noise, other.run_noise)
                 and _values_equal(self.meta, other.meta))
 
     __hash__ = None

@@ -154,7 +154,10 @@ META_FIELDS = tuple(Field(k, check, expected) for keys, check, expected in (
       "cpu", "timestamp"), is_str, "a string"),
     (("device_events",), is_str_or_none, "a string or null"),
     (("runs", "warmup", "incomplete_runs", "dropped_records", "flops", "overhead_samples",
-      "cores", "threads", "cuda_peak_bytes"), is_count, "a non-negative integer"),
+      "cores", "threads", "cuda_peak_bytes", "excluded_runs"), is_count,
+     "a non-negative integer"),
+    (("warmup_totals_ns",), lambda v: isinstance(v, list) and all(
+        v_ is None or is_count(v_) for v_ in v), "a list of non-negative integers or nulls"),
     (("overhead_ns", "overhead_iqr_ns", "coverage", "device_busy_share"), is_amount,
      "a finite non-negative number"),
     (("grad",), lambda v: isinstance(v, bool), "true or false"),
@@ -205,6 +208,7 @@ ARRAY_FIELDS = (
     ArrayField("run_totals", ("runs",)),
     ArrayField("device_samples", ("runs", "nodes"), required=False),
     ArrayField("run_starts", ("runs",), required=False, non_negative=False),
+    ArrayField("run_noise", ("runs", "noise"), required=False),  # since format version 2
 )
 
 #: Integer fields of the document itself.

@@ -331,9 +331,14 @@ class Profiler:
             self._warmup_calls += 1
             return group.run(args, kwargs)
         self._window.note_call(group, self.module, args, kwargs)
+        meter = self._window.meter(group)
+        meter.read()
         start = _C.now_ns()
-        output = group.run(args, kwargs)
-        end = _C.now_ns()
+        try:
+            output = group.run(args, kwargs)
+        finally:
+            end = _C.now_ns()
+            meter.read()
         self._log_call(group, start, end, start - captured_at)
         return output
 

@@ -294,4 +294,5 @@ def with_ranges(profile: Profile, records: Records, step_starts: np.ndarray,
     meta = {**profile.meta, "ranges": names, "range_overhead_ns": overhead,
             "ranges_left_out": lost}
     return Profile(range_rows(profile.nodes, names), np.hstack([profile.samples, columns]),
-                   profile.run_totals, meta, run_starts=profile.run_starts)
+                   profile.run_totals, meta, run_starts=profile.run_starts,
+                   run_noise=profile.run_noise)

@@ -21,6 +21,7 @@ from ..errors import PyfxprofError
 from ..timing.executors import MODES, make_executor
 from ..timing.hooks import HookAnalysis, HooksExecutor, hooks_or_whole
 from .metadata import run_meta
+from .noise import RunMeter
 from ..capture.model_state import evaluation_mode, grad_context
 from ..capture.node_table import module_calls_frame, nodes_frame
 from ..data.profile import Profile
@@ -77,15 +78,17 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         warn_fallback(prepared.captured, capture)
         executor = executor_for(model, prepared, mode, device_events)
         with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
-            timings = _timed_runs(executor, prepared.args, runs, warmup, progress)
+            timings, run_noise, warmup_totals = _timed_runs(executor, prepared.args, runs,
+                                                            warmup, progress)
     captured, args, frame = prepared.captured, prepared.args, prepared.frame
     meta = run_meta(model, name, device=device_of(model, args), device_events=device_events,
                     executor=executor, captured=captured, timings=timings, warmup=warmup,
                     mode=mode if prepared.analysis is None else "hooks", grad=grad,
                     input_shapes=describe(args), dropped_records=RECORDER.dropped_total,
-                    flops=prepared.flops, **prepared.memory_meta)
+                    flops=prepared.flops, warmup_totals_ns=warmup_totals,
+                    **prepared.memory_meta)
     return build_profile(frame, timings, executor.marks_per_run, meta,
-                          executor.device_samples())
+                          executor.device_samples(), run_noise)
 
 
 def _refuse_context_manager_use(model: Any, options: dict) -> None:
@@ -127,18 +130,30 @@ def positional_inputs(target: torch.nn.Module, example_inputs: Any) -> tuple:
     return bound.args
 
 
-def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool) -> RunTimings:
+def _timed_runs(executor, args: tuple, runs: int, warmup: int,
+                progress: bool) -> tuple[RunTimings, np.ndarray | None, list[int]]:
+    """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
+    those preempted)."""
+    meter = RunMeter()
     started = time.perf_counter()
+    meter.read()
     for _ in range(warmup):
         executor.run(args)
+        meter.read()
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
+    warmup_noise = meter.between_reads()
+    meter.clear()
     executor.reset()
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
+    meter.read()
     for done in range(1, runs + 1):
         executor.run(args)
+        meter.read()
         bar.update(done)
     bar.close()
-    return executor.timings()
+    warmup_totals = [] if warmup_noise is None else [  # None: a preempted warm-up run
+        None if switches else wall for switches, wall in warmup_noise[:, [0, 3]].tolist()]
+    return executor.timings(), meter.between_reads(), warmup_totals
 
 
 @dataclass
@@ -259,10 +274,12 @@ def device_of(model: torch.nn.Module, args: tuple) -> str:
 
 
 def build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
-                   meta: dict, device_samples: np.ndarray | None = None) -> Profile:
+                   meta: dict, device_samples: np.ndarray | None = None,
+                   run_noise: np.ndarray | None = None) -> Profile:
     """A Profile from raw timings: subtracts the calibrated overhead (`meta["overhead_ns"]`)
     from every node (clamped at 0) and `marks_per_run` times from each run total, and sets
-    the coverage (and the device summary when there are device samples).
+    the coverage (and the device summary when there are device samples). `run_noise`
+    (run.noise) is kept only when it has one row per complete run.
 
     Example:
         >>> t = RunTimings(np.array([[130, 80]]), np.array([300]), np.array([0]), 0)
@@ -283,5 +300,7 @@ def build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
     if device_samples is not None:
         device_samples = device_samples[:samples.shape[0]]
         frame = add_device_summary(frame, samples, device_samples, totals, meta)
+    if run_noise is not None and (timings.incomplete_runs or len(run_noise) != len(totals)):
+        run_noise = None  # a run lost records: its noise row cannot be matched to it
     return Profile(frame, samples, totals, meta, device_samples=device_samples,
-                   run_starts=timings.run_starts)
+                   run_starts=timings.run_starts, run_noise=run_noise)

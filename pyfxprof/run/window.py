@@ -17,6 +17,7 @@ from ..timing.recorder import RECORDER, Records
 from . import ranges
 from .call_groups import CallGroup
 from .metadata import run_meta
+from .noise import RunMeter
 from .runner import build_profile
 
 
@@ -30,6 +31,14 @@ class Window:
     steps: list[int] = field(default_factory=list)
     step_starts: list[int] = field(default_factory=list)
     first_calls: dict[int, dict] = field(default_factory=dict)
+    meters: dict[int, RunMeter] = field(default_factory=dict)  # per-call noise, per group
+
+    def meter(self, group: CallGroup) -> RunMeter:
+        """The group's noise meter in this window (read before and after each call)."""
+        found = self.meters.get(group.index)
+        if found is None:
+            found = self.meters[group.index] = RunMeter()
+        return found
 
     def note_call(self, group: CallGroup, module: torch.nn.Module, args: tuple,
                   kwargs: dict) -> None:
@@ -80,8 +89,10 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
     profiles = []
     for found in used:
         meta = _meta(window, found, context)
+        meter = window.meters.get(found.group.index)
         profile = build_profile(found.group.frame, found.timings,
-                                found.group.executor.marks_per_run, meta, found.device_samples)
+                                found.group.executor.marks_per_run, meta, found.device_samples,
+                                None if meter is None else meter.paired())
         profiles.append(ranges.with_ranges(profile, records, step_starts, window_starts))
     return profiles
 

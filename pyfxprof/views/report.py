@@ -17,6 +17,7 @@ from ..data import rollup
 from ..data.stats import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics, noisy_mask,
                           relative_iqr, summary_of_totals, with_flop_rate)
 from ..data.units import MISSING, format_flops, format_ns, format_pct, format_si
+from ..data.latency import latency_header
 
 SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
 GROUP_KEYS = ("op", "target", "module_type", "module", "input_shape")
@@ -271,7 +272,8 @@ def build_view(profile, sort_by: str = "total", top: int | None = None,
             for record in frame.iloc[:shown][columns].itertuples(index=False)]
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
-        header=header_lines(profile.meta, profile.n_runs, profile.n_nodes, profile.run_totals),
+        header=header_lines(profile.meta, profile.n_runs, profile.n_nodes, profile.run_totals)
+        + latency_header(profile),
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
         notes=_notes(frame, shown, label, name_column, top),
     )

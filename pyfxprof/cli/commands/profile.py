@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ...run.runner import profile
+from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .model_args import add_model_arguments, model_and_inputs
 from .report import add_export_arguments, add_table_arguments, print_table, write_exports
 
@@ -24,6 +25,7 @@ def add_parser(subparsers) -> None:
                         help="how to capture the model (default auto: FX, then leafing the "
                              "failing submodule, then module hooks, then whole-model timing)")
     add_table_arguments(parser)
+    add_latency_arguments(parser)
     parser.add_argument("--advise", action="store_true",
                         help="print optimisation suggestions drawn from the profile")
     parser.add_argument("--save", metavar="PATH",
@@ -36,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
     model, inputs, name = model_and_inputs(args)
     prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode, name=name,
                    device=args.device, capture=args.capture)
-    print_table(prof, args)
+    print_table(chosen_runs(prof, args), args)
+    print_latency(chosen_runs(prof, args), args)
     if args.advise:
         print()
         print(prof.advise())

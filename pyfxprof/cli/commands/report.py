@@ -13,6 +13,7 @@ from ...views.stacks import METRICS
 from ...data.persist import load_profile
 from ...views.report import GROUP_KEYS, SORT_KEYS
 from .arg_types import positive_int
+from .latency_args import add_latency_arguments, chosen_runs, print_latency
 
 #: (argument destination, what is written) for each export option, in the order written.
 EXPORTS = (("chrome_trace", "Chrome trace"), ("flamegraph", "flame graph"),
@@ -79,6 +80,7 @@ def add_parser(subparsers) -> None:
                     "optionally export it.")
     parser.add_argument("profile", metavar="PROFILE", help="a saved profile (.json or .json.gz)")
     add_table_arguments(parser)
+    add_latency_arguments(parser)
     add_export_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -89,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     >>> run(build_parser().parse_args(["report", "p.json", "--top", "10"]))  # doctest: +SKIP
     0
     """
-    profile = load_profile(args.profile)
+    profile = chosen_runs(load_profile(args.profile), args)
     print_table(profile, args)
+    print_latency(profile, args)
     write_exports(profile, args)
     return 0

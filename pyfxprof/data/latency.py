@@ -1,0 +1,166 @@
+"""The run-total latency distribution: quantiles, a distribution-free CI on p99, run-count checks.
+
+All times are int ns. Quantiles use numpy's default (linear interpolation between order
+statistics). The confidence interval on a quantile is the order-statistic interval: the
+smallest pair of order statistics ``X(l) <= x_q <= X(u)`` holding the true quantile with
+probability >= 95% whatever the distribution (binomial argument); when ``u`` would exceed
+``n`` the runs cannot bound the quantile from above and the interval's high end is None.
+See docs/latency.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from .units import format_ns
+
+#: Quantiles of the summary, as (field name, q).
+QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99_9", 0.999))
+#: Confidence level of the interval on p99.
+CONFIDENCE = 0.95
+
+
+def runs_needed(quantile: float, confidence: float = CONFIDENCE) -> int:
+    """Fewest runs whose largest value bounds ``quantile`` from above with ``confidence``
+    (two-sided): 1 - q**n >= 1 - (1 - confidence) / 2.
+
+    >>> runs_needed(0.99), runs_needed(0.9), runs_needed(0.5)
+    (368, 36, 6)
+    """
+    alpha = (1.0 - confidence) / 2.0
+    return math.ceil(math.log(alpha) / math.log(quantile) - 1e-9)
+
+
+def quantile_interval(values, quantile: float,
+                      confidence: float = CONFIDENCE) -> tuple[int | None, int | None]:
+    """Distribution-free ``confidence`` interval (ns) on ``quantile`` of ``values``:
+    order statistics picked from Binomial(n, quantile); an end the runs cannot reach is None.
+
+    >>> quantile_interval(range(1, 1001), 0.99)
+    (983, 997)
+    >>> quantile_interval([5, 6, 7, 8], 0.99)
+    (7, None)
+    """
+    ordered = np.sort(np.asarray(values, dtype=np.int64))
+    n = len(ordered)
+    if n == 0:
+        return None, None
+    alpha = (1.0 - confidence) / 2.0
+    binomial = scipy_stats.binom(n, quantile)
+    low = int(binomial.ppf(alpha))           # X(low) with 1-based rank low: P(B < low) <= alpha
+    high = int(binomial.ppf(1.0 - alpha)) + 1
+    low_ns = int(ordered[low - 1]) if low >= 1 else None
+    high_ns = int(ordered[high - 1]) if high <= n else None
+    return low_ns, high_ns
+
+
+@dataclass
+class LatencySummary:
+    """The run-total distribution of a Profile (every time is int ns).
+
+    ``p99_ci`` is the 95% order-statistic interval on p99 (an end the runs cannot bound is
+    None); ``preempted`` counts runs with an involuntary context switch (None when not
+    measured); ``warnings`` name the quantiles too few runs support.
+
+    >>> s = latency_summary(np.arange(1, 1001) * 1000)
+    >>> s.n, s.p50, s.p99, s.max, s.p99_ci
+    (1000, 500500, 990010, 1000000, (983000, 997000))
+    >>> s.warnings
+    ['p99.9 from 1000 runs is not a p99.9 (needs >= 3688 runs)']
+    """
+
+    n: int
+    mean: int
+    p50: int
+    p90: int
+    p99: int
+    p99_9: int
+    max: int
+    p99_ci: tuple
+    preempted: int | None = None
+    excluded: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        """The fields as a plain dict."""
+        return asdict(self)
+
+    def line(self) -> str:
+        """One line for report headers: quantiles, the p99 interval, preempted runs."""
+        low, high = self.p99_ci
+        ci = f"[{format_ns(low) if low is not None else '?'}–" \
+             f"{format_ns(high) if high is not None else 'unbounded'}]"
+        text = (f"latency: p50 {format_ns(self.p50)} · p90 {format_ns(self.p90)} · "
+                f"p99 {format_ns(self.p99)} {ci} · max {format_ns(self.max)}")
+        if self.preempted is not None:
+            text += f" · {self.preempted} of {self.n + self.excluded} runs preempted"
+        if self.excluded:
+            text += f" (excluded: {self.n} runs left)"
+        return text
+
+    def __str__(self) -> str:
+        rows = [("runs", str(self.n)), ("mean", format_ns(self.mean))]
+        rows += [(name.replace("_", "."), format_ns(getattr(self, name))) for name, _ in QUANTILES]
+        low, high = self.p99_ci
+        rows += [("max", format_ns(self.max)),
+                 (f"p99 {CONFIDENCE:.0%} CI", f"{format_ns(low) if low is not None else '?'} – "
+                  f"{format_ns(high) if high is not None else 'unbounded (too few runs)'}")]
+        if self.preempted is not None:
+            rows.append(("preempted", f"{self.preempted} of {self.n + self.excluded} runs"
+                         + (" (excluded)" if self.excluded else "")))
+        width = max(len(name) for name, _ in rows)
+        lines = [f"{name:<{width}}  {value:>10}" for name, value in rows]
+        return "\n".join(lines + [f"warning: {text}" for text in self.warnings])
+
+
+def too_few_runs(n: int, quantiles=QUANTILES) -> list[str]:
+    """One warning per quantile that ``n`` runs cannot bound from above (see runs_needed).
+
+    >>> too_few_runs(20)
+    ['p90 from 20 runs is not a p90 (needs >= 36 runs)', 'p99 from 20 runs is not a p99 (needs >= 368 runs)', 'p99.9 from 20 runs is not a p99.9 (needs >= 3688 runs)']
+    """
+    found = []
+    for name, q in quantiles:
+        needed = runs_needed(q)
+        if n < needed:
+            label = name.replace("_", ".")
+            found.append(f"{label} from {n} runs is not a {label} (needs >= {needed} runs)")
+    return found
+
+
+def latency_summary(run_totals, preempted: int | None = None,
+                    excluded: int = 0) -> LatencySummary:
+    """The LatencySummary of ``run_totals`` (ns); ValueError when there are none.
+
+    >>> str(latency_summary([100, 200, 300])).splitlines()[:3]
+    ['runs                 3', 'mean            200 ns', 'p50             200 ns']
+    """
+    totals = np.asarray(run_totals, dtype=np.int64).ravel()
+    if totals.size == 0:
+        raise ValueError("no runs: a latency summary needs at least one run total")
+    values = np.quantile(totals, [q for _, q in QUANTILES])
+    quantiles = {name: int(round(v)) for (name, _), v in zip(QUANTILES, values)}
+    return LatencySummary(n=int(totals.size), mean=int(round(totals.mean())), **quantiles,
+                          max=int(totals.max()), p99_ci=quantile_interval(totals, 0.99),
+                          preempted=preempted, excluded=excluded,
+                          warnings=too_few_runs(int(totals.size)))
+
+
+def latency_header(profile) -> list[str]:
+    """Header lines of a report: the latency line, and the warm-up line when the first timed
+    runs were still warming up or the steady runs drift (none for profiles without runs).
+
+    >>> latency_header(prof)  # doctest: +SKIP
+    ['latency: p50 1.21 ms · p90 1.30 ms · p99 1.52 ms [1.41 ms–unbounded] · max 1.55 ms · 0 of 50 runs preempted']
+    """
+    if profile.n_runs == 0:
+        return []
+    lines = [profile.latency().line()]
+    warmup = profile.warmup()
+    if warmup.runs or warmup.drift is not None:
+        lines.append(str(warmup))
+    return lines

@@ -1,0 +1,193 @@
+"""Warm-up detection: are the first runs slower than the rest, and for how many runs?
+
+A change point by MSER (White's marginal standard error rule, as used to truncate the start-up
+of simulations): the cut d (at most half the runs) minimising the variance of the mean of the
+runs after it. The cut is kept only when the runs before it are clearly slower than the rest:
+their median exceeds the steady median by more than ``max(3 x robust sigma, 5%)`` of the steady
+runs (a lone slow first run must also be slower than every later run). The warm-up then ends where (slow runs - steady runs) counted from the start peaks last,
+so a lone spike just after it does not lengthen it. A Spearman test on the steady
+runs reports a remaining trend (drift). Works column-wise, so it also finds per-node first-call
+costs. See docs/latency.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from .units import format_ns
+
+SIGMAS = 3.0            # warm-up runs exceed the steady median by this many robust sigmas
+MIN_RELATIVE = 0.05     # ... and by at least this fraction of it
+DRIFT_P = 0.01          # significance of the trend test on the steady runs
+MIN_RUNS = 4            # fewer runs: no detection
+
+
+def _mser_cut(values: np.ndarray) -> np.ndarray:
+    """Per column of (runs, columns) float, the MSER cut d in 0..runs//2."""
+    n = values.shape[0]
+    centred = values - np.median(values, axis=0)
+    suffix1 = np.cumsum(centred[::-1], axis=0)[::-1]          # sum of x[d:]
+    suffix2 = np.cumsum((centred ** 2)[::-1], axis=0)[::-1]
+    cuts = np.arange(n // 2 + 1)
+    remaining = (n - cuts)[:, None].astype(np.float64)
+    sse = suffix2[cuts] - suffix1[cuts] ** 2 / remaining
+    return np.argmin(sse / remaining ** 2, axis=0)
+
+
+def _threshold(steady: np.ndarray) -> tuple[float, float]:
+    """(median, excess a warm-up run must exceed) of one column's steady runs."""
+    median = float(np.median(steady))
+    sigma = 1.4826 * float(np.median(np.abs(steady - median)))
+    return median, max(SIGMAS * sigma, MIN_RELATIVE * abs(median), 1.0)
+
+
+def warmup_runs(values) -> np.ndarray:
+    """Warm-up runs at the start of each column of ``values`` (runs,) or (runs, columns).
+
+    >>> warmup_runs([900, 800, 700] + [100, 101, 99, 100, 102, 98, 100, 101, 99])
+    array([3])
+    >>> warmup_runs(np.array([[100, 5], [100, 6], [101, 5], [99, 5], [100, 6], [100, 5]]))
+    array([0, 0])
+    """
+    array = np.asarray(values, dtype=np.float64)
+    array = array[:, None] if array.ndim == 1 else array
+    found = np.zeros(array.shape[1], dtype=np.int64)
+    if array.shape[0] < MIN_RUNS:
+        return found
+    for column, cut in enumerate(_mser_cut(array)):
+        if cut == 0:
+            continue
+        median, threshold = _threshold(array[cut:, column])
+        if np.median(array[:cut, column]) > median + threshold:
+            found[column] = _warmup_end(array[:cut, column] > median + threshold)
+        if found[column] == 1 and array[0, column] <= array[1:, column].max():
+            found[column] = 0  # one slow run counts only when slower than every later run
+    return found
+
+
+def _warmup_end(slow: np.ndarray) -> int:
+    """Where the mostly-slow start ends: the last maximum of (slow runs - steady runs) so far,
+    so a lone spike after the warm-up does not extend it."""
+    score = np.cumsum(np.where(slow, 1, -1))
+    if score.max() <= 0:
+        return 0
+    return len(score) - int(np.argmax(score[::-1]))
+
+
+@dataclass
+class WarmupReport:
+    """Warm-up of the run totals (ns).
+
+    ``runs``: timed runs still warming up (0: steady from the first timed run);
+    ``steady_ns``: median of the runs after them; ``excess_ns``: what the warm-up runs cost
+    beyond steady state, summed; ``drift``: Spearman's rho of the steady runs against their
+    index when significant (p < 0.01), else None; ``warmup``: untimed runs that preceded
+    (None: unknown); ``needed``: warm-up runs this model needs (None: unknown);
+    ``warmup_runs_slow``: of the untimed warm-up runs, how many were still slow (when their
+    times were kept).
+    """
+
+    runs: int
+    steady_ns: int
+    excess_ns: int
+    drift: float | None
+    warmup: int | None
+    needed: int | None
+    warmup_runs_slow: int | None = None
+
+    def as_dict(self) -> dict:
+        """The fields as a plain dict."""
+        return asdict(self)
+
+    def __str__(self) -> str:
+        if self.runs:
+            text = (f"warm-up: the first {self.runs} timed runs are slower (together "
+                    f"{format_ns(self.excess_ns)} above steady {format_ns(self.steady_ns)})")
+            if self.needed is not None:
+                text += f"; use warmup >= {self.needed}"
+        else:
+            text = f"warm-up: steady from the first timed run ({format_ns(self.steady_ns)})"
+            if self.warmup_runs_slow is not None:
+                text += (f"; {self.warmup_runs_slow} of the {self.warmup} untimed warm-up runs "
+                         "were slow")
+        if self.drift is not None:
+            text += f"; steady runs drift (Spearman rho {self.drift:+.2f})"
+        return text
+
+
+def _drift(steady: np.ndarray) -> float | None:
+    if len(steady) < MIN_RUNS or np.ptp(steady) == 0:
+        return None
+    rho, p_value = scipy_stats.spearmanr(np.arange(len(steady)), steady)
+    return float(rho) if p_value < DRIFT_P else None
+
+
+def _runs_before_steady(values: np.ndarray, ignore: np.ndarray) -> int:
+    """Warm-up runs of ``values`` (1-D), detected on the runs not ignored (preempted runs:
+    the machine's spikes, not the model's) and counted in all runs."""
+    kept = np.flatnonzero(~ignore)
+    found = int(warmup_runs(values[kept])[0]) if len(kept) else 0
+    return int(kept[found - 1]) + 1 if found else 0
+
+
+def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
+                  preempted=None) -> WarmupReport:
+    """The WarmupReport of ``run_totals``; ``warmup`` untimed runs preceded them, whose
+    totals (``warmup_totals``, ns, None for a preempted one; optional) tell how many of them
+    were needed. Runs marked in ``preempted`` (bool per run) are left out of the detection.
+
+    >>> r = warmup_report([900, 800] + [100] * 10, warmup=1)
+    >>> r.runs, r.steady_ns, r.excess_ns, r.needed
+    (2, 100, 1500, 3)
+    >>> warmup_report([900, 5000, 800] + [100] * 10, preempted=[0, 1, 0] + [0] * 10).runs
+    3
+    """
+    totals = np.asarray(run_totals, dtype=np.int64).ravel()
+    ignore = (np.zeros(len(totals), dtype=bool) if preempted is None
+              else np.asarray(preempted, dtype=bool))
+    runs = _runs_before_steady(totals, ignore)
+    steady = totals[runs:][~ignore[runs:]]
+    median = int(np.median(steady)) if steady.size else 0
+    excess = int(np.clip(totals[:runs][~ignore[:runs]] - median, 0, None).sum())
+    slow = None
+    if warmup_totals is not None and len(warmup_totals):
+        untimed = np.array([0 if t is None else t for t in warmup_totals], dtype=np.int64)
+        missing = np.array([t is None for t in warmup_totals], dtype=bool)
+        slow = min(_runs_before_steady(np.concatenate([untimed, totals]),
+                                       np.concatenate([missing, ignore])), len(untimed))
+    if runs:
+        needed = None if warmup is None else warmup + runs
+    else:
+        needed = slow
+    return WarmupReport(runs, median, excess, _drift(steady.astype(np.float64)), warmup,
+                        needed, slow)
+
+
+def node_warmup(names, samples, preempted=None) -> pd.DataFrame:
+    """Nodes whose first runs are slower (first-call costs): name, warmup_runs, first_ns (the
+    first run), steady_ns (median after the warm-up runs), excess_ns (summed); largest excess
+    first. Runs marked in ``preempted`` are left out of the detection.
+
+    >>> samples = np.array([[50, 10]] + [[5, 10]] * 7)
+    >>> node_warmup(["lazy", "steady"], samples).values.tolist()
+    [['lazy', 1, 50, 5, 45]]
+    """
+    samples = np.asarray(samples, dtype=np.int64)
+    kept = np.flatnonzero(np.ones(samples.shape[0], dtype=bool) if preempted is None
+                          else ~np.asarray(preempted, dtype=bool))
+    clean = samples[kept]
+    found = warmup_runs(clean) if len(kept) else np.zeros(samples.shape[1], np.int64)
+    names, rows = list(names), []
+    for column in np.flatnonzero(found):
+        k = found[column]
+        steady = int(np.median(clean[k:, column]))
+        excess = int(np.clip(clean[:k, column] - steady, 0, None).sum())
+        rows.append((names[column], int(kept[k - 1]) + 1, int(samples[0, column]), steady,
+                     excess))
+    frame = pd.DataFrame(rows, columns=["name", "warmup_runs", "first_ns", "steady_ns",
+                                        "excess_ns"])
+    return frame.sort_values("excess_ns", ascending=False, kind="stable").reset_index(drop=True)

@@ -1,0 +1,119 @@
+"""Per-run noise (run/noise.py, data/run_noise.py): the meter, its place in Profiles, saving
+and loading, and preemption counted when a busy process shares the profile's CPU."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof.data.profile import Profile
+from pyfxprof.data.run_noise import NOISE_COLUMNS, check_run_noise, noise_frame
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.run.noise import RunMeter
+from tests.latency_models import LEAVES, Fixed, batch, chain
+from tests.toy_profiles import toy_nodes
+
+V1_FILE = Path(__file__).parent / "data" / "profile_v1.json"
+linux_only = pytest.mark.skipif(not RunMeter().enabled, reason="needs getrusage RUSAGE_THREAD")
+
+
+@linux_only
+def test_meter_rows_are_deltas_between_reads():
+    meter = RunMeter()
+    for _ in range(4):
+        meter.read()
+        sum(range(20_000))
+    rows = meter.between_reads()
+    assert rows.shape == (3, len(NOISE_COLUMNS)) and rows.dtype == np.int64
+    assert (rows[:, 3] > 0).all() and (rows[:, 2] > 0).all()   # wall and CPU time advance
+    assert meter.paired().shape == (2, 4)
+    meter.clear()
+    assert meter.between_reads() is None
+
+
+@linux_only
+def test_profile_and_loop_carry_one_noise_row_per_run():
+    model = chain(Fixed(20_000))
+    prof = pyfxprof.profile(model, batch(1), runs=6, warmup=2, progress=False,
+                            leaf_modules=LEAVES)
+    assert prof.run_noise.shape == (6, 4)
+    frame = prof.noise()
+    # a spinning run's thread is on the CPU the whole run unless it was switched out
+    calm = frame[~frame["preempted"]]
+    assert (calm["cpu_ns"] >= 0.8 * calm["wall_ns"]).all()
+    assert (frame["wall_ns"] >= prof.run_totals).all()
+    assert len(prof.meta["warmup_totals_ns"]) == 2
+    with pyfxprof.Profiler(torch.nn.ReLU()) as p:
+        for _ in range(3):
+            p.model(torch.ones(4))
+            p.step()
+    assert p.profiles[-1].run_noise.shape == (p.profiles[-1].n_runs, 4)
+
+
+def test_noise_is_saved_and_loaded(tmp_path):
+    noise = np.array([[0, 1, 900, 1000], [3, 0, 400, 2000]])
+    prof = Profile(toy_nodes(), np.ones((2, 4), dtype=np.int64), np.array([10, 20]),
+                   {"model": "m"}, run_noise=noise)
+    prof.save(tmp_path / "p.json")
+    loaded = pyfxprof.load(tmp_path / "p.json")
+    assert loaded == prof and loaded.run_noise.tolist() == noise.tolist()
+    assert loaded.latency().preempted == 1
+    assert noise_frame(noise)["stolen_ns"].tolist() == [100, 1600]
+
+
+def test_a_version_1_file_written_before_noise_still_loads():
+    prof = pyfxprof.load(V1_FILE)
+    assert prof.run_noise is None and prof.noise() is None
+    assert prof.latency().preempted is None and prof.latency().n == prof.n_runs == 5
+    assert prof.without_preempted() is prof
+    assert "preempted" not in prof.table()
+
+
+def test_bad_noise_shapes_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"run_noise must have shape \(2, 4\)"):
+        check_run_noise(np.zeros((3, 4), dtype=np.int64), 2)
+    with pytest.raises(ValueError, match="integers"):
+        check_run_noise(np.zeros((2, 4)), 2)
+    prof = Profile(toy_nodes(), np.ones((2, 4), dtype=np.int64), np.array([10, 20]), {},
+                   run_noise=np.zeros((2, 4), dtype=np.int64))
+    prof.save(tmp_path / "p.json")
+    text = (tmp_path / "p.json").read_text()
+    (tmp_path / "bad.json").write_text(text.replace('"run_noise":{"dtype":"<i8","shape":[2,4]',
+                                                    '"run_noise":{"dtype":"<i8","shape":[4,2]'))
+    with pytest.raises(PyfxprofError, match="inconsistent profile: run_noise"):
+        pyfxprof.load(tmp_path / "bad.json")
+
+
+def _busy_process_on(cpu: int) -> subprocess.Popen:
+    code = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+@linux_only
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU pinning here")
+def test_runs_are_counted_preempted_when_a_busy_process_shares_the_cpu():
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    busy = _busy_process_on(cpu)
+    try:
+        os.sched_setaffinity(0, {cpu})
+        time.sleep(0.2)  # let the busy loop start
+        model = chain(Fixed(2_000_000), Fixed(2_000_000))
+        prof = pyfxprof.profile(model, batch(1), runs=20, warmup=0, progress=False,
+                                leaf_modules=LEAVES)
+    finally:
+        os.sched_setaffinity(0, before)
+        busy.kill()
+        busy.wait()
+    noise = prof.noise()
+    assert noise["preempted"].sum() >= 10, noise
+    # half of each preempted run's wall time went to the other process
+    assert noise["stolen_ns"][noise["preempted"]].median() > 0.2 * noise["wall_ns"].median()
+    assert f"{noise['preempted'].sum()} of 20 runs preempted" in prof.table()
+    assert prof.without_preempted().n_runs == 20 - noise["preempted"].sum()

@@ -1,0 +1,75 @@
+"""Warm-up detection (data/warmup.py) on hand-made sequences and on a model whose first 10
+calls are slow."""
+
+import numpy as np
+import pytest
+
+import pyfxprof
+from pyfxprof.data.warmup import node_warmup, warmup_report, warmup_runs
+from tests.latency_models import LEAVES, Fixed, SlowCalls, batch, chain
+
+
+def test_steady_noisy_runs_have_no_warmup():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        assert warmup_runs(rng.normal(1e6, 2e4, size=40))[0] == 0
+
+
+def test_a_slow_start_is_found_even_with_a_late_spike():
+    values = np.r_[[5e6] * 6, np.full(30, 1e6)]
+    values[20] = 9e6
+    assert warmup_runs(values)[0] == 6
+
+
+def test_a_spike_just_after_the_warmup_does_not_extend_it():
+    values = np.r_[[5e6] * 9, [1e6] * 3, [8e6], np.full(20, 1e6)]
+    assert warmup_runs(values)[0] == 9
+
+
+def test_too_few_runs_and_a_single_slow_first_run():
+    assert warmup_runs([9, 1, 1])[0] == 0
+    assert warmup_runs([50, 10, 10, 11, 10, 9, 10, 10])[0] == 1
+
+
+def test_report_says_how_many_warmup_runs_are_needed():
+    timed = warmup_report([900, 800] + [100] * 10, warmup=3)
+    assert (timed.runs, timed.needed) == (2, 5)
+    assert "use warmup >= 5" in str(timed)
+    untimed = warmup_report([100] * 10, warmup=5, warmup_totals=[900, 800, 700, 101, 99])
+    assert (untimed.runs, untimed.warmup_runs_slow, untimed.needed) == (0, 3, 3)
+    assert "3 of the 5 untimed warm-up runs were slow" in str(untimed)
+    drifting = warmup_report(np.arange(100, 140))
+    assert drifting.drift == pytest.approx(1.0) and "drift" in str(drifting)
+
+
+def test_node_warmup_lists_first_call_costs_only():
+    samples = np.array([[80, 10, 7]] + [[5, 10, 7]] * 9)
+    frame = node_warmup(["lazy", "a", "b"], samples)
+    assert frame.to_dict("records") == [
+        {"name": "lazy", "warmup_runs": 1, "first_ns": 80, "steady_ns": 5, "excess_ns": 75}]
+
+
+def _profile_slow_start(warmup: int):
+    """First 10 calls spin 2 ms more; call 1 is the untimed analysis run, so 9 slow runs
+    follow it."""
+    model = chain(SlowCalls(200_000, 2_000_000, range(1, 11)), Fixed(100_000))
+    return pyfxprof.profile(model, batch(1), runs=30, warmup=warmup, progress=False,
+                            leaf_modules=LEAVES)
+
+
+def test_a_model_whose_first_10_calls_are_slow_needs_about_10_warmup_runs():
+    prof = _profile_slow_start(warmup=0)
+    report = prof.warmup()
+    assert 8 <= report.runs <= 11 and report.needed == report.runs
+    slow_node = prof.nodes["name"][0]
+    first = prof.node_warmup()
+    assert first["name"][0] == slow_node and 8 <= first["warmup_runs"][0] <= 11
+    advice = prof.advise(rules=["warmup_too_small"])
+    assert len(advice) == 1 and f"warmup >= {report.needed}" in advice[0].action
+
+
+def test_enough_warmup_reports_how_many_of_the_untimed_runs_were_slow():
+    prof = _profile_slow_start(warmup=14)
+    report = prof.warmup()
+    assert report.runs == 0 and 8 <= report.needed <= 11
+    assert prof.advise(rules=["warmup_too_small"]) == []
