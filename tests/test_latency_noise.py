@@ -86,7 +86,7 @@ def test_bad_noise_shapes_are_refused(tmp_path):
     text = (tmp_path / "p.json").read_text()
     (tmp_path / "bad.json").write_text(text.replace('"run_noise":{"dtype":"<i8","shape":[2,4]',
                                                     '"run_noise":{"dtype":"<i8","shape":[4,2]'))
-    with pytest.raises(PyfxprofError, match="inconsistent profile: run_noise"):
+    with pytest.raises(PyfxprofError, match=r"run_noise has shape \[4, 2\], expected \[2, 4\] \(runs x noise\)"):
         pyfxprof.load(tmp_path / "bad.json")
 
 

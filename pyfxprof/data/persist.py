@@ -293,7 +293,7 @@ def _decode_arrays(doc, n_nodes: int) -> dict:
                     "noise": len(NOISE_COLUMNS)}
         if array.shape != tuple(expected[axis] for axis in field.axes):
             raise FormatError(f"{field.key} has shape {list(array.shape)}, expected "
-                              f"{[expected[axis] for axis in field.axes]} (runs x nodes)")
+                              f"{[expected[axis] for axis in field.axes]} ({' x '.join(field.axes)})")
         n_runs = array.shape[0]
         arrays[field.key] = validate.as_int64(array, field.key, field.non_negative)
     if doc.get("n_runs", n_runs) != n_runs:
