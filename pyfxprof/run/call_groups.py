@@ -8,6 +8,7 @@ caller owns is not appended to and in-place state is untouched.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import warnings
@@ -115,12 +116,21 @@ class CallGroup:
         """True when the model runs itself with marking hooks (hooks or whole capture)."""
         return isinstance(self.executor, HooksExecutor)
 
-    def run(self, args: tuple, kwargs: dict) -> Any:
-        """One timed call; module hooks, if any, exist only during it."""
+    def armed(self) -> contextlib.AbstractContextManager:
+        """The block timed calls run in: module hooks, if any, exist only during it."""
+        return self.executor if self.hooks else contextlib.nullcontext()
+
+    def inputs(self, args: tuple, kwargs: dict) -> BoundInputs:
+        """The call's arguments as the executor takes them (bound for a graph)."""
         if self.hooks:
-            with self.executor:
-                return self.executor.run(args, kwargs)
-        return self.executor.run(bind_inputs(self.signature, args, kwargs).args)
+            return BoundInputs(args, kwargs)
+        return BoundInputs(bind_inputs(self.signature, args, kwargs).args)
+
+    def run(self, inputs: BoundInputs) -> Any:
+        """One timed call (inside `armed()`)."""
+        if self.hooks:
+            return self.executor.run(inputs.args, inputs.kwargs)
+        return self.executor.run(inputs.args)
 
 
 def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,

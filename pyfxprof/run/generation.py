@@ -13,7 +13,8 @@ token per sequence) are its decode steps.
   (sampling, stopping checks, preparing the next inputs), i.e. what each token costs.
 
 The calibrated cost of the call's marks is subtracted from both, as from run totals, and
-so is the time the Profiler spent capturing a new input signature between two calls.
+the Profiler's own time between two calls (binding inputs, capturing a new signature,
+adding and removing hooks) from the gap.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class CallLog:
 
     single_token: the call's first tensor argument holds one position along its last
     dimension (a decode step). cost_ns: the calibrated instrumentation cost of the call.
-    paused_ns: time the Profiler spent before the call's start capturing its signature.
+    paused_ns: the Profiler's own time between the previous call's end and this call's start.
     """
 
     start_ns: np.ndarray

@@ -128,6 +128,7 @@ class Profiler:
         self._warned: set[str] = set()
         self._log: deque[tuple] = deque(maxlen=MAX_LOGGED_CALLS)
         self._signature = inspect.signature(model.forward)
+        self._own_ns_after = 0  # the Profiler's time after the last logged call's end
 
     @property
     def profiles(self) -> list[Profile]:
@@ -321,34 +322,38 @@ class Profiler:
     def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """One call of the model: itself in NONE steps, else its group's instrumented capture
         (captured first when its signature is new)."""
-        action = self.current_action
-        captured_at = _C.now_ns()
+        action, entered = self.current_action, _C.now_ns()
         group = self._group_for(args, kwargs, forward)
         if group is None or action == ProfilerAction.NONE:
             return forward(*args, **kwargs)
         self._check_training_flag(group)
+        inputs = group.inputs(args, kwargs)
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
-            return group.run(args, kwargs)
+            with group.armed():
+                return group.run(inputs)
         self._window.note_call(group, self.module, args, kwargs)
         meter = self._window.meter(group)
-        meter.read()
-        start = _C.now_ns()
-        try:
-            output = group.run(args, kwargs)
-        finally:
-            end = _C.now_ns()
+        with group.armed():
             meter.read()
-        self._log_call(group, start, end, start - captured_at)
+            start = _C.now_ns()
+            try:
+                output = group.run(inputs)
+            finally:
+                end = _C.now_ns()
+                meter.read()
+        self._log_call(group, start, end, start - entered)
+        self._own_ns_after = _C.now_ns() - end
         return output
 
-    def _log_call(self, group: CallGroup, start: int, end: int, capture_ns: int) -> None:
-        """Log the call for generation_latency(); the time spent capturing a new signature
-        before it is taken out of the gap since the previous call."""
+    def _log_call(self, group: CallGroup, start: int, end: int, own_ns_before: int) -> None:
+        """Log the call for generation_latency(), with the Profiler's own time between the
+        previous call's end and this call's start (binding, capturing a new signature,
+        adding and removing hooks), which is taken out of that gap."""
         shape = primary_shape(group.key)
         cost = group.executor.marks_per_run * group.executor.calibration.overhead_ns
-        self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost,
-                          capture_ns))
+        own_ns = own_ns_before + (self._own_ns_after if self._log else 0)
+        self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost, own_ns))
 
     def _group_for(self, args: tuple, kwargs: dict, forward: Callable) -> CallGroup | None:
         """The call group of these arguments, captured (and analysed on copies) when new."""
