@@ -280,3 +280,12 @@ def test_group_of_fused_bns_names_every_conv():
     assert result.compare(by="module_type").loc["BatchNorm2d", "fused_into"] == "a.conv; b.conv"
     assert result.compare(by="module", depth=1).loc["a", "change"] == "-"  # conv + bn -> conv
     assert "a.conv (+1 more)" in result.table(by="module_type")
+
+
+def test_diff_renders_as_html_in_notebooks():
+    result = diff(*control_and_test(), labels=("main", "pr"))
+    page = result._repr_html_()
+    assert page.startswith('<div class="pyfxprof">') and "<style>" in page
+    assert "<th" in page and "main median" in page and "pr median" in page
+    assert "pyfxprof diff — main" in page
+    assert page.count("<tr>") == 1 + min(20, len(result.compare()))

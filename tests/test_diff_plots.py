@@ -22,11 +22,29 @@ def test_duration_plot_is_written(result, tmp_path):
     sides, difference = figure.axes
     assert [t.get_text() for t in sides.get_legend().get_texts()] == ["main", "pr"]
     labels = [t.get_text() for t in sides.get_yticklabels()]
-    assert labels == ["layer1.0.conv1/layer1_0_conv1", "bn1/bn1", "new_pool", "head.fc/head_fc"]
+    assert labels == ["layer1.0.conv1", "bn1", "new_pool", "head.fc"]  # each name once
     assert difference.get_xlabel() == "pr − main (µs)"
     colors = [to_hex(bar.get_facecolor()) for bar in difference.patches]
     # slower, fused (faster), added (slower), noisy but not significant
     assert colors == [to_hex(c) for c in ("tab:red", "tab:green", "tab:red", "tab:gray")]
+    assert "no significance test" not in figure.texts[0].get_text()
+
+
+def test_legend_sits_above_the_bars(result):
+    figure = visualize_duration_diff(result.compare(), top=4)
+    figure.canvas.draw()
+    sides = figure.axes[0]
+    legend_box = sides.get_legend().get_window_extent()
+    assert legend_box.y0 >= sides.get_window_extent().y1 - 1  # outside the plotting area
+
+
+def test_too_few_runs_for_a_test_gives_grey_bars_and_says_so():
+    control, test = control_and_test()
+    few = diff(control, test, min_runs=max(control.n_runs, test.n_runs) + 1)
+    figure = visualize_duration_diff(few.compare(), top=4)
+    colors = {to_hex(bar.get_facecolor()) for bar in figure.axes[1].patches}
+    assert colors == {to_hex("tab:gray")}
+    assert "no significance test" in figure.texts[0].get_text()
 
 
 def test_counts_plot_is_written(result, tmp_path):

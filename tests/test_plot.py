@@ -32,13 +32,28 @@ def test_png_written(tmp_path):
     assert "(ms)" in axes.get_xlabel() and "IQR" in axes.get_xlabel()
 
 
-def test_top_nodes_by_total_with_median_and_quartiles():
+def test_top_nodes_by_median_the_quantity_the_bars_draw():
     profile = make_profile()
     data = top_nodes(profile, top=3)
-    order = np.argsort(-profile.samples.sum(axis=0), kind="stable")[:3]
+    order = np.argsort(-np.median(profile.samples, axis=0), kind="stable")[:3]
     assert data["labels"] == [f"node_{i}" for i in order]
     assert data["median"].tolist() == np.median(profile.samples[:, order], axis=0).tolist()
+    assert (np.diff(data["median"]) <= 0).all()  # bars drawn in order, slowest first
     assert (data["p25"] <= data["median"]).all() and (data["median"] <= data["p75"]).all()
+
+
+def test_bars_sorted_even_when_totals_disagree_with_medians():
+    # node_0 has the larger total (one huge run), node_1 the larger median
+    samples = np.array([[10_000, 200], [100, 200], [100, 200]])
+    nodes = make_profile(n=2).nodes
+    profile = Profile(nodes, samples, samples.sum(axis=1), {"model": "m"})
+    assert top_nodes(profile, top=2)["labels"] == ["node_1", "node_0"]
+
+
+def test_figure_shows_inline_without_pyplot_and_path_is_optional():
+    figure = make_profile().plot(top=4)
+    png = figure._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
 
 
 def test_bad_inputs(tmp_path):

@@ -54,11 +54,11 @@ latency: p50 2.55 ms · p90 2.84 ms · p99 2.90 ms [2.70 ms–unbounded] · max 
 GOLDEN_NODES = HEADER + """
 #  Node                              Op type        Op                        Module                             Median     Mean      IQR  Total %   Cum %
 -  --------------------------------  -------------  ------------------------  --------------------------------  -------  -------  -------  -------  ------
-0  conv1                             call_module    conv1                     conv1                             2.00 ms  2.00 ms  50.0 µs    76.9%   76.9%
+0  conv1                             call_module    Conv2d                    conv1                             2.00 ms  2.00 ms  50.0 µs    76.9%   76.9%
 1  relu                              call_function  torch.nn.functional.relu  (root)                             550 µs   600 µs   200 µs    23.1%  100.0%
 2  add_residual_connection_of_the_…  call_function  <built-in function add>   …ple.0.inner_residual_projection  1.00 µs  1.00 µs     0 ns     0.0%  100.0%
 
-noisy: relu IQR/median 36% — consider more runs or pinning threads"""
+noisy (IQR/median > 10%): 1 of 3 nodes shown — relu 36% — consider more runs or pinning threads"""
 
 GOLDEN_GROUPS = HEADER + """
 Module type  Nodes   Median     Mean      IQR  Total %   Cum %
@@ -67,7 +67,7 @@ Conv2d           1  2.00 ms  2.00 ms  50.0 µs    76.9%   76.9%
 Net              1   550 µs   600 µs   200 µs    23.1%  100.0%
 Bottleneck       1  1.00 µs  1.00 µs     0 ns     0.0%  100.0%
 
-noisy: Net IQR/median 36% — consider more runs or pinning threads"""
+noisy (IQR/median > 10%): 1 of 3 groups shown — Net 36% — consider more runs or pinning threads"""
 
 
 def test_golden_node_table():
@@ -116,7 +116,7 @@ def test_long_cells_truncated_with_ellipsis():
 
 def test_noisy_warning_only_for_shown_rows():
     text = make_profile().table(sort_by="total", top=1)
-    assert "noisy:" not in text
+    assert "noisy" not in text
     assert text.endswith("… 2 more nodes not shown (top=1)")
 
 
@@ -159,7 +159,9 @@ def test_html_has_table_escaped_cells_and_notes():
     assert "&lt;built-in function add&gt;" in page
     assert "<built-in" not in page
     assert "52 ns/node, subtracted" in page
-    assert "noisy: relu IQR/median 36%" in page
+    assert "1 of 3 nodes shown — relu 36%" in page
+    style = page[page.index("<style>"):page.index("</style>")]  # self-contained CSS
+    assert ".pyfxprof th,.pyfxprof td{padding:" in style
 
 
 def test_html_and_text_show_the_same_cells():
@@ -195,3 +197,54 @@ def test_html_repr_is_cut_to_html_top_rows():
     page = Profile(nodes, samples, samples.sum(axis=1), {})._repr_html_()
     assert page.count("<tr>") == 1 + report.HTML_TOP
     assert f"… 10 more nodes not shown (top={report.HTML_TOP})" in page
+
+
+def noisy_profile(n=30):
+    rng = np.random.default_rng(0)
+    samples = rng.integers(1000, 3000, size=(6, n))
+    nodes = pd.DataFrame({
+        "index": range(n), "name": [f"n{i}" for i in range(n)], "op": "call_function",
+        "target": "f", "module_path": "", "module_type": "M", "module_stack": [()] * n})
+    return Profile(nodes, samples, samples.sum(axis=1), {})
+
+
+def test_noisy_rows_collapse_to_one_line_naming_the_noisiest():
+    text = noisy_profile().table(width=None)
+    notes = [line for line in text.splitlines() if "noisy" in line]
+    assert len(notes) == 1
+    assert notes[0].startswith("noisy (IQR/median > 10%): 30 of 30 nodes shown — ")
+    assert notes[0].count("%,") == report.NOISY_NAMES and "+26 more" in notes[0]
+
+
+def test_call_module_rows_show_their_module_type_as_op():
+    rows = table_rows(make_profile().table(sort_by="order", columns=["name", "target",
+                                                                     "module_path"]))
+    assert rows[0] == ["conv1", "Conv2d", "conv1"]  # not "conv1" twice
+    assert rows[1] == ["relu", "torch.nn.functional.relu", "(root)"]
+
+
+def test_table_fits_the_width_dropping_least_useful_columns_first():
+    full = make_profile().table(width=None)
+    assert max(map(len, full.splitlines())) > 140
+    text = make_profile().table(width=80)
+    assert max(map(len, text.splitlines())) <= 80
+    titles = text.splitlines()[text.splitlines().index("") + 1]
+    assert "Op type" not in titles and "Module" not in titles  # dropped first
+    assert titles.split()[:3] == ["#", "Node", "Op"] and "Total %" in titles
+    assert "columns not shown to fit 80 characters: Op type, Module" in " ".join(
+        text.splitlines())
+    narrow = make_profile().table(width=40)
+    assert max(len(line) for line in narrow.splitlines()
+               if not line.startswith(("  versions", "cpu"))) <= 40
+
+
+def test_width_auto_is_the_terminal_only_when_printing_to_one(monkeypatch):
+    class Terminal:
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda: __import__("os").terminal_size(
+        (72, 24)))
+    assert report.terminal_width(Terminal()) == 72
+    monkeypatch.setattr("sys.stdout", Terminal())
+    assert max(map(len, make_profile().table().splitlines())) <= 72

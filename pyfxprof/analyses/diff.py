@@ -247,7 +247,7 @@ class ProfileDiff:
             "=" otherwise, "added" (test only), "removed" (control only), "fused" (a
             control-only BN folded into a conv of the test, per test.meta["fused_pairs"]);
           fused_into: that conv's module path for "fused" rows, else "".
-        ``df.attrs`` holds labels, runs (control, test), by and depth.
+        ``df.attrs`` holds labels, runs (control, test), by, depth, testable and min_runs.
 
         >>> df = d.compare(by="module", depth=1)                   # doctest: +SKIP
         >>> df.loc["layer1", ["median_control", "median_test", "change"]]  # doctest: +SKIP
@@ -271,7 +271,7 @@ class ProfileDiff:
         if by == "node":
             frame = pd.concat([self._identity(keys), frame], axis=1)
         frame.attrs.update(labels=self.labels, runs=(self.control.n_runs, self.test.n_runs),
-                           by=by, depth=depth)
+                           by=by, depth=depth, testable=self.testable, min_runs=self.min_runs)
         return frame
 
     def _identity(self, keys: list[str]) -> pd.DataFrame:
@@ -325,12 +325,18 @@ class ProfileDiff:
                 for what, row in slower.iterrows()]
 
     def table(self, sort_by: str = "diff_duration", top: int | None = 20, by: str = "node",
-              depth: int | None = None) -> str:
+              depth: int | None = None, width: int | str | None = "auto") -> str:
         """The comparison as aligned text: header (labels, runs, totals and their change,
         category counts, the test used), then the rows sorted by ``sort_by`` (SORT_KEYS).
+        ``width`` as in Profile.table ("auto": the terminal's, when printing to one).
 
         >>> print(diff(control_profile, test_profile).table(top=5))   # doctest: +SKIP
         """
+        view = self._view(sort_by, top, by, depth)
+        return report.render_text(view, report.terminal_width() if width == "auto" else width)
+
+    def _view(self, sort_by: str, top: int | None, by: str, depth) -> report.View:
+        """The comparison as a report View (text and HTML render the same cells)."""
         if sort_by not in SORT_KEYS:
             raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
         if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
@@ -340,12 +346,15 @@ class ProfileDiff:
         columns = _table_columns(frame, self.labels, by)
         notes = ([f"… {len(frame) - len(shown)} more rows not shown (top={top})"]
                  if len(shown) < len(frame) else [])
-        view = report.View(
+        return report.View(
             header=self._header(frame, by, depth), titles=[c[0] for c in columns],
             right_aligned=[c[2] for c in columns],
             rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
             notes=notes)
-        return report.render_text(view)
+
+    def _repr_html_(self) -> str:
+        """The comparison (top 20 rows by |diff|) as an HTML table, for notebooks."""
+        return report.render_html(self._view("diff_duration", 20, "node", None))
 
     def _header(self, frame: pd.DataFrame, by: str, depth) -> list[str]:
         (label_c, label_t), totals = self.labels, self.totals()

@@ -188,7 +188,7 @@ class Profile:
 
     def table(self, sort_by: str = "total", top: int | None = None,
               columns: list[str] | None = None, group_by: str | None = None,
-              depth: int | None = None) -> str:
+              depth: int | None = None, width: int | str | None = "auto") -> str:
         """The report as aligned text: header block, table, truncation and noise notes.
 
         sort_by: "total" | "median" | "mean" | "max" (descending), "name" (ascending) or
@@ -197,7 +197,9 @@ class Profile:
         "flop_per_s" (group view: "group", "nodes", statistics, "cum_pct", "flops",
         "flop_per_s"). group_by: None | "op" | "target" | "module_type" | "module" (inclusive
         time per module cut at ``depth``, default 1; see rollup) | "input_shape" (per op and
-        input shapes, like torch.profiler's group_by_input_shape).
+        input shapes, like torch.profiler's group_by_input_shape). width: fit into this many
+        characters (text columns cut, then columns dropped with a note); "auto": the
+        terminal's width when stdout is one, else no limit; None: no limit.
 
         >>> nodes = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
         ...     "target": ["add"], "module_path": [""], "module_type": ["M"],
@@ -209,7 +211,9 @@ class Profile:
         from ..views import report
         view = report.build_view(self, sort_by=sort_by, top=top, columns=columns,
                                  group_by=group_by, depth=depth)
-        return report.render_text(view)
+        if width == "auto":
+            width = report.terminal_width()
+        return report.render_text(view, width=width)
 
     def tree(self, max_depth: int | None = None) -> str:
         """The module hierarchy with each module's median inclusive time and percent; see
@@ -246,8 +250,9 @@ class Profile:
         from ..views.flamegraph import export_flamegraph
         export_flamegraph(self, path, metric=metric, title=title)
 
-    def plot(self, path, top: int = 20):
-        """Save a bar chart of the top nodes (median, IQR bars); returns the Figure; see plot."""
+    def plot(self, path=None, top: int = 20):
+        """A bar chart of the top nodes by median (IQR bars), saved to ``path`` when given;
+        returns the Figure, which shows inline in notebooks; see views.plot."""
         from ..views.plot import plot
         return plot(self, path, top=top)
 

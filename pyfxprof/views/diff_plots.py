@@ -1,6 +1,8 @@
 """Bar charts of a :meth:`ProfileDiff.compare` frame: control and test side by side, and their
 difference (red: test higher, green: test lower, grey: a duration change that is not
-significant, ``change`` "="). matplotlib is imported lazily and drawn with its Agg canvas, so
+significant, ``change`` "="; every bar grey, and the title says so, when too few runs allowed
+no significance test). Labels name a node once: its module path when the node is that
+module's call. matplotlib is imported lazily and drawn with its Agg canvas, so
 no global backend is changed and no display is needed.
 
 Example:
@@ -32,8 +34,16 @@ def _top_rows(df: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
 
 
 def _label(key) -> str:
-    """A y-axis label: "(root)" for "", long keys keep their tail (the node name)."""
+    """A y-axis label: "(root)" for "", a "module/node" key whose node is that module's call
+    as the module path alone, long keys keep their tail (the node name).
+
+    >>> _label("layer1.0.conv1/layer1_0_conv1"), _label("layer1.0/add"), _label("")
+    ('layer1.0.conv1', 'layer1.0/add', '(root)')
+    """
     text = str(key) or "(root)"
+    module, _, node = text.rpartition("/")
+    if module and module.replace(".", "_") == node:
+        text = module
     return text if len(text) <= MAX_LABEL else "…" + text[-(MAX_LABEL - 1):]
 
 
@@ -55,7 +65,7 @@ def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quant
         sides.barh(y + offset, rows[column].to_numpy() / scale, height, label=label)
     sides.set_yticks(y, [_label(key) for key in rows.index])
     sides.invert_yaxis()
-    sides.legend()
+    sides.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, frameon=False)
     sides.set_xlabel(f"{quantity} ({unit})")
     delta = rows[columns[2]].to_numpy() / scale
     colors = np.where(delta > 0, "tab:red", "tab:green")
@@ -80,9 +90,15 @@ def visualize_duration_diff(df: pd.DataFrame, path=None, top: int = 20):
     values = np.abs(rows[list(columns)].to_numpy(dtype=np.float64))
     unit, scale = time_unit(float(np.nanmax(values)) if values.size else 0.0)
     labels = df.attrs.get("labels", ("control", "test"))
-    figure = _bar_figure(rows, columns, labels, "median time per run", unit, scale,
-                         f"Largest duration changes (top {top}; grey: not significant)",
-                         (rows["change"] != "=").to_numpy())
+    if df.attrs.get("testable", True):
+        title, changed = (f"Largest duration changes (top {top}; grey: not significant)",
+                          (rows["change"] != "=").to_numpy())
+    else:
+        title = (f"Largest duration changes (top {top}) — no significance test: fewer than "
+                 f"{df.attrs.get('min_runs', 5)} runs per side, so every bar is grey")
+        changed = np.zeros(len(rows), dtype=bool)
+    figure = _bar_figure(rows, columns, labels, "median time per run", unit, scale, title,
+                         changed)
     if path is not None:
         save_figure(figure, path)
     return figure

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import io
 from pathlib import Path
 
 from ..errors import PyfxprofError
@@ -12,17 +14,33 @@ _UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
 
 
 def matplotlib_figure():
-    """matplotlib's Figure and Agg canvas (no pyplot global state), imported on first use.
+    """A matplotlib Figure class that shows itself inline in notebooks (``_repr_png_``, no
+    pyplot needed) and the Agg canvas (no pyplot global state), imported on first use.
 
     Example:
         >>> Figure, Canvas = matplotlib_figure()
+        >>> figure = Figure(figsize=(1, 1)); canvas = Canvas(figure)
+        >>> figure._repr_png_()[:4]
+        b'\\x89PNG'
     """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise PyfxprofError("plotting needs matplotlib: pip install matplotlib") from None
-    return Figure, FigureCanvasAgg
+    return _inline_figure_class(Figure), FigureCanvasAgg
+
+
+@functools.lru_cache(maxsize=None)
+def _inline_figure_class(figure_class):
+    """``figure_class`` with the PNG representation Jupyter displays."""
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=100)
+        return buffer.getvalue()
+
+    return type("Figure", (figure_class,), {"_repr_png_": _repr_png_,
+                                            "__module__": __name__})
 
 
 def time_unit(largest: float) -> tuple[str, float]:

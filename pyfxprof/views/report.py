@@ -8,6 +8,9 @@ deterministic: ties in sorting keep execution order.
 from __future__ import annotations
 
 import html
+import shutil
+import sys
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +54,12 @@ _TITLES = {
 _GROUP_TITLES = {"op": "Op type", "target": "Op", "module_type": "Module type",
                  "module": "Module", "input_shape": "Op"}
 _NOISE_HINT = "consider more runs or pinning threads"
+#: Noisy rows named in the one-line note.
+NOISY_NAMES = 4
+#: Narrowest a text column is cut to when a table must fit the terminal.
+MIN_TEXT_WIDTH = 10
+#: Columns left out first, in this order, when a table must fit the terminal.
+DROP_ORDER = ("op", "module_path", "cum_pct", "iqr", "mean", "index", "nodes")
 
 
 @dataclass
@@ -62,6 +71,8 @@ class View:
     right_aligned: list[bool]
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
+    #: Column positions to leave out first when the table must fit a width, in that order.
+    drop_order: list[int] = field(default_factory=list)
 
 
 def _choice(name: str, value, valid) -> None:
@@ -213,15 +224,20 @@ def _title(column: str, group_by: str | None) -> str:
 
 
 def _notes(frame: pd.DataFrame, shown: int, label: str, name_column: str, top) -> list[str]:
-    """A truncation note, then one warning per noisy row among those shown."""
+    """A truncation note, then one line naming the noisy rows among those shown (the noisiest
+    first, at most NOISY_NAMES of them)."""
     notes = []
     if shown < len(frame):
         notes.append(f"… {len(frame) - shown} more {label} not shown (top={top})")
     visible = frame.iloc[:shown]
     noisy = noisy_mask(visible)
-    rel = relative_iqr(visible)
-    for name, ratio in zip(visible.loc[noisy, name_column], rel[noisy]):
-        notes.append(f"noisy: {name} IQR/median {format_pct(100.0 * ratio, 0)} — {_NOISE_HINT}")
+    if noisy.any():
+        ratios = relative_iqr(visible)[noisy].sort_values(ascending=False, kind="stable")
+        names = [f"{visible.loc[i, name_column]} {format_pct(100.0 * r, 0)}"
+                 for i, r in ratios.iloc[:NOISY_NAMES].items()]
+        more = f", +{len(ratios) - NOISY_NAMES} more" if len(ratios) > NOISY_NAMES else ""
+        notes.append(f"noisy (IQR/median > 10%): {len(ratios)} of {shown} {label} shown — "
+                     f"{', '.join(names)}{more} — {_NOISE_HINT}")
     return notes
 
 
@@ -244,6 +260,17 @@ def _check_args(sort_by, top, columns, valid_columns) -> None:
         unknown = [c for c in columns if c not in valid_columns]
         if unknown:
             raise ValueError(f"unknown columns {unknown}; valid: {list(valid_columns)}")
+
+
+def _op_targets(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose "Op" (target) shows the module type for call_module nodes, whose target is
+    their module path and would repeat the Module column ("layer1.0.conv1" -> "Conv2d")."""
+    if not {"op", "target", "module_type"} <= set(frame.columns):
+        return frame
+    frame = frame.copy()
+    module_call = frame["op"] == "call_module"
+    frame["target"] = frame["target"].where(~module_call, frame["module_type"])
+    return frame
 
 
 def build_view(profile, sort_by: str = "total", top: int | None = None,
@@ -269,32 +296,123 @@ def build_view(profile, sort_by: str = "total", top: int | None = None,
     shown = len(frame) if top is None else min(top, len(frame))
     columns = list(columns or [c for c in default if c in valid])  # launch_bound is optional
     rows = [[_truncate(c, _cell(c, v)) for c, v in zip(columns, record)]
-            for record in frame.iloc[:shown][columns].itertuples(index=False)]
+            for record in _op_targets(frame.iloc[:shown])[columns].itertuples(index=False)]
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
         header=header_lines(profile.meta, profile.n_runs, profile.n_nodes, profile.run_totals)
         + latency_header(profile),
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
         notes=_notes(frame, shown, label, name_column, top),
+        drop_order=[columns.index(c) for c in DROP_ORDER if c in columns],
     )
 
 
-def render_text(view: View) -> str:
-    """The view as aligned plain text (two spaces between columns, no trailing blanks)."""
+def terminal_width(stream=None) -> int | None:
+    """Columns of the terminal ``stream`` (default stdout) writes to; None when it is not a
+    terminal (a file, a pipe, a notebook), where tables keep their full width.
+
+    >>> import io; terminal_width(io.StringIO()) is None
+    True
+    """
+    stream = sys.stdout if stream is None else stream
+    try:
+        if not stream.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def _wrap_line(line: str, width: int) -> list[str]:
+    """A header line cut at its " · " separators into lines of at most ``width`` (when it can)."""
+    out = []
+    for part in line.split(" · "):
+        if out and len(out[-1]) + 3 + len(part) <= width:
+            out[-1] += " · " + part
+        else:
+            out.append(part if not out else "  " + part)
+    return out
+
+
+def _fit_columns(view: View, widths: list[int], width: int) -> tuple[list[int], list[int]]:
+    """(kept column positions, their widths) of a table at most ``width`` characters wide:
+    columns of ``view.drop_order`` are left out first, then the widest text columns are cut
+    (down to MIN_TEXT_WIDTH), then columns are dropped from the right (never the first)."""
+    widths = list(widths)
+    text = [i for i, right in enumerate(view.right_aligned) if not right]
+    kept = list(range(len(widths)))
+
+    def total() -> int:
+        return sum(widths[i] for i in kept) + 2 * (len(kept) - 1)
+
+    for position in view.drop_order:
+        if total() <= width:
+            break
+        kept.remove(position)
+    while total() > width:
+        widest = max((i for i in text if i in kept), key=lambda i: widths[i], default=None)
+        if widest is None or widths[widest] <= MIN_TEXT_WIDTH:
+            break
+        widths[widest] -= 1
+    while total() > width and len(kept) > 1:
+        kept.pop()
+    return kept, [widths[i] for i in kept]
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def render_text(view: View, width: int | None = None) -> str:
+    """The view as aligned plain text (two spaces between columns, no trailing blanks).
+
+    ``width``: fit the table and header into this many characters (cut text columns, then
+    drop columns from the right, with a note); None: no limit.
+    """
     widths = [max([len(t)] + [len(r[i]) for r in view.rows]) for i, t in enumerate(view.titles)]
+    kept, widths = (list(range(len(widths))), widths) if width is None else _fit_columns(
+        view, widths, width)
+    right = [view.right_aligned[i] for i in kept]
 
     def line(cells) -> str:
-        padded = [c.rjust(w) if right else c.ljust(w)
-                  for c, w, right in zip(cells, widths, view.right_aligned)]
+        cells = [_clip(cells[i], w) for i, w in zip(kept, widths)]
+        padded = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
         return "  ".join(padded).rstrip()
 
-    table = [line(view.titles), line(["-" * w for w in widths])] + [line(r) for r in view.rows]
-    blocks = [view.header, table] + ([view.notes] if view.notes else [])
+    table = ([line(view.titles), "  ".join("-" * w for w in widths)]
+             + [line(r) for r in view.rows])
+    header, notes = view.header, list(view.notes)
+    if width is not None:
+        header = [part for text in header for part in _wrap_line(text, width)]
+        dropped = [view.titles[i] for i in range(len(view.titles)) if i not in kept]
+        if dropped:
+            notes.append(f"columns not shown to fit {width} characters: {', '.join(dropped)} "
+                         "(widen the terminal, or table(width=None))")
+        notes = [part for note in notes for part in textwrap.wrap(
+            note, width, subsequent_indent="  ", break_on_hyphens=False)]
+    blocks = [header, table] + ([notes] if notes else [])
     return "\n\n".join("\n".join(block) for block in blocks)
 
 
+#: The HTML table's own style, so it reads the same in Jupyter, a browser or an HTML report.
+HTML_STYLE = """<style>
+.pyfxprof{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px;
+  color:#222}
+.pyfxprof pre{font-family:Menlo,Consolas,"DejaVu Sans Mono",monospace;font-size:12px;
+  background:#f6f6f6;padding:6px 8px;margin:4px 0;white-space:pre-wrap;border-radius:3px}
+.pyfxprof table{border-collapse:collapse;margin:6px 0}
+.pyfxprof th,.pyfxprof td{padding:3px 10px;border-bottom:1px solid #e2e2e2;
+  white-space:nowrap}
+.pyfxprof th{background:#eef1f5;font-weight:600;border-bottom:2px solid #c8cdd5}
+.pyfxprof td{font-variant-numeric:tabular-nums}
+.pyfxprof tbody tr:nth-child(even){background:#fafafa}
+.pyfxprof tbody tr:hover{background:#fff4d6}
+</style>"""
+
+
 def render_html(view: View) -> str:
-    """The view as an HTML fragment (header and notes in <pre>, the rows in a <table>)."""
+    """The view as a self-contained HTML fragment (its own <style>; header and notes in
+    <pre>, the rows in a <table>)."""
     def cells(tag: str, values) -> str:
         return "".join(
             f'<{tag} style="text-align:{"right" if right else "left"}">{html.escape(v)}</{tag}>'
@@ -302,7 +420,7 @@ def render_html(view: View) -> str:
 
     body = "\n".join(f"<tr>{cells('td', row)}</tr>" for row in view.rows)
     parts = [
-        '<div class="pyfxprof">',
+        '<div class="pyfxprof">', HTML_STYLE,
         f"<pre>{html.escape(chr(10).join(view.header))}</pre>",
         f"<table>\n<thead><tr>{cells('th', view.titles)}</tr></thead>",
         f"<tbody>\n{body}\n</tbody>\n</table>",
