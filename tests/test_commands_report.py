@@ -65,7 +65,7 @@ def test_exports(saved, tmp_path, capsys):
     assert run_report(argv) == 0
     assert "traceEvents" in json.loads(outputs["--chrome-trace"].read_text())
     ET.parse(outputs["--flamegraph"])
-    assert outputs["--stacks"].read_text().splitlines()[0] == "root;alpha;alpha 100"
+    assert outputs["--stacks"].read_text().splitlines()[0] == "root;alpha 100"
     assert outputs["--plot"].stat().st_size > 0
     err = capsys.readouterr().err
     assert f"wrote flame graph to {outputs['--flamegraph']}" in err
