@@ -1,7 +1,7 @@
 """The built-in advisor rules: fusible Conv/BN pairs, overhead-bound graphs, hotspots, low
 achieved FLOP/s, noisy measurements, known slow ops, machine noise (preempted runs), too short a
-warm-up. Each registers itself with
-``advisor.register_rule`` and cites the nodes and times it rests on (docs/advisor.md).
+warm-up. Each registers itself with ``advice.register_rule`` and cites the nodes and times it
+rests on (docs/advisor.md).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .advisor import Context, Suggestion, plural, register_rule, what
+from .advice import Context, Suggestion, plural, register_rule, what
 from ..data.stats import noisy_mask, relative_iqr
 from ..data.units import format_ns, format_pct
 

@@ -1,0 +1,180 @@
+"""What the advisor works with: Suggestion, Advice, the Context a rule receives, and the registry
+of rules (``@register_rule``). The rules are in advisor_rules, ``advise`` in advisor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from ..data.stats import summary_of_totals
+from ..data.units import format_ns, format_pct
+
+#: Severities, most urgent first; advice is sorted in this order.
+SEVERITIES = ("high", "medium", "low", "info")
+MAX_EVIDENCE_NODES = 8     # node lines cited per suggestion before "... and N more"
+
+
+@dataclass
+class Suggestion:
+    """One piece of advice: what to change, why (evidence) and what it may save.
+
+    ``severity`` is one of SEVERITIES; ``evidence`` lines cite node names and times;
+    ``expected_saving_ns`` is None when the rule cannot estimate it; ``nodes`` names the nodes.
+
+    Example:
+        >>> Suggestion("mine", "low", "Try X", ["relu_3 1.20 ms"], "do X", 600.0).nodes
+        []
+    """
+
+    rule: str
+    severity: str
+    title: str
+    evidence: list[str]
+    action: str
+    expected_saving_ns: float | None = None
+    nodes: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {SEVERITIES}, got {self.severity!r}")
+
+
+class Advice(list):
+    """Suggestions, most urgent first; ``str()`` is a numbered report. ``total_ns`` is the
+    median end-to-end run the percentages refer to; ``subject`` names the model and device.
+
+    Example:
+        >>> advice = Advice([Suggestion("r", "info", "Look here", ["a: 5 µs"], "read it")],
+        ...                 total_ns=10_000.0, subject="net on cpu")
+        >>> print(advice)
+        Advice for net on cpu: 1 suggestion (median run 10.0 µs; percentages are shares of it)
+        <BLANKLINE>
+        1. [info] Look here  (rule: r)
+           evidence:
+             - a: 5 µs
+           action: read it
+           expected saving: not estimated
+    """
+
+    def __init__(self, suggestions=(), total_ns: float = math.nan, subject: str = "the model"):
+        super().__init__(suggestions)
+        self.total_ns = total_ns
+        self.subject = subject
+
+    def __str__(self) -> str:
+        lines = [f"Advice for {self.subject}: {plural(len(self), 'suggestion')} (median run "
+                 f"{format_ns(self.total_ns)}; percentages are shares of it)"]
+        for number, item in enumerate(self, 1):
+            lines += ["", f"{number}. [{item.severity}] {item.title}  (rule: {item.rule})",
+                      "   evidence:"]
+            lines += [f"     - {line}" for line in item.evidence]
+            lines += [f"   action: {item.action}", f"   expected saving: {self._saving(item)}"]
+        return "\n".join(lines)
+
+    def _saving(self, item: Suggestion) -> str:
+        if item.expected_saving_ns is None:
+            return "not estimated"
+        pct = item.expected_saving_ns / self.total_ns * 100 if self.total_ns > 0 else math.nan
+        return f"{format_ns(item.expected_saving_ns)} ({format_pct(pct)})"
+
+
+@dataclass(frozen=True)
+class Context:
+    """Data computed once per ``advise`` call and shared by the rules.
+
+    ``stats`` is ``profile.to_dataframe()`` (identity, host statistics in ns, ``device_*``
+    statistics with device samples, extra columns such as ``inputs`` and ``flops``);
+    ``total_ns`` the median end-to-end run (sum of node medians if run totals are 0);
+    ``device`` the device kind ("cpu", "cuda").
+    Example: ``build_context(prof).cite(0)`` -> ``'conv1 (Conv2d) median 1.20 ms, 4.4%'``
+    """
+
+    stats: pd.DataFrame
+    total_ns: float
+    device: str
+
+    def pct(self, ns: float) -> float:
+        """``ns`` as a percentage of the median run (NaN when the run took no time)."""
+        return float(ns) / self.total_ns * 100 if self.total_ns > 0 else math.nan
+
+    def cite(self, row: int, column: str = "median") -> str:
+        """``name (what) median T, P%`` for node ``row`` (``column`` may be device_median)."""
+        ns = self.stats.at[row, column]
+        return (f"{self.stats.at[row, 'name']} ({what(self.stats.loc[row])}) "
+                f"{column.replace('_', ' ')} {format_ns(ns)}, {format_pct(self.pct(ns))}")
+
+    def cite_many(self, rows, line=None) -> list[str]:
+        """``line(row)`` (default ``cite``) for the first MAX_EVIDENCE_NODES ``rows``, then
+        "... and N more"."""
+        rows, line = list(rows), line or self.cite
+        extra = len(rows) - MAX_EVIDENCE_NODES
+        return [line(row) for row in rows[:MAX_EVIDENCE_NODES]] + (
+            [f"... and {extra} more"] if extra > 0 else [])
+
+    def names(self, rows) -> list[str]:
+        """Node names of ``rows``."""
+        return [str(self.stats.at[row, "name"]) for row in rows]
+
+
+def build_context(profile) -> Context:
+    """The Context of ``profile`` that every rule receives.
+
+    Example: ``build_context(prof).device`` -> ``'cpu'``
+    """
+    stats = profile.to_dataframe()
+    total = summary_of_totals(profile.run_totals)["median"]
+    if not total > 0:
+        total = float(stats["median"].sum())
+    default = "cuda" if profile.device_samples is not None else "cpu"
+    device = str(profile.meta.get("device") or default).split(":")[0]
+    return Context(stats=stats, total_ns=float(total), device=device)
+
+
+# --- registry ----------------------------------------------------------------------------------
+
+#: Registered rules ``rule(profile, context) -> list[Suggestion]`` by name, in registration
+#: order (the order ``advise`` runs them).
+RULES: dict[str, Callable] = {}
+
+
+def register_rule(name: str):
+    """Decorator registering ``rule(profile, context) -> list[Suggestion]`` under ``name``.
+
+    Example:
+        >>> @register_rule("relus")
+        ... def relus(profile, context):
+        ...     rows = context.stats.index[context.stats["target"] == "torch.relu"]
+        ...     return [Suggestion("relus", "info", "ReLUs", context.cite_many(rows), "fuse")]
+        >>> unregister_rule("relus")
+    """
+    def decorator(rule: Callable) -> Callable:
+        if name in RULES:
+            raise ValueError(f"advisor rule {name!r} is already registered; choose another name "
+                             f"or call unregister_rule({name!r}) first")
+        RULES[name] = rule
+        return rule
+    return decorator
+
+
+def unregister_rule(name: str) -> None:
+    """Remove rule ``name`` from the registry (see the example of register_rule)."""
+    if name not in RULES:
+        raise ValueError(f"no advisor rule {name!r}; registered: {', '.join(RULES)}")
+    del RULES[name]
+
+
+# --- helpers shared by the rules ---------------------------------------------------------------
+
+
+def what(row) -> str:
+    """Module type for a module call, else the target (e.g. ``torch.relu``)."""
+    return str(row["module_type"] if row["op"] == "call_module" else row["target"])
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 node', '3 nodes'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

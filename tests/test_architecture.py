@@ -1,0 +1,325 @@
+"""The package's architecture, read off the source (an AST walk of every module's imports).
+
+Stages and the one-way rule (DESIGN.md, "Where each stage lives"):
+
+    cli ─▶ run, tools, analyses, views, data
+    run ─▶ timing, capture, data, _C        timing ─▶ capture, _C
+    tools ─▶ run, timing, capture, views, data
+    analyses ─▶ views, data                 views ─▶ data
+
+- ``data`` (the Profile, statistics, persistence), used by run, views, analyses, tools and cli,
+  imports no other stage, neither torch nor ``_C``, so a saved profile loads and renders
+  anywhere. ``views`` and ``analyses`` import neither torch nor ``_C`` either.
+- ``timing`` may use ``capture`` (its executors run captured graphs; capture never imports
+  timing). ``errors.py`` is shared by all; ``pyfxprof`` itself (``__version__``) too.
+- The one exception: Profile's convenience methods (``table``, ``export_*``, ``plot``,
+  ``advise``, ...) delegate to views and analyses, which import ``data.profile``. They import
+  their view inside the method, never at module level, so there is no cycle; each such method
+  is listed in DELEGATORS below, and no other function-local import may cross the rule.
+- No cycle among module-level imports, and no function body over MAX_FUNCTION_LINES lines
+  (counted from the first statement, docstring included, to the last line).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "pyfxprof"
+
+#: Stages each stage may import (besides itself, "errors" and the package root).
+ALLOWED = {
+    "data": set(),
+    "views": {"data"},
+    "analyses": {"views", "data"},
+    "capture": set(),
+    "timing": {"capture", "_C"},
+    "run": {"timing", "capture", "data", "_C"},
+    "tools": {"run", "timing", "capture", "views", "data"},
+    "cli": {"run", "tools", "analyses", "views", "data"},
+    "errors": set(),
+}
+#: Stages that must not import torch (nor anything under it).
+NO_TORCH = {"data", "views", "analyses"}
+
+#: (module, function qualname) -> the modules it may import inside its body against the rule:
+#: the Profile methods that delegate to a view or analysis.
+DELEGATORS = {
+    ("pyfxprof.data.profile", "Profile.table"): {"pyfxprof.views.report"},
+    ("pyfxprof.data.profile", "Profile._repr_html_"): {"pyfxprof.views.report"},
+    ("pyfxprof.data.profile", "Profile.export_chrome_trace"): {"pyfxprof.views.chrome_trace"},
+    ("pyfxprof.data.profile", "Profile.export_stacks"): {"pyfxprof.views.stacks"},
+    ("pyfxprof.data.profile", "Profile.export_flamegraph"): {"pyfxprof.views.stacks"},
+    ("pyfxprof.data.profile", "Profile.plot"): {"pyfxprof.views.plot"},
+    ("pyfxprof.data.profile", "Profile.advise"): {"pyfxprof.analyses.advisor"},
+}
+
+MAX_FUNCTION_LINES = 50
+#: Temporary: functions in files other work is rewriting right now may reach these lengths.
+#: To be emptied once that work has landed.
+LONG_FUNCTIONS_FOR_NOW: dict[tuple[str, str], int] = {
+    ("pyfxprof.run.runner", "profile"): 56,
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target module, where it is, and whether it runs at import time."""
+
+    source: str          # importing module, e.g. "pyfxprof.data.profile"
+    target: str          # imported module, e.g. "pyfxprof.views.report" or "torch.fx"
+    function: str        # qualname of the enclosing function, "" at module level
+    type_only: bool      # under ``if TYPE_CHECKING:``
+    line: int
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+NATIVE = {"pyfxprof._C"}  # the compiled extension (no .py source)
+
+
+def is_module(name: str) -> bool:
+    return name in MODULES or name in NATIVE
+
+
+def resolve(source: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    """Modules a ``from X import a, b`` reaches: ``X.a`` where that is a module, else ``X``."""
+    if node.level:
+        base = source.split(".")[: len(source.split(".")) - node.level + (1 if is_package else 0)]
+        base_name = ".".join(base + ([node.module] if node.module else []))
+    else:
+        base_name = node.module
+    targets = {f"{base_name}.{alias.name}" if is_module(f"{base_name}.{alias.name}") else base_name
+               for alias in node.names}
+    return sorted(targets)
+
+
+class ImportCollector(ast.NodeVisitor):
+    """Every import of one module, with its enclosing function and TYPE_CHECKING status."""
+
+    def __init__(self, source: str, is_package: bool):
+        self.source, self.is_package = source, is_package
+        self.scope: list[str] = []
+        self.functions: list[str] = []
+        self.type_only = False
+        self.imports: list[Import] = []
+
+    def _add(self, target: str, line: int) -> None:
+        function = ".".join(self.scope) if self.functions else ""
+        self.imports.append(Import(self.source, target, function, self.type_only, line))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(alias.name, node.lineno)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for target in resolve(self.source, self.is_package, node):
+            self._add(target, node.lineno)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.scope.append(node.name)
+        self.generic_visit(node)
+        self.scope.pop()
+
+    def visit_FunctionDef(self, node) -> None:
+        self.scope.append(node.name)
+        self.functions.append(node.name)
+        self.generic_visit(node)
+        self.functions.pop()
+        self.scope.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_If(self, node: ast.If) -> None:
+        test = node.test
+        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
+            self.type_only = True
+            for child in node.body:
+                self.visit(child)
+            self.type_only = False
+            for child in node.orelse:
+                self.visit(child)
+        else:
+            self.generic_visit(node)
+
+
+def parse(name: str) -> ast.Module:
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"), filename=str(MODULES[name]))
+
+
+def all_imports() -> list[Import]:
+    found = []
+    for name, path in MODULES.items():
+        collector = ImportCollector(name, path.name == "__init__.py")
+        collector.visit(parse(name))
+        found += collector.imports
+    return found
+
+
+IMPORTS = all_imports()
+
+
+def stage(module: str) -> str | None:
+    """The stage of a pyfxprof module ("data", "_C", "errors", ...); "" for the package root
+    and ``__main__``; None outside pyfxprof."""
+    parts = module.split(".")
+    if parts[0] != "pyfxprof":
+        return None
+    if len(parts) == 1 or parts[1] == "__main__":
+        return ""
+    return parts[1]
+
+
+def crosses_the_rule(item: Import) -> bool:
+    """True when `item` imports a stage (or torch) its own stage may not use."""
+    own, other = stage(item.source), stage(item.target)
+    if own == "":
+        return False  # the package root serves the public names of every stage
+    if other is None:
+        return own in NO_TORCH and item.target.split(".")[0] == "torch"
+    return other not in {own, "", "errors"} | ALLOWED[own]
+
+
+def test_every_stage_is_known():
+    stages = {stage(name) for name in MODULES} - {""}
+    assert stages == set(ALLOWED), "a new subpackage needs its place in ALLOWED (and DESIGN.md)"
+
+
+def test_imports_point_one_way():
+    wrong = [f"{i.source}:{i.line} imports {i.target}" + (f" (in {i.function})" if i.function
+                                                            else "")
+             for i in IMPORTS if crosses_the_rule(i)
+             and not (i.function and i.target in DELEGATORS.get((i.source, i.function), ()))]
+    assert wrong == [], "imports against the stage rule (see this file's docstring):\n" + \
+        "\n".join(wrong)
+
+
+def test_delegators_import_their_view_inside_the_method_and_are_all_used():
+    """Each listed delegator still imports what it is listed with, so the list cannot rot."""
+    used = {(i.source, i.function, i.target) for i in IMPORTS if i.function}
+    for (source, function), targets in DELEGATORS.items():
+        for target in targets:
+            assert (source, function, target) in used, f"{source}.{function} no longer imports " \
+                f"{target}: remove it from DELEGATORS"
+
+
+def module_level_graph() -> dict[str, set[str]]:
+    """pyfxprof module -> pyfxprof modules it imports when it is imported (at module level,
+    outside TYPE_CHECKING), parent packages included."""
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for item in IMPORTS:
+        if item.function or item.type_only or not item.target.startswith("pyfxprof"):
+            continue
+        parts = item.target.split(".")
+        graph[item.source] |= {".".join(parts[:k]) for k in range(1, len(parts) + 1)
+                               if ".".join(parts[:k]) in MODULES and ".".join(parts[:k]) !=
+                               item.source}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for child in graph.get(node, ()):
+            if child not in index:
+                visit(child)
+                low[node] = min(low[node], low[child])
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_at_module_level():
+    assert cycles(module_level_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]] and cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_dynamic_import_at_module_level():
+    """``importlib.import_module`` or ``__import__`` at module level would hide an edge."""
+    hidden = []
+    for name in MODULES:
+        for statement in parse(name).body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Call) and (
+                        getattr(node.func, "id", None) in ("import_module", "__import__")
+                        or getattr(node.func, "attr", None) == "import_module"):
+                    if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                  ast.ClassDef)):
+                        hidden.append(f"{name}:{node.lineno}")
+    assert hidden == []
+
+
+def function_lengths() -> dict[tuple[str, str], int]:
+    """(module, qualname) -> lines of the body, first statement (docstring included) to last."""
+    lengths = {}
+    for name in MODULES:
+        def walk(node, prefix):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    qualname = f"{prefix}{child.name}"
+                    if not isinstance(child, ast.ClassDef):
+                        lengths[(name, qualname)] = child.end_lineno - child.body[0].lineno + 1
+                    walk(child, qualname + ".")
+        walk(parse(name), "")
+    return lengths
+
+
+LENGTHS = function_lengths()
+
+
+def test_no_function_over_50_lines():
+    long = {key: n for key, n in LENGTHS.items() if n > MAX_FUNCTION_LINES
+            and n > LONG_FUNCTIONS_FOR_NOW.get(key, 0)}
+    assert long == {}, f"split these functions (body lines): {long}"
+
+
+@pytest.mark.parametrize("key", sorted(LONG_FUNCTIONS_FOR_NOW))
+def test_temporary_allowances_still_exist(key):
+    assert key in LENGTHS, f"{key} is gone: remove it from LONG_FUNCTIONS_FOR_NOW"
+
+
+def test_the_import_walk_sees_what_it_must():
+    """The walk resolves relative imports, finds function-local and TYPE_CHECKING imports."""
+    by_source = {(i.source, i.target, i.function, i.type_only) for i in IMPORTS}
+    assert ("pyfxprof.data.profile", "pyfxprof.views.report", "Profile.table", False) in by_source
+    assert ("pyfxprof.run.metadata", "pyfxprof._C", "", False) in by_source
+    assert ("pyfxprof.run.metadata", "pyfxprof.capture.tracing", "", True) in by_source
+    assert crosses_the_rule(Import("pyfxprof.data.x", "pyfxprof.views.report", "", False, 1))
+    assert crosses_the_rule(Import("pyfxprof.views.x", "torch.fx", "", False, 1))
+    assert not crosses_the_rule(Import("pyfxprof.run.x", "pyfxprof.timing.recorder", "", False, 1))
