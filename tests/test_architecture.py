@@ -53,7 +53,7 @@ DELEGATORS = {
     ("pyfxprof.data.profile", "Profile._repr_html_"): {"pyfxprof.views.report"},
     ("pyfxprof.data.profile", "Profile.export_chrome_trace"): {"pyfxprof.views.chrome_trace"},
     ("pyfxprof.data.profile", "Profile.export_stacks"): {"pyfxprof.views.stacks"},
-    ("pyfxprof.data.profile", "Profile.export_flamegraph"): {"pyfxprof.views.stacks"},
+    ("pyfxprof.data.profile", "Profile.export_flamegraph"): {"pyfxprof.views.flamegraph"},
     ("pyfxprof.data.profile", "Profile.plot"): {"pyfxprof.views.plot"},
     ("pyfxprof.data.profile", "Profile.advise"): {"pyfxprof.analyses.advisor"},
 }
