@@ -7,10 +7,12 @@ import numpy as np
 from pyfxprof.run.generation import CallLog, format_latency, generation_latency
 
 
-def _log(starts, ends, single, cost=0.0, paused=None):
+def _log(starts, ends, single, cost=0.0, paused=None, sequence=None, first=(0,)):
     n = len(starts)
     return CallLog(np.array(starts), np.array(ends), np.array(single, bool), np.full(n, cost),
-                   np.zeros(n) if paused is None else np.array(paused))
+                   np.zeros(n) if paused is None else np.array(paused),
+                   np.arange(n) if sequence is None else np.array(sequence),
+                   np.isin(np.arange(n), first))
 
 
 def test_prefill_duration_and_decode_end_to_end_intervals():
@@ -25,12 +27,20 @@ def test_prefill_duration_and_decode_end_to_end_intervals():
     assert decode["p90"] == 56.0  # numpy's linear interpolation: 40 + 0.8 * 20
 
 
-def test_each_multi_token_call_starts_a_generation_and_the_first_call_always_does():
+def test_each_multi_token_call_starts_a_generation_and_so_does_the_blocks_first_call():
     found = generation_latency(_log([0, 20, 40, 60, 80], [10, 30, 50, 70, 90],
                                     [True, True, False, True, True]))
-    assert found["generations"] == 2
+    assert found["generations"] == 2  # a one-token prompt first, then an 8-token one
     assert found["ttft_ns"]["median"] == 10.0 and found["decode_ns"]["count"] == 3
     assert found["decode_ns"]["median"] == 20.0
+
+
+def test_a_decode_step_after_an_unrecorded_call_is_left_out():
+    # calls 0, 1 recorded; 2, 3 ran in NONE steps; 4, 5 recorded again (mid-generation)
+    found = generation_latency(_log([0, 20, 1000, 1020], [10, 30, 1010, 1030],
+                                    [False, True, True, True], sequence=[0, 1, 4, 5]))
+    assert found["generations"] == 1 and found["decode_ns"]["count"] == 2
+    assert found["decode_ns"]["median"] == 20.0  # the 980 ns gap over calls 2-3 is not a step
 
 
 def test_instrumentation_cost_and_capture_pauses_are_subtracted():

@@ -349,3 +349,21 @@ def test_summary_and_generation_latency_of_a_decode_loop():
     assert text.startswith("Profiler(Sequential): 2 call signatures, 5 calls recorded, 2 Profiles")
     assert "[1] ([1, 1] int64): 4 calls, 2 nodes (capture fx)" in text
     assert "time to first token" in text and "per-token decode latency: median" in text
+
+
+def test_a_scheduled_serving_loop_delivers_a_prefill_and_a_decode_profile_per_window():
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 10)).eval()
+    delivered = []
+    with Profiler(model, schedule=schedule(wait=1, warmup=1, active=2),
+                  on_trace_ready=delivered.append) as p:
+        for _ in range(8):  # one request per step: a 5-token prompt, then 3 decode steps
+            token = model(torch.randint(0, 10, (1, 5)))[:, -1:].argmax(-1)
+            for _ in range(3):
+                token = model(token)[:, -1:].argmax(-1)
+            p.step()
+    assert [(prof.meta["loop"]["window"], prof.meta["loop"]["call_group"], prof.n_runs)
+            for prof in delivered] == [(0, 0, 2), (0, 1, 6), (1, 0, 2), (1, 1, 6)]
+    assert [prof.meta["loop"]["steps"] for prof in delivered] == [[2, 3]] * 2 + [[6, 7]] * 2
+    assert [prof.meta["warmup"] for prof in delivered] == [4] * 4  # calls in WARMUP steps
+    latency = p.generation_latency()
+    assert latency["generations"] == 4 and latency["decode_ns"]["count"] == 12

@@ -1,10 +1,12 @@
 """Per-step latency of generation loops from the Profiler's log of model calls: time to first
 token (the prefill call) and per-token decode latency.
 
-A generation starts at a call whose first tensor argument holds more than one position
-along its last dimension (the prompt, ``input_ids`` ``[batch, prompt_len]``), or at the first
-call logged; the calls after it whose first tensor argument holds one position (one new
-token per sequence) are its decode steps.
+A call is a prefill when its first tensor argument holds more than one position along its
+last dimension (the prompt, ``input_ids`` ``[batch, prompt_len]``), or when it is the first
+call of the model in the Profiler's block. A call holding one position (one new token per
+sequence) is a decode step when the model's previous call was recorded too (so a
+generation cut by a schedule's NONE or WARMUP steps does not count its gap); otherwise it
+is left out.
 
 - time to first token: the prefill call's duration (the forward that computes the first
   token's logits);
@@ -30,11 +32,14 @@ _QUANTILES = {"median": 50, "p90": 90, "p99": 99}
 
 @dataclass
 class CallLog:
-    """Model calls timed by a Profiler, in call order (int64 ns arrays of equal length).
+    """Model calls timed by a Profiler, in call order (arrays of equal length).
 
-    single_token: the call's first tensor argument holds one position along its last
-    dimension (a decode step). cost_ns: the calibrated instrumentation cost of the call.
-    paused_ns: the Profiler's own time between the previous call's end and this call's start.
+    start_ns, end_ns: the call's timed span. single_token: its first tensor argument holds
+    one position along its last dimension. cost_ns: its calibrated instrumentation cost.
+    paused_ns: the Profiler's own time between the previous call's end and this call's
+    start. sequence: the call's number among all calls of the model the Profiler saw
+    (recorded or not), so consecutive numbers mean no call in between. first: the first
+    call of the model in its Profiler block.
     """
 
     start_ns: np.ndarray
@@ -42,6 +47,8 @@ class CallLog:
     single_token: np.ndarray
     cost_ns: np.ndarray
     paused_ns: np.ndarray
+    sequence: np.ndarray
+    first: np.ndarray
 
 
 def _summary(values: np.ndarray) -> dict:
@@ -61,17 +68,20 @@ def generation_latency(log: CallLog) -> dict:
 
     Example:
         >>> log = CallLog(np.array([0, 120, 150, 180]), np.array([100, 130, 160, 195]),
-        ...               np.array([False, True, True, True]), np.zeros(4), np.zeros(4))
+        ...               np.array([False, True, True, True]), np.zeros(4), np.zeros(4),
+        ...               np.arange(4), np.array([True, False, False, False]))
         >>> found = generation_latency(log)
         >>> found["generations"], found["ttft_ns"]["median"], found["decode_ns"]["median"]
         (1, 100.0, 30.0)
     """
     starts, ends = np.asarray(log.start_ns, np.float64), np.asarray(log.end_ns, np.float64)
     cost, paused = np.asarray(log.cost_ns, np.float64), np.asarray(log.paused_ns, np.float64)
-    decode = np.asarray(log.single_token, bool).copy()
-    if decode.size:
-        decode[0] = False  # the first logged call starts a generation
-    prefill = ~decode
+    single, first = np.asarray(log.single_token, bool), np.asarray(log.first, bool)
+    sequence = np.asarray(log.sequence, np.int64)
+    follows = np.zeros(len(sequence), dtype=bool)
+    follows[1:] = np.diff(sequence) == 1
+    prefill = ~single | first
+    decode = single & ~first & follows
     previous_end = np.concatenate([[np.nan], ends[:-1]])
     return {"generations": int(prefill.sum()),
             "ttft_ns": _summary((ends - starts - cost)[prefill]),
@@ -83,7 +93,7 @@ def format_latency(latency: dict) -> str:
 
     Example:
         >>> log = CallLog(np.array([0, 120]), np.array([100, 130]), np.array([False, True]),
-        ...               np.zeros(2), np.zeros(2))
+        ...               np.zeros(2), np.zeros(2), np.arange(2), np.array([True, False]))
         >>> print(format_latency(generation_latency(log)))
         time to first token: 100 ns (1 prefill)
         per-token decode latency: median 30 ns, p90 30 ns, p99 30 ns over 1 token (33333333 tokens/s)

@@ -129,6 +129,8 @@ class Profiler:
         self._log: deque[tuple] = deque(maxlen=MAX_LOGGED_CALLS)
         self._signature = inspect.signature(model.forward)
         self._own_ns_after = 0  # the Profiler's time after the last logged call's end
+        self._calls = 0  # calls of the model seen while open (numbers the logged ones)
+        self._first_call = 1  # the number of the block's first call
 
     @property
     def profiles(self) -> list[Profile]:
@@ -164,6 +166,8 @@ class Profiler:
             bind_inputs(self._signature, args, kwargs)  # a mismatch is a one-line error
             self._group_for(args, kwargs, self.module.forward)
         self.step_num = 0
+        self._calls += 1  # no call of an earlier block directly precedes this block's first
+        self._first_call = self._calls + 1
         self._patch = ForwardPatch(self.module, self._forward)
         self._open = True
         try:
@@ -213,9 +217,9 @@ class Profiler:
             >>> p.generation_latency()["decode_ns"]["median"]  # doctest: +SKIP
             1043210.0
         """
-        columns = np.array(self._log, dtype=np.float64).reshape(-1, 5).T
+        columns = np.array(self._log, dtype=np.float64).reshape(-1, 7).T
         return generation_latency(CallLog(columns[0], columns[1], columns[2] > 0, columns[3],
-                                          columns[4]))
+                                          columns[4], columns[5], columns[6] > 0))
 
     def summary(self) -> str:
         """The call groups (input signatures) with their recorded calls, nodes and FLOPs,
@@ -310,8 +314,10 @@ class Profiler:
 
     def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """The model's ``forward`` while the block is open (see model_patch.ForwardPatch)."""
-        if (self._inside or not self._open
-                or (self.current_action == ProfilerAction.NONE and self._groups)):
+        if self._inside or not self._open:
+            return forward(*args, **kwargs)
+        self._calls += 1
+        if self.current_action == ProfilerAction.NONE and self._groups:
             return forward(*args, **kwargs)  # NONE steps capture only the first call
         self._inside = True
         try:
@@ -353,7 +359,8 @@ class Profiler:
         shape = primary_shape(group.key)
         cost = group.executor.marks_per_run * group.executor.calibration.overhead_ns
         own_ns = own_ns_before + (self._own_ns_after if self._log else 0)
-        self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost, own_ns))
+        self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost, own_ns,
+                          self._calls, 1.0 if self._calls == self._first_call else 0.0))
 
     def _group_for(self, args: tuple, kwargs: dict, forward: Callable) -> CallGroup | None:
         """The call group of these arguments, captured (and analysed on copies) when new."""
