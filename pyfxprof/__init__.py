@@ -41,6 +41,7 @@ _PUBLIC = {
     "range": ("run.ranges", "Range"),  # like torch.profiler's record_function
     "register_rule": ("analyses.advisor", "register_rule"),
     "schedule": ("run.schedule", "schedule"),
+    "sweep": ("run.sweep", "sweep"),  # profiles at several batch sizes, fixed vs per-item cost
 }
 
 __all__ = sorted(_PUBLIC)

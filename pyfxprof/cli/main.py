@@ -14,7 +14,7 @@ from ..errors import PyfxprofError
 
 #: Sub-command modules; each defines ``add_parser(subparsers)`` that registers its parser and
 #: sets ``func=run`` where ``run(args) -> int`` returns the exit code.
-COMMAND_MODULES = ("profile", "report", "diff", "fuse", "overhead")
+COMMAND_MODULES = ("profile", "report", "diff", "fuse", "overhead", "sweep")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

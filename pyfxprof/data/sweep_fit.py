@@ -1,0 +1,136 @@
+"""Batch-size scaling: per node, a robust line time = fixed + per_item x size over a sweep.
+
+The fit is Theil–Sen (the median of the slopes between every pair of sizes; the intercept is
+the median of y - slope x) on each node's median time at each size, so a preempted or slow run
+moves nothing. ``fixed_ns`` is the intercept (cost of a call whatever the batch: dispatch,
+launch, Python), ``per_item_ns`` the slope. ``r2`` compares the line with the medians (1: on
+the line; low: not linear in the batch size). A node is *overhead-bound* at size 1 when its
+fixed cost is more than half of its fitted time at size 1. See docs/latency.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from .units import format_ns
+
+#: Name of the row fitting the whole run (run totals).
+TOTAL_ROW = "(run total)"
+#: A node is overhead-bound at size 1 when fixed / (fixed + per_item) exceeds this.
+OVERHEAD_BOUND_SHARE = 0.5
+FIT_COLUMNS = ("fixed_ns", "per_item_ns", "r2", "fixed_share_at_1", "overhead_bound")
+
+
+def theil_sen(sizes, values) -> tuple[float, float, float]:
+    """(intercept, slope, r2) of the Theil–Sen line through (sizes, values).
+
+    >>> theil_sen([1, 2, 4, 8], [300, 400, 600, 1000])
+    (200.0, 100.0, 1.0)
+    >>> theil_sen([1, 2, 4], [5, 5, 5])[2]
+    nan
+    """
+    x = np.asarray(sizes, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    slope, intercept, _, _ = scipy_stats.theilslopes(y, x, method="joint")
+    residual = y - (intercept + slope * x)
+    spread = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float((residual ** 2).sum()) / spread if spread > 0 else float("nan")
+    return float(intercept), float(slope), r2
+
+
+def fit_rows(sizes, medians: np.ndarray) -> pd.DataFrame:
+    """FIT_COLUMNS for each column of ``medians`` (len(sizes), parts) of ns.
+
+    >>> fit_rows([1, 2, 4], np.array([[210.0, 5.0], [220.0, 9.0], [240.0, 17.0]]))[
+    ...     ["fixed_ns", "per_item_ns", "overhead_bound"]].values.tolist()
+    [[200.0, 10.0, True], [1.0, 4.0, False]]
+    """
+    fits = [theil_sen(sizes, medians[:, column]) for column in range(medians.shape[1])]
+    fixed, per_item, r2 = (np.array(values) for values in zip(*fits)) if fits else ([], [], [])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.asarray(fixed) / (np.asarray(fixed) + np.asarray(per_item))
+    return pd.DataFrame({"fixed_ns": fixed, "per_item_ns": per_item, "r2": r2,
+                         "fixed_share_at_1": share,
+                         "overhead_bound": np.asarray(share) > OVERHEAD_BOUND_SHARE})
+
+
+class SweepResult:
+    """Profiles of one model at several batch sizes, and per-node fixed / per-item costs.
+
+    ``profiles`` maps size -> Profile. Nodes are matched by name; nodes missing at some size
+    are left out (``missing`` lists them). Preempted runs are left out of the medians.
+
+    >>> result = pyfxprof.sweep(model, lambda n: (torch.randn(n, 8),))  # doctest: +SKIP
+    >>> print(result)  # doctest: +SKIP
+    """
+
+    def __init__(self, profiles: dict):
+        if len(profiles) < 2:
+            raise ValueError("a sweep needs profiles at two sizes or more")
+        self.profiles = dict(sorted(profiles.items()))
+        self.sizes = list(self.profiles)
+        first = next(iter(self.profiles.values()))
+        common = set.intersection(*(set(p.nodes["name"]) for p in self.profiles.values()))
+        self.names = [n for n in first.nodes["name"] if n in common]
+        self.missing = sorted(set().union(*(set(p.nodes["name"]) for p in profiles.values()))
+                              - common)
+
+    def medians(self) -> pd.DataFrame:
+        """Median ns per size (rows) for the run total and every common node (columns)."""
+        rows = {}
+        for size, profile in self.profiles.items():
+            clean = profile.without_preempted()
+            by_name = pd.Series(np.median(clean.samples, axis=0), index=clean.nodes["name"])
+            rows[size] = [float(np.median(clean.run_totals))] + by_name[self.names].tolist()
+        return pd.DataFrame.from_dict(rows, orient="index", columns=[TOTAL_ROW] + self.names)
+
+    def table(self) -> pd.DataFrame:
+        """One row for the run total, then one per node (slowest at the largest size first):
+        name, op, target, FIT_COLUMNS (fixed_ns, per_item_ns in ns; r2; fixed_share_at_1;
+        overhead_bound) and ``median_at_<size>`` (ns) for each size."""
+        medians = self.medians()
+        frame = fit_rows(self.sizes, medians.to_numpy())
+        nodes = next(iter(self.profiles.values())).nodes.set_index("name")
+        frame.insert(0, "name", medians.columns)
+        frame.insert(1, "op", [""] + nodes.loc[self.names, "op"].tolist())
+        frame.insert(2, "target", [""] + nodes.loc[self.names, "target"].astype(str).tolist())
+        for size in self.sizes:
+            frame[f"median_at_{size}"] = medians.loc[size].to_numpy()
+        order = [0] + list(1 + np.argsort(-medians.iloc[-1, 1:].to_numpy(), kind="stable"))
+        return frame.iloc[order].reset_index(drop=True)
+
+    def render(self, top: int | None = 20) -> str:
+        """The table as aligned text with a heading."""
+        frame = self.table()
+        shown = frame if top is None else frame.head(top + 1)
+        titles = ["Node", "Fixed", "Per item", "R²", "Fixed % at 1", "Overhead-bound"] + [
+            f"@{size}" for size in self.sizes]
+        rows = [[str(r["name"]), format_ns(r["fixed_ns"]), format_ns(r["per_item_ns"]),
+                 f"{r['r2']:.3f}", f"{100 * r['fixed_share_at_1']:.1f}%",
+                 "yes" if r["overhead_bound"] else ""]
+                + [format_ns(r[f"median_at_{size}"]) for size in self.sizes]
+                for _, r in shown.iterrows()]
+        widths = [max(len(t), *(len(row[i]) for row in rows)) for i, t in enumerate(titles)]
+        align = lambda cells: "  ".join(  # noqa: E731
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        bound = int(frame["overhead_bound"][1:].sum())
+        lines = [f"sweep over sizes {', '.join(map(str, self.sizes))}: Theil–Sen fit of each "
+                 f"node's median, time = fixed + per item x size; {bound} of {len(frame) - 1} "
+                 "nodes overhead-bound at size 1", align(titles)]
+        lines += [align(row) for row in rows]
+        if top is not None and len(frame) > top + 1:
+            lines.append(f"... {len(frame) - top - 1} more nodes")
+        if self.missing:
+            lines.append(f"left out (not at every size): {', '.join(self.missing[:10])}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def plot(self, path=None, top: int = 15):
+        """Stacked bars of fixed and per-item cost (at size 1) of the ``top`` nodes by fitted
+        time at the largest size; saved to ``path`` when given; returns the Figure."""
+        from ..views.latency_plots import plot_sweep
+        return plot_sweep(self, path, top)

@@ -1,0 +1,62 @@
+"""Batch-size sweeps (run/sweep.py, data/sweep_fit.py): Theil–Sen fits, known per-item and
+fixed costs of busy-wait nodes, the CLI and the plot."""
+
+import numpy as np
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof.cli.main import main
+from pyfxprof.data.sweep_fit import TOTAL_ROW, theil_sen
+from pyfxprof.errors import PyfxprofError
+from tests.latency_models import LEAVES, Fixed, PerItem, batch, chain
+
+
+def test_theil_sen_ignores_one_wild_point():
+    intercept, slope, r2 = theil_sen([1, 2, 4, 8, 16], [300, 400, 9999, 1000, 1800])
+    assert (intercept, slope) == (200.0, 100.0) and r2 < 0.5
+
+
+def test_known_fixed_and_per_item_costs_within_5_percent():
+    """Truth: one node spins 100 µs x batch, one a fixed 200 µs. Medians over runs (preempted
+    runs left out) at each size and Theil–Sen keep machine noise out of the fit."""
+    model = chain(PerItem(100_000), Fixed(200_000))
+    result = pyfxprof.sweep(model, batch, sizes=[1, 2, 4, 8], runs=9, warmup=1,
+                            leaf_modules=LEAVES)
+    table = result.table().set_index("name")
+    per_item, fixed = result.names
+    assert table.at[per_item, "per_item_ns"] == pytest.approx(100_000, rel=0.05)
+    assert abs(table.at[per_item, "fixed_ns"]) < 10_000          # 5% of the fixed node's cost
+    assert table.at[fixed, "fixed_ns"] == pytest.approx(200_000, rel=0.05)
+    assert abs(table.at[fixed, "per_item_ns"]) < 5_000           # 5% of the per-item cost
+    assert table.at[fixed, "overhead_bound"] and not table.at[per_item, "overhead_bound"]
+    assert table.at[per_item, "r2"] > 0.99
+    # the whole run: the truth plus what the machine adds to long spins (a few %)
+    assert table.at[TOTAL_ROW, "per_item_ns"] == pytest.approx(100_000, rel=0.15)
+    assert list(table.index)[:2] == [TOTAL_ROW, per_item]   # slowest at size 8 first
+    text = str(result)
+    assert "1 of 2 nodes overhead-bound at size 1" in text and "@8" in text
+
+
+def test_bad_sizes_and_inputs_are_refused():
+    model = torch.nn.ReLU()
+    with pytest.raises(PyfxprofError, match="two different sizes"):
+        pyfxprof.sweep(model, batch, sizes=[4, 4])
+    with pytest.raises(PyfxprofError, match="positive integers"):
+        pyfxprof.sweep(model, batch, sizes=[0, 2])
+    with pytest.raises(PyfxprofError, match="make_inputs must be callable"):
+        pyfxprof.sweep(model, [1, 2], sizes=[1, 2])
+
+
+def test_cli_sweep_varies_the_first_dimension(capsys, tmp_path):
+    code = main(["sweep", "torch.nn:ReLU", "--input", "1x64", "--sizes", "1,4",
+                 "--runs", "3", "--warmup", "1", "--plot", str(tmp_path / "s.png")])
+    out = capsys.readouterr().out
+    assert code == 0 and "sweep over sizes 1, 4" in out and "@4" in out
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_sweep_refuses_bad_sizes(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", "torch.nn:ReLU", "--sizes", "1,x"])
+    assert exit_info.value.code == 2 and "--sizes" in capsys.readouterr().err
