@@ -57,6 +57,7 @@ DELEGATORS = {
     ("pyfxprof.data.profile", "Profile.plot"): {"pyfxprof.views.plot"},
     ("pyfxprof.data.profile", "Profile.plot_latency"): {"pyfxprof.views.latency_plots"},
     ("pyfxprof.data.profile", "Profile.plot_tail"): {"pyfxprof.views.latency_plots"},
+    ("pyfxprof.data.sweep_fit", "SweepResult.plot"): {"pyfxprof.views.latency_plots"},
     ("pyfxprof.data.profile", "Profile.advise"): {"pyfxprof.analyses.advisor"},
 }
 
