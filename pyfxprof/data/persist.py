@@ -234,7 +234,7 @@ def _decode_column(column, n_nodes: int) -> tuple[str, pd.Series]:
 
 def _value_column(name: str, column: dict) -> pd.Series:
     dtype = column.get("dtype", "object")
-    if dtype not in validate.VALUE_COLUMN_DTYPES:
+    if not isinstance(dtype, str) or dtype not in validate.VALUE_COLUMN_DTYPES:
         raise FormatError(f"nodes column {name!r}: dtype {dtype!r:.40} is not one of "
                           f"{sorted(validate.VALUE_COLUMN_DTYPES)}")
     values = decode_value(column["values"])
@@ -308,10 +308,10 @@ def from_document(doc) -> Profile:
     The coverage (a figure derived from the samples) is recomputed, not read.
     """
     _check_header(doc)
-    nodes = _decode_nodes(doc)
-    arrays = _decode_arrays(doc, doc["n_nodes"])
+    arrays = _decode_arrays(doc, doc["n_nodes"])  # cheap checks first, the frame last
     meta = decode_value(doc["meta"])
     validate.check_fields(meta, validate.META_FIELDS, "meta")
+    nodes = _decode_nodes(doc)
     if "op" in nodes.columns:
         mask = validate.model_nodes(nodes)
         validate.check_runs(arrays["samples"], arrays["run_totals"], meta, mask)

@@ -1,0 +1,190 @@
+"""Fuzzing the loader with mutated saved profiles (deterministic hypothesis runs, 2,500 files).
+
+The invariant, for every mutated file: ``load_profile`` either refuses it with one
+PyfxprofError line that names the path, or returns a Profile that passes
+:func:`assert_consistent` (independent checks of types, shapes, ranges, coverage recomputed)
+and renders (its table) and survives a save/load round trip unchanged.
+Any other exception is a failure. Counts are printed with ``pytest -s``.
+"""
+
+import base64
+import collections
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyfxprof.data.persist import load_profile, save_profile
+from pyfxprof.data.profile import NODE_COLUMNS, Profile
+from pyfxprof.errors import PyfxprofError
+from tests.test_persist import make_profile
+
+OUTCOMES = collections.Counter()
+SETTINGS = settings(max_examples=1250, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=list(HealthCheck))
+
+_BASES = [make_profile(), make_profile(runs=3, device=True, run_starts=True, seed=1),
+          make_profile(runs=1, extra=False, seed=2)]
+_DOCS = []
+#: Where mutated files are written: memory when the system has it (disk writes dominate).
+_FOLDER = []
+_DTYPES = ["<i8", "<u8", "<i4", "<u2", ">i8", "<f8", "<f4", "|b1", "|u1", "<i2", "|O", "<c16",
+           "[('a', '<i8')]", "(2,)<i8", "V8", "<M8[ns]", "", 7, None]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.text(max_size=8)
+    | st.integers(min_value=-2**70, max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                 max_size=3),
+    max_leaves=10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def base_documents(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bases")
+    for i, prof in enumerate(_BASES):
+        save_profile(prof, folder / f"{i}.json")
+        _DOCS.append(json.loads((folder / f"{i}.json").read_text()))
+    _FOLDER.append(Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else folder)))
+    yield
+    shutil.rmtree(_FOLDER[0], ignore_errors=True)
+    print(f"\nfuzz: {sum(OUTCOMES.values())} files, {OUTCOMES['refused']} refused with one line, "
+          f"{OUTCOMES['accepted']} accepted and consistent, 0 tracebacks")
+
+
+def _paths(value, prefix=()):
+    """Every (container path, key) in a JSON document."""
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, child in items:
+        yield prefix, key
+        if isinstance(child, (dict, list)):
+            yield from _paths(child, prefix + (key,))
+
+
+def _at(doc, path):
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+def _mutate_tree(doc, data):
+    """Replace, delete or duplicate one value anywhere in the document."""
+    paths = list(_paths(doc))
+    prefix, key = paths[data.draw(st.integers(0, len(paths) - 1), label="where")]
+    parent = _at(doc, prefix)
+    action = data.draw(st.sampled_from(["replace", "delete", "copy_sibling"]), label="action")
+    if action == "delete":
+        del parent[key]
+    elif action == "copy_sibling" and len(parent) > 1:
+        keys = list(parent.keys()) if isinstance(parent, dict) else list(range(len(parent)))
+        parent[key] = json.loads(json.dumps(parent[data.draw(st.sampled_from(keys))]))
+    else:
+        parent[key] = data.draw(json_values, label="value")
+
+
+def _mutate_array(doc, data):
+    """Rewrite one packed array: its dtype, its shape, or its bytes (any int64 values)."""
+    arrays = [("doc", k) for k in ("samples", "run_totals", "device_samples", "run_starts")
+              if isinstance(doc.get(k), dict)]
+    arrays += [("column", i) for i, c in enumerate(doc["nodes"]) if "array" in c]
+    where, key = data.draw(st.sampled_from(arrays), label="array")
+    packed = doc[key] if where == "doc" else doc["nodes"][key]["array"]
+    part = data.draw(st.sampled_from(["dtype", "shape", "values"]), label="part")
+    if part == "dtype":
+        packed["dtype"] = data.draw(st.sampled_from(_DTYPES))
+    elif part == "shape":
+        packed["shape"] = data.draw(st.lists(st.integers(-2, 9), max_size=3))
+    else:
+        count = max(1, math.prod(n for n in packed["shape"] if isinstance(n, int)))
+        values = data.draw(st.lists(st.integers(-2**63, 2**63 - 1), min_size=count,
+                                    max_size=count))
+        raw = np.array(values, dtype="<i8").tobytes()
+        packed["data"] = base64.b64encode(raw).decode()
+        packed["dtype"] = "<i8"
+
+
+def _load(text):
+    tmp_path = _FOLDER[0]
+    path = tmp_path / "fuzzed.json"
+    path.write_text(text)
+    try:
+        prof = load_profile(path)
+    except PyfxprofError as error:
+        message = str(error)
+        assert message.startswith(f"cannot load profile {path}: ") and "\n" not in message
+        OUTCOMES["refused"] += 1
+        return
+    assert_consistent(prof)
+    assert_renders(prof, tmp_path)
+    OUTCOMES["accepted"] += 1
+
+
+def assert_consistent(prof: Profile) -> None:
+    """Independent checks of an accepted profile (not the validator's own tables)."""
+    runs, n = prof.samples.shape
+    assert prof.samples.dtype == np.int64 and prof.run_totals.dtype == np.int64
+    assert prof.run_totals.shape == (runs,) and (prof.samples >= 0).all()
+    assert (prof.run_totals >= 0).all()
+    for extra in (prof.device_samples, prof.run_starts):
+        assert extra is None or extra.dtype == np.int64
+    assert prof.device_samples is None or (prof.device_samples >= 0).all()
+    assert list(prof.nodes.columns[:0]) == [] and set(NODE_COLUMNS) <= set(prof.nodes.columns)
+    names = prof.nodes["name"].tolist()
+    assert len(names) == n and all(isinstance(x, str) for x in names)
+    assert len(set(names)) == n
+    meta = prof.meta
+    for key in ("runs", "warmup", "dropped_records", "incomplete_runs", "flops"):
+        value = meta.get(key)
+        assert value is None or (type(value) is int and value >= 0), (key, value)
+    overhead = meta.get("overhead_ns")
+    assert overhead is None or (isinstance(overhead, (int, float)) and overhead >= 0)
+    model = (prof.nodes["op"] != "range").to_numpy()
+    if runs and model.any():
+        slack = (2 * n + 2) * (math.ceil(overhead or 0) + 1)
+        assert (prof.samples[:, model].max(axis=1) <= prof.run_totals + slack).all()
+    if "coverage" in meta and runs:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shares = prof.samples[:, model].sum(axis=1) / prof.run_totals
+        expected = float(np.median(shares)) if np.isfinite(shares).all() else 1.0
+        assert meta["coverage"] == expected
+
+
+def assert_renders(prof: Profile, tmp_path) -> None:
+    assert prof.table().count("\n") >= 3
+    repr(prof)
+    save_profile(prof, tmp_path / "again.json")
+    assert load_profile(tmp_path / "again.json") == prof
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_documents(data):
+    doc = json.loads(json.dumps(_DOCS[data.draw(st.integers(0, len(_DOCS) - 1), label="base")]))
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        mutate = data.draw(st.sampled_from([_mutate_tree, _mutate_tree, _mutate_array]))
+        mutate(doc, data)
+    _load(json.dumps(doc))
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_bytes(data):
+    text = json.dumps(_DOCS[data.draw(st.integers(0, len(_DOCS) - 1), label="base")])
+    for _ in range(data.draw(st.integers(1, 4), label="edits")):
+        at = data.draw(st.integers(0, len(text) - 1), label="at")
+        edit = data.draw(st.sampled_from(["flip", "cut", "insert"]), label="edit")
+        piece = data.draw(st.sampled_from(list('0123456789-.eE[]{}",:tfn ') + ["Infinity",
+                                                                              "NaN", "9" * 30]))
+        if edit == "cut":
+            text = text[:at] + text[at + data.draw(st.integers(1, 50)):]
+        else:
+            text = text[:at] + piece + text[at + (edit == "flip"):]
+    _load(text)
