@@ -47,3 +47,22 @@ class ConvBNResidual(nn.Module):
 def broken_factory() -> nn.Module:
     """A factory whose constructor fails, for error-path tests."""
     raise RuntimeError("this factory always fails")
+
+
+class Flaky(nn.Module):
+    """Raises ValueError on its `fail_on`-th call with real tensors (counting every call)."""
+
+    def __init__(self, fail_on: int = 3) -> None:
+        super().__init__()
+        self.fail_on, self.calls = fail_on, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise ValueError(f"bad batch on call {self.calls}")
+        return x * 2
+
+
+def flaky() -> nn.Sequential:
+    """conv -> flaky -> relu, whose `flaky` child raises on its third call."""
+    return nn.Sequential(OrderedDict(conv=nn.Conv2d(3, 4, 1), flaky=Flaky(3), relu=nn.ReLU()))

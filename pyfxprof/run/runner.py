@@ -29,6 +29,7 @@ from ..data.validate import run_coverage
 from .progress import Progress
 from ..timing.recorder import RECORDER
 from ..timing.durations import RunTimings
+from ..timing.failures import run_failure
 
 
 def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
@@ -78,8 +79,9 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         warn_fallback(prepared.captured, capture)
         executor = executor_for(model, prepared, mode, device_events)
         with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
-            timings, run_noise, warmup_totals = _timed_runs(executor, prepared.args, runs,
-                                                            warmup, progress)
+            timings, run_noise, warmup_totals = _timed_runs(
+                executor, prepared.args, runs, warmup, progress,
+                prepared.frame["name"].tolist())
     captured, args, frame = prepared.captured, prepared.args, prepared.frame
     meta = run_meta(model, name, device=device_of(model, args), device_events=device_events,
                     executor=executor, captured=captured, timings=timings, warmup=warmup,
@@ -130,15 +132,25 @@ def positional_inputs(target: torch.nn.Module, example_inputs: Any) -> tuple:
     return bound.args
 
 
-def _timed_runs(executor, args: tuple, runs: int, warmup: int,
-                progress: bool) -> tuple[RunTimings, np.ndarray | None, list[int]]:
+def _run_once(executor, args: tuple, run: str, names: list[str]) -> None:
+    """One run; an exception from the model becomes one line naming the run and the node."""
+    try:
+        executor.run(args)
+    except PyfxprofError:
+        raise
+    except Exception as error:  # the user's model: report it, leave the recorder clean
+        raise run_failure(executor.layout, run, names, error) from error
+
+
+def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
+                names: list[str]) -> tuple[RunTimings, np.ndarray | None, list[int]]:
     """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
-    those preempted)."""
+    those preempted); `names` of the frame's nodes name a node that raises."""
     meter = RunMeter()
     started = time.perf_counter()
     meter.read()
-    for _ in range(warmup):
-        executor.run(args)
+    for done in range(1, warmup + 1):
+        _run_once(executor, args, f"warm-up run {done} of {warmup}", names)
         meter.read()
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
@@ -147,7 +159,7 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int,
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
     meter.read()
     for done in range(1, runs + 1):
-        executor.run(args)
+        _run_once(executor, args, f"timed run {done} of {runs}", names)
         meter.read()
         bar.update(done)
     bar.close()

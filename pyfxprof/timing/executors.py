@@ -15,6 +15,7 @@ from .instrument import instrument
 from .interpreter import ProfilingInterpreter
 from .recorder import RECORDER, Records, runs_between_collects
 from .durations import RunTimings, boundary_timings
+from .failures import MarkLayout
 
 #: Valid values of profile(mode=...).
 MODES = ("codegen", "interpreter")
@@ -35,6 +36,7 @@ class CodegenExecutor:
             raise PyfxprofError(f"recording CUDA events failed while calibrating: {error}") from None
         self.device = DeviceEvents(self.first_id, n_nodes) if device_events else None
         self.marks_per_run = n_nodes + 1
+        self.layout = MarkLayout(self.first_id, n_nodes + 1, 1)
         self._runs = 0
         self._chunks: list[Records] = []
         self._runs_per_drain = runs_between_collects(self.marks_per_run)
@@ -94,6 +96,7 @@ class InterpreterExecutor:
         self.interpreter = ProfilingInterpreter(gm)
         self.calibration: Calibration = self.interpreter.calibration
         self.marks_per_run = 2 * n_nodes
+        self.layout = MarkLayout(self.interpreter.first_id, max(2 * n_nodes, 1), 2)
 
     def run(self, args: tuple) -> Any:
         return self.interpreter.run(*args)

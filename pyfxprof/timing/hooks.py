@@ -24,6 +24,7 @@ from ..capture.flops import FlopMeter
 from ..capture.inputs import BoundInputs
 from .recorder import RECORDER, Records, runs_between_collects
 from .durations import RunTimings
+from .failures import MarkLayout
 
 Leaves = list[tuple[str, torch.nn.Module]]
 
@@ -233,6 +234,8 @@ class HooksExecutor:
         self.kwargs = kwargs or {}  # keywords of every call, besides the positional args
         self.first_id = RECORDER.allocate(2 * len(leaves) + 1)
         self.run_id = self.first_id + 2 * len(leaves)
+        self.layout = MarkLayout(self.first_id, 2 * len(leaves) + 1, 2,
+                                 [path or type(module).__name__ for path, module in leaves])
         self.calibration: Calibration = calibrate_hooks()
         self.marks_per_run = len(analysis.calls)  # one calibrated interval per hooked call
         self._stack = contextlib.ExitStack()

@@ -1,0 +1,57 @@
+"""A model that raises during the runs: one line naming the run and the node, the original
+exception type and message, exit 2 on the CLI, and nothing of the failed run left pending."""
+
+import re
+
+import pytest
+import torch
+
+from pyfxprof import _C
+from pyfxprof.cli import main as cli
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.run.runner import profile
+from pyfxprof.timing.recorder import RECORDER
+from tests.fixtures_models import SMALL_INPUT, Flaky, flaky
+
+RUN = r"(warm-up|timed) run \d+ of \d+"
+
+
+def nothing_pending() -> bool:
+    return len(RECORDER.collect(0, 2**32)) == 0
+
+
+@pytest.mark.parametrize("mode, capture", [("codegen", "fx"), ("interpreter", "fx"),
+                                           ("codegen", "hooks")])
+@pytest.mark.parametrize("fail_on", [3, 5])
+def test_a_raising_model_is_one_line_naming_run_and_node(mode, capture, fail_on):
+    model = flaky()
+    model.flaky.fail_on = fail_on
+    RECORDER.collect(0, 2**32)
+    with pytest.raises(PyfxprofError) as info:
+        profile(model, (torch.randn(2, 3, 8, 8),), runs=4, warmup=2, mode=mode, capture=capture,
+                leaf_modules=[Flaky], progress=False)
+    message = str(info.value)
+    assert re.fullmatch(f"the model raised in {RUN}, in node 'flaky': ValueError: bad batch "
+                        f"on call {fail_on}", message), message
+    assert isinstance(info.value.__cause__, ValueError)
+    assert nothing_pending()
+    assert model.training  # flags restored on the way out
+
+
+def test_the_run_named_is_the_one_that_failed():
+    model = flaky()
+    model.flaky.fail_on = 4  # analysis run, warm-up runs 1 and 2, then timed run 1
+    with pytest.raises(PyfxprofError, match=r"in timed run 1 of 3, in node 'flaky'"):
+        profile(model, (torch.randn(2, 3, 8, 8),), runs=3, warmup=2, capture="fx",
+                leaf_modules=[Flaky], progress=False)
+
+
+def test_cli_exit_2_with_one_line(capsys):
+    rc = cli.main(["profile", "tests.fixtures_models:flaky", "--input", SMALL_INPUT,
+                   "--runs", "3", "--warmup", "2", "--capture", "hooks"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err, err
+    assert re.fullmatch(f"pyfxprof: error: the model raised in {RUN}, in node 'flaky': "
+                        "ValueError: bad batch on call 3", err), err
+    assert nothing_pending()
+    assert _C.buffer_stats()["pending_records"] == 0
