@@ -71,6 +71,13 @@ def test_exports(saved, tmp_path, capsys):
     assert f"wrote flame graph to {outputs['--flamegraph']}" in err
 
 
+def test_html_report_option(saved, tmp_path, capsys):
+    assert run_report([saved, "--html", tmp_path / "r.html"]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "alpha" in page
+    assert f"wrote HTML report to {tmp_path / 'r.html'}" in capsys.readouterr().err
+
+
 def test_missing_profile_is_a_pyfxprof_error(tmp_path):
     with pytest.raises(PyfxprofError, match="cannot load profile .*nope.json: no such file"):
         run_report([tmp_path / "nope.json"])

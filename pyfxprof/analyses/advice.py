@@ -60,6 +60,10 @@ class Advice(list):
            expected saving: not estimated
     """
 
+    def _repr_html_(self) -> str:
+        from ..views.html_report import advice_html
+        return advice_html(self)
+
     def __init__(self, suggestions=(), total_ns: float = math.nan, subject: str = "the model"):
         super().__init__(suggestions)
         self.total_ns = total_ns
@@ -72,10 +76,11 @@ class Advice(list):
             lines += ["", f"{number}. [{item.severity}] {item.title}  (rule: {item.rule})",
                       "   evidence:"]
             lines += [f"     - {line}" for line in item.evidence]
-            lines += [f"   action: {item.action}", f"   expected saving: {self._saving(item)}"]
+            lines += [f"   action: {item.action}", f"   expected saving: {self.saving_text(item)}"]
         return "\n".join(lines)
 
-    def _saving(self, item: Suggestion) -> str:
+    def saving_text(self, item: Suggestion) -> str:
+        """The expected saving of ``item`` as time and share of the median run."""
         if item.expected_saving_ns is None:
             return "not estimated"
         pct = item.expected_saving_ns / self.total_ns * 100 if self.total_ns > 0 else math.nan

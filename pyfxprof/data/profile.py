@@ -250,6 +250,12 @@ class Profile:
         from ..views.flamegraph import export_flamegraph
         export_flamegraph(self, path, metric=metric, title=title)
 
+    def export_html(self, path, top: int = 50, metric: str = "median") -> None:
+        """Write a standalone HTML report (header, table of the ``top`` nodes, module tree,
+        flame graph, plot, advice); see views.html_report."""
+        from ..views.html_report import export_html_report
+        export_html_report(self, path, top=top, metric=metric)
+
     def plot(self, path=None, top: int = 20):
         """A bar chart of the top nodes by median (IQR bars), saved to ``path`` when given;
         returns the Figure, which shows inline in notebooks; see views.plot."""

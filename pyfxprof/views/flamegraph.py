@@ -88,11 +88,12 @@ def _controls(height: int, title: str, subtitle: str) -> list[str]:
         f"{html.escape(title)}</text>",
         f'<text x="{WIDTH / 2}" y="44" text-anchor="middle" fill="#555">'
         f"{html.escape(subtitle)}</text>",
-        f'<text id="reset" x="{PAD}" y="24" class="button" style="display:none">Reset zoom</text>',
-        f'<text id="search" x="{WIDTH - PAD}" y="24" text-anchor="end" class="button">'
+        f'<text data-part="reset" x="{PAD}" y="24" class="button" style="display:none">'
+        "Reset zoom</text>",
+        f'<text data-part="search" x="{WIDTH - PAD}" y="24" text-anchor="end" class="button">'
         "Search</text>",
-        f'<text id="details" x="{PAD}" y="{height - 7}"> </text>',
-        f'<text id="matched" x="{WIDTH - PAD}" y="{height - 7}" text-anchor="end"></text>',
+        f'<text data-part="details" x="{PAD}" y="{height - 7}"> </text>',
+        f'<text data-part="matched" x="{WIDTH - PAD}" y="{height - 7}" text-anchor="end"></text>',
     ]
 
 

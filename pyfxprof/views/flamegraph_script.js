@@ -1,11 +1,12 @@
 // pyfxprof flame graph: click a frame to zoom into it, "Reset zoom" to go back, "Search" (or
 // Ctrl+F) to highlight frames whose name matches a regular expression.
 (function () {
-  var svg = document.documentElement, NS = "http://www.w3.org/2000/svg";
+  // this SVG: the document itself, or one <svg> inlined in an HTML report
+  var own = document.currentScript, svg = (own && own.ownerSVGElement) || document.documentElement;
   var cfg = JSON.parse(svg.getAttribute("data-geometry"));
   var frames = [].slice.call(svg.querySelectorAll("g.frame"));
-  var details = svg.getElementById("details"), matched = svg.getElementById("matched");
-  var reset = svg.getElementById("reset");
+  function part(name) { return svg.querySelector("[data-part=" + name + "]"); }
+  var details = part("details"), matched = part("matched"), reset = part("reset");
   function num(g, key) { return +g.getAttribute("data-" + key); }
   function fit(name, width) {
     var n = Math.floor((width - 6) / cfg.charWidth);
@@ -54,8 +55,10 @@
     g.addEventListener("mouseout", function () { details.textContent = " "; });
   });
   reset.addEventListener("click", function () { zoom(frames[0]); });
-  svg.getElementById("search").addEventListener("click", search);
-  window.addEventListener("keydown", function (e) {
-    if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); search(); }
-  });
+  part("search").addEventListener("click", search);
+  if (svg === document.documentElement) {  // standalone: Ctrl+F searches frames
+    window.addEventListener("keydown", function (e) {
+      if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); search(); }
+    });
+  }
 })();

@@ -17,7 +17,7 @@ from .latency_args import add_latency_arguments, chosen_runs, print_latency
 
 #: (argument destination, what is written) for each export option, in the order written.
 EXPORTS = (("chrome_trace", "Chrome trace"), ("flamegraph", "flame graph"),
-           ("stacks", "folded stacks"), ("plot", "plot"))
+           ("stacks", "folded stacks"), ("plot", "plot"), ("html", "HTML report"))
 
 
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,14 +45,18 @@ def print_table(profile, args: argparse.Namespace) -> None:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """--chrome-trace, --flamegraph, --stacks, --plot and --metric."""
+    """--chrome-trace, --flamegraph, --stacks, --plot, --html and --metric."""
     group = parser.add_argument_group("exports (gzip when a trace or stacks name ends in .gz)")
     group.add_argument("--chrome-trace", metavar="PATH",
                        help="write a Chrome/Perfetto trace (Trace Event Format JSON)")
     group.add_argument("--flamegraph", metavar="PATH", help="write an SVG flame graph")
     group.add_argument("--stacks", metavar="PATH",
-                       help="write folded stacks for flamegraph.pl / speedscope")
+                       help="write folded stacks for flamegraph.pl / speedscope (weights in "
+                            "ns: flamegraph.pl --countname ns)")
     group.add_argument("--plot", metavar="PATH", help="write a bar chart of the top nodes (PNG)")
+    group.add_argument("--html", metavar="PATH",
+                       help="write a standalone HTML report (table, module tree, flame graph, "
+                            "plot, advice)")
     group.add_argument("--metric", choices=METRICS, default="median",
                        help="per-node weight of the flame graph and stacks (default: median)")
 
@@ -64,6 +68,7 @@ def write_exports(profile, args: argparse.Namespace) -> None:
         "flamegraph": lambda path: profile.export_flamegraph(path, metric=args.metric),
         "stacks": lambda path: profile.export_stacks(path, metric=args.metric),
         "plot": lambda path: profile.plot(path),
+        "html": lambda path: profile.export_html(path, metric=args.metric),
     }
     for dest, what in EXPORTS:
         path = getattr(args, dest, None)
