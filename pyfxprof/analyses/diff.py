@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..views import report
 from ..data import torch_trace
-from ..errors import PyfxprofError
 from ..data.profile import Profile
 from ..data.stats import group_samples
 from ..data.units import MISSING, format_ns, format_pct
+from ..errors import PyfxprofError
+from ..views import report
 
 #: Views of :meth:`ProfileDiff.compare`: one row per node, or per value of a node column,
 #: or per module (optionally cut at a depth).

@@ -8,11 +8,11 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from .tracing import TIMED_OPS
 from ..errors import PyfxprofError, first_line
-from .memory import cuda_device_of, cuda_node_memory
 from .flops import FlopMeter
+from .memory import cuda_device_of, cuda_node_memory
 from .node_table import target_name
+from .tracing import TIMED_OPS
 
 
 def describe(value: Any) -> str:

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from .. import _C
-from ..timing.calibration import summarise
-from ..errors import PyfxprofError
 from ..data.profile import Profile
+from ..errors import PyfxprofError
+from ..timing.calibration import summarise
 from ..timing.recorder import RECORDER, Records
 
 #: Distinct range names a process may use (ids reserved in one block on first use).

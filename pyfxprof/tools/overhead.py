@@ -12,12 +12,12 @@ import numpy as np
 import torch
 import torch.fx as fx
 
-from .baseline import TimeTimeInterpreter
+from ..capture.model_state import evaluation_mode
 from ..capture.tracing import capture, timed_nodes
+from ..data.units import format_ns
 from ..timing.executors import CodegenExecutor
 from ..timing.interpreter import ProfilingInterpreter
-from ..capture.model_state import evaluation_mode
-from ..data.units import format_ns
+from .baseline import TimeTimeInterpreter
 
 PLAIN = "plain GraphModule"
 

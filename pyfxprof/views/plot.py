@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.profile import Profile
 from ..errors import PyfxprofError
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
-from ..data.profile import Profile
 
 
 def top_nodes(profile: Profile, top: int = 20) -> dict:
