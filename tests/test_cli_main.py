@@ -1,0 +1,81 @@
+"""Tests of pyfxprof.cli.main: the sub-command table, lazy registration, exit codes."""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyfxprof.cli.commands import report as report_command
+from pyfxprof.cli.main import COMMAND_MODULES, build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def registered(parser: argparse.ArgumentParser) -> set[str]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return set(action.choices)
+
+
+def test_every_command_module_is_registered_without_a_command():
+    assert registered(build_parser()) == set(COMMAND_MODULES)
+    assert registered(build_parser("--help")) == set(COMMAND_MODULES)
+    assert registered(build_parser("not-a-command")) == set(COMMAND_MODULES)
+
+
+def test_only_the_command_being_run_is_registered():
+    for name in COMMAND_MODULES:
+        assert registered(build_parser(name)) == {name}
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMAND_MODULES)
+
+
+def test_unknown_or_missing_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["frobnicate"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+
+
+def test_pyfxprof_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pyfxprof: error: ") and err.count("\n") == 1
+    assert "no such file" in err
+
+
+def test_interrupt_exits_130_and_the_command_exit_code_is_returned(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(report_command, "run", interrupted)
+    assert main(["report", "p.json"]) == 130
+    assert capsys.readouterr().err == "pyfxprof: interrupted\n"
+    monkeypatch.setattr(report_command, "run", lambda args: 3)
+    assert main(["report", "p.json"]) == 3
+    monkeypatch.setattr(report_command, "run", lambda args: None)
+    assert main(["report", "p.json"]) == 0
+
+
+def test_other_exceptions_are_not_swallowed(monkeypatch):
+    def broken(args):
+        raise ValueError("a bug")
+    monkeypatch.setattr(report_command, "run", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        main(["report", "p.json"])
+
+
+def test_python_dash_m_runs_the_command_line():
+    result = subprocess.run([sys.executable, "-m", "pyfxprof", "report", "missing.json"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.startswith("pyfxprof: error: ") and "missing.json" in result.stderr
