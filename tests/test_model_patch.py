@@ -35,3 +35,24 @@ def test_an_instance_forward_is_restored_as_the_same_object():
     assert model(torch.ones(1)).item() == 20.0
     patch.restore()
     assert vars(model)["forward"] is own and model(torch.ones(1)).item() == 2.0
+
+
+def test_a_compiled_caller_runs_the_profiled_call_eagerly_through_a_graph_break():
+    import warnings
+
+    import torch._dynamo  # noqa: F401  (loaded before the block, as transformers does)
+
+    from pyfxprof.run.loop import Profiler
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 4)
+    expected = model(x)
+    compiled = torch.compile(model, backend="eager")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Profiler(model) as p:
+            out = compiled(x)
+    assert torch.equal(out, expected)
+    assert [prof.n_runs for prof in p.profiles] == [1]  # profiled, not traced into
+    assert not [w for w in caught if "Dynamo does not know" in str(w.message)]
+    torch._dynamo.reset()

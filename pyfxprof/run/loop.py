@@ -314,8 +314,8 @@ class Profiler:
 
     def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """The model's ``forward`` while the block is open (see model_patch.ForwardPatch)."""
-        if self._inside or not self._open:
-            return forward(*args, **kwargs)
+        if self._inside or not self._open or torch.compiler.is_compiling():
+            return forward(*args, **kwargs)  # (compiling: Dynamo was loaded after start())
         self._calls += 1
         if self.current_action == ProfilerAction.NONE and self._groups:
             return forward(*args, **kwargs)  # NONE steps capture only the first call

@@ -3,12 +3,15 @@ object's own ``forward`` attribute is replaced by a wrapper, and put back exactl
 
 Code the user does not own (Hugging Face ``generate``, a serving loop) calls ``model(...)``;
 ``nn.Module.__call__`` looks ``forward`` up on the instance first, so an instance attribute
-sees every such call while the module's hooks keep running as usual.
+sees every such call while the module's hooks keep running as usual. A caller compiled with
+``torch.compile`` (``generate`` compiles the model on CUDA with a static cache) reaches the
+wrapper through a graph break: the call runs eagerly, profiled like any other.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable
 
 import torch
@@ -44,8 +47,8 @@ class ForwardPatch:
             return wrapper(original, args, kwargs)
 
         self.original = original
-        self.wrapper = forward
-        vars(model)["forward"] = forward  # no nn.Module.__setattr__ bookkeeping
+        self.wrapper = _eager_under_compile(forward)
+        vars(model)["forward"] = self.wrapper  # no nn.Module.__setattr__ bookkeeping
 
     def restore(self) -> None:
         """Put the model's ``forward`` back as it was (idempotent)."""
@@ -56,3 +59,17 @@ class ForwardPatch:
         else:
             vars(self.model)["forward"] = self._saved
         self.wrapper = None
+
+
+def _eager_under_compile(function: Callable) -> Callable:
+    """`function` made opaque to TorchDynamo (a compiled caller runs it eagerly, through a
+    graph break) when Dynamo is loaded; importing it only for this would cost seconds, and
+    without it nothing can be compiled anyway.
+
+    Example:
+        >>> _eager_under_compile(len)([1, 2])
+        2
+    """
+    if "torch._dynamo" not in sys.modules:
+        return function
+    return torch.compiler.disable(function)
