@@ -77,6 +77,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         prepared = prepare(model, example_inputs, capture,
                            (leaf_modules, autowrap_functions, concrete_args))
         warn_fallback(prepared.captured, capture)
+        drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         executor = executor_for(model, prepared, mode, device_events)
         with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
             timings, run_noise, warmup_totals = _timed_runs(
@@ -86,7 +87,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     meta = run_meta(model, name, device=device_of(model, args), device_events=device_events,
                     executor=executor, captured=captured, timings=timings, warmup=warmup,
                     mode=mode if prepared.analysis is None else "hooks", grad=grad,
-                    input_shapes=describe(args), dropped_records=RECORDER.dropped_total,
+                    input_shapes=describe(args),
+                    dropped_records=RECORDER.dropped_total - drops_before,
                     flops=prepared.flops, warmup_totals_ns=warmup_totals,
                     **prepared.memory_meta)
     return build_profile(frame, timings, executor.marks_per_run, meta,

@@ -46,7 +46,8 @@ class Recorder:
         self._lock = threading.Lock()
         self._next_id = 1
         self._pending: Records | None = None
-        self.dropped_total = 0
+        self.dropped_total = 0       # records the native buffer dropped, since import
+        self.discarded_pending = 0   # pending records nobody owns, or beyond the bound
 
     def allocate(self, count: int) -> int:
         """First id of a fresh range of `count` ids."""
@@ -60,14 +61,39 @@ class Recorder:
     def collect(self, first_id: int, count: int) -> Records:
         """Drain the native buffer and return the records with ids in [first_id, first_id+count)."""
         with self._lock:
-            drained = _C.drain()
-            self.dropped_total += int(drained.pop("dropped"))
-            fresh = Records(drained["timestamp_ns"], drained["id"], drained["thread"],
-                            drained["kind"])
-            pool = fresh if self._pending is None else _concat(self._pending, fresh)
+            pool = self._drain_into_pending()
             mine = (pool.id >= first_id) & (pool.id < first_id + count)
-            self._pending = pool.select(~mine) if (~mine).any() else None
+            self._keep_pending(pool.select(~mine))
             return pool.select(mine)
+
+    def start(self) -> int:
+        """Empty the native buffer (records stay pending for their owners) and return the
+        drop count so far: a profile's own drops are ``dropped_total`` minus this.
+
+        Example:
+            >>> baseline = RECORDER.start()
+            >>> RECORDER.dropped_total - baseline
+            0
+        """
+        with self._lock:
+            self._keep_pending(self._drain_into_pending())
+            return self.dropped_total
+
+    def _drain_into_pending(self) -> Records:
+        drained = _C.drain()
+        self.dropped_total += int(drained.pop("dropped"))
+        fresh = Records(drained["timestamp_ns"], drained["id"], drained["thread"],
+                        drained["kind"])
+        return fresh if self._pending is None else _concat(self._pending, fresh)
+
+    def _keep_pending(self, pool: Records) -> None:
+        """Keep records for their owners, bounded: ids never handed out are dropped, and
+        beyond one buffer's capacity the oldest go (counted in ``discarded_pending``)."""
+        owned = (pool.id > 0) & (pool.id < self._next_id)
+        limit = _C.buffer_stats()["capacity_records"]
+        keep = np.flatnonzero(owned)[-limit:]
+        self.discarded_pending += len(pool) - len(keep)
+        self._pending = pool.select(keep) if len(keep) else None
 
     def discard(self, first_id: int, count: int) -> None:
         """Drop the records of a range (e.g. warm-up runs)."""
