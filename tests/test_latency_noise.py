@@ -117,3 +117,25 @@ def test_runs_are_counted_preempted_when_a_busy_process_shares_the_cpu():
     assert noise["stolen_ns"][noise["preempted"]].median() > 0.2 * noise["wall_ns"].median()
     assert f"{noise['preempted'].sum()} of 20 runs preempted" in prof.table()
     assert prof.without_preempted().n_runs == 20 - noise["preempted"].sum()
+
+
+def _noisy_profile(preempted_runs, slow_ns=3_000_000):
+    runs = 40
+    samples = np.full((runs, 4), 250_000, dtype=np.int64)
+    noise = np.zeros((runs, 4), dtype=np.int64)
+    for run in preempted_runs:
+        samples[run, 1] += slow_ns
+        noise[run] = [1, 0, 1_000_000, 1_000_000 + slow_ns]
+    return Profile(toy_nodes(), samples, samples.sum(axis=1),
+                   {"model": "m", "threads": 2, "cores": 2}, run_noise=noise)
+
+
+def test_advisor_says_when_the_slow_runs_are_the_machine():
+    advice = _noisy_profile([3, 17, 29, 35]).advise(rules=["machine_noise"])
+    assert len(advice) == 1 and advice[0].severity == "medium"
+    evidence = "\n".join(advice[0].evidence)
+    assert "4 of 40 runs preempted" in evidence and "4 of the 4 runs at or above p90" in evidence
+    assert "--exclude-preempted" in advice[0].action
+    assert _noisy_profile([]).advise(rules=["machine_noise"]) == []
+    # preempted but neither slower nor in the tail: not the machine's doing
+    assert _noisy_profile([3, 17, 29, 35], slow_ns=0).advise(rules=["machine_noise"]) == []
