@@ -139,3 +139,9 @@ def test_advisor_says_when_the_slow_runs_are_the_machine():
     assert _noisy_profile([]).advise(rules=["machine_noise"]) == []
     # preempted but neither slower nor in the tail: not the machine's doing
     assert _noisy_profile([3, 17, 29, 35], slow_ns=0).advise(rules=["machine_noise"]) == []
+
+
+def test_advisor_on_a_machine_where_every_run_was_preempted():
+    advice = _noisy_profile(range(40)).advise(rules=["machine_noise"])
+    assert len(advice) == 1
+    assert any("every run was preempted" in line for line in advice[0].evidence)

@@ -334,9 +334,8 @@ def machine_noise(profile, context: Context) -> list[Suggestion]:
         "involuntarily: another task took its CPU)",
         f"{int(preempted[tail].sum())} of the {int(tail.sum())} runs at or above "
         f"p{TAIL_QUANTILE * 100:g} were preempted",
-        f"preempted runs: median {format_ns(np.median(totals[preempted]))} against "
-        f"{format_ns(clean)} for the others ({format_pct(100 * slowdown)} slower); median "
-        f"time off the CPU {format_ns(noise['stolen_ns'][preempted].median())}",
+        _slowdown_line(totals[preempted], clean, slowdown)
+        + f"; median time off the CPU {format_ns(noise['stolen_ns'][preempted].median())}",
         f"{threads} torch threads on {cores} logical cores"]
     return [Suggestion(
         "machine_noise", "medium" if tail_share >= MIN_TAIL_PREEMPTED else "low",
@@ -345,6 +344,14 @@ def machine_noise(profile, context: Context) -> list[Suggestion]:
         "--exclude-preempted); for clean numbers stop other load, pin the process "
         "(taskset -c) and use fewer torch threads than free cores (--threads)",
         None)]
+
+
+def _slowdown_line(preempted_totals: np.ndarray, clean: float, slowdown: float) -> str:
+    median = format_ns(np.median(preempted_totals))
+    if not clean > 0:
+        return f"every run was preempted (median {median}): no quiet run to compare with"
+    return (f"preempted runs: median {median} against {format_ns(clean)} for the others "
+            f"({format_pct(100 * slowdown)} slower)")
 
 
 @register_rule("warmup_too_small")

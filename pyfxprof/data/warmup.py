@@ -126,6 +126,15 @@ def _drift(steady: np.ndarray) -> float | None:
     return float(rho) if p_value < DRIFT_P else None
 
 
+def _ignored(preempted, runs: int) -> np.ndarray:
+    """Runs to leave out of the detection: the preempted ones, unless they are half of the
+    runs or more (a machine that busy leaves nothing to compare with: all runs are used)."""
+    if preempted is None:
+        return np.zeros(runs, dtype=bool)
+    mask = np.asarray(preempted, dtype=bool)
+    return mask if mask.sum() < runs / 2 else np.zeros(runs, dtype=bool)
+
+
 def _runs_before_steady(values: np.ndarray, ignore: np.ndarray) -> int:
     """Warm-up runs of ``values`` (1-D), detected on the runs not ignored (preempted runs:
     the machine's spikes, not the model's) and counted in all runs."""
@@ -138,17 +147,19 @@ def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
                   preempted=None) -> WarmupReport:
     """The WarmupReport of ``run_totals``; ``warmup`` untimed runs preceded them, whose
     totals (``warmup_totals``, ns, None for a preempted one; optional) tell how many of them
-    were needed. Runs marked in ``preempted`` (bool per run) are left out of the detection.
+    were needed. Runs marked in ``preempted`` (bool per run) are left out of the detection
+    while they are fewer than half of the runs.
 
     >>> r = warmup_report([900, 800] + [100] * 10, warmup=1)
     >>> r.runs, r.steady_ns, r.excess_ns, r.needed
     (2, 100, 1500, 3)
     >>> warmup_report([900, 5000, 800] + [100] * 10, preempted=[0, 1, 0] + [0] * 10).runs
     3
+    >>> warmup_report([900, 800] + [100] * 10, preempted=[1] * 12).runs  # all preempted: all used
+    2
     """
     totals = np.asarray(run_totals, dtype=np.int64).ravel()
-    ignore = (np.zeros(len(totals), dtype=bool) if preempted is None
-              else np.asarray(preempted, dtype=bool))
+    ignore = _ignored(preempted, len(totals))
     runs = _runs_before_steady(totals, ignore)
     steady = totals[runs:][~ignore[runs:]]
     median = int(np.median(steady)) if steady.size else 0
@@ -177,8 +188,7 @@ def node_warmup(names, samples, preempted=None) -> pd.DataFrame:
     [['lazy', 1, 50, 5, 45]]
     """
     samples = np.asarray(samples, dtype=np.int64)
-    kept = np.flatnonzero(np.ones(samples.shape[0], dtype=bool) if preempted is None
-                          else ~np.asarray(preempted, dtype=bool))
+    kept = np.flatnonzero(~_ignored(preempted, samples.shape[0]))
     clean = samples[kept]
     found = warmup_runs(clean) if len(kept) else np.zeros(samples.shape[1], np.int64)
     names, rows = list(names), []
