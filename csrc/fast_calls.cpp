@@ -42,11 +42,8 @@ PyObject* mark_cuda(PyObject*, PyObject* arg) {
   g_buffer.push(id, kKindMark, timestamp);
   try {
     g_cuda.record(id, g_stream);
-  } catch (const CudaUnavailable& error) {
-    PyErr_SetString(g_cuda_unavailable ? g_cuda_unavailable : PyExc_RuntimeError, error.what());
-    return nullptr;
   } catch (const std::exception& error) {
-    PyErr_SetString(g_cuda_error ? g_cuda_error : PyExc_RuntimeError, error.what());
+    set_cuda_error(error);
     return nullptr;
   }
   Py_RETURN_NONE;
@@ -80,5 +77,13 @@ void set_cuda_exception_types(PyObject* cuda_error, PyObject* cuda_unavailable) 
 }
 
 void set_cuda_stream(uintptr_t stream) { g_stream = stream; }
+
+uintptr_t cuda_stream() { return g_stream; }
+
+void set_cuda_error(const std::exception& error) {
+  const bool unavailable = dynamic_cast<const CudaUnavailable*>(&error) != nullptr;
+  PyObject* type = unavailable ? g_cuda_unavailable : g_cuda_error;
+  PyErr_SetString(type ? type : PyExc_RuntimeError, error.what());
+}
 
 }  // namespace pyfxprof

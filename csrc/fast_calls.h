@@ -4,6 +4,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <exception>
 
 namespace pyfxprof {
 
@@ -15,5 +16,9 @@ void set_cuda_exception_types(PyObject* cuda_error, PyObject* cuda_unavailable);
 
 // The stream `mark_cuda` records its events on (a cudaStream_t as an integer; 0 = default).
 void set_cuda_stream(uintptr_t stream);
+uintptr_t cuda_stream();
+
+// Sets the Python error for a failed CUDA event record (CudaUnavailable or CudaError).
+void set_cuda_error(const std::exception& error);
 
 }  // namespace pyfxprof

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "fast_calls.h"
+#include "python_table.h"
 #include "session_state.h"
 
 namespace py = pybind11;
@@ -197,5 +198,6 @@ PYBIND11_MODULE(_C, m) {
   init_clock();
   define_clock_and_buffer(m);
   define_cuda(m);
+  define_sample_table(m);
   if (add_fast_calls(m.ptr()) != 0) throw py::error_already_set();
 }

@@ -1,39 +1,79 @@
-"""Tests of the codegen pass: n+1 marks, outputs unchanged, the original GraphModule untouched."""
+"""Tests of the codegen pass: one TimedCall per timed node, outputs unchanged, the original untouched."""
+
+import operator
 
 import numpy as np
 import torch
+import torch.fx as fx
 
 from pyfxprof import _C
 from pyfxprof.capture.tracing import capture, timed_nodes
 from pyfxprof.timing.instrument import instrument
-from pyfxprof.timing.recorder import RECORDER
 from tests.models import Net, net_input
 
 
-def test_instrumented_module_gives_the_same_outputs_and_n_plus_1_marks():
+def test_instrumented_module_gives_the_same_outputs_and_one_duration_per_node():
     model = Net().eval()
     gm = capture(model).graph_module
     n = len(timed_nodes(gm.graph))
-    first = RECORDER.allocate(n + 1)
-    instrumented = instrument(gm, first)
+    table = _C.SampleTable(n)
+    instrumented = instrument(gm, table)
     x = net_input()
     with torch.inference_mode():
+        table.begin_run()
         torch.testing.assert_close(instrumented(x), model(x))
-    records = RECORDER.collect(first, n + 1)
-    np.testing.assert_array_equal(records.id, first + np.arange(n + 1))
-    assert np.all(records.kind == _C.KIND_MARK)
+        table.end_run()
+    samples = table.take()["samples"]
+    assert samples.shape == (1, n) and (samples >= 0).all()
 
 
 def test_original_graph_module_is_not_changed():
     gm = capture(Net()).graph_module
     code_before = gm.code
-    instrument(gm, RECORDER.allocate(100))
-    assert gm.code == code_before and "mark" not in gm.code
+    instrument(gm, _C.SampleTable(100))
+    assert gm.code == code_before and "timed_" not in gm.code
 
 
-def test_instrumented_code_calls_mark_between_nodes():
+def test_each_timed_node_calls_its_timed_call_and_nothing_else_is_added():
     gm = capture(Net()).graph_module
     n = len(timed_nodes(gm.graph))
-    code = instrument(gm, 1000).code
-    assert code.count("mark(") == n + 1
-    assert "mark(1000)" in code and f"mark({1000 + n})" in code
+    instrumented = instrument(gm, _C.SampleTable(n))
+    body = [line for line in instrumented.code.splitlines()[1:] if "=" in line]
+    assert sum("timed_" in line for line in body) == n
+    assert len(instrumented.graph.nodes) == len(gm.graph.nodes)
+
+
+def test_methods_keyword_arguments_and_attributes_are_timed_like_calls():
+    class Mixed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.tensor(2.0))
+
+        def forward(self, x):
+            return torch.add(x, 1, alpha=3).mul(self.scale)[0]
+
+    model, x = Mixed(), torch.tensor([-1.0, 3.0])
+    gm = fx.symbolic_trace(model)
+    table = _C.SampleTable(len(timed_nodes(gm.graph)))
+    table.begin_run()
+    with torch.no_grad():
+        torch.testing.assert_close(instrument(gm, table)(x), model(x))
+    table.end_run()
+    assert {n.op for n in timed_nodes(gm.graph)} == {"call_function", "call_method", "get_attr"}
+    assert (table.take()["samples"] >= 0).all()
+
+
+def test_a_failing_node_raises_its_own_error_and_records_nothing_for_itself():
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_function(operator.truediv, (x, 0)))
+    table = _C.SampleTable(1)
+    table.begin_run()
+    try:
+        instrument(fx.GraphModule(torch.nn.Module(), graph), table)(1)
+    except ZeroDivisionError:
+        pass
+    else:
+        raise AssertionError("the node's ZeroDivisionError was lost")
+    table.end_run()
+    np.testing.assert_array_equal(table.take()["samples"], [[-1]])

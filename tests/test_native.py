@@ -197,3 +197,92 @@ def test_forced_steady_clock():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "steady_clock"
+
+
+# --- TimedCall and SampleTable ---------------------------------------------------------------
+
+def _timed_table(nodes, *targets):
+    table = _C.SampleTable(nodes)
+    return table, [_C.timed_call(table, k, t) for k, t in enumerate(targets)]
+
+
+def test_timed_calls_return_the_result_and_store_one_duration_each():
+    import operator
+    table, (add, spin) = _timed_table(2, operator.add, _C._spin_ns)
+    table.begin_run()
+    assert add(2, 3) == 5 and add("a", "b") == "ab"  # operator fast path keeps semantics
+    assert spin(200_000) >= 200_000
+    assert table.end_run()
+    taken = table.take()
+    assert taken["samples"].shape == (1, 2) and taken["samples"].dtype == np.int64
+    assert 200_000 <= taken["samples"][0, 1] < 200_000_000
+    assert taken["first_call_ns"][0] >= taken["begin_ns"][0]
+    assert taken["last_call_end_ns"][0] <= taken["end_ns"][0]
+    assert table.rows == 0  # handed over
+
+
+def test_timed_method_calls_and_keyword_arguments():
+    table = _C.SampleTable(2)
+    upper = _C.timed_call(table, 0, "split", method=True)
+    rounding = _C.timed_call(table, 1, round)
+    table.begin_run()
+    assert upper("a b", sep=" ") == ["a", "b"]
+    assert rounding(2.567, ndigits=1) == 2.6
+    table.end_run()
+    assert (table.take()["samples"] >= 0).all()
+
+
+def test_a_raising_target_propagates_and_stores_nothing():
+    table, (div,) = _timed_table(1, lambda: 1 / 0)
+    table.begin_run()
+    with pytest.raises(ZeroDivisionError):
+        div()
+    table.end_run()
+    np.testing.assert_array_equal(table.take()["samples"], [[-1]])
+
+
+def test_timed_calls_outside_a_run_or_from_another_thread_are_strays():
+    table, (call,) = _timed_table(1, abs)
+    call(-1)  # no run open
+    table.begin_run()
+    worker = threading.Thread(target=call, args=(-2,))
+    worker.start()
+    worker.join()
+    failure = []
+    opener = threading.Thread(target=lambda: _catch(table.begin_run, failure))
+    opener.start()
+    opener.join()
+    table.end_run()
+    assert table.stray_calls == 2
+    assert failure and "another thread's run" in failure[0]
+    np.testing.assert_array_equal(table.take()["samples"], [[-1]])
+
+
+def _catch(function, errors):
+    try:
+        function()
+    except RuntimeError as error:
+        errors.append(str(error))
+
+
+def test_taken_samples_are_handed_over_without_a_copy():
+    table, (call,) = _timed_table(1, abs)
+    table.reserve(4)
+    for _ in range(3):
+        table.begin_run()
+        call(1)
+        table.end_run()
+    samples = table.take()["samples"]
+    assert samples.shape == (3, 1) and not samples.flags.owndata and samples.base is not None
+
+
+def test_timed_call_checks_its_arguments_and_names_itself_after_the_target():
+    table = _C.SampleTable(1)
+    with pytest.raises(ValueError):
+        _C.timed_call(table, 1, abs)
+    with pytest.raises(TypeError):
+        _C.timed_call(table, 0, 42)
+    with pytest.raises(TypeError):
+        _C.timed_call(table, 0, abs, method=True)
+    call = _C.timed_call(table, 0, abs)
+    assert call.__name__ == "timed_abs" and call.target is abs and call.node == 0

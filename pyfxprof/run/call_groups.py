@@ -24,8 +24,7 @@ from ..capture.model_state import evaluation_mode
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
-from ..timing.executors import CodegenExecutor
-from ..timing.hooks import HooksExecutor
+from ..timing.executors import Executor
 from .runner import device_of, executor_for, prepare, warn_fallback
 
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
@@ -106,7 +105,7 @@ class CallGroup:
     capture: Capture
     frame: pd.DataFrame
     flops: int
-    executor: CodegenExecutor | HooksExecutor
+    executor: Executor
     signature: inspect.Signature
     training: bool
     device: str
@@ -114,11 +113,11 @@ class CallGroup:
     @property
     def hooks(self) -> bool:
         """True when the model runs itself with marking hooks (hooks or whole capture)."""
-        return isinstance(self.executor, HooksExecutor)
+        return self.executor.mode == "hooks"
 
     def armed(self) -> contextlib.AbstractContextManager:
         """The block timed calls run in: module hooks, if any, exist only during it."""
-        return self.executor if self.hooks else contextlib.nullcontext()
+        return self.executor
 
     def inputs(self, args: tuple, kwargs: dict) -> BoundInputs:
         """The call's arguments as the executor takes them (bound for a graph)."""
@@ -156,7 +155,7 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     if on_cuda and prepared.analysis is None:
         ensure_cuda_runtime()
     executor = executor_for(model, prepared, "codegen", on_cuda)
-    if isinstance(executor, HooksExecutor):
+    if executor.mode == "hooks":
         executor.kwargs = {}  # every call passes its own: the analysis copies are not kept
         if prepared.captured.mode == "hooks":
             executor.model = call_target or model

@@ -357,7 +357,7 @@ class Profiler:
         previous call's end and this call's start (binding, capturing a new signature,
         adding and removing hooks), which is taken out of that gap."""
         shape = primary_shape(group.key)
-        cost = group.executor.marks_per_run * group.executor.calibration.overhead_ns
+        cost = group.executor.calls_per_run * group.executor.calibration.overhead_ns
         own_ns = own_ns_before + (self._own_ns_after if self._log else 0)
         self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost, own_ns,
                           self._calls, 1.0 if self._calls == self._first_call else 0.0))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from ..data.profile import Profile
 from ..data.validate import run_coverage
 from .progress import Progress
 from ..timing.recorder import RECORDER
+from ..timing.run_table import check_fits_in_memory
 from ..timing.durations import RunTimings
 from ..timing.failures import run_failure
 
@@ -78,21 +78,21 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
                            (leaf_modules, autowrap_functions, concrete_args))
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
+        check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
         executor = executor_for(model, prepared, mode, device_events)
-        with executor if isinstance(executor, HooksExecutor) else contextlib.nullcontext():
+        with executor:
             timings, run_noise, warmup_totals = _timed_runs(
                 executor, prepared.args, runs, warmup, progress,
                 prepared.frame["name"].tolist())
     captured, args, frame = prepared.captured, prepared.args, prepared.frame
     meta = run_meta(model, name, device=device_of(model, args), device_events=device_events,
                     executor=executor, captured=captured, timings=timings, warmup=warmup,
-                    mode=mode if prepared.analysis is None else "hooks", grad=grad,
+                    mode=executor.mode, grad=grad,
                     input_shapes=describe(args),
                     dropped_records=RECORDER.dropped_total - drops_before,
                     flops=prepared.flops, warmup_totals_ns=warmup_totals,
                     **prepared.memory_meta)
-    return build_profile(frame, timings, executor.marks_per_run, meta,
-                          executor.device_samples(), run_noise)
+    return build_profile(frame, timings, meta, executor.device_samples(), run_noise)
 
 
 def _refuse_context_manager_use(model: Any, options: dict) -> None:
@@ -141,7 +141,7 @@ def _run_once(executor, args: tuple, run: str, names: list[str]) -> None:
     except PyfxprofError:
         raise
     except Exception as error:  # the user's model: report it, leave the recorder clean
-        raise run_failure(executor.layout, run, names, error) from error
+        raise run_failure(executor.failed_node(names), run, error) from error
 
 
 def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
@@ -157,7 +157,7 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
     meter.clear()
-    executor.reset()
+    executor.reset(runs)
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
     meter.read()
     for done in range(1, runs + 1):
@@ -287,30 +287,30 @@ def device_of(model: torch.nn.Module, args: tuple) -> str:
     return "cpu"
 
 
-def build_profile(frame: pd.DataFrame, timings: RunTimings, marks_per_run: int,
-                   meta: dict, device_samples: np.ndarray | None = None,
-                   run_noise: np.ndarray | None = None) -> Profile:
-    """A Profile from raw timings: subtracts the calibrated overhead (`meta["overhead_ns"]`)
-    from every node (clamped at 0) and `marks_per_run` times from each run total, and sets
-    the coverage (and the device summary when there are device samples). `run_noise`
+def build_profile(frame: pd.DataFrame, timings: RunTimings, meta: dict,
+                  device_samples: np.ndarray | None = None,
+                  run_noise: np.ndarray | None = None) -> Profile:
+    """A Profile from an executor's timings (overhead already subtracted: see
+    Calibration.correct); sets the coverage, the time between nodes (when the executor
+    measured it) and the device summary when there are device samples. `run_noise`
     (run.noise) is kept only when it has one row per complete run.
 
     Example:
-        >>> t = RunTimings(np.array([[130, 80]]), np.array([300]), np.array([0]), 0)
+        >>> t = RunTimings(np.array([[100, 50]]), np.array([200]), np.array([0]), 0)
         >>> frame = pd.DataFrame({"index": [0, 1], "name": ["a", "b"], "op": "call_function",
         ...     "target": "f", "module_path": "", "module_type": "M", "module_stack": [(), ()]})
-        >>> build_profile(frame, t, 3, {"overhead_ns": 30.0}).samples.tolist()
-        [[100, 50]]
+        >>> prof = build_profile(frame, t, {})
+        >>> prof.samples.tolist(), prof.meta["coverage"]
+        ([[100, 50]], 0.75)
     """
     if timings.intervals.shape[0] == 0:
         raise PyfxprofError("no complete run was recorded (the record buffer dropped "
-                            f"{meta['dropped_records']} records); raise the buffer cap or "
-                            "lower runs")
-    overhead = meta["overhead_ns"]
-    samples = np.clip(np.rint(timings.intervals - overhead), 0, None).astype(np.int64)
-    totals = np.clip(np.rint(timings.run_totals - marks_per_run * overhead), 0, None)
-    totals = totals.astype(np.int64)
+                            f"{meta.get('dropped_records', 0)} records); raise the buffer cap "
+                            "or lower runs")
+    samples, totals = timings.intervals, timings.run_totals
     meta["coverage"] = run_coverage(samples, totals)
+    if timings.between_nodes is not None:
+        meta["between_nodes_ns"] = float(np.median(timings.between_nodes))
     if device_samples is not None:
         device_samples = device_samples[:samples.shape[0]]
         frame = add_device_summary(frame, samples, device_samples, totals, meta)

@@ -90,8 +90,7 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
     for found in used:
         meta = _meta(window, found, context)
         meter = window.meters.get(found.group.index)
-        profile = build_profile(found.group.frame, found.timings,
-                                found.group.executor.marks_per_run, meta, found.device_samples,
+        profile = build_profile(found.group.frame, found.timings, meta, found.device_samples,
                                 None if meter is None else meter.paired())
         profiles.append(ranges.with_ranges(profile, records, step_starts, window_starts))
     return profiles
@@ -103,7 +102,7 @@ def _meta(window: Window, found: Collected, context: dict) -> dict[str, Any]:
         context["module"], context["model"], device=group.device,
         device_events=group.executor.device is not None, executor=group.executor,
         captured=group.capture, timings=found.timings, warmup=window.warmup_calls,
-        mode="hooks" if group.hooks else "codegen", grad=first.get("grad"),
+        mode=group.executor.mode, grad=first.get("grad"),
         input_shapes=first.get("input_shapes", ""),
         dropped_records=RECORDER.dropped_total - window.dropped_before,
         training=first.get("training"), flops=group.flops,

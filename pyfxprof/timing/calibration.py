@@ -1,21 +1,21 @@
-"""Measuring what one mark adds to a measured interval, so it can be subtracted from every node."""
+"""Calibration and overhead subtraction, in one place: what a timed call (or a hooked call)
+adds to the interval it measures, and its removal from every node and run total."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
 import torch.fx as fx
 
 from .. import _C
-from .recorder import RECORDER, Records
+from .durations import RunTimings
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Cost of an empty interval between two marks, in ns.
+    """Cost a timer adds to the interval it measures, in ns.
 
     `overhead_ns` is the interquartile mean (mean of the samples between the 25th and 75th
     percentiles): robust to preemption outliers like the median, but not quantised to the
@@ -32,65 +32,83 @@ class Calibration:
         return {"overhead_ns": self.overhead_ns, "overhead_iqr_ns": self.iqr_ns,
                 "overhead_samples": self.samples, "overhead_method": self.method}
 
+    def correct(self, timings: RunTimings, calls_per_run: int) -> RunTimings:
+        """`timings` with the overhead subtracted from every node and `calls_per_run` times
+        from every run total (rounded, clamped at 0), in place: no copy of the samples.
+
+        Example:
+            >>> t = RunTimings(np.array([[130, 80]]), np.array([300]), np.array([0]), 0)
+            >>> c = Calibration(30.0, 0.0, 1, "test").correct(t, 3)
+            >>> c.intervals.tolist(), c.run_totals.tolist()
+            ([[100, 50]], [210])
+        """
+        subtract_overhead(timings.intervals, self.overhead_ns)
+        totals = np.rint(timings.run_totals - calls_per_run * self.overhead_ns)
+        timings.run_totals = np.clip(totals, 0, None).astype(np.int64)
+        return timings
+
+
+def subtract_overhead(samples: np.ndarray, overhead_ns: float) -> np.ndarray:
+    """`samples` (int64) minus `overhead_ns` rounded, clamped at 0, in place.
+
+    Example:
+        >>> subtract_overhead(np.array([[130, 20]]), 29.6).tolist()
+        [[100, 0]]
+    """
+    np.subtract(samples, int(round(overhead_ns)), out=samples)
+    np.maximum(samples, 0, out=samples)
+    return samples
+
 
 def summarise(intervals: np.ndarray, method: str) -> Calibration:
     """A Calibration from measured empty intervals (interquartile mean, IQR, count)."""
+    if intervals.size == 0:
+        raise RuntimeError("calibration measured nothing")
     q25, q75 = np.percentile(intervals, [25, 75])
     central = intervals[(intervals >= q25) & (intervals <= q75)]
     return Calibration(float(central.mean()), float(q75 - q25), int(intervals.size), method)
 
 
-def _empty_marks_module(first_id: int, marks: int, mark: Callable) -> fx.GraphModule:
-    """A GraphModule that only calls mark first_id..first_id+marks-1, generated like codegen's."""
-    graph = fx.Graph()
-    x = graph.placeholder("x")
-    for k in range(marks):
-        graph.call_function(mark, (first_id + k,))
-    graph.output(x)
-    return fx.GraphModule(torch.nn.Module(), graph, "MarkCalibration")
-
-
-def calibrate_codegen(marks: int = 64, repeats: int = 200, mark: Callable = _C.mark) -> Calibration:
-    """Interval between consecutive marks in generated code with nothing in between.
-
-    With `mark=_C.mark_cuda` the CUDA event record is part of the measured cost (and the
-    events are discarded after each repeat).
+def consecutive_intervals(records, marks_per_run: int) -> np.ndarray:
+    """Differences of consecutive timestamps within each group of `marks_per_run` records.
 
     Example:
-        >>> 0 < calibrate_codegen(marks=8, repeats=10).overhead_ns < 10_000
-        True
+        >>> from types import SimpleNamespace
+        >>> consecutive_intervals(SimpleNamespace(timestamp_ns=np.array([0, 5, 7, 10])), 2)
+        array([5, 3])
     """
-    first_id = RECORDER.allocate(marks)
-    module = _empty_marks_module(first_id, marks, mark)
-    for _ in range(repeats):
-        module(None)
-        if mark is not _C.mark:
-            _C.cuda_discard()
-    records = RECORDER.collect(first_id, marks)
-    return summarise(consecutive_intervals(records, marks), "codegen: empty interval")
-
-
-def calibrate_paired(repeats: int = 5000) -> Calibration:
-    """Median interval of `mark(a); mark(b)` from Python, as the interpreter times each node.
-
-    Example:
-        >>> 0 < calibrate_paired(repeats=100).overhead_ns < 10_000
-        True
-    """
-    first_id = RECORDER.allocate(2)
-    mark, second_id = _C.mark, first_id + 1
-    for _ in range(repeats):
-        mark(first_id)
-        mark(second_id)
-    records = RECORDER.collect(first_id, 2)
-    return summarise(consecutive_intervals(records, 2), "interpreter: empty begin/end pair")
-
-
-def consecutive_intervals(records: Records, marks_per_run: int) -> np.ndarray:
-    """Differences of consecutive timestamps within each group of `marks_per_run` records."""
-    usable = len(records) - len(records) % marks_per_run
-    stamps = records.timestamp_ns[:usable].reshape(-1, marks_per_run)
-    intervals = np.diff(stamps, axis=1).ravel()
+    stamps = records.timestamp_ns
+    usable = len(stamps) - len(stamps) % marks_per_run
+    intervals = np.diff(stamps[:usable].reshape(-1, marks_per_run), axis=1).ravel()
     if intervals.size == 0:
         raise RuntimeError("mark calibration recorded nothing: is the record buffer full?")
     return intervals
+
+
+def _empty_calls_module(table: "_C.SampleTable", calls: int) -> fx.GraphModule:
+    """Generated code calling `calls` TimedCalls of the empty C function _C._noop, as
+    instrumented graphs call their nodes."""
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    for k in range(calls):
+        graph.call_function(_C.timed_call(table, k, _C._noop), (k,))
+    graph.output(x)
+    return fx.GraphModule(torch.nn.Module(), graph, "TimedCallCalibration")
+
+
+def calibrate_timed_calls(calls: int = 64, repeats: int = 200) -> Calibration:
+    """What a TimedCall measures of itself: its duration around an empty C function.
+
+    Example:
+        >>> 0 < calibrate_timed_calls(calls=8, repeats=10).overhead_ns < 10_000
+        True
+    """
+    table = _C.SampleTable(calls)
+    table.reserve(repeats)
+    module = _empty_calls_module(table, calls)
+    for _ in range(repeats):
+        table.begin_run()
+        module(None)
+        table.end_run()
+    samples = table.take()["samples"].ravel()
+    return summarise(samples[samples >= 0], "timed call around an empty C function")

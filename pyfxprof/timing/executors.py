@@ -1,118 +1,167 @@
-"""The two ways of running a captured graph with timing: codegen marks or the ProfilingInterpreter."""
+"""The executors behind one small Protocol: codegen (TimedCalls compiled into the graph), the
+ProfilingInterpreter, module hooks (timing/hooks.py) and, on any of the graph ones, device
+events. run/ drives them all the same way and never asks which one it holds."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch.fx as fx
 
 from .. import _C
-from .calibration import Calibration, calibrate_codegen
+from .calibration import Calibration, calibrate_timed_calls
 from .device_events import DeviceEvents
 from ..errors import PyfxprofError
 from .instrument import instrument
 from .interpreter import ProfilingInterpreter
-from .recorder import RECORDER, Records, runs_between_collects
-from .durations import RunTimings, boundary_timings
-from .failures import MarkLayout
+from .recorder import RECORDER
+from .durations import RunTimings
+from .run_table import RunTable
 
 #: Valid values of profile(mode=...).
 MODES = ("codegen", "interpreter")
 
 
+class Executor(Protocol):
+    """Runs a captured model with timing; `with executor:` around the runs (hooks exist only
+    inside it). `reset(runs)` forgets the runs so far (warm-up) and makes room for `runs`
+    more; `timings()` hands over the runs since, overhead subtracted."""
+
+    mode: str                    # "codegen", "interpreter" or "hooks"
+    calibration: Calibration
+    calls_per_run: int           # calibrated intervals in a run (their cost is in its total)
+    device: DeviceEvents | None  # CUDA event timing, when on
+
+    def __enter__(self) -> "Executor": ...
+    def __exit__(self, *exc_info: Any) -> None: ...
+    def run(self, args: tuple) -> Any: ...
+    def failed_node(self, names: list[str]) -> str | None: ...
+    def reset(self, runs: int = 0) -> None: ...
+    def timings(self) -> RunTimings: ...
+    def device_samples(self) -> np.ndarray | None: ...
+
+
 class CodegenExecutor:
-    """Runs the graph recompiled with one mark per node boundary (n+1 marks for n nodes)."""
+    """Runs the graph recompiled with each node's call timed natively (timing/instrument.py).
+
+    Example:
+        >>> import torch
+        >>> gm = fx.symbolic_trace(torch.nn.Sequential(torch.nn.ReLU(), torch.nn.ReLU()))
+        >>> executor = CodegenExecutor(gm, 2)
+        >>> with executor:
+        ...     _ = executor.run((torch.zeros(3),))
+        >>> executor.timings().intervals.shape
+        (1, 2)
+    """
+
+    mode = "codegen"
 
     def __init__(self, gm: fx.GraphModule, n_nodes: int, device_events: bool = False) -> None:
-        self.n_nodes = n_nodes
-        self.first_id = RECORDER.allocate(n_nodes + 1)
-        mark = _C.mark_cuda if device_events else _C.mark
-        self.module = instrument(gm, self.first_id, mark)
-        try:
-            self.calibration: Calibration = calibrate_codegen(mark=mark)
-        except _C.CudaError as error:
-            _C.cuda_discard()
-            raise PyfxprofError(f"recording CUDA events failed while calibrating: {error}") from None
-        self.device = DeviceEvents(self.first_id, n_nodes) if device_events else None
-        self.marks_per_run = n_nodes + 1
-        self.layout = MarkLayout(self.first_id, n_nodes + 1, 1)
+        self.n_nodes = self.calls_per_run = n_nodes
+        self.table = RunTable(n_nodes)
+        first_event = RECORDER.allocate(n_nodes + 1) if device_events else None
+        self.module = instrument(gm, self.table.native, first_event)
+        self.calibration: Calibration = calibrate_timed_calls()
+        self.device = DeviceEvents(first_event, n_nodes) if device_events else None
         self._runs = 0
-        self._chunks: list[Records] = []
-        self._runs_per_drain = runs_between_collects(self.marks_per_run)
-        self._runs_since_drain = 0
+
+    def __enter__(self) -> "CodegenExecutor":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.table.abandon()
 
     def run(self, args: tuple) -> Any:
-        if self.device is None:
-            _C.mark_kind(self.first_id, _C.KIND_RUN_BEGIN)
+        if self.device is not None:
+            return self._run_with_device_events(args)
+        table = self.table
+        table.begin()
+        try:
             output = self.module(*args)
-            _C.mark_kind(self.first_id, _C.KIND_RUN_END)
-        else:
-            output = self._run_with_device_events(args)
-        self._runs += 1
-        self._runs_since_drain += 1
-        if self._runs_since_drain >= self._runs_per_drain:  # keep the buffer far from its cap
-            self._drain()
+        except BaseException:
+            table.abandon()
+            raise
+        table.end()
         return output
 
     def _run_with_device_events(self, args: tuple) -> Any:
         self.device.begin_run()
+        self.table.begin()
         try:
-            _C.mark_kind(self.first_id, _C.KIND_RUN_BEGIN)
             output = self.module(*args)
-            _C.mark_kind(self.first_id, _C.KIND_RUN_END)
         except _C.CudaError as error:
+            self.table.abandon()
             self.device.abandon_run()
             raise PyfxprofError(f"recording a CUDA event failed in run {self._runs}: {error}; "
                                 "no profile was built from incomplete events") from None
+        except BaseException:
+            self.table.abandon()
+            self.device.abandon_run()
+            raise
+        self.table.end()
         self.device.end_run(self._runs)
+        self._runs += 1
         return output
+
+    def failed_node(self, names: list[str]) -> str | None:
+        """The name of the node the last run raised in (None: after the last node)."""
+        return self.table.failed_node(names)
 
     def device_samples(self) -> np.ndarray | None:
         """Device ns per node (runs x nodes), or None without device timing."""
         return None if self.device is None else self.device.samples()
 
-    def _drain(self) -> None:
-        self._chunks.append(RECORDER.collect(self.first_id, self.n_nodes + 1))
-        self._runs_since_drain = 0
-
-    def reset(self) -> None:
-        self._drain()
-        self._chunks = []
+    def reset(self, runs: int = 0) -> None:
+        self.table.clear()
+        self.table.reserve(runs, 1 if self.device is None else 2)
         if self.device is not None:
             self.device.reset()
 
     def timings(self) -> RunTimings:
-        self._drain()
-        records = Records(*(np.concatenate([getattr(c, f) for c in self._chunks])
-                            for f in ("timestamp_ns", "id", "thread", "kind")))
-        return boundary_timings(records, self.first_id, self.n_nodes)
+        return self.calibration.correct(self.table.take(), self.calls_per_run)
 
 
 class InterpreterExecutor:
-    """Runs the graph through ProfilingInterpreter (begin/end marks around each node's call)."""
+    """Runs the graph through ProfilingInterpreter (each node's call timed natively)."""
+
+    mode = "interpreter"
+    device = None  # the interpreter times the host only
 
     def __init__(self, gm: fx.GraphModule, n_nodes: int) -> None:
         self.interpreter = ProfilingInterpreter(gm)
         self.calibration: Calibration = self.interpreter.calibration
-        self.marks_per_run = 2 * n_nodes
-        self.layout = MarkLayout(self.interpreter.first_id, max(2 * n_nodes, 1), 2)
+        self.calls_per_run = n_nodes
+
+    def __enter__(self) -> "InterpreterExecutor":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.interpreter.table.abandon()
 
     def run(self, args: tuple) -> Any:
         return self.interpreter.run(*args)
 
-    def reset(self) -> None:
+    def failed_node(self, names: list[str]) -> str | None:
+        """The name of the node the last run raised in (None: after the last node)."""
+        return self.interpreter.table.failed_node(names)
+
+    def reset(self, runs: int = 0) -> None:
         self.interpreter.reset()
+        self.interpreter.table.reserve(runs)
 
     def timings(self) -> RunTimings:
-        return self.interpreter.timings()
+        timings = self.interpreter.timings()
+        self.interpreter.reset()  # handed over: corrected in place below
+        return self.calibration.correct(timings, self.calls_per_run)
 
     def device_samples(self) -> None:
         """The interpreter times the host only."""
         return None
 
 
-def make_executor(mode: str, gm: fx.GraphModule, n_nodes: int, device_events: bool = False):
+def make_executor(mode: str, gm: fx.GraphModule, n_nodes: int,
+                  device_events: bool = False) -> Executor:
     """The executor for `mode` ("codegen" or "interpreter"); device events need codegen."""
     if mode == "codegen":
         return CodegenExecutor(gm, n_nodes, device_events)

@@ -1,5 +1,5 @@
-"""When the user's model raises during a timed run: which node it was in (read from the marks
-the run left) as one line, with the recorder left clean of the failed run's records."""
+"""When the user's model raises during a timed run: which node it was in (for hooks, read from
+the marks the run left, with the recorder left clean of them) as one line."""
 
 from __future__ import annotations
 
@@ -25,6 +25,14 @@ class MarkLayout:
     labels: Sequence[str] | None = None
 
 
+def failed_label(layout: MarkLayout, names: Sequence[str]) -> str | None:
+    """The label (layout's own, else from `names`) of the node the last run raised in, or
+    None after the last one; drains the layout's records (see failed_position)."""
+    position = failed_position(layout)
+    labels = list(layout.labels) if layout.labels is not None else list(names)
+    return labels[position] if position < len(labels) else None
+
+
 def failed_position(layout: MarkLayout) -> int:
     """Drain the layout's id range (so nothing of the failed run stays pending) and return
     the position of the node the calling thread's last run was in when it raised.
@@ -43,18 +51,14 @@ def failed_position(layout: MarkLayout) -> int:
     return offset if layout.per_node == 1 else (offset + 1) // 2
 
 
-def run_failure(layout: MarkLayout, run: str, names: Sequence[str],
-                error: Exception) -> PyfxprofError:
-    """The one-line error for `error` raised by the model in `run` (recorder left clean).
+def run_failure(node: str | None, run: str, error: Exception) -> PyfxprofError:
+    """The one-line error for `error` raised by the model in `run` inside `node` (the
+    executor's failed_node(); None: after its last timed node).
 
     Example:
-        >>> layout = MarkLayout(RECORDER.allocate(3), 3, 1)
-        >>> str(run_failure(layout, "timed run 3 of 5", ["conv", "relu"], ValueError("bad")))
+        >>> str(run_failure("conv", "timed run 3 of 5", ValueError("bad")))
         "the model raised in timed run 3 of 5, in node 'conv': ValueError: bad"
     """
-    position = failed_position(layout)
-    labels = list(layout.labels) if layout.labels is not None else list(names)
-    where = (f"in node {labels[position]!r}" if position < len(labels)
-             else "after its last timed node")
+    where = f"in node {node!r}" if node is not None else "after its last timed node"
     return PyfxprofError(f"the model raised in {run}, {where}: {type(error).__name__}: "
                          f"{first_line(error)}")

@@ -22,9 +22,9 @@ from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
 from ..capture.flops import FlopMeter
 from ..capture.inputs import BoundInputs
-from .recorder import RECORDER, Records, runs_between_collects
+from .recorder import RECORDER, ChunkedCollector, Records
 from .durations import RunTimings
-from .failures import MarkLayout
+from .failures import MarkLayout, failed_label
 
 Leaves = list[tuple[str, torch.nn.Module]]
 
@@ -226,6 +226,7 @@ class HooksExecutor:
     """Runs the model itself with marking hooks on its leaves; use it as a context manager
     around the runs (`with executor: ...`) so the hooks are removed afterwards."""
 
+    mode = "hooks"
     device = None  # no CUDA event timing: hooks time the host only
 
     def __init__(self, model: torch.nn.Module, leaves: Leaves, analysis: HookAnalysis,
@@ -237,11 +238,11 @@ class HooksExecutor:
         self.layout = MarkLayout(self.first_id, 2 * len(leaves) + 1, 2,
                                  [path or type(module).__name__ for path, module in leaves])
         self.calibration: Calibration = calibrate_hooks()
-        self.marks_per_run = len(analysis.calls)  # one calibrated interval per hooked call
+        self.calls_per_run = len(analysis.calls)  # one calibrated interval per hooked call
         self._stack = contextlib.ExitStack()
-        self._chunks: list[RunTimings] = []
-        self._runs_per_collect = runs_between_collects(len(analysis.events))
-        self._uncollected_runs = 0
+        self._collector = ChunkedCollector(
+            self.first_id, 2 * len(leaves) + 1, len(analysis.events),
+            lambda records: hook_timings(records, self.first_id, self.run_id, analysis))
 
     def __enter__(self) -> "HooksExecutor":
         self._stack.enter_context(hooked(self.leaves, *_marking_hooks(self.first_id)))
@@ -255,26 +256,20 @@ class HooksExecutor:
         _C.mark_kind(self.run_id, _C.KIND_RUN_BEGIN)
         output = self.model(*args, **(self.kwargs if kwargs is None else kwargs))
         _C.mark_kind(self.run_id, _C.KIND_RUN_END)
-        self._uncollected_runs += 1
-        if self._uncollected_runs >= self._runs_per_collect:  # stay far from the buffer cap
-            self._collect()
+        self._collector.run_done()
         return output
 
-    def _collect(self) -> None:
-        self._uncollected_runs = 0
-        records = RECORDER.collect(self.first_id, 2 * len(self.leaves) + 1)
-        self._chunks.append(hook_timings(records, self.first_id, self.run_id, self.analysis))
+    def failed_node(self, names: list[str]) -> str | None:
+        """The leaf the last run raised in (None: after the last), read from its marks."""
+        return failed_label(self.layout, names)
 
-    def reset(self) -> None:
-        self._collect()
-        self._chunks = []
+    def reset(self, runs: int = 0) -> None:
+        self._collector.reset()
 
     def device_samples(self) -> None:
         """Hooks time the host only: no device samples."""
         return None
 
     def timings(self) -> RunTimings:
-        self._collect()
-        return RunTimings(*(np.concatenate([getattr(c, f) for c in self._chunks])
-                            for f in ("intervals", "run_totals", "run_starts")),
-                          sum(c.incomplete_runs for c in self._chunks))
+        """The runs since the last reset, one calibrated interval per hooked call subtracted."""
+        return self.calibration.correct(self._collector.timings(), self.calls_per_run)

@@ -1,9 +1,12 @@
-"""The codegen instrumentation pass: one native mark call at each node boundary, then recompile."""
+"""The codegen instrumentation pass: each timed node calls a native TimedCall of its own
+target (the clock is read in C++ around the node's call; no extra Python-level call), then
+recompile."""
 
 from __future__ import annotations
 
 import copy
-from typing import Callable
+import functools
+from typing import Any
 
 import torch.fx as fx
 
@@ -11,37 +14,64 @@ from .. import _C
 from ..capture.tracing import timed_nodes
 
 
-def insert_marks(graph: fx.Graph, first_id: int, mark: Callable[[int], None] = _C.mark) -> int:
-    """Insert `mark(first_id + k)` before the k-th timed node and one after the last (n+1 marks).
-
-    Returns the number of timed nodes n. Node k's time is mark k+1 minus mark k. `mark` is
-    `_C.mark`, or `_C.mark_cuda` to also record a CUDA event at each boundary.
-    """
-    nodes = timed_nodes(graph)
-    for k, node in enumerate(nodes):
-        with graph.inserting_before(node):
-            graph.call_function(mark, (first_id + k,))
-    if nodes:
-        with graph.inserting_after(nodes[-1]):
-            graph.call_function(mark, (first_id + len(nodes),))
-    graph.lint()
-    return len(nodes)
+def _fetch_attr(root: Any, qualified_name: str) -> Any:
+    """What a get_attr node computes: root.a.b for "a.b"."""
+    value = root
+    for part in qualified_name.split("."):
+        value = getattr(value, part)
+    return value
 
 
-def instrument(gm: fx.GraphModule, first_id: int,
-               mark: Callable[[int], None] = _C.mark) -> fx.GraphModule:
-    """A new GraphModule running `gm`'s graph with marks between nodes; `gm` is not changed.
-
-    The new module shares `gm`'s submodules and parameters (no weights are copied).
+def node_callable(gm: fx.GraphModule, node: fx.Node) -> tuple[Any, bool]:
+    """(what node's call runs, True when it is a method name called on the first argument).
 
     Example:
         >>> import torch
         >>> gm = fx.symbolic_trace(torch.nn.Sequential(torch.nn.ReLU()))
-        >>> "mark(" in instrument(gm, 1).code
+        >>> node_callable(gm, timed_nodes(gm.graph)[0])[0]
+        ReLU()
+    """
+    if node.op == "call_module":
+        return gm.get_submodule(node.target), False
+    if node.op == "call_method":
+        return node.target, True
+    if node.op == "get_attr":
+        return functools.partial(_fetch_attr, gm, node.target), False
+    return node.target, False
+
+
+def insert_timed_calls(gm: fx.GraphModule, graph: fx.Graph, table: "_C.SampleTable",
+                       cuda_first_id: int | None = None) -> int:
+    """Turn the k-th timed node of `graph` (a copy of gm's) into a call of a TimedCall writing
+    column k of `table`; returns the number of timed nodes n.
+
+    With `cuda_first_id`, node k also records CUDA event cuda_first_id + k before its call,
+    and the last node event cuda_first_id + n after it (n+1 boundaries, as device timing needs).
+    """
+    nodes = timed_nodes(graph)
+    for k, node in enumerate(nodes):
+        target, method = node_callable(gm, node)
+        event = -1 if cuda_first_id is None else cuda_first_id + k
+        node.target = _C.timed_call(table, k, target, method, event,
+                                    event >= 0 and k == len(nodes) - 1)
+        node.op = "call_function"
+    graph.lint()
+    return len(nodes)
+
+
+def instrument(gm: fx.GraphModule, table: "_C.SampleTable",
+               cuda_first_id: int | None = None) -> fx.GraphModule:
+    """A new GraphModule running `gm`'s graph with each timed node's call timed into `table`;
+    `gm` is not changed. It shares `gm`'s submodules and parameters (no weights are copied).
+
+    Example:
+        >>> import torch
+        >>> gm = fx.symbolic_trace(torch.nn.Sequential(torch.nn.ReLU()))
+        >>> "timed_" in instrument(gm, _C.SampleTable(1)).code
         True
     """
     graph = copy.deepcopy(gm.graph)
-    insert_marks(graph, first_id, mark)
+    insert_timed_calls(gm, graph, table, cuda_first_id)
     instrumented = fx.GraphModule(gm, graph, type(gm).__name__)
     instrumented.recompile()
     return instrumented

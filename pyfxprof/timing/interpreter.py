@@ -1,27 +1,39 @@
-"""ProfilingInterpreter: the FX profiling tutorial's API (run, summary) on pyfxprof's native timers."""
+"""ProfilingInterpreter: the FX profiling tutorial's API (run, summary) on pyfxprof's native timers.
+
+When a subclass overrides no node-level method, `run` executes the codegen-instrumented graph
+underneath (the same TimedCalls, at codegen's cost); otherwise it interprets node by node,
+calling the subclass's methods, with each node's own call timed natively.
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 import torch
 import torch.fx as fx
 
+from .calibration import calibrate_timed_calls
+from ..capture.tracing import capture, timed_nodes
+from .durations import RunTimings
+from .instrument import instrument, node_callable
+from .run_table import RunTable
 from .. import _C
-from .calibration import calibrate_paired
-from ..capture.tracing import TIMED_OPS, capture, timed_nodes
-from .recorder import RECORDER, runs_between_collects
-from .durations import RunTimings, paired_timings
+
+#: fx.Interpreter methods whose override makes run() interpret node by node.
+NODE_LEVEL_METHODS = ("run_node", "placeholder", "get_attr", "call_function", "call_method",
+                      "call_module", "output", "fetch_args_kwargs_from_env", "fetch_attr",
+                      "map_nodes_to_values")
 
 
 class ProfilingInterpreter(fx.Interpreter):
-    """Times every node of a model with native marks around the node's own call.
+    """Times every node of a model with native timers around the node's own call.
 
     Drop-in for the tutorial's ``ProfilingInterpreter``: ``run(*args)`` as often as wanted,
-    then ``summary(should_sort)``. The interpreter's bookkeeping (fetching arguments from its
-    environment, looking up a call_module's submodule or a call_method's bound method) happens
-    outside the timed interval; the calibrated cost of a begin/end mark pair is subtracted from
+    then ``summary(should_sort)``, ``runtimes_sec`` and ``total_runtime_sec``. The
+    interpreter's bookkeeping (fetching arguments, looking up a call_module's submodule)
+    happens outside the timed call; the calibrated cost of a timed call is subtracted from
     every node. A subclass that overrides ``call_module`` (or another ``call_*`` method) gets
     its whole override timed.
 
@@ -36,80 +48,98 @@ class ProfilingInterpreter(fx.Interpreter):
         gm = mod if isinstance(mod, fx.GraphModule) else capture(mod).graph_module
         super().__init__(gm, garbage_collect_values)
         self.timed = timed_nodes(gm.graph)
-        self._overridden_ops = {op for op in TIMED_OPS
-                                if getattr(type(self), op) is not getattr(fx.Interpreter, op)}
+        self.table = RunTable(len(self.timed))
+        self.calibration = calibrate_timed_calls()
+        overridden = {name for name in NODE_LEVEL_METHODS
+                      if getattr(type(self), name) is not getattr(ProfilingInterpreter, name)}
+        self.interpreted = bool(overridden)
+        self._fast = None if self.interpreted else instrument(gm, self.table.native)
         self._position = {node: k for k, node in enumerate(self.timed)}
-        self.first_id = RECORDER.allocate(max(2 * len(self.timed), 1))
-        self.calibration = calibrate_paired()
-        self._intervals: list[np.ndarray] = []
-        self._totals: list[np.ndarray] = []
-        self._starts: list[np.ndarray] = []
-        self.incomplete_runs = 0
-        self._runs_per_collect = runs_between_collects(2 * len(self.timed))
-        self._uncollected_runs = 0
+        self._calls = [self._timed_call(gm, k, node, overridden)
+                       for k, node in enumerate(self.timed)]
+        general_fetch = overridden & {"fetch_args_kwargs_from_env", "map_nodes_to_values"}
+        self._plans = {node: None if general_fetch else _flat_plan(node) for node in self.timed}
+        self._kept: RunTimings | None = None
 
-    def run(self, *args: Any, **kwargs: Any) -> Any:
+    def _timed_call(self, gm: fx.GraphModule, k: int, node: fx.Node,
+                    overridden: set[str]) -> tuple[Any, bool]:
+        """(TimedCall of node k, whether it takes the call_* signature (target, args, kwargs))."""
+        if node.op in overridden:  # a subclass's own call_* method: time all of it
+            return _C.timed_call(self.table.native, k, getattr(self, node.op)), True
+        if node.op == "get_attr":  # the lookup is the node's work
+            return _C.timed_call(self.table.native, k, functools.partial(self.fetch_attr,
+                                                                         node.target)), False
+        target, method = node_callable(gm, node)
+        return _C.timed_call(self.table.native, k, target, method), False
+
+    def run(self, *args: Any, initial_env: dict | None = None,
+            enable_io_processing: bool = True) -> Any:
         """Run the model once, timing each node; returns the model's output."""
-        _C.mark_kind(self.first_id, _C.KIND_RUN_BEGIN)
+        self.table.begin()
         try:
-            return super().run(*args, **kwargs)
-        finally:
-            _C.mark_kind(self.first_id, _C.KIND_RUN_END)
-            self._uncollected_runs += 1
-            if self._uncollected_runs >= self._runs_per_collect:  # stay far from the buffer cap
-                self._collect()
+            if self._fast is not None and initial_env is None and enable_io_processing:
+                output = self._fast(*args)
+            else:
+                output = self._interpret(args, initial_env, enable_io_processing)
+        except BaseException:
+            self.table.abandon()
+            raise
+        self.table.end()
+        return output
+
+    def _interpret(self, args: tuple, initial_env: dict | None, io: bool) -> Any:
+        """fx.Interpreter.run's loop, without its per-node progress bar and logging."""
+        self.env = env = initial_env if initial_env is not None else {}
+        if io:
+            args = self.graph.process_inputs(*args)
+        self.args_iter = iter(args)
+        last_uses = self.user_to_last_uses if self.garbage_collect_values else {}
+        run_node = self.run_node
+        for node in self.graph.nodes:
+            if node in env:
+                continue
+            env[node] = run_node(node)
+            for gone in last_uses.get(node, ()):
+                del env[gone]
+            if node.op == "output":
+                return self.graph.process_outputs(env[node]) if io else env[node]
+        return None
 
     def run_node(self, n: fx.Node) -> Any:
         position = self._position.get(n)
         if position is None:
             return super().run_node(n)
-        with self._set_current_node(n):
+        plan = self._plans[n]
+        if plan is None:
             args, kwargs = self.fetch_args_kwargs_from_env(n)
-            if n.op in self._overridden_ops:  # a subclass's own call_* method: time all of it
-                function, args, kwargs = getattr(self, n.op), (n.target, args, kwargs), {}
-            else:
-                function, args = self._own_call(n, args)
-            mark, begin = _C.mark, self.first_id + 2 * position
-            mark(begin)
-            result = function(*args, **kwargs)
-            mark(begin + 1)
-        return result
-
-    def _own_call(self, n: fx.Node, args: tuple) -> tuple[Any, tuple]:
-        """The callable a node runs and its positional args, with the interpreter's lookups
-        (the submodule of a call_module, the bound method of a call_method) done here, before
-        the timed interval, as fx.Interpreter's call_* methods would do them."""
-        if n.op == "call_module":
-            return self.fetch_attr(n.target), args
-        if n.op == "call_method":
-            return getattr(args[0], n.target), args[1:]
-        if n.op == "get_attr":  # the lookup is the node's work
-            return self.fetch_attr, (n.target,)
-        return n.target, args
-
-    def _collect(self) -> None:
-        self._uncollected_runs = 0
-        records = RECORDER.collect(self.first_id, max(2 * len(self.timed), 1))
-        timings = paired_timings(records, self.first_id, len(self.timed))
-        self._intervals.append(timings.intervals)
-        self._totals.append(timings.run_totals)
-        self._starts.append(timings.run_starts)
-        self.incomplete_runs += timings.incomplete_runs
+        else:
+            env = self.env
+            args = tuple([env[a] if a.__class__ is fx.Node else a for a in plan[0]])
+            kwargs = {k: env[v] if v.__class__ is fx.Node else v for k, v in plan[1].items()}
+        call, takes_target = self._calls[position]
+        return call(n.target, args, kwargs) if takes_target else call(*args, **kwargs)
 
     def timings(self) -> RunTimings:
         """Raw durations of every complete run so far (overhead not subtracted)."""
-        self._collect()
-        n = len(self.timed)
-        intervals = np.concatenate(self._intervals) if self._intervals else np.empty((0, n), np.int64)
-        totals = np.concatenate(self._totals) if self._totals else np.empty(0, np.int64)
-        starts = np.concatenate(self._starts) if self._starts else np.empty(0, np.int64)
-        return RunTimings(intervals, totals, starts, self.incomplete_runs)
+        fresh = self.table.take()
+        kept = self._kept
+        if kept is not None:
+            fresh = RunTimings(*(np.concatenate([getattr(kept, f), getattr(fresh, f)])
+                                 for f in ("intervals", "run_totals", "run_starts")),
+                               kept.incomplete_runs + fresh.incomplete_runs,
+                               np.concatenate([kept.between_nodes, fresh.between_nodes]))
+        self._kept = fresh
+        return fresh
 
     def reset(self) -> None:
         """Forget the runs so far (e.g. after warm-up)."""
-        self._collect()
-        self._intervals, self._totals, self._starts = [], [], []
-        self.incomplete_runs = 0
+        self.table.clear()
+        self._kept = None
+
+    @property
+    def incomplete_runs(self) -> int:
+        """Runs that raised (or missed a node), left out of the timings."""
+        return self.timings().incomplete_runs
 
     def node_seconds(self) -> np.ndarray:
         """Overhead-corrected node times in seconds, runs x nodes."""
@@ -119,7 +149,7 @@ class ProfilingInterpreter(fx.Interpreter):
     @property
     def total_runtime_sec(self) -> list[float]:
         """Per-run total time in seconds, as in the tutorial."""
-        totals = self.timings().run_totals - 2 * len(self.timed) * self.calibration.overhead_ns
+        totals = self.timings().run_totals - len(self.timed) * self.calibration.overhead_ns
         return (np.clip(totals, 0, None) / 1e9).tolist()
 
     @property
@@ -143,6 +173,15 @@ class ProfilingInterpreter(fx.Interpreter):
         if should_sort:
             rows.sort(key=lambda row: row[2], reverse=True)
         return _format_summary(rows)
+
+
+def _flat_plan(node: fx.Node) -> tuple[tuple, dict] | None:
+    """node's (args, kwargs) when each is a Node or a plain constant (fetched without
+    torch.fx's map_arg), else None (nested containers: fetched the general way)."""
+    values = list(node.args) + list(node.kwargs.values())
+    if any(isinstance(v, (list, tuple, dict, slice)) for v in values):
+        return None
+    return tuple(node.args), dict(node.kwargs)
 
 
 def _format_summary(rows: list[tuple[str, str, float, float]]) -> str:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from .. import _C
+from .durations import RunTimings
 
 _ID_LIMIT = 2**32
 
@@ -110,6 +112,50 @@ def runs_between_collects(records_per_run: int) -> int:
     """
     capacity = _C.buffer_stats()["capacity_records"]
     return max(1, capacity // (4 * (records_per_run + 2)))
+
+
+class ChunkedCollector:
+    """Collects one id range's records every few runs (well before the native buffer nears
+    its cap) and turns each chunk into RunTimings with `to_timings`.
+
+    Example:
+        >>> first = RECORDER.allocate(1)
+        >>> collector = ChunkedCollector(first, 1, 1, lambda r: RunTimings(
+        ...     r.timestamp_ns[:, None], r.timestamp_ns * 0, r.timestamp_ns, 0))
+        >>> _C.mark(first); collector.run_done(); _C.mark(first); collector.run_done()
+        >>> collector.timings().intervals.shape
+        (2, 1)
+    """
+
+    def __init__(self, first_id: int, count: int, records_per_run: int,
+                 to_timings: Callable[[Records], RunTimings]) -> None:
+        self.first_id, self.count, self.to_timings = first_id, count, to_timings
+        self._runs_per_collect = runs_between_collects(records_per_run)
+        self._uncollected_runs = 0
+        self._chunks: list[RunTimings] = []
+
+    def run_done(self) -> None:
+        """Count one run; collect when enough runs are pending."""
+        self._uncollected_runs += 1
+        if self._uncollected_runs >= self._runs_per_collect:
+            self._collect()
+
+    def _collect(self) -> None:
+        self._uncollected_runs = 0
+        self._chunks.append(self.to_timings(RECORDER.collect(self.first_id, self.count)))
+
+    def reset(self) -> None:
+        """Forget the runs so far."""
+        self._collect()
+        self._chunks = []
+
+    def timings(self) -> RunTimings:
+        """Every run since the last reset, in one RunTimings."""
+        self._collect()
+        chunks, self._chunks = self._chunks, []
+        return RunTimings(*(np.concatenate([getattr(c, f) for c in chunks])
+                            for f in ("intervals", "run_totals", "run_starts")),
+                          sum(c.incomplete_runs for c in chunks))
 
 
 def _concat(a: Records, b: Records) -> Records:

@@ -116,7 +116,7 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"({_meta(meta, 'warmup')} warmup) · mode {_meta(meta, 'mode')} · "
         f"capture {_meta(meta, 'capture_mode')}",
         f"total: {format_ns(totals['median'])} median ± {format_ns(totals['iqr'])} IQR · "
-        f"{n_nodes} nodes · coverage {cov_text}" + _flops_text(meta),
+        f"{n_nodes} nodes · coverage {cov_text}" + _between_text(meta) + _flops_text(meta),
         f"overhead: {ovh_text} · {_clock_text(meta.get('clock'))} · "
         f"dropped records: {_meta(meta, 'dropped_records')}",
         *_device_lines(meta),
@@ -124,6 +124,16 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"at {_meta(meta, 'timestamp')}",
         *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
     ]
+
+
+def _between_text(meta: dict) -> str:
+    """' · between nodes <t>/run': time in a run that no node's timed call covers.
+
+    >>> _between_text({"between_nodes_ns": 1500.0})
+    ' · between nodes 1.50 µs/run'
+    """
+    between = meta.get("between_nodes_ns")
+    return "" if between is None else f" · between nodes {format_ns(between)}/run"
 
 
 def _flops_text(meta: dict) -> str:

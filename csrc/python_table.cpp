@@ -1,0 +1,111 @@
+// pybind11 bindings of SampleTable and the TimedCall factory (pyfxprof._C.SampleTable, timed_call).
+#include "python_table.h"
+
+#include <pybind11/numpy.h>
+
+#include <memory>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "clock.h"
+#include "sample_table.h"
+#include "timed_call.h"
+
+namespace py = pybind11;
+
+namespace pyfxprof {
+
+namespace {
+
+uintptr_t thread_token() { return reinterpret_cast<uintptr_t>(PyThreadState_Get()); }
+
+// The samples as a (rows, nodes) int64 array that owns the table's storage: no copy.
+py::array_t<int64_t> samples_array(std::vector<int64_t>&& samples, uint64_t rows, uint32_t nodes) {
+  auto* owned = new std::vector<int64_t>(std::move(samples));
+  py::capsule release(owned, [](void* p) { delete static_cast<std::vector<int64_t>*>(p); });
+  return py::array_t<int64_t>({static_cast<py::ssize_t>(rows), static_cast<py::ssize_t>(nodes)},
+                              owned->data(), release);
+}
+
+template <typename T, typename Field>
+py::array_t<T> bounds_column(const std::vector<RunBounds>& bounds, Field field) {
+  py::array_t<T> out(static_cast<py::ssize_t>(bounds.size()));
+  T* data = out.mutable_data();
+  for (size_t i = 0; i < bounds.size(); ++i) data[i] = static_cast<T>(bounds[i].*field);
+  return out;
+}
+
+py::dict take_runs(SampleTable& table) {
+  TakenRuns taken = table.take();
+  const uint64_t rows = taken.bounds.size();
+  py::dict out;
+  out["samples"] = samples_array(std::move(taken.samples), rows, table.nodes());
+  out["begin_ns"] = bounds_column<int64_t>(taken.bounds, &RunBounds::begin_ns);
+  out["end_ns"] = bounds_column<int64_t>(taken.bounds, &RunBounds::end_ns);
+  out["first_call_ns"] = bounds_column<int64_t>(taken.bounds, &RunBounds::first_call_ns);
+  out["last_call_end_ns"] = bounds_column<int64_t>(taken.bounds, &RunBounds::last_call_end_ns);
+  return out;
+}
+
+void begin_run(SampleTable& table) {
+  bool opened = false;
+  try {
+    opened = table.begin_run(now_ns(), thread_token());
+  } catch (const std::bad_alloc&) {
+    throw py::error_already_set((PyErr_NoMemory(), py::error_already_set()));
+  }
+  if (!opened) {
+    throw std::runtime_error("another thread's run of this model is still open: pyfxprof times "
+                             "one call of a profiled model at a time");
+  }
+}
+
+}  // namespace
+
+void define_sample_table(py::module_& m) {
+  py::class_<SampleTable>(m, "SampleTable",
+                          "Runs x nodes table of node durations (ns), written by TimedCalls.")
+      .def(py::init<uint32_t>(), py::arg("nodes"))
+      .def_property_readonly("nodes", &SampleTable::nodes)
+      .def_property_readonly("rows", &SampleTable::rows)
+      .def_property_readonly("stray_calls", &SampleTable::stray_calls,
+                             "Timed calls not stored: outside a run, or from another thread.")
+      .def("reserve", &SampleTable::reserve, py::arg("runs"), "Allocate room for `runs` rows.")
+      .def("begin_run", &begin_run, "Open a row (every column -1) on the calling thread.")
+      .def(
+          "end_run", [](SampleTable& t) { return t.end_run(now_ns(), thread_token()); },
+          "Close the calling thread's open row; False if it has none.")
+      .def("abandon_run", &SampleTable::abandon_run, "Leave the open row unended (end_ns -1).")
+      .def("clear", &SampleTable::clear, "Forget every row, keeping the reserved room.")
+      .def("take", &take_runs,
+           "Hand over the rows and empty the table: samples (rows x nodes int64, -1 where a\n"
+           "node was not timed), begin_ns, end_ns (-1: not ended), first_call_ns,\n"
+           "last_call_end_ns.");
+  m.def(
+      "timed_call",
+      [](py::object table, uint32_t node, py::object target, bool method, int64_t cuda_event_id,
+         bool cuda_event_after) {
+        SampleTable* raw = table.cast<SampleTable*>();
+        if (node >= raw->nodes()) throw py::value_error("node is not a column of the table");
+        if (method && !PyUnicode_Check(target.ptr())) {
+          throw py::type_error("a method TimedCall needs the method name as a str");
+        }
+        if (!method && !PyCallable_Check(target.ptr())) {
+          throw py::type_error("the target of a TimedCall must be callable");
+        }
+        PyObject* made = new_timed_call(raw, table.ptr(), node, target.ptr(), method,
+                                        cuda_event_id, cuda_event_after);
+        if (!made) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(made);
+      },
+      py::arg("table"), py::arg("node"), py::arg("target"), py::arg("method") = false,
+      py::arg("cuda_event_id") = -1, py::arg("cuda_event_after") = false,
+      "A callable that calls `target` (or, with method=True, the method named `target` of its\n"
+      "first argument) and stores the call's duration in column `node` of `table`. With\n"
+      "cuda_event_id >= 0 it records a CUDA event tagged so before the call (and one tagged\n"
+      "cuda_event_id + 1 after it with cuda_event_after).");
+  if (add_timed_call_type(m.ptr()) != 0) throw py::error_already_set();
+}
+
+}  // namespace pyfxprof
