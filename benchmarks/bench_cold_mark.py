@@ -1,6 +1,6 @@
-"""The instrumentation's own error, measured directly: the cost of an empty interval between two
-marks right after a node's work (cold-ish caches and predictors), against the next empty
-interval and the hot-loop calibration pyfxprof subtracts. Their difference bounds what the
+"""The instrumentation's own error, measured directly: what a TimedCall measures around an empty
+C function right after a node's work (cold-ish caches and predictors), against a second one
+right after it and the hot-loop calibration pyfxprof subtracts. Their difference bounds what the
 calibration under-subtracts per node.
 
 Run: .venv/bin/python benchmarks/bench_cold_mark.py [--runs N]
@@ -15,7 +15,7 @@ import torch.fx as fx
 from machine import describe_machine
 
 from pyfxprof import _C
-from pyfxprof.timing.calibration import calibrate_codegen
+from pyfxprof.timing.calibration import calibrate_timed_calls
 
 WORK_ITERATIONS = (0, 4_000, 40_000, 400_000)  # about 0, 2, 20 and 200 µs of arithmetic
 
@@ -29,16 +29,16 @@ def work(x, iterations: int):
 fx.wrap("work")
 
 
-def graph_with_trailing_marks(iterations: int, nodes: int = 4) -> fx.GraphModule:
-    """`nodes` work nodes, each followed by three consecutive marks (two empty intervals)."""
+def graph_with_trailing_empty_calls(table, iterations: int, nodes: int = 4) -> fx.GraphModule:
+    """`nodes` work nodes, each followed by two TimedCalls of the empty C function _C._noop."""
     graph = fx.Graph()
     value = graph.placeholder("x")
     for k in range(nodes):
         value = graph.call_function(work, (value, iterations))
-        for j in range(3):
-            graph.call_function(_C.mark, (k * 10 + j,))
+        for j in range(2):
+            graph.call_function(_C.timed_call(table, 2 * k + j, _C._noop), (0,))
     graph.output(value)
-    return fx.GraphModule(torch.nn.Module(), graph, "TrailingMarks")
+    return fx.GraphModule(torch.nn.Module(), graph, "TrailingEmptyCalls")
 
 
 def main() -> None:
@@ -48,19 +48,20 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
     print(describe_machine())
-    calibration = calibrate_codegen()
-    print(f"calibrated empty interval (hot loop, subtracted from every node): "
+    calibration = calibrate_timed_calls()
+    print(f"calibrated timed empty call (hot loop, subtracted from every node): "
           f"{calibration.overhead_ns:.1f} ns")
-    print(f"{'work before':>22}{'1st empty interval':>20}{'2nd empty interval':>20}")
+    print(f"{'work before':>22}{'1st empty call':>18}{'2nd empty call':>18}")
     for iterations in WORK_ITERATIONS:
-        module = graph_with_trailing_marks(iterations)
-        _C.drain()
+        table = _C.SampleTable(8)
+        module = graph_with_trailing_empty_calls(table, iterations)
         for _ in range(args.runs):
+            table.begin_run()
             module(0)
-        stamps = _C.drain()["timestamp_ns"].reshape(args.runs, -1, 3)
-        first = np.median(stamps[:, :, 1] - stamps[:, :, 0])
-        second = np.median(stamps[:, :, 2] - stamps[:, :, 1])
-        print(f"{iterations:>12,} additions{first:>17.0f} ns{second:>17.0f} ns")
+            table.end_run()
+        samples = table.take()["samples"].reshape(args.runs, -1, 2)
+        first, second = np.median(samples[:, :, 0]), np.median(samples[:, :, 1])
+        print(f"{iterations:>12,} additions{first:>15.0f} ns{second:>15.0f} ns")
 
 
 if __name__ == "__main__":
