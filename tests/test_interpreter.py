@@ -42,17 +42,16 @@ def test_timed_interval_excludes_argument_fetching():
     assert seconds >= 200e-6
 
 
-def test_submodule_lookup_is_outside_the_timed_interval():
-    interp = ProfilingInterpreter(torch.nn.Sequential(torch.nn.ReLU()))
+def test_submodule_lookup_is_outside_the_timed_call():
+    relu = torch.nn.ReLU()
+    interp = ProfilingInterpreter(torch.nn.Sequential(relu))
+    lookups = []
     lookup = interp.fetch_attr
-
-    def slow_lookup(target):  # a submodule lookup costing 1 ms
-        _C._spin_ns(1_000_000)
-        return lookup(target)
-
-    interp.fetch_attr = slow_lookup
+    interp.fetch_attr = lambda target: lookups.append(target) or lookup(target)
     interp.run(torch.zeros(1))
-    assert interp.node_seconds()[0, 0] < 500e-6
+    assert lookups == []  # the instrumented graph calls the submodule it was built with
+    timed_call, takes_target = interp._calls[0]
+    assert timed_call.target is relu and not takes_target  # interpreted: looked up before
 
 
 def test_an_overridden_call_module_is_timed_whole():
@@ -83,3 +82,72 @@ def test_every_timed_op_kind_still_computes_the_model():
     assert {n.op for n in interp.timed} == {"get_attr", "call_module", "call_function",
                                             "call_method"}
     assert interp.node_seconds().shape == (1, 4)
+
+
+def test_without_overrides_run_executes_the_instrumented_graph():
+    interp = ProfilingInterpreter(Net())
+    assert not interp.interpreted
+    with torch.inference_mode():
+        interp.run(net_input())
+    assert interp.node_seconds().shape == (1, 14)
+    assert interp.timings().between_nodes.shape == (1,)
+
+
+def test_an_overridden_run_node_interprets_every_node_through_it():
+    seen = []
+
+    class Watching(ProfilingInterpreter):
+        def run_node(self, n):
+            seen.append(n.name)
+            return super().run_node(n)
+
+    model, x = Net().eval(), net_input()
+    interp = Watching(model)
+    assert interp.interpreted
+    with torch.inference_mode():
+        torch.testing.assert_close(interp.run(x), model(x))
+        interp.run(x)
+    assert len(seen) == 2 * len(interp.graph.nodes)
+    assert interp.node_seconds().shape == (2, 14) and len(interp.total_runtime_sec) == 2
+
+
+def test_an_overridden_fetch_of_arguments_is_used():
+    def doubled(interpreter, n):
+        args, kwargs = torch.fx.Interpreter.fetch_args_kwargs_from_env(interpreter, n)
+        return tuple(a * 2 if isinstance(a, torch.Tensor) else a for a in args), kwargs
+
+    class Doubling(ProfilingInterpreter):
+        fetch_args_kwargs_from_env = doubled
+
+    class Reference(torch.fx.Interpreter):
+        fetch_args_kwargs_from_env = doubled
+
+    model, x = torch.nn.Sequential(torch.nn.ReLU()), torch.tensor([1.0, -1.0])
+    out = Doubling(model).run(x)
+    torch.testing.assert_close(out, Reference(torch.fx.symbolic_trace(model)).run(x))
+    torch.testing.assert_close(out, torch.tensor([4.0, 0.0]))  # doubled at relu and output
+
+
+def test_a_raising_node_leaves_the_run_out_and_the_next_runs_count():
+    interp = ProfilingInterpreter(_Failing())
+    try:
+        interp.run(torch.tensor([5.0]))
+    except ValueError:
+        pass
+    interp.run(torch.tensor([-1.0]))
+    assert interp.node_seconds().shape == (1, len(interp.timed))
+    assert interp.incomplete_runs == 1
+
+
+def _fail_on_positive(x):
+    if float(x.sum()) > 0:
+        raise ValueError("positive input")
+    return x
+
+
+torch.fx.wrap("_fail_on_positive")
+
+
+class _Failing(torch.nn.Module):
+    def forward(self, x):
+        return _fail_on_positive(torch.relu(x) - 1)
