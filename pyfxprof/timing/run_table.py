@@ -107,7 +107,7 @@ class RunTable:
 
         Example:
             >>> table = RunTable(2)
-            >>> table.begin(); _C.timed_call(table.native, 0, abs)(1); table.abandon()
+            >>> table.begin(); _ = _C.timed_call(table.native, 0, abs)(1); table.abandon()
             >>> table.failed_node(["a", "b"])
             'b'
         """
