@@ -10,6 +10,7 @@ from torch.profiler import ProfilerAction
 
 from pyfxprof import _C
 from pyfxprof.capture.tracing import CaptureFallbackWarning, capture, timed_nodes
+from pyfxprof.data.persist import load_profile
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run.loop import Profiler
 from pyfxprof.run.schedule import schedule
@@ -329,7 +330,7 @@ def test_a_steps_ranges_are_carried_once_across_call_groups():
     assert first.meta["ranges_left_out"] == second.meta["ranges_left_out"] == 0
 
 
-def test_summary_and_generation_latency_of_a_decode_loop():
+def test_summary_and_generation_latency_of_a_decode_loop(tmp_path):
     model = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 10)).eval()
     ids = torch.randint(0, 10, (1, 5))
     with Profiler(model) as p:  # a hand-written greedy decode loop: prefill, then 4 steps
@@ -340,6 +341,10 @@ def test_summary_and_generation_latency_of_a_decode_loop():
     assert prefill.meta["input_shapes"] == "([1, 5] int64)" and prefill.n_runs == 1
     assert decode.meta["input_shapes"] == "([1, 1] int64)" and decode.n_runs == 4
     assert prefill.meta["flops"] == 5 * decode.meta["flops"] > 0
+    decode.save(tmp_path / "decode.json")
+    loaded = load_profile(tmp_path / "decode.json")
+    assert loaded.meta["loop"] == {"window": 0, "steps": [0, 0], "schedule": "record_every_step",
+                                   "call_group": 1, "signature": "([1, 1] int64)"}
     latency = p.generation_latency()
     assert latency["generations"] == 1
     assert latency["ttft_ns"]["count"] == 1 and latency["decode_ns"]["count"] == 4
