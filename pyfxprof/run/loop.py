@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from .. import _C
-from ..capture.inputs import bind_inputs, split_inputs
+from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
 from ..data.profile import Profile
 from ..errors import PyfxprofError
 from ..timing.recorder import RECORDER
@@ -127,7 +127,7 @@ class Profiler:
         self._windows = 0
         self._warned: set[str] = set()
         self._log: deque[tuple] = deque(maxlen=MAX_LOGGED_CALLS)
-        self._signature = inspect.signature(model.forward)
+        self._signature = _signature_of(model)
         self._own_ns_after = 0  # the Profiler's time after the last logged call's end
         self._calls = 0  # calls of the model seen while open (numbers the logged ones)
         self._first_call = 1  # the number of the block's first call
@@ -163,7 +163,7 @@ class Profiler:
             raise PyfxprofError("this Profiler is already started")
         if self._example_inputs is not None and not self._groups:
             args, kwargs = split_inputs(self._example_inputs)
-            bind_inputs(self._signature, args, kwargs)  # a mismatch is a one-line error
+            self._bound(args, kwargs)  # a mismatch is a one-line error
             self._group_for(args, kwargs, self.module.forward)
         self.step_num = 0
         self._calls += 1  # no call of an earlier block directly precedes this block's first
@@ -365,7 +365,7 @@ class Profiler:
     def _group_for(self, args: tuple, kwargs: dict, forward: Callable) -> CallGroup | None:
         """The call group of these arguments, captured (and analysed on copies) when new."""
         try:
-            key = signature_key(bind_inputs(self._signature, args, kwargs))
+            key = signature_key(self._bound(args, kwargs))
         except PyfxprofError:  # not a valid call: the model raises its own error
             return None
         group = self._groups.get(key)
@@ -385,6 +385,13 @@ class Profiler:
         self._groups[key] = group
         return group
 
+    def _bound(self, args: tuple, kwargs: dict) -> BoundInputs:
+        """The call's inputs bound to the model's forward (as given when it has no signature
+        Python can read)."""
+        if self._signature is None:
+            return BoundInputs(args, kwargs)
+        return bind_inputs(self._signature, args, kwargs)
+
     def _check_training_flag(self, group: CallGroup) -> None:
         if (self.module.training != group.training and not group.hooks
                 and "training" not in self._warned):
@@ -392,6 +399,13 @@ class Profiler:
             warnings.warn("the model's training flag changed since it was captured; leaf "
                           "modules follow it, but code branching on self.training elsewhere "
                           "keeps the captured mode", stacklevel=5)
+
+
+def _signature_of(model: torch.nn.Module) -> inspect.Signature | None:
+    try:
+        return inspect.signature(model.forward)
+    except (TypeError, ValueError):  # a builtin or extension forward
+        return None
 
 
 def _count(n: int, noun: str) -> str:
