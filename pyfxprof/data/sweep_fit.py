@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from .units import format_ns
+from .units import format_ns, format_pct
 
 #: Name of the row fitting the whole run (run totals).
 TOTAL_ROW = "(run total)"
@@ -60,7 +60,8 @@ class SweepResult:
     """Profiles of one model at several batch sizes, and per-node fixed / per-item costs.
 
     ``profiles`` maps size -> Profile. Nodes are matched by name; nodes missing at some size
-    are left out (``missing`` lists them). Preempted runs are left out of the medians.
+    are left out (``missing`` lists them). Preempted runs are left out of the medians unless
+    they are half of the runs or more.
 
     >>> result = pyfxprof.sweep(model, lambda n: (torch.randn(n, 8),))  # doctest: +SKIP
     >>> print(result)  # doctest: +SKIP
@@ -78,10 +79,13 @@ class SweepResult:
                               - common)
 
     def medians(self) -> pd.DataFrame:
-        """Median ns per size (rows) for the run total and every common node (columns)."""
+        """Median ns per size (rows) for the run total and every common node (columns), over the
+        runs not preempted (over all runs when half or more were preempted)."""
         rows = {}
         for size, profile in self.profiles.items():
             clean = profile.without_preempted()
+            if clean.n_runs < profile.n_runs / 2:  # too busy a machine: keep every run
+                clean = profile
             by_name = pd.Series(np.median(clean.samples, axis=0), index=clean.nodes["name"])
             rows[size] = [float(np.median(clean.run_totals))] + by_name[self.names].tolist()
         return pd.DataFrame.from_dict(rows, orient="index", columns=[TOTAL_ROW] + self.names)
@@ -108,7 +112,8 @@ class SweepResult:
         titles = ["Node", "Fixed", "Per item", "R²", "Fixed % at 1", "Overhead-bound"] + [
             f"@{size}" for size in self.sizes]
         rows = [[str(r["name"]), format_ns(r["fixed_ns"]), format_ns(r["per_item_ns"]),
-                 f"{r['r2']:.3f}", f"{100 * r['fixed_share_at_1']:.1f}%",
+                 "-" if np.isnan(r["r2"]) else f"{r['r2']:.3f}",
+                 format_pct(100 * r["fixed_share_at_1"]),
                  "yes" if r["overhead_bound"] else ""]
                 + [format_ns(r[f"median_at_{size}"]) for size in self.sizes]
                 for _, r in shown.iterrows()]
@@ -124,7 +129,18 @@ class SweepResult:
             lines.append(f"... {len(frame) - top - 1} more nodes")
         if self.missing:
             lines.append(f"left out (not at every size): {', '.join(self.missing[:10])}")
+        lines += self._preemption_notes()
         return "\n".join(lines)
+
+    def _preemption_notes(self) -> list[str]:
+        notes = []
+        for size, profile in self.profiles.items():
+            noise = profile.noise()
+            count = 0 if noise is None else int(noise["preempted"].sum())
+            if count:
+                used = "left out" if count < profile.n_runs / 2 else "all runs used"
+                notes.append(f"size {size}: {count} of {profile.n_runs} runs preempted ({used})")
+        return notes
 
     def __str__(self) -> str:
         return self.render()
