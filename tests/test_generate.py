@@ -116,7 +116,7 @@ def test_summary_prints_both_signatures_and_the_generation_latency():
                         f"{NEW_TOKENS} calls recorded, 2 Profiles")
     assert lines[1].startswith(f"  [0] {{input_ids: [1, {PROMPT}] int64") and "1 call," in lines[1]
     assert lines[2].startswith("  [1] {input_ids: [1, 1] int64")
-    assert f"{NEW_TOKENS - 1} calls," in lines[2]
+    assert f"{NEW_TOKENS - 1} calls, median " in lines[2] and " per call, " in lines[2]
     assert lines[3].startswith("time to first token: ") and lines[3].endswith("(1 prefill)")
     assert lines[4].startswith("per-token decode latency: median ")
     assert f"over {NEW_TOKENS - 1} tokens" in lines[4]

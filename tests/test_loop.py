@@ -352,7 +352,8 @@ def test_summary_and_generation_latency_of_a_decode_loop(tmp_path):
     assert latency["decode_ns"]["median"] <= latency["decode_ns"]["p90"] <= latency["decode_ns"]["p99"]
     text = p.summary()
     assert text.startswith("Profiler(Sequential): 2 call signatures, 5 calls recorded, 2 Profiles")
-    assert "[1] ([1, 1] int64): 4 calls, 2 nodes (capture fx)" in text
+    assert "[1] ([1, 1] int64): 4 calls, median " in text
+    assert " per call, 2 nodes (capture fx)" in text
     assert "time to first token" in text and "per-token decode latency: median" in text
 
 

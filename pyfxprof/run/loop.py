@@ -32,6 +32,7 @@ import torch
 from .. import _C
 from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
 from ..data.profile import Profile
+from ..data.units import format_ns
 from ..errors import PyfxprofError
 from ..timing.recorder import RECORDER
 from . import ranges
@@ -228,20 +229,24 @@ class Profiler:
         Example:
             >>> with Profiler(torch.nn.ReLU()) as p:
             ...     _ = p.model(torch.ones(2))
-            >>> print(p.summary())
+            >>> print(p.summary())  # doctest: +ELLIPSIS
             Profiler(ReLU): 1 call signature, 1 call recorded, 1 Profile
-              [0] ([2] float32): 1 call, 1 node (capture fx), 0 FLOPs
+              [0] ([2] float32): 1 call, median ... per call, 1 node (capture fx), 0 FLOPs
         """
-        calls = {group.index: 0 for group in self._groups.values()}
+        totals: dict[int, list] = {group.index: [] for group in self._groups.values()}
         for prof in self._profiles:
-            calls[prof.meta["loop"]["call_group"]] += prof.n_runs
+            totals[prof.meta["loop"]["call_group"]].append(prof.run_totals)
+        calls = {k: sum(len(t) for t in found) for k, found in totals.items()}
         lines = [f"Profiler({self.name}): {_count(len(self._groups), 'call signature')}, "
                  f"{_count(sum(calls.values()), 'call')} recorded, "
                  f"{_count(len(self._profiles), 'Profile')}"]
         for group in self._groups.values():
-            lines.append(f"  [{group.index}] {group.label}: {_count(calls[group.index], 'call')}, "
-                         f"{_count(len(group.frame), 'node')} (capture {group.capture.mode}), "
-                         f"{group.flops:,} FLOPs")
+            found = totals[group.index]
+            median = (f", median {format_ns(np.median(np.concatenate(found)))} per call"
+                      if calls[group.index] else "")
+            lines.append(f"  [{group.index}] {group.label}: {_count(calls[group.index], 'call')}"
+                         f"{median}, {_count(len(group.frame), 'node')} (capture "
+                         f"{group.capture.mode}), {group.flops:,} FLOPs")
         latency = self.generation_latency()
         if latency["decode_ns"]["count"]:
             lines.append(format_latency(latency))
