@@ -30,12 +30,15 @@ _PUBLIC = {
     "ProfilerAction": ("run.schedule", "ProfilerAction"),
     "ProfilingInterpreter": ("timing.interpreter", "ProfilingInterpreter"),
     "PyfxprofError": ("errors", "PyfxprofError"),
+    "RankProfiles": ("data.rank_profiles", "RankProfiles"),
     "Suggestion": ("analyses.advisor", "Suggestion"),
     "advise": ("analyses.advisor", "advise"),
     "benchmark_fusion": ("tools.fusion_bench", "benchmark_fusion"),
     "diff": ("analyses.diff", "diff"),
     "fuse_conv_bn": ("tools.fusion", "fuse_conv_bn"),
+    "gather": ("run.distributed", "gather"),  # every rank's Profile on one rank
     "load": ("data.persist", "load_profile"),  # a profile saved by Profile.save (JSON, gzip)
+    "load_rank_profiles": ("data.rank_profiles", "load_rank_profiles"),
     "max_abs_difference": ("tools.fusion", "max_abs_difference"),
     "profile": ("run.runner", "profile"),
     "range": ("run.ranges", "Range"),  # like torch.profiler's record_function

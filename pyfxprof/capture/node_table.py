@@ -8,7 +8,17 @@ import torch.fx as fx
 from torch.fx.node import _get_qualified_name
 
 #: Columns of the frames built here, in order.
-COLUMNS = ["index", "name", "op", "target", "module_path", "module_type", "module_stack", "inputs"]
+COLUMNS = ["index", "name", "op", "target", "module_path", "module_type", "module_stack", "inputs",
+           "communication"]
+#: Targets that are collective communication: c10d operator namespaces (functional
+#: collectives) and torch.distributed's collective functions.
+COMM_PREFIXES = ("torch.ops._c10d_functional.", "torch.ops.c10d_functional.", "torch.ops.c10d.",
+                 "torch.distributed._functional_collectives.")
+COMM_FUNCTIONS = frozenset(
+    f"torch.distributed.{name}" for name in (
+        "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+        "reduce_scatter_tensor", "broadcast", "reduce", "gather", "scatter", "all_to_all",
+        "all_to_all_single", "barrier", "send", "recv", "isend", "irecv"))
 
 
 def target_name(node: fx.Node) -> str:
@@ -19,6 +29,19 @@ def target_name(node: fx.Node) -> str:
         except (RuntimeError, AttributeError):
             return getattr(node.target, "__name__", str(node.target))
     return str(node.target)
+
+
+def is_communication(op: str, target: str) -> bool:
+    """True for a call of a collective (functional collectives, torch.distributed.all_reduce...).
+
+    Example:
+        >>> is_communication("call_function", "torch.ops._c10d_functional.all_reduce")
+        True
+        >>> is_communication("call_function", "torch.add")
+        False
+    """
+    return op == "call_function" and (target.startswith(COMM_PREFIXES)
+                                      or target in COMM_FUNCTIONS)
 
 
 def module_stack(node: fx.Node, root: fx.GraphModule) -> tuple[tuple[str, ...], str, str]:
@@ -40,7 +63,8 @@ def module_stack(node: fx.Node, root: fx.GraphModule) -> tuple[tuple[str, ...], 
 
 
 def nodes_frame(nodes: list[fx.Node], root: fx.GraphModule) -> pd.DataFrame:
-    """One row per timed node with the Profile's identity columns plus `inputs` (graph edges).
+    """One row per timed node with the Profile's identity columns plus `inputs` (graph edges)
+    and `communication` (bool: a collective call, see is_communication).
 
     Example:
         >>> import torch
@@ -51,10 +75,12 @@ def nodes_frame(nodes: list[fx.Node], root: fx.GraphModule) -> pd.DataFrame:
     rows = []
     for index, node in enumerate(nodes):
         stack, path, module_type = module_stack(node, root)
+        target = target_name(node)
         rows.append({
-            "index": index, "name": node.name, "op": node.op, "target": target_name(node),
+            "index": index, "name": node.name, "op": node.op, "target": target,
             "module_path": path, "module_type": module_type, "module_stack": stack,
             "inputs": tuple(n.name for n in node.all_input_nodes),
+            "communication": is_communication(node.op, target),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -80,6 +106,6 @@ def module_calls_frame(calls: list[tuple[str, str]], root_type: str) -> pd.DataF
             "index": index, "name": f"{base}_{repeat}" if repeat else base, "op": "call_module",
             "target": path or root_type, "module_path": path, "module_type": module_type,
             "module_stack": tuple(".".join(parts[:k + 1]) for k in range(len(parts))),
-            "inputs": (),
+            "inputs": (), "communication": False,
         })
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -143,11 +143,20 @@ def save_profile(profile: Profile, path) -> None:
 
     >>> save_profile(prof, "rn18.json.gz")  # doctest: +SKIP
     """
+    write_document(to_document(profile), path, "profile")
+
+
+def write_document(document: dict, path, what: str) -> None:
+    """Write a JSON ``document`` to ``path`` (gzip when the name ends in .gz) through
+    NAME.partial renamed into place; ``what`` names the document in one-line errors.
+
+    >>> write_document({"format": "x"}, "x.json", "profile")  # doctest: +SKIP
+    """
     path = Path(path)
     try:
-        text = json.dumps(to_document(profile), allow_nan=False, separators=(",", ":"))
+        text = json.dumps(document, allow_nan=False, separators=(",", ":"))
     except TypeError as error:
-        raise PyfxprofError(f"cannot save profile to {path}: {error}") from None
+        raise PyfxprofError(f"cannot save {what} to {path}: {error}") from None
     partial = path.with_name(path.name + ".partial")
     try:
         with _open_text(partial, path.name.endswith(".gz")) as stream:
@@ -322,6 +331,22 @@ def from_document(doc) -> Profile:
         raise FormatError(f"inconsistent profile: {error}") from None
 
 
+def read_document(path: Path, doing: str):
+    """The JSON data of ``path`` through the validation layer's safe parser (gzip detected
+    from the content); PyfxprofError ("<doing> <path>: ...") when unreadable, FormatError
+    when not UTF-8 JSON.
+
+    >>> read_document(Path("p.json"), "cannot load profile")  # doctest: +SKIP
+    {'format': 'pyfxprof-profile', ...}
+    """
+    raw = read_maybe_gzipped(path, doing)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError("not UTF-8 text, so not a JSON profile") from None
+    return validate.parse_json(text)
+
+
 def load_profile(path) -> Profile:
     """Read a profile written by :func:`save_profile` (gzip is detected from the content).
 
@@ -334,12 +359,7 @@ def load_profile(path) -> Profile:
     True
     """
     path = Path(path)
-    raw = read_maybe_gzipped(path, "cannot load profile")
     try:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise FormatError("not UTF-8 text, so not a JSON profile") from None
-        return from_document(validate.parse_json(text))
+        return from_document(read_document(path, "cannot load profile"))
     except FormatError as error:
         raise PyfxprofError(f"cannot load profile {path}: {error}") from None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import __version__, _C
+from .distributed import rank_meta
 
 if TYPE_CHECKING:
     from ..capture.tracing import Capture
@@ -68,7 +69,8 @@ def cpu_name() -> str:
 
 
 def environment_meta() -> dict:
-    """Versions, CPU, logical cores, torch threads, clock and a UTC time stamp.
+    """Versions, CPU, logical cores, torch threads, clock, a UTC time stamp and, inside a
+    distributed job, ``distributed`` (rank, world size; see distributed.rank_meta).
 
     Example:
         >>> sorted(environment_meta())[:4]
@@ -86,6 +88,7 @@ def environment_meta() -> dict:
                   "read_cost_ns": clock["read_cost_ns"], "tsc_hz": clock["tsc_hz"]},
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "argv": list(sys.argv[1:]) if sys.argv and "pyfxprof" in sys.argv[0] else [],
+        **rank_meta(),
     }
 
 

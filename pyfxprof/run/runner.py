@@ -13,6 +13,7 @@ import torch
 
 from ..capture.analysis import analyse, describe
 from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
+from ..capture.collectives import with_explicit_waits
 from ..timing.device_events import add_device_summary, ensure_cuda_runtime, place_on_device
 from ..capture.tracing import (Capture, CaptureFallbackWarning, capture as capture_model,
                                fallback_capture, timed_nodes)
@@ -197,6 +198,8 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
         ('fx', ['[2] float32'])
     """
     captured = capture_model(model, *tracer_options, mode=capture_mode)
+    if captured.graph_module is not None:
+        captured.graph_module = with_explicit_waits(captured.graph_module)
     traced = captured.graph_module
     if traced is not None:
         bound = bind_inputs(traced, *split_inputs(example_inputs))

@@ -187,6 +187,11 @@ def _display_unit(profile: Profile) -> str:
     return "ms" if float(np.median(profile.run_totals)) >= MS_DISPLAY_FROM_NS else "ns"
 
 
+def _backend(profile: Profile) -> str:
+    """The torch.distributed backend recorded in the Profile's metadata, else "none"."""
+    return str((profile.meta.get("distributed") or {}).get("backend") or "none")
+
+
 def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100, rank: int = 0,
                  world_size: int = 1) -> dict:
     """The trace of one process as a dict: {"traceEvents": [...], "displayTimeUnit": ...,
@@ -207,7 +212,8 @@ def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100, rank: 
     other.update(producer="pyfxprof", runs_exported=chosen.tolist(), runs_total=profile.n_runs,
                  time_origin_ns=layout["origin"])
     return {"schemaVersion": 1,
-            "distributedInfo": {"backend": "none", "rank": rank, "world_size": world_size},
+            "distributedInfo": {"backend": _backend(profile), "rank": rank,
+                                "world_size": world_size},
             "traceEvents": _metadata_events(profile, rank, rank) + events,
             "displayTimeUnit": _display_unit(profile), "otherData": other}
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from ...run.distributed import DEFAULT_TIMEOUT
 from ...run.runner import profile
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
+from ...errors import PyfxprofError, first_line
+from .arg_types import positive_int
 from .model_args import add_model_arguments, model_and_inputs
-from .report import add_export_arguments, add_table_arguments, print_table, write_exports
+from .report import (add_export_arguments, add_table_arguments, print_ranks, print_table,
+                     write_exports)
 
 
 def add_parser(subparsers) -> None:
@@ -31,10 +36,20 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--save", metavar="PATH",
                         help="save the profile as JSON (gzip when PATH ends in .gz)")
     add_export_arguments(parser)
+    group = parser.add_argument_group("distributed jobs (torchrun --nproc-per-node N -m pyfxprof "
+                                      "profile ...)")
+    group.add_argument("--ranks-out", metavar="DIR",
+                       help="each rank writes DIR/rank_R.json; rank 0 gathers every rank's "
+                            "profile, writes DIR/ranks.json and prints the rank table")
+    group.add_argument("--gather-timeout", type=positive_int, default=int(DEFAULT_TIMEOUT),
+                       metavar="S", help="give up waiting for the other ranks after S seconds "
+                                         f"(default {DEFAULT_TIMEOUT:g})")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.ranks_out:
+        return run_ranks(args)
     model, inputs, name = model_and_inputs(args)
     prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode, name=name,
                    device=args.device, capture=args.capture)
@@ -48,3 +63,48 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote profile to {args.save}", file=sys.stderr)
     write_exports(prof, args)
     return 0
+
+
+def run_ranks(args: argparse.Namespace) -> int:
+    """--ranks-out: this rank's profile to DIR/rank_R.json, every rank's gathered on rank 0
+    into DIR/ranks.json with the rank table printed; exit 2 when any rank could not profile.
+
+    >>> run_ranks(build_parser().parse_args(["profile", "--ranks-out", "out"]))  # doctest: +SKIP
+    0
+    """
+    from ...run.distributed import barrier, gather, init_from_environment
+    import torch.distributed as dist
+    out = Path(args.ranks_out)
+    out.mkdir(parents=True, exist_ok=True)
+    owned = init_from_environment(args.device, args.gather_timeout)
+    try:
+        rank = dist.get_rank() if dist.is_initialized() else 0
+        prof = _profile_or_error(args)
+        if not isinstance(prof, BaseException):
+            prof.save(out / f"rank_{rank}.json")
+            print(f"rank {rank}: wrote profile to {out / f'rank_{rank}.json'}", file=sys.stderr)
+        ranks = gather(prof, timeout=args.gather_timeout)
+        if ranks is not None:
+            ranks.save(out / "ranks.json")
+            print_ranks(ranks, args)
+            print(f"wrote every rank's profile to {out / 'ranks.json'}", file=sys.stderr)
+        barrier(args.gather_timeout)  # torchrun stops every rank at the first exit with an error
+    finally:
+        if owned:
+            dist.destroy_process_group()
+    if isinstance(prof, BaseException):
+        raise PyfxprofError(f"rank {rank} could not profile: {prof}")
+    if ranks is not None and ranks.failures:
+        raise PyfxprofError(f"ranks {sorted(ranks.failures)} could not profile (their errors "
+                            f"are in the table above and in {out / 'ranks.json'})")
+    return 0
+
+
+def _profile_or_error(args: argparse.Namespace):
+    """This rank's Profile, or the exception it got (reported to rank 0 by gather)."""
+    try:
+        model, inputs, name = model_and_inputs(args)
+        return profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode,
+                       name=name, device=args.device, capture=args.capture, progress=False)
+    except Exception as error:  # noqa: BLE001 — any failure is this rank's report
+        return PyfxprofError(first_line(error))

@@ -10,7 +10,9 @@ import argparse
 import sys
 
 from ...views.stacks import METRICS
-from ...data.persist import load_profile
+from ...data.rank_profiles import RankProfiles, load_profile_or_ranks
+from ...data.units import format_ns
+from ...errors import PyfxprofError
 from ...views.report import GROUP_KEYS, SORT_KEYS
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
@@ -42,6 +44,20 @@ def print_table(profile, args: argparse.Namespace) -> None:
     if args.tree:
         print()
         print(profile.tree())
+
+
+def print_ranks(ranks, args: argparse.Namespace) -> None:
+    """A RankProfiles' table (--top) and its stragglers."""
+    print(ranks.table(top=args.top))
+    stragglers = ranks.stragglers()
+    print()
+    if stragglers.empty:
+        print("stragglers: none (no rank slower than the others beyond run-to-run noise)")
+        return
+    print("stragglers (node on rank: median vs the other ranks', p after Bonferroni):")
+    for row in stragglers.itertuples():
+        print(f"  {row.key} on rank {row.rank}: {format_ns(row.median)} vs "
+              f"{format_ns(row.reference)} (+{format_ns(row.excess)}, p {row.p_value:.2g})")
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,21 +99,49 @@ def add_parser(subparsers) -> None:
         "report", help="re-render a saved profile (table, traces, flame graph, plot)",
         description="Print the table of a profile saved with Profile.save / --save and "
                     "optionally export it.")
-    parser.add_argument("profile", metavar="PROFILE", help="a saved profile (.json or .json.gz)")
+    parser.add_argument("profile", metavar="PROFILE",
+                        help="a saved profile, or the ranks.json of a distributed job "
+                             "(.json or .json.gz)")
     add_table_arguments(parser)
     add_latency_arguments(parser)
     add_export_arguments(parser)
+    parser.add_argument("--rank-traces", metavar="DIR",
+                        help="ranks.json only: one trace per rank with distributedInfo "
+                             "(Holistic Trace Analysis reads the directory)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load the profile, print its table, write the requested exports; exit code 0.
+    """Load the profile (or the gathered ranks of a distributed job), print its table, write
+    the requested exports; exit code 0.
 
     >>> run(build_parser().parse_args(["report", "p.json", "--top", "10"]))  # doctest: +SKIP
     0
     """
-    profile = chosen_runs(load_profile(args.profile), args)
+    profile = load_profile_or_ranks(args.profile)
+    if isinstance(profile, RankProfiles):
+        return _report_ranks(profile, args)
+    profile = chosen_runs(profile, args)
     print_table(profile, args)
     print_latency(profile, args)
     write_exports(profile, args)
+    return 0
+
+
+def _report_ranks(ranks: RankProfiles, args: argparse.Namespace) -> int:
+    """A gathered ranks file: the rank table and stragglers; --chrome-trace writes one process
+    row per rank, --rank-traces one file per rank (for HTA)."""
+    single = [dest for dest, _ in EXPORTS[1:] if getattr(args, dest, None)]
+    if single:
+        option = "--" + single[0].replace("_", "-")
+        raise PyfxprofError(f"{option} renders one profile: run it on one rank's file "
+                            f"(rank_R.json next to {args.profile})")
+    print_ranks(ranks, args)
+    if args.chrome_trace:
+        ranks.export_chrome_trace(args.chrome_trace)
+        print(f"wrote Chrome trace of {len(ranks.ranks)} ranks to {args.chrome_trace}",
+              file=sys.stderr)
+    if args.rank_traces:
+        ranks.export_rank_traces(args.rank_traces)
+        print(f"wrote one trace per rank to {args.rank_traces}/", file=sys.stderr)
     return 0

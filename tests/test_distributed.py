@@ -1,0 +1,166 @@
+"""pyfxprof.gather across real processes (gloo on CPU, torch.multiprocessing spawn): rank
+metadata, the gathered RankProfiles, a straggler found by node and rank, a rank whose capture
+fails, and a rank that never arrives (bounded by a timeout, never a hang)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+import torch.multiprocessing as mp
+
+import pyfxprof
+from pyfxprof.data.rank_profiles import load_rank_profiles
+
+#: The straggler's extra busy time in its slow node: far above any scheduling noise on a
+#: loaded 2-core machine running 4 ranks.
+SLOW_S = 0.020
+#: Bound on a whole multi-process test; past it the processes are killed and the test fails.
+DEADLINE_S = 240.0
+
+
+def spin(x: torch.Tensor, seconds: float) -> torch.Tensor:
+    """Busy-wait ``seconds`` then return ``x`` (a graph node of its own: torch.fx.wrap)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+    return x
+
+
+torch.fx.wrap("spin")
+
+
+class DataParallelStep(torch.nn.Module):
+    """Linear -> spin (slow on one rank) -> all_reduce (functional collective) -> relu."""
+
+    def __init__(self, slow_s: float = 0.0):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+        self.slow_s = slow_s
+
+    def forward(self, x):
+        y = spin(self.linear(x), self.slow_s)
+        y = funcol.all_reduce(y, "sum", dist.group.WORLD)
+        return torch.relu(y)
+
+
+class Broken(torch.nn.Module):
+    """A model whose forward fails, so its capture and eager run both fail."""
+
+    def forward(self, x):
+        raise ValueError("this rank's model is broken on purpose")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _model_for(scenario: str, rank: int, world: int) -> torch.nn.Module:
+    if scenario == "capture_fails":  # no collectives: the healthy ranks must not wait for rank 1
+        return Broken() if rank == 1 else torch.nn.Linear(16, 16)
+    slow = SLOW_S if scenario == "straggler" and rank == world - 1 else 0.0
+    torch.manual_seed(0)
+    return DataParallelStep(slow)
+
+
+def _profile(model, api: str):
+    """This rank's Profile (or the error it got), with profile() or the Profiler loop API."""
+    x = torch.randn(4, 16)
+    try:
+        if api == "profile":
+            return pyfxprof.profile(model, (x,), runs=10, warmup=2, progress=False)
+        with pyfxprof.Profiler(model, schedule=pyfxprof.schedule(wait=0, warmup=1, active=8)
+                               ) as profiler:
+            for _ in range(9):
+                profiler.model(x)
+                profiler.step()
+        return profiler.profiles[-1]
+    except Exception as error:  # noqa: BLE001 — any failure is reported to rank 0
+        return error
+
+
+def _worker(rank: int, world: int, port: int, scenario: str, api: str, out: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=120))
+    result = {"rank": rank}
+    try:
+        if scenario == "rank_vanishes" and rank == 1:
+            return  # never calls gather: the others must give up, not hang
+        prof = _profile(_model_for(scenario, rank, world), api)
+        if isinstance(prof, pyfxprof.Profile):
+            result["meta"] = prof.meta.get("distributed")
+        timeout = 8.0 if scenario == "rank_vanishes" else 120.0
+        ranks = pyfxprof.gather(prof, timeout=timeout)
+        result["gathered"] = ranks is not None
+        if ranks is not None:
+            ranks.save(Path(out) / "ranks.json")
+    except pyfxprof.PyfxprofError as error:
+        result["error"] = str(error)
+    finally:
+        (Path(out) / f"result{rank}.json").write_text(json.dumps(result))
+        if scenario != "rank_vanishes":
+            dist.destroy_process_group()
+
+
+def run_ranks(world: int, scenario: str, out: Path, api: str = "profile") -> list[dict]:
+    """Run ``world`` ranks of ``scenario`` profiling with ``api`` ("profile" or "loop"); their
+    result dicts, by rank. Fails (never hangs) past DEADLINE_S."""
+    context = mp.spawn(_worker, args=(world, _free_port(), scenario, api, str(out)),
+                       nprocs=world, join=False)
+    deadline = time.monotonic() + DEADLINE_S
+    while not context.join(timeout=5):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"{world} ranks of {scenario!r} still running after {DEADLINE_S} s")
+    return [json.loads((out / f"result{r}.json").read_text()) for r in range(world)]
+
+
+@pytest.mark.parametrize("world, api", [(2, "loop"), (4, "profile")])
+def test_the_slow_node_and_rank_are_found_as_the_straggler(world, api, tmp_path):
+    results = run_ranks(world, "straggler", tmp_path, api)
+    assert [r["meta"]["rank"] for r in results] == list(range(world))
+    assert {r["meta"]["world_size"] for r in results} == {world}
+    assert [r["gathered"] for r in results] == [True] + [False] * (world - 1)
+    ranks = load_rank_profiles(tmp_path / "ranks.json")
+    assert ranks.ranks == list(range(world)) and ranks.failures == {}
+    assert {p.n_runs for p in ranks.profiles.values()} == {8 if api == "loop" else 10}
+    top = ranks.stragglers().iloc[0]
+    assert (top["name"], top["rank"]) == ("spin", world - 1)
+    assert top["excess"] > 0.5 * SLOW_S * 1e9
+    frame = ranks.to_dataframe()
+    assert frame.loc["spin", "slowest_rank"] == world - 1
+    comm = frame[frame["communication"]]
+    assert {"all_reduce", "wait_tensor_default"} <= set(comm["name"])
+    waits = ranks.waits().sum(axis=0)  # the fast ranks wait in the collective for the slow one
+    assert waits.idxmin() == world - 1 and waits.drop(world - 1).min() > 0.5 * SLOW_S * 1e9
+
+
+def test_a_rank_whose_capture_fails_is_reported_and_nobody_hangs(tmp_path):
+    started = time.monotonic()
+    results = run_ranks(4, "capture_fails", tmp_path)
+    assert time.monotonic() - started < DEADLINE_S
+    assert all("error" not in r for r in results)
+    ranks = load_rank_profiles(tmp_path / "ranks.json")
+    assert ranks.ranks == [0, 2, 3] and list(ranks.failures) == [1]
+    assert "broken on purpose" in ranks.failures[1]
+    assert "rank 1 FAILED" in ranks.table()
+
+
+def test_a_rank_that_never_gathers_makes_the_others_give_up_within_the_timeout(tmp_path):
+    started = time.monotonic()
+    results = run_ranks(2, "rank_vanishes", tmp_path)
+    assert time.monotonic() - started < DEADLINE_S
+    assert "gave up after 8 s" in results[0]["error"]
+    assert "not called pyfxprof.gather" in results[0]["error"]
