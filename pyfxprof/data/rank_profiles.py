@@ -417,9 +417,9 @@ def load_profile_or_ranks(path) -> Profile | RankProfiles:
     """
     path = Path(path)
     try:
-        doc = persist.read_document(path, "cannot load")
+        doc = persist.read_document(path, "cannot load profile")
         if isinstance(doc, dict) and doc.get("format") == FORMAT:
             return from_document(doc)
         return persist.from_document(doc)
     except persist.FormatError as error:
-        raise PyfxprofError(f"cannot load {path}: {error}") from None
+        raise PyfxprofError(f"cannot load profile {path}: {error}") from None
