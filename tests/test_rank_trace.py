@@ -38,4 +38,5 @@ def test_hta_loads_the_per_rank_traces_as_one_multi_rank_trace(tmp_path):
     for rank in range(4):
         frame = analysis.t.get_trace(rank)
         names = frame["name"].map(analysis.t.symbol_table.get_sym_table().__getitem__)
-        assert (names == "spin").sum() == 3
+        steps = names.str.startswith("ProfilerStep#").sum()
+        assert steps >= 2 and (names == "spin").sum() == steps  # one spin node per step

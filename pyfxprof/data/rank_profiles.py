@@ -22,16 +22,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PyfxprofError
-from . import persist
+from . import persist, validate
 from .profile import Profile
-from .units import MISSING, format_ns, format_pct
 
 FORMAT = "pyfxprof-rank-profiles"
 VERSION = 1
 #: Nodes table column (bool) marking collective communication calls.
 COMM_COLUMN = "communication"
-#: Ranks shown as columns of :meth:`RankProfiles.table`; more ranks show min/median/max only.
-MAX_RANK_COLUMNS = 8
 #: Fewest runs on a rank (and on the other ranks together) for a straggler test.
 MIN_RUNS = 5
 
@@ -134,6 +131,8 @@ class RankProfiles:
         min, median, max of those medians; spread (max - min) and spread_pct (spread /
         median, percent); slowest_rank (int, -1 when no rank has it); wait (sum over ranks of
         each rank's median minus the minimum, communication nodes only, else 0).
+
+        >>> ranks.to_dataframe().sort_values("spread").tail(3)   # doctest: +SKIP
         """
         index = self._node_index()
         medians = self.medians()
@@ -170,6 +169,9 @@ class RankProfiles:
     def rank_summary(self) -> pd.DataFrame:
         """One row per rank: runs, total (median run total), compute and communication (sums
         of node medians), wait (part of communication spent waiting for other ranks), all ns.
+
+        >>> ranks.rank_summary()["wait"].idxmin()   # the straggler waits least   # doctest: +SKIP
+        3
         """
         waits = self.waits().sum(axis=0)
         rows = []
@@ -201,6 +203,10 @@ class RankProfiles:
 
         Columns: key, name, rank, median, reference, excess (ns), rel_excess (fraction),
         p_value (corrected), tests (number of tests performed).
+
+        >>> ranks.stragglers()[["name", "rank", "excess"]]   # doctest: +SKIP
+           name  rank      excess
+        0  spin     3  20450938.5
         """
         _check_straggler_settings(alpha, min_change, min_runs)
         index = self._node_index()
@@ -220,35 +226,17 @@ class RankProfiles:
     # ---- text ----------------------------------------------------------------------------
 
     def table(self, sort_by: str = "spread", top: int | None = None) -> str:
-        """Per-rank summary (compute, communication, wait) and the per-node table as text.
+        """Per-rank summary (compute, communication, wait) and the per-node table as text;
+        see views.rank_table.
 
         sort_by: "spread" | "median" | "max" | "wait" (descending) or "order" (execution).
-        top: keep the first ``top`` node rows. With more than MAX_RANK_COLUMNS ranks only
-        min / median / max across ranks are shown per node.
-        """
-        from ..views import report  # late: views import data, not the reverse at load time
-        if sort_by not in ("spread", "median", "max", "wait", "order"):
-            raise ValueError(f"sort_by must be spread, median, max, wait or order, got {sort_by!r}")
-        frame = self.to_dataframe()
-        if sort_by != "order":
-            frame = frame.sort_values(sort_by, ascending=False, kind="stable")
-        shown = frame if top is None else frame.head(top)
-        columns = _node_columns(self.ranks)
-        node_view = report.View(
-            header=[_summary_text(self.rank_summary())], titles=[c[0] for c in columns],
-            right_aligned=[c[2] for c in columns],
-            rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
-            notes=([f"… {len(frame) - len(shown)} more nodes not shown (top={top})"]
-                   if len(shown) < len(frame) else []))
-        return "\n".join(self._header()) + "\n\n" + report.render_text(node_view)
+        top: keep the first ``top`` node rows. Beyond 8 ranks (views.rank_table's
+        MAX_RANK_COLUMNS) only min / median / max across ranks are shown per node.
 
-    def _header(self) -> list[str]:
-        models = sorted({str(p.meta.get("model", "?")) for p in self.profiles.values()})
-        lines = [f"pyfxprof ranks — {', '.join(models) or '?'} · {len(self.profiles)} of "
-                 f"{self.world_size} ranks profiled"]
-        lines += [f"rank {rank} FAILED: {message}" for rank, message in self.failures.items()]
-        return lines + ["compute and communication: sums of node medians per rank; wait: time "
-                        "in collectives beyond the fastest rank's"]
+        >>> print(ranks.table(top=10))   # doctest: +SKIP
+        """
+        from ..views.rank_table import render_rank_table
+        return render_rank_table(self, sort_by=sort_by, top=top)
 
     # ---- files ---------------------------------------------------------------------------
 
@@ -336,36 +324,6 @@ def _node_tests(key: str, by_rank: dict, min_runs: int) -> list[tuple]:
     return rows
 
 
-def _node_columns(ranks: list[int]) -> list[tuple]:
-    """(title, formatter(key, row), right-aligned) per node table column."""
-    columns = [("Node", lambda k, r: k, False),
-               ("Comm", lambda k, r: "comm" if r[COMM_COLUMN] else "", False)]
-    if len(ranks) <= MAX_RANK_COLUMNS:
-        columns += [(f"r{rank}", lambda k, r, c=f"rank_{rank}": format_ns(r[c]), True)
-                    for rank in ranks]
-    else:
-        columns += [(title, lambda k, r, c=c: format_ns(r[c]), True)
-                    for title, c in (("Min", "min"), ("Median", "median"), ("Max", "max"))]
-    return columns + [
-        ("Spread", lambda k, r: format_ns(r["spread"]), True),
-        ("Spread %", lambda k, r: format_pct(r["spread_pct"]), True),
-        ("Slowest", lambda k, r: f"r{r['slowest_rank']}" if r["spread"] > 0 else MISSING, True),
-        ("Wait", lambda k, r: format_ns(r["wait"]) if r[COMM_COLUMN] else "", True),
-    ]
-
-
-def _summary_text(summary: pd.DataFrame) -> str:
-    """The per-rank block: total, compute, communication, wait."""
-    from ..views import report
-    rows = [[f"r{rank}", str(int(row["runs"])), format_ns(row["total"]),
-             format_ns(row["compute"]), format_ns(row["communication"]), format_ns(row["wait"])]
-            for rank, row in summary.iterrows()]
-    view = report.View(header=[], titles=["Rank", "Runs", "Run total", "Compute",
-                                          "Communication", "Wait"],
-                       right_aligned=[False] + [True] * 5, rows=rows)
-    return report.render_text(view).lstrip("\n")  # no header block
-
-
 # ---- reading ------------------------------------------------------------------------------
 
 def from_document(doc) -> RankProfiles:
@@ -380,7 +338,7 @@ def from_document(doc) -> RankProfiles:
     ranks, documents = doc.get("ranks"), doc.get("profiles")
     failures, world = doc.get("failures", {}), doc.get("world_size")
     if not (isinstance(ranks, list) and isinstance(documents, list)
-            and len(ranks) == len(documents) and isinstance(failures, dict)
+            and len(ranks) == len(documents) and validate.is_str_dict(failures)
             and isinstance(world, int) and all(isinstance(r, int) for r in ranks)):
         raise persist.FormatError("'ranks' and 'profiles' must be lists of equal length, "
                                   "'failures' a dict and 'world_size' an int")

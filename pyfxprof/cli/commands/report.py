@@ -47,7 +47,10 @@ def print_table(profile, args: argparse.Namespace) -> None:
 
 
 def print_ranks(ranks, args: argparse.Namespace) -> None:
-    """A RankProfiles' table (--top) and its stragglers."""
+    """A RankProfiles' table (--top) and its stragglers.
+
+    >>> print_ranks(load_rank_profiles("out/ranks.json"), args)   # doctest: +SKIP
+    """
     print(ranks.table(top=args.top))
     stragglers = ranks.stragglers()
     print()

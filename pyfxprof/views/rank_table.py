@@ -1,0 +1,75 @@
+"""The text of a RankProfiles: one line per rank (run total, compute, communication, wait),
+then one row per node with its median on each rank, the spread across ranks, the slowest
+rank and, for collectives, the time ranks waited in them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..data.rank_profiles import COMM_COLUMN, RankProfiles
+from ..data.units import MISSING, format_ns, format_pct
+from . import report
+
+#: Ranks shown as columns of the node table; more ranks show min / median / max only.
+MAX_RANK_COLUMNS = 8
+SORT_KEYS = ("spread", "median", "max", "wait", "order")
+
+
+def render_rank_table(ranks: RankProfiles, sort_by: str = "spread",
+                      top: int | None = None) -> str:
+    """Header (model, ranks profiled, failures), per-rank block, node table, as text.
+
+    >>> print(render_rank_table(ranks, top=5))   # doctest: +SKIP
+    """
+    if sort_by not in SORT_KEYS:
+        raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
+    frame = ranks.to_dataframe()
+    if sort_by != "order":
+        frame = frame.sort_values(sort_by, ascending=False, kind="stable")
+    shown = frame if top is None else frame.head(top)
+    columns = _node_columns(ranks.ranks)
+    node_view = report.View(
+        header=[_summary_text(ranks.rank_summary())], titles=[c[0] for c in columns],
+        right_aligned=[c[2] for c in columns],
+        rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
+        notes=([f"… {len(frame) - len(shown)} more nodes not shown (top={top})"]
+               if len(shown) < len(frame) else []))
+    return "\n".join(_header(ranks)) + "\n\n" + report.render_text(node_view)
+
+
+def _header(ranks: RankProfiles) -> list[str]:
+    models = sorted({str(p.meta.get("model", "?")) for p in ranks.profiles.values()})
+    lines = [f"pyfxprof ranks — {', '.join(models) or '?'} · {len(ranks.profiles)} of "
+             f"{ranks.world_size} ranks profiled"]
+    lines += [f"rank {rank} FAILED: {message}" for rank, message in ranks.failures.items()]
+    return lines + ["compute and communication: sums of node medians per rank; wait: time "
+                    "in collectives beyond the fastest rank's"]
+
+
+def _node_columns(rank_list: list[int]) -> list[tuple]:
+    """(title, formatter(key, row), right-aligned) per node table column."""
+    columns = [("Node", lambda k, r: k, False),
+               ("Comm", lambda k, r: "comm" if r[COMM_COLUMN] else "", False)]
+    if len(rank_list) <= MAX_RANK_COLUMNS:
+        columns += [(f"r{rank}", lambda k, r, c=f"rank_{rank}": format_ns(r[c]), True)
+                    for rank in rank_list]
+    else:
+        columns += [(title, lambda k, r, c=c: format_ns(r[c]), True)
+                    for title, c in (("Min", "min"), ("Median", "median"), ("Max", "max"))]
+    return columns + [
+        ("Spread", lambda k, r: format_ns(r["spread"]), True),
+        ("Spread %", lambda k, r: format_pct(r["spread_pct"]), True),
+        ("Slowest", lambda k, r: f"r{r['slowest_rank']}" if r["spread"] > 0 else MISSING, True),
+        ("Wait", lambda k, r: format_ns(r["wait"]) if r[COMM_COLUMN] else "", True),
+    ]
+
+
+def _summary_text(summary: pd.DataFrame) -> str:
+    """The per-rank block: runs, run total, compute, communication, wait."""
+    rows = [[f"r{rank}", str(int(row["runs"])), format_ns(row["total"]),
+             format_ns(row["compute"]), format_ns(row["communication"]), format_ns(row["wait"])]
+            for rank, row in summary.iterrows()]
+    view = report.View(header=[], titles=["Rank", "Runs", "Run total", "Compute",
+                                          "Communication", "Wait"],
+                       right_aligned=[False] + [True] * 5, rows=rows)
+    return report.render_text(view).lstrip("\n")  # no header block
