@@ -143,7 +143,11 @@ def save_profile(profile: Profile, path) -> None:
 
     >>> save_profile(prof, "rn18.json.gz")  # doctest: +SKIP
     """
-    write_document(to_document(profile), path, "profile")
+    try:
+        document = to_document(profile)
+    except TypeError as error:
+        raise PyfxprofError(f"cannot save profile to {path}: {error}") from None
+    write_document(document, path, "profile")
 
 
 def write_document(document: dict, path, what: str) -> None:

@@ -249,8 +249,14 @@ class RankProfiles:
         document = {"format": FORMAT, "version": VERSION, "world_size": self.world_size,
                     "ranks": self.ranks,
                     "failures": {str(r): m for r, m in self.failures.items()},
-                    "profiles": [persist.to_document(p) for p in self.profiles.values()]}
+                    "profiles": [self._document(r) for r in self.ranks]}
         persist.write_document(document, path, "rank profiles")
+
+    def _document(self, rank: int) -> dict:
+        try:
+            return persist.to_document(self.profiles[rank])
+        except TypeError as error:
+            raise PyfxprofError(f"cannot save rank {rank}'s profile: {error}") from None
 
     def export_chrome_trace(self, path, runs=None, max_runs: int | None = 20) -> None:
         """One Chrome/Perfetto trace file, one process row per rank; see views.rank_trace."""
