@@ -12,7 +12,7 @@ Stages and the one-way rule (DESIGN.md, "Where each stage lives"):
   anywhere. ``views`` and ``analyses`` import neither torch nor ``_C`` either.
 - ``timing`` may use ``capture`` (its executors run captured graphs; capture never imports
   timing). ``errors.py`` is shared by all; ``pyfxprof`` itself (``__version__``) too.
-- The one exception: Profile's convenience methods (``table``, ``export_*``, ``plot``,
+- The one exception: Profile's (and RankProfiles') convenience methods (``table``, ``export_*``, ``plot``,
   ``advise``, ...) delegate to views and analyses, which import ``data.profile``. They import
   their view inside the method, never at module level, so there is no cycle; each such method
   is listed in DELEGATORS below, and no other function-local import may cross the rule.
@@ -60,6 +60,11 @@ DELEGATORS = {
     ("pyfxprof.data.profile", "Profile.plot_tail"): {"pyfxprof.views.latency_plots"},
     ("pyfxprof.data.sweep_fit", "SweepResult.plot"): {"pyfxprof.views.latency_plots"},
     ("pyfxprof.data.profile", "Profile.advise"): {"pyfxprof.analyses.advisor"},
+    ("pyfxprof.data.rank_profiles", "RankProfiles.table"): {"pyfxprof.views.rank_table"},
+    ("pyfxprof.data.rank_profiles", "RankProfiles.export_chrome_trace"):
+        {"pyfxprof.views.rank_trace"},
+    ("pyfxprof.data.rank_profiles", "RankProfiles.export_rank_traces"):
+        {"pyfxprof.views.rank_trace"},
 }
 
 MAX_FUNCTION_LINES = 50
