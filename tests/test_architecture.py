@@ -61,6 +61,7 @@ DELEGATORS = {
     ("pyfxprof.data.sweep_fit", "SweepResult.plot"): {"pyfxprof.views.latency_plots"},
     ("pyfxprof.data.profile", "Profile.advise"): {"pyfxprof.analyses.advisor"},
     ("pyfxprof.data.rank_profiles", "RankProfiles.table"): {"pyfxprof.views.rank_table"},
+    ("pyfxprof.data.rank_profiles", "RankProfiles.export_html"): {"pyfxprof.views.rank_table"},
     ("pyfxprof.data.rank_profiles", "RankProfiles.export_chrome_trace"):
         {"pyfxprof.views.rank_trace"},
     ("pyfxprof.data.rank_profiles", "RankProfiles.export_rank_traces"):

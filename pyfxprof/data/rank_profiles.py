@@ -258,6 +258,15 @@ class RankProfiles:
         except TypeError as error:
             raise PyfxprofError(f"cannot save rank {rank}'s profile: {error}") from None
 
+    def export_html(self, path, top: int | None = 50) -> None:
+        """Write the rank report (ranks, stragglers, nodes) as one HTML page; see
+        views.rank_table.
+
+        >>> ranks.export_html("ranks.html")   # doctest: +SKIP
+        """
+        from ..views.rank_table import export_rank_report_html
+        export_rank_report_html(self, path, top=top)
+
     def export_chrome_trace(self, path, runs=None, max_runs: int | None = 20) -> None:
         """One Chrome/Perfetto trace file, one process row per rank; see views.rank_trace."""
         from ..views.rank_trace import export_chrome_trace

@@ -4,8 +4,11 @@ rank and, for collectives, the time ranks waited in them."""
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 
+from ..data.persist import open_output
 from ..data.rank_profiles import COMM_COLUMN, RankProfiles
 from ..data.units import MISSING, format_ns, format_pct
 from . import report
@@ -21,6 +24,31 @@ def render_rank_table(ranks: RankProfiles, sort_by: str = "spread",
 
     >>> print(render_rank_table(ranks, top=5))   # doctest: +SKIP
     """
+    summary, nodes = _views(ranks, sort_by, top)
+    nodes.header = [report.render_text(summary).lstrip("\n")]  # no header block of its own
+    return "\n".join(_header(ranks)) + "\n\n" + report.render_text(nodes)
+
+
+def rank_report_html(ranks: RankProfiles, top: int | None = 50) -> str:
+    """One self-contained HTML page: header, per-rank block, stragglers, node table.
+
+    >>> open("ranks.html", "w").write(rank_report_html(ranks))   # doctest: +SKIP
+    """
+    summary, nodes = _views(ranks, "spread", top)
+    title = _header(ranks)[0]
+    sections = [("Ranks", report.render_html(summary)),
+                ("Stragglers", report.render_html(_straggler_view(ranks))),
+                ("Nodes", report.render_html(nodes))]
+    body = "\n".join(f"<h2>{html.escape(name)}</h2>\n{part}" for name, part in sections)
+    notes = html.escape("\n".join(_header(ranks)[1:]))
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)}</title>{report.HTML_STYLE}</head>\n"
+            f'<body class="pyfxprof"><h1>{html.escape(title)}</h1><pre>{notes}</pre>\n'
+            f"{body}\n</body></html>\n")
+
+
+def _views(ranks: RankProfiles, sort_by: str, top: int | None) -> tuple:
+    """(per-rank View, node View) of the rank table."""
     if sort_by not in SORT_KEYS:
         raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
     frame = ranks.to_dataframe()
@@ -28,13 +56,21 @@ def render_rank_table(ranks: RankProfiles, sort_by: str = "spread",
         frame = frame.sort_values(sort_by, ascending=False, kind="stable")
     shown = frame if top is None else frame.head(top)
     columns = _node_columns(ranks.ranks)
-    node_view = report.View(
-        header=[_summary_text(ranks.rank_summary())], titles=[c[0] for c in columns],
-        right_aligned=[c[2] for c in columns],
+    nodes = report.View(
+        header=[], titles=[c[0] for c in columns], right_aligned=[c[2] for c in columns],
         rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
         notes=([f"… {len(frame) - len(shown)} more nodes not shown (top={top})"]
                if len(shown) < len(frame) else []))
-    return "\n".join(_header(ranks)) + "\n\n" + report.render_text(node_view)
+    return _summary_view(ranks.rank_summary()), nodes
+
+
+def _straggler_view(ranks: RankProfiles) -> report.View:
+    found = ranks.stragglers()
+    rows = [[row.key, f"r{row.rank}", format_ns(row.median), format_ns(row.reference),
+             "+" + format_ns(row.excess), f"{row.p_value:.2g}"] for row in found.itertuples()]
+    return report.View(header=[], titles=["Node", "Rank", "Median", "Other ranks", "Excess", "p"],
+                       right_aligned=[False] + [True] * 5, rows=rows,
+                       notes=[] if rows else ["none: no rank slower beyond run-to-run noise"])
 
 
 def _header(ranks: RankProfiles) -> list[str]:
@@ -64,12 +100,20 @@ def _node_columns(rank_list: list[int]) -> list[tuple]:
     ]
 
 
-def _summary_text(summary: pd.DataFrame) -> str:
+def _summary_view(summary: pd.DataFrame) -> report.View:
     """The per-rank block: runs, run total, compute, communication, wait."""
     rows = [[f"r{rank}", str(int(row["runs"])), format_ns(row["total"]),
              format_ns(row["compute"]), format_ns(row["communication"]), format_ns(row["wait"])]
             for rank, row in summary.iterrows()]
-    view = report.View(header=[], titles=["Rank", "Runs", "Run total", "Compute",
+    return report.View(header=[], titles=["Rank", "Runs", "Run total", "Compute",
                                           "Communication", "Wait"],
                        right_aligned=[False] + [True] * 5, rows=rows)
-    return report.render_text(view).lstrip("\n")  # no header block
+
+
+def export_rank_report_html(ranks: RankProfiles, path, top: int | None = 50) -> None:
+    """Write :func:`rank_report_html` to ``path`` (open it in any browser).
+
+    >>> export_rank_report_html(ranks, "ranks.html")   # doctest: +SKIP
+    """
+    with open_output(path) as stream:
+        stream.write(rank_report_html(ranks, top=top))

@@ -133,8 +133,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _report_ranks(ranks: RankProfiles, args: argparse.Namespace) -> int:
     """A gathered ranks file: the rank table and stragglers; --chrome-trace writes one process
-    row per rank, --rank-traces one file per rank (for HTA)."""
-    single = [dest for dest, _ in EXPORTS[1:] if getattr(args, dest, None)]
+    row per rank, --rank-traces one file per rank (for HTA), --html the rank report page."""
+    single = [dest for dest, _ in EXPORTS if getattr(args, dest, None)
+              and dest not in ("chrome_trace", "html")]
     if single:
         option = "--" + single[0].replace("_", "-")
         raise PyfxprofError(f"{option} renders one profile: run it on one rank's file "
@@ -144,6 +145,9 @@ def _report_ranks(ranks: RankProfiles, args: argparse.Namespace) -> int:
         ranks.export_chrome_trace(args.chrome_trace)
         print(f"wrote Chrome trace of {len(ranks.ranks)} ranks to {args.chrome_trace}",
               file=sys.stderr)
+    if args.html:
+        ranks.export_html(args.html, top=args.top or 50)
+        print(f"wrote HTML report of {len(ranks.ranks)} ranks to {args.html}", file=sys.stderr)
     if args.rank_traces:
         ranks.export_rank_traces(args.rank_traces)
         print(f"wrote one trace per rank to {args.rank_traces}/", file=sys.stderr)
