@@ -164,3 +164,43 @@ def test_a_rank_that_never_gathers_makes_the_others_give_up_within_the_timeout(t
     assert time.monotonic() - started < DEADLINE_S
     assert "gave up after 8 s" in results[0]["error"]
     assert "not called pyfxprof.gather" in results[0]["error"]
+
+
+# ---- without processes ------------------------------------------------------------------------
+
+def _small_profile() -> pyfxprof.Profile:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    return pyfxprof.profile(model, (torch.randn(2, 4),), runs=3, warmup=1, progress=False)
+
+
+def test_rank_metadata_comes_from_torchruns_environment_without_a_process_group(monkeypatch):
+    from pyfxprof.run.distributed import rank_meta
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert rank_meta() == {"distributed": {"rank": 3, "world_size": 8, "backend": None,
+                                           "source": "environment", "local_rank": 1}}
+    monkeypatch.setenv("RANK", "x")
+    assert rank_meta() == {}
+
+
+def test_the_wire_encoding_round_trips_a_profile_and_carries_a_failure():
+    from pyfxprof.run.distributed import _decode, _encode
+    prof = _small_profile()
+    header, text, payload = _encode(prof)
+    from pyfxprof.data.validate import ARRAY_FIELDS
+    arrays = [getattr(prof, f.key) for f in ARRAY_FIELDS if getattr(prof, f.key) is not None]
+    assert str(payload.dtype) == "int64" and payload.size == sum(a.size for a in arrays)
+    document = json.loads(text)  # the arrays travel as int64, not as base64 in the JSON
+    assert document["samples"] == {"$payload": [0, list(prof.samples.shape)]}
+    assert _decode(header, text, payload) == prof
+    header, text, payload = _encode(ValueError("capture failed: no graph"))
+    assert _decode(header, text, payload) == "capture failed: no graph" and payload.size == 0
+
+
+def test_gather_without_a_process_group_is_a_world_of_one():
+    prof = _small_profile()
+    ranks = pyfxprof.gather(prof)
+    assert ranks.ranks == [0] and ranks.world_size == 1 and ranks.profiles[0] is prof
+    with pytest.raises(pyfxprof.PyfxprofError, match="this process has no profile"):
+        pyfxprof.gather(RuntimeError("boom"))
