@@ -3,6 +3,7 @@
 import copy
 import inspect
 import math
+import warnings
 
 import pytest
 import torch
@@ -373,3 +374,46 @@ def test_a_scheduled_serving_loop_delivers_a_prefill_and_a_decode_profile_per_wi
     assert [prof.meta["warmup"] for prof in delivered] == [4] * 4  # calls in WARMUP steps
     latency = p.generation_latency()
     assert latency["generations"] == 4 and latency["decode_ns"]["count"] == 12
+
+
+class _Recursive(torch.nn.Module):
+    """Calls itself once more on a smaller input (a call nested in a call of the model)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.shape[0] > 1:
+            return self(x[1:]).sum() + self.lin(x).sum()
+        return self.lin(x).sum()
+
+
+@pytest.mark.parametrize("build", [_linear_relu, _BranchOnValue, _Recursive],
+                         ids=["fx", "hooks", "recursive"])
+def test_the_first_callers_thread_is_profiled_and_other_threads_calls_wait_their_turn(build):
+    import threading
+
+    model = build().eval()
+    x = torch.randn(2, 4) if build is not _BranchOnValue else torch.randn(2, 3)
+    expected, outputs = model(x), []
+
+    def serve():
+        for _ in range(10):
+            outputs.append(model(x))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureFallbackWarning)
+        with Profiler(model) as p:
+            model(x)  # this thread's calls are the profiled ones
+            workers = [threading.Thread(target=serve) for _ in range(3)]
+            for worker in workers:
+                worker.start()
+            for _ in range(10):
+                model(x)
+            for worker in workers:
+                worker.join()
+    assert len(outputs) == 30 and all(torch.allclose(out, expected) for out in outputs)
+    (prof,) = p.profiles
+    assert prof.n_runs == 11 and prof.meta["incomplete_runs"] == 0
+    assert "forward" not in vars(model)

@@ -22,6 +22,7 @@ ends in one Profile per group with calls in it, one row per call.
 from __future__ import annotations
 
 import inspect
+import threading
 import warnings
 from collections import deque
 from typing import Any, Callable, Iterable
@@ -123,7 +124,9 @@ class Profiler:
         self._window: Window | None = None
         self._patch: ForwardPatch | None = None
         self._open = False
-        self._inside = False  # a profiled call is running: nested calls run the model itself
+        self._busy = threading.Lock()  # held while a call of the model is handled
+        self._holder: int | None = None  # the thread handling it (its nested calls pass)
+        self._thread: int | None = None  # the thread whose calls are profiled in this block
         self._warmup_calls = 0
         self._windows = 0
         self._warned: set[str] = set()
@@ -169,6 +172,7 @@ class Profiler:
         self.step_num = 0
         self._calls += 1  # no call of an earlier block directly precedes this block's first
         self._first_call = self._calls + 1
+        self._thread = None
         self._patch = ForwardPatch(self.module, self._forward)
         self._open = True
         try:
@@ -319,16 +323,23 @@ class Profiler:
 
     def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """The model's ``forward`` while the block is open (see model_patch.ForwardPatch)."""
-        if self._inside or not self._open or torch.compiler.is_compiling():
+        if not self._open or torch.compiler.is_compiling():
             return forward(*args, **kwargs)  # (compiling: Dynamo was loaded after start())
-        self._calls += 1
-        if self.current_action == ProfilerAction.NONE and self._groups:
-            return forward(*args, **kwargs)  # NONE steps capture only the first call
-        self._inside = True
-        try:
-            return self._profiled_call(forward, args, kwargs)
-        finally:
-            self._inside = False
+        thread = threading.get_ident()
+        if self._holder == thread:  # a call nested in the call being handled
+            return forward(*args, **kwargs)
+        with self._busy:  # calls from several threads run one at a time (hooks are global)
+            self._holder = thread
+            try:
+                if self._thread not in (None, thread):  # the first caller's thread is profiled
+                    return forward(*args, **kwargs)
+                self._thread = thread
+                self._calls += 1
+                if self.current_action == ProfilerAction.NONE and self._groups:
+                    return forward(*args, **kwargs)  # NONE steps capture only the first call
+                return self._profiled_call(forward, args, kwargs)
+            finally:
+                self._holder = None
 
     def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """One call of the model: itself in NONE steps, else its group's instrumented capture
@@ -381,12 +392,8 @@ class Profiler:
                 self._warned.add("groups")
                 too_many_groups_warning(self.name)
             return None
-        inside, self._inside = self._inside, True
-        try:
-            group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
-                                  self._tracer_options)
-        finally:
-            self._inside = inside
+        group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
+                              self._tracer_options)
         self._groups[key] = group
         return group
 
