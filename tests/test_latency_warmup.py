@@ -46,7 +46,7 @@ def test_node_warmup_lists_first_call_costs_only():
     samples = np.array([[80, 10, 7]] + [[5, 10, 7]] * 9)
     frame = node_warmup(["lazy", "a", "b"], samples)
     assert frame.to_dict("records") == [
-        {"name": "lazy", "warmup_runs": 1, "first_ns": 80, "steady_ns": 5, "excess_ns": 75}]
+        {"name": "lazy", "warmup_runs": 1, "warmup_ns": 80, "steady_ns": 5, "excess_ns": 75}]
 
 
 def _profile_slow_start(warmup: int):

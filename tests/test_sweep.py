@@ -64,17 +64,20 @@ def test_cli_sweep_refuses_bad_sizes(capsys):
     assert exit_info.value.code == 2 and "--sizes" in capsys.readouterr().err
 
 
-def test_a_sweep_where_every_run_was_preempted_uses_all_runs():
+def test_a_sweep_where_every_run_was_preempted_uses_the_quietest_half():
     from pyfxprof.data.profile import Profile
     from pyfxprof.data.sweep_fit import SweepResult
     from tests.toy_profiles import toy_nodes
     profiles = {}
     for size in (1, 2, 4):
         samples = np.array([[1000 + 100 * size, 50, 50, 50]] * 5, dtype=np.int64)
+        samples[:2, 0] += 90_000                    # two runs that lost the CPU for 90 µs
         noise = np.tile([1, 0, 500, 2000], (5, 1))
+        noise[:2, 3] += 90_000
         profiles[size] = Profile(toy_nodes(), samples, samples.sum(axis=1), run_noise=noise)
     result = SweepResult(profiles)
     table = result.table().set_index("name")
     assert table.at["conv1", "per_item_ns"] == pytest.approx(100.0)
     assert table.at["conv1", "fixed_ns"] == pytest.approx(1000.0)
-    assert "size 4: 5 of 5 runs preempted (all runs used)" in str(result)
+    assert ("size 4: 5 of 5 runs preempted (used the half of the runs least time off the CPU)"
+            in str(result))

@@ -366,7 +366,7 @@ def warmup_too_small(profile, context: Context) -> list[Suggestion]:
                 f"are slower than the steady {format_ns(report.steady_ns)}, together by "
                 f"{format_ns(report.excess_ns)}"]
     first_calls = profile.node_warmup().head(MAX_FIRST_CALL_NODES)
-    evidence += [f"{row.name}: first run {format_ns(row.first_ns)}, steady "
+    evidence += [f"{row.name}: {format_ns(row.warmup_ns)} in its first runs, steady "
                  f"{format_ns(row.steady_ns)} ({plural(row.warmup_runs, 'slow run')})"
                  for row in first_calls.itertuples()]
     needed = report.needed if report.needed is not None else report.runs

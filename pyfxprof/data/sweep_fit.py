@@ -56,12 +56,22 @@ def fit_rows(sizes, medians: np.ndarray) -> pd.DataFrame:
                          "overhead_bound": np.asarray(share) > OVERHEAD_BOUND_SHARE})
 
 
+def _quietest_runs(profile):
+    """``profile`` without its preempted runs, or, when they are half of the runs or more, its
+    half of the runs with the least time off the CPU (stolen_ns)."""
+    clean = profile.without_preempted()
+    if clean.n_runs >= profile.n_runs / 2:
+        return clean
+    stolen = profile.noise()["stolen_ns"].to_numpy()
+    return profile.select_runs(stolen <= np.median(stolen))
+
+
 class SweepResult:
     """Profiles of one model at several batch sizes, and per-node fixed / per-item costs.
 
     ``profiles`` maps size -> Profile. Nodes are matched by name; nodes missing at some size
-    are left out (``missing`` lists them). Preempted runs are left out of the medians unless
-    they are half of the runs or more.
+    are left out (``missing`` lists them). Preempted runs are left out of the medians; when
+    they are half of the runs or more, the half of the runs least time off the CPU is used.
 
     >>> result = pyfxprof.sweep(model, lambda n: (torch.randn(n, 8),))  # doctest: +SKIP
     >>> print(result)  # doctest: +SKIP
@@ -80,12 +90,11 @@ class SweepResult:
 
     def medians(self) -> pd.DataFrame:
         """Median ns per size (rows) for the run total and every common node (columns), over the
-        runs not preempted (over all runs when half or more were preempted)."""
+        runs not preempted (when half or more were, over the half of the runs that spent the
+        least time off the CPU)."""
         rows = {}
         for size, profile in self.profiles.items():
-            clean = profile.without_preempted()
-            if clean.n_runs < profile.n_runs / 2:  # too busy a machine: keep every run
-                clean = profile
+            clean = _quietest_runs(profile)
             by_name = pd.Series(np.median(clean.samples, axis=0), index=clean.nodes["name"])
             rows[size] = [float(np.median(clean.run_totals))] + by_name[self.names].tolist()
         return pd.DataFrame.from_dict(rows, orient="index", columns=[TOTAL_ROW] + self.names)
@@ -138,7 +147,8 @@ class SweepResult:
             noise = profile.noise()
             count = 0 if noise is None else int(noise["preempted"].sum())
             if count:
-                used = "left out" if count < profile.n_runs / 2 else "all runs used"
+                used = ("left out" if count < profile.n_runs / 2
+                        else "used the half of the runs least time off the CPU")
                 notes.append(f"size {size}: {count} of {profile.n_runs} runs preempted ({used})")
         return notes
 

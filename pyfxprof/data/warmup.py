@@ -179,8 +179,8 @@ def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
 
 
 def node_warmup(names, samples, preempted=None) -> pd.DataFrame:
-    """Nodes whose first runs are slower (first-call costs): name, warmup_runs, first_ns (the
-    first run), steady_ns (median after the warm-up runs), excess_ns (summed); largest excess
+    """Nodes whose first runs are slower (first-call costs): name, warmup_runs, warmup_ns (median
+    over the warm-up runs), steady_ns (median after the warm-up runs), excess_ns (summed); largest excess
     first. Runs marked in ``preempted`` are left out of the detection.
 
     >>> samples = np.array([[50, 10]] + [[5, 10]] * 7)
@@ -196,8 +196,8 @@ def node_warmup(names, samples, preempted=None) -> pd.DataFrame:
         k = found[column]
         steady = int(np.median(clean[k:, column]))
         excess = int(np.clip(clean[:k, column] - steady, 0, None).sum())
-        rows.append((names[column], int(kept[k - 1]) + 1, int(samples[0, column]), steady,
-                     excess))
-    frame = pd.DataFrame(rows, columns=["name", "warmup_runs", "first_ns", "steady_ns",
+        rows.append((names[column], int(kept[k - 1]) + 1, int(np.median(clean[:k, column])),
+                     steady, excess))
+    frame = pd.DataFrame(rows, columns=["name", "warmup_runs", "warmup_ns", "steady_ns",
                                         "excess_ns"])
     return frame.sort_values("excess_ns", ascending=False, kind="stable").reset_index(drop=True)

@@ -55,7 +55,7 @@ def print_latency(profile, args: argparse.Namespace) -> None:
         slow = profile.node_warmup().head(5)
         for row in slow.itertuples():
             print(f"  first-call cost: {row.name} slower for {plural(row.warmup_runs, 'run')} "
-                  f"(first {format_ns(row.first_ns)}, steady {format_ns(row.steady_ns)})")
+                  f"({format_ns(row.warmup_ns)} then, steady {format_ns(row.steady_ns)})")
     if args.tail is not None:
         print()
         print(render_tail(profile.tail(args.tail, sort_by=args.tail_sort), top=args.tail_top))
