@@ -26,6 +26,7 @@ from ..data.stats import group_samples
 from ..data.units import MISSING, format_ns, format_pct
 from ..errors import PyfxprofError
 from ..views import report
+from ..views.diff_plots import node_label
 
 #: Views of :meth:`ProfileDiff.compare`: one row per node, or per value of a node column,
 #: or per module (optionally cut at a depth).
@@ -443,7 +444,7 @@ def _sorted(frame: pd.DataFrame, sort_by: str) -> pd.DataFrame:
 def _table_columns(frame: pd.DataFrame, labels, by: str) -> list[tuple]:
     """(title, formatter(key, row), right-aligned) per table column."""
     label_c, label_t = labels
-    columns = [(_TITLES[by], lambda k, r: _cut(k) if k else "(root)", False)]
+    columns = [(_TITLES[by], lambda k, r: _cut(node_label(k)), False)]
     if not (frame["counts_control"].isin([0, 1]) & frame["counts_test"].isin([0, 1])).all():
         columns += [(f"{label_c} calls", lambda k, r: f"{r['counts_control']:g}", True),
                     (f"{label_t} calls", lambda k, r: f"{r['counts_test']:g}", True)]

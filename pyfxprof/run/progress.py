@@ -8,6 +8,7 @@ show nothing.
 from __future__ import annotations
 
 import sys
+import warnings
 
 #: Runs expected to take less than this many seconds show no bar.
 SHOW_AFTER_S = 2.0
@@ -39,9 +40,8 @@ class Progress:
         self.enabled = expected_s >= SHOW_AFTER_S and total > 0 and visible
         self._bar = None
         if self.enabled:
-            from tqdm.auto import tqdm
-            self._bar = tqdm(total=total, desc=label, unit="run", file=stream, leave=False,
-                             mininterval=0.1)
+            self._bar = _auto_tqdm()(total=total, desc=label, unit="run", file=stream,
+                                     leave=False, mininterval=0.5)
 
     def update(self, done: int) -> None:
         """Show ``done`` runs of the total."""
@@ -53,6 +53,16 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+def _auto_tqdm():
+    """tqdm.auto's bar class: a widget in notebooks with ipywidgets, else text. Its one-time
+    warning that ipywidgets is missing is silenced: the text bar works without it."""
+    from tqdm import TqdmWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TqdmWarning)
+        from tqdm.auto import tqdm
+    return tqdm
 
 
 def _is_terminal(stream) -> bool:

@@ -33,17 +33,24 @@ def _top_rows(df: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
                                kind="stable").iloc[:top]
 
 
-def _label(key) -> str:
-    """A y-axis label: "(root)" for "", a "module/node" key whose node is that module's call
-    as the module path alone, long keys keep their tail (the node name).
+def node_label(key) -> str:
+    """A compare() key shown once: "(root)" for "", and a "module/node" key whose node is that
+    module's call (FX names it after the path: dots as "_", a leading "_" before a digit) as
+    the module path alone.
 
-    >>> _label("layer1.0.conv1/layer1_0_conv1"), _label("layer1.0/add"), _label("")
-    ('layer1.0.conv1', 'layer1.0/add', '(root)')
+    >>> node_label("layer1.0.conv1/layer1_0_conv1"), node_label("0/_0"), node_label("a/add")
+    ('layer1.0.conv1', '0', 'a/add')
     """
     text = str(key) or "(root)"
     module, _, node = text.rpartition("/")
-    if module and module.replace(".", "_") == node:
-        text = module
+    if module and module.replace(".", "_").lstrip("_") == node.lstrip("_"):
+        return module
+    return text
+
+
+def _label(key) -> str:
+    """A y-axis label: :func:`node_label`, long ones keep their tail (the node name)."""
+    text = node_label(key)
     return text if len(text) <= MAX_LABEL else "…" + text[-(MAX_LABEL - 1):]
 
 
