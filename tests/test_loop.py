@@ -182,10 +182,14 @@ def test_bad_arguments_are_one_line_errors():
 
 
 def test_a_model_fx_cannot_trace_at_all_is_timed_whole_with_a_warning():
-    model, x = DataDependent(), torch.ones(2)
+    model, x, root_hook_calls = DataDependent(), torch.ones(2), []
+    handle = model.register_forward_hook(lambda *_: root_hook_calls.append(1))
     with pytest.warns(CaptureFallbackWarning, match="timing it whole"):
         with Profiler(model, example_inputs=x) as p:
+            root_hook_calls.clear()  # the capture's analysis run called the model
             outputs = [p.model(x) for _ in range(3)]
+    assert len(root_hook_calls) == 3  # once per call, as without the Profiler
+    handle.remove()
     assert all(torch.equal(out, model(x)) for out in outputs)
     (prof,) = p.profiles
     assert prof.meta["capture_mode"] == "whole" and prof.meta["mode"] == "hooks"

@@ -159,11 +159,26 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
         executor.kwargs = {}  # every call passes its own: the analysis copies are not kept
         if prepared.captured.mode == "hooks":
             executor.model = call_target or model
+        elif call_target is not None:  # whole: time the call itself (the root's hooks ran)
+            executor.model = _Call(call_target)
+            executor.leaves = [("", executor.model)]
     gm = prepared.captured.graph_module
     signature = inspect.signature((model if gm is None else gm).forward)
     return CallGroup(index, key, label, prepared.captured,
                      prepared.frame, prepared.flops, executor, signature, model.training,
                      device)
+
+
+class _Call(torch.nn.Module):
+    """A module whose forward is `call`: the whole model's call timed by hooks on it, so the
+    model's own root hooks are not run a second time."""
+
+    def __init__(self, call: Callable) -> None:
+        super().__init__()
+        self.call = call
+
+    def forward(self, *args, **kwargs) -> Any:
+        return self.call(*args, **kwargs)
 
 
 def too_many_groups_warning(model_name: str) -> None:
