@@ -47,3 +47,9 @@ def test_plots_refuse_an_empty_profile():
     empty = Profile(toy_nodes(), np.zeros((0, 4), dtype=np.int64), np.zeros(0, np.int64))
     with pytest.raises(PyfxprofError, match="no runs"):
         plot_latency(empty)
+
+
+def test_latency_figures_render_inline_in_notebooks():
+    prof = _profile()
+    for figure in (prof.plot_latency(), prof.plot_tail(quantile=0.9)):
+        assert figure._repr_png_()[:4] == b"\x89PNG"

@@ -81,3 +81,5 @@ def test_a_sweep_where_every_run_was_preempted_uses_the_quietest_half():
     assert table.at["conv1", "fixed_ns"] == pytest.approx(1000.0)
     assert ("size 4: 5 of 5 runs preempted (used the half of the runs least time off the CPU)"
             in str(result))
+    figure = result.plot(top=3)                              # inline in notebooks
+    assert len(figure.axes[0].patches) == 2 * 3 and figure._repr_png_()[:4] == b"\x89PNG"
