@@ -26,8 +26,6 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pyfxprof"
 
@@ -69,11 +67,6 @@ DELEGATORS = {
 }
 
 MAX_FUNCTION_LINES = 50
-#: Temporary: functions in files other work is rewriting right now may reach these lengths.
-#: To be emptied once that work has landed.
-LONG_FUNCTIONS_FOR_NOW: dict[tuple[str, str], int] = {
-    ("pyfxprof.run.runner", "profile"): 56,
-}
 
 
 @dataclass(frozen=True)
@@ -314,14 +307,8 @@ LENGTHS = function_lengths()
 
 
 def test_no_function_over_50_lines():
-    long = {key: n for key, n in LENGTHS.items() if n > MAX_FUNCTION_LINES
-            and n > LONG_FUNCTIONS_FOR_NOW.get(key, 0)}
+    long = {key: n for key, n in LENGTHS.items() if n > MAX_FUNCTION_LINES}
     assert long == {}, f"split these functions (body lines): {long}"
-
-
-@pytest.mark.parametrize("key", sorted(LONG_FUNCTIONS_FOR_NOW))
-def test_temporary_allowances_still_exist(key):
-    assert key in LENGTHS, f"{key} is gone: remove it from LONG_FUNCTIONS_FOR_NOW"
 
 
 def test_the_import_walk_sees_what_it_must():

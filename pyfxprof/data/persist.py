@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from . import validate
 from ..errors import PyfxprofError, first_line
+from . import validate
 from .files import read_maybe_gzipped
 from .profile import Profile
 from .run_noise import NOISE_COLUMNS

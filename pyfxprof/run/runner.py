@@ -12,25 +12,25 @@ import pandas as pd
 import torch
 
 from ..capture.analysis import analyse, describe
-from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
 from ..capture.collectives import with_explicit_waits
-from ..timing.device_events import add_device_summary, ensure_cuda_runtime, place_on_device
-from ..capture.tracing import (Capture, CaptureFallbackWarning, capture as capture_model,
-                               fallback_capture, timed_nodes)
-from ..errors import PyfxprofError
-from ..timing.executors import MODES, make_executor
-from ..timing.hooks import HookAnalysis, HooksExecutor, hooks_or_whole
-from .metadata import run_meta
-from .noise import RunMeter
+from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
 from ..capture.model_state import evaluation_mode, grad_context
 from ..capture.node_table import module_calls_frame, nodes_frame
+from ..capture.tracing import (Capture, CaptureFallbackWarning, capture as capture_model,
+                               fallback_capture, timed_nodes)
 from ..data.profile import Profile
 from ..data.validate import run_coverage
-from .progress import Progress
+from ..errors import PyfxprofError
+from ..timing.device_events import add_device_summary, ensure_cuda_runtime, place_on_device
+from ..timing.durations import RunTimings
+from ..timing.executors import MODES, make_executor
+from ..timing.failures import run_failure
+from ..timing.hooks import HookAnalysis, HooksExecutor, hooks_or_whole
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
-from ..timing.durations import RunTimings
-from ..timing.failures import run_failure
+from .metadata import run_meta
+from .noise import RunMeter
+from .progress import Progress
 
 
 def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
@@ -69,11 +69,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     _refuse_context_manager_use(model, torch_profiler_options)
     _check_arguments(model, runs, warmup, mode)
     model, example_inputs = place_on_device(model, example_inputs, device)
-    where = device_of(model, example_inputs if isinstance(example_inputs, tuple) else ())
-    if device_events is None:
-        device_events = where.startswith("cuda")
-    if device_events:
-        ensure_cuda_runtime()
+    device_events = _device_events_for(model, example_inputs, device_events)
     with evaluation_mode(model), grad_context(grad):
         prepared = prepare(model, example_inputs, capture,
                            (leaf_modules, autowrap_functions, concrete_args))
@@ -88,12 +84,23 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     captured, args, frame = prepared.captured, prepared.args, prepared.frame
     meta = run_meta(model, name, device=device_of(model, args), device_events=device_events,
                     executor=executor, captured=captured, timings=timings, warmup=warmup,
-                    mode=executor.mode, grad=grad,
-                    input_shapes=describe(args),
+                    mode=executor.mode, grad=grad, input_shapes=describe(args),
                     dropped_records=RECORDER.dropped_total - drops_before,
                     flops=prepared.flops, warmup_totals_ns=warmup_totals,
                     **prepared.memory_meta)
     return build_profile(frame, timings, meta, executor.device_samples(), run_noise)
+
+
+def _device_events_for(model: torch.nn.Module, example_inputs: Any,
+                       device_events: bool | None) -> bool:
+    """Whether to time on the device with CUDA events: as asked, else on for CUDA models;
+    when on, the CUDA runtime must be usable."""
+    if device_events is None:
+        inputs = example_inputs if isinstance(example_inputs, tuple) else ()
+        device_events = device_of(model, inputs).startswith("cuda")
+    if device_events:
+        ensure_cuda_runtime()
+    return device_events
 
 
 def _refuse_context_manager_use(model: Any, options: dict) -> None:

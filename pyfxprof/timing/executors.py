@@ -10,13 +10,13 @@ import numpy as np
 import torch.fx as fx
 
 from .. import _C
+from ..errors import PyfxprofError
 from .calibration import Calibration, calibrate_timed_calls
 from .device_events import DeviceEvents
-from ..errors import PyfxprofError
+from .durations import RunTimings
 from .instrument import instrument
 from .interpreter import ProfilingInterpreter
 from .recorder import RECORDER
-from .durations import RunTimings
 from .run_table import RunTable
 
 #: Valid values of profile(mode=...).

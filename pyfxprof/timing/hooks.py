@@ -17,14 +17,14 @@ import torch
 
 from .. import _C
 from ..capture.analysis import describe, tensor_bytes
-from .calibration import Calibration, consecutive_intervals, summarise
-from ..capture.tracing import Capture
-from ..errors import PyfxprofError, first_line
 from ..capture.flops import FlopMeter
 from ..capture.inputs import BoundInputs
-from .recorder import RECORDER, ChunkedCollector, Records
+from ..capture.tracing import Capture
+from ..errors import PyfxprofError, first_line
+from .calibration import Calibration, consecutive_intervals, summarise
 from .durations import RunTimings
 from .failures import MarkLayout, failed_label
+from .recorder import RECORDER, ChunkedCollector, Records
 
 Leaves = list[tuple[str, torch.nn.Module]]
 

@@ -14,12 +14,12 @@ import numpy as np
 import torch
 import torch.fx as fx
 
-from .calibration import calibrate_timed_calls
+from .. import _C
 from ..capture.tracing import capture, timed_nodes
+from .calibration import calibrate_timed_calls
 from .durations import RunTimings
 from .instrument import instrument, node_callable
 from .run_table import RunTable
-from .. import _C
 
 #: fx.Interpreter methods whose override makes run() interpret node by node.
 NODE_LEVEL_METHODS = ("run_node", "placeholder", "get_attr", "call_function", "call_method",

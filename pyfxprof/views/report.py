@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..data import rollup
+from ..data.latency import latency_header
 from ..data.stats import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics, noisy_mask,
                           relative_iqr, summary_of_totals, with_flop_rate)
 from ..data.units import MISSING, format_flops, format_ns, format_pct, format_si
-from ..data.latency import latency_header
 
 SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
 GROUP_KEYS = ("op", "target", "module_type", "module", "input_shape")

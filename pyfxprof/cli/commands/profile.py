@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from ...errors import PyfxprofError, first_line
 from ...run.distributed import DEFAULT_TIMEOUT
 from ...run.runner import profile
-from .latency_args import add_latency_arguments, chosen_runs, print_latency
-from ...errors import PyfxprofError, first_line
 from .arg_types import positive_int
+from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .model_args import add_model_arguments, model_and_inputs
 from .report import (add_export_arguments, add_table_arguments, print_ranks, print_table,
                      write_exports)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...views.stacks import METRICS
 from ...data.rank_profiles import RankProfiles, load_profile_or_ranks
 from ...data.units import format_ns
 from ...errors import PyfxprofError
 from ...views.report import GROUP_KEYS, SORT_KEYS
+from ...views.stacks import METRICS
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 
