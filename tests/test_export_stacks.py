@@ -1,3 +1,4 @@
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -79,6 +80,11 @@ def test_no_runs_gives_zero_weights():
     ET.fromstring(flamegraph_svg(empty))
 
 
+def frame_name(title):
+    """The frame path of a tooltip "path (type): time, pct" or "path: time, pct"."""
+    return re.split(r" \(|: ", title)[0]
+
+
 def frames(svg_text):
     """(title, rect attributes, label text or None) per frame group."""
     root = ET.fromstring(svg_text)
@@ -98,7 +104,7 @@ def test_svg_is_well_formed_and_holds_every_frame(tmp_path):
     root = ET.parse(path).getroot()
     assert root.tag == f"{SVG}svg"
     _, found = frames(path.read_text())
-    names = [title.split(" (")[0] for title, _, _ in found]
+    names = [frame_name(title) for title, _, _ in found]
     assert sorted(names) == sorted(["root"] + MODULES + ["add"])  # module calls are frames
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
     assert "toy <net> & co" in texts
@@ -106,13 +112,14 @@ def test_svg_is_well_formed_and_holds_every_frame(tmp_path):
 
 def test_svg_widths_follow_inclusive_weight():
     _, found = frames(flamegraph_svg(make_profile()))
-    by_name = {title.split(" (")[0]: (title, attrib) for title, attrib, _ in found}
+    by_name = {frame_name(title): (title, attrib) for title, attrib, _ in found}
     width = {name: float(attrib["width"]) for name, (_, attrib) in by_name.items()}
     total = 1050 + 2050 + 300 + 40
     assert width["root"] == pytest.approx(WIDTH - 20)
     assert width["layer1"] == pytest.approx((WIDTH - 20) * 2350 / total, abs=0.01)
     assert width["layer1.0"] == width["layer1"]
-    assert by_name["layer1"][0] == "layer1 (2.35 µs, 68.31%)"
+    assert by_name["layer1"][0] == "layer1: 2.35 µs, 68.31%"
+    assert by_name["layer1.0.conv1"][0].startswith("layer1.0.conv1 (Conv2d): ")
     x = {name: float(attrib["x"]) for name, (_, attrib) in by_name.items()}
     assert x["conv1"] < x["layer1"] < x["add"]  # execution order, left to right
 
@@ -120,11 +127,11 @@ def test_svg_widths_follow_inclusive_weight():
 def test_labels_cut_to_fit():
     long = "a_very_long_node_name_that_cannot_fit_in_a_narrow_frame"
     _, found = frames(flamegraph_svg(make_profile(names=NODES[:3] + [long])))
-    title, attrib, label = next(f for f in found if f[0].startswith(long))
+    title, attrib, label = next(f for f in found if frame_name(f[0]) == long)
     assert float(attrib["width"]) < 20 and label is None
     _, found = frames(flamegraph_svg(make_profile(
         samples=np.array([[1000, 1000, 1000, 1000]]), names=NODES[:3] + [long])))
-    label = next(f[2] for f in found if f[0].startswith(long))
+    label = next(f[2] for f in found if frame_name(f[0]) == long)
     assert label.endswith("..") and long.startswith(label[:-2]) and len(label) < len(long)
 
 
@@ -139,7 +146,7 @@ def test_height_fits_the_tree_and_the_top_row_is_not_a_copy_of_its_parents():
     root, found = frames(flamegraph_svg(make_profile()))
     rows = sorted({float(attrib["y"]) for _, attrib, _ in found})
     assert len(rows) == 4  # root, layer1, layer1.0, its convs: no row of repeated node names
-    top = [title.split(" (")[0] for title, attrib, _ in found if float(attrib["y"]) == rows[0]]
+    top = [frame_name(title) for title, attrib, _ in found if float(attrib["y"]) == rows[0]]
     assert sorted(top) == ["layer1.0.conv1", "layer1.0.relu"]
     assert float(root.get("height")) == 56 + 4 * 18 + 22
 
@@ -159,7 +166,16 @@ def test_svg_carries_zoom_and_search():
 def test_frames_show_the_last_part_of_module_paths_and_tooltips_the_whole_path():
     wide = np.array([[1000, 100_000, 100_000, 40]], dtype=np.int64)
     _, found = frames(flamegraph_svg(make_profile(samples=wide)))
-    labels = {title.split(" (")[0]: label for title, _, label in found}
+    labels = {frame_name(title): label for title, _, label in found}
     assert labels["layer1.0.conv1"] == "conv1"
     assert labels["layer1.0.relu"] == "relu"
     assert labels["layer1.0"] == "layer1.0"
+
+
+def test_container_children_are_labelled_with_their_type():
+    nodes = toy_nodes()
+    nodes["module_path"] = ["0", "1.0", "1.1", ""]
+    nodes["module_stack"] = [("0",), ("1", "1.0"), ("1", "1.1"), ()]
+    _, found = frames(flamegraph_svg(Profile(nodes, SAMPLES * 100, SAMPLES.sum(axis=1) * 100)))
+    labels = {frame_name(title): label for title, _, label in found}
+    assert labels["0"] == "0 Conv2d" and labels["1.0"] == "1.0"

@@ -31,7 +31,9 @@ def test_silent_when_quick_or_when_nobody_sees_it():
 
 def test_shows_in_a_notebook_even_without_a_terminal(monkeypatch):
     monkeypatch.setattr(progress, "in_notebook", lambda: True)
-    bar = Progress(4, "profiling", expected_s=5.0, stream=io.StringIO())
+    stream = io.StringIO()
+    bar = Progress(4, "profiling", expected_s=5.0, stream=stream)
     assert bar.enabled
     bar.update(4)
     bar.close()
+    assert "4/4" in stream.getvalue().split("\r")[-1]  # the finished bar stays

@@ -36,12 +36,13 @@ class Progress:
 
     def __init__(self, total: int, label: str, expected_s: float, stream=None) -> None:
         stream = stream if stream is not None else sys.stderr
-        visible = in_notebook() or _is_terminal(stream)
-        self.enabled = expected_s >= SHOW_AFTER_S and total > 0 and visible
+        notebook = in_notebook()
+        self.enabled = expected_s >= SHOW_AFTER_S and total > 0 and (
+            notebook or _is_terminal(stream))
         self._bar = None
-        if self.enabled:
+        if self.enabled:  # a notebook keeps the finished bar; a terminal clears its line
             self._bar = _auto_tqdm()(total=total, desc=label, unit="run", file=stream,
-                                     leave=False, mininterval=0.5)
+                                     leave=notebook, mininterval=0.5)
 
     def update(self, done: int) -> None:
         """Show ``done`` runs of the total."""

@@ -64,13 +64,16 @@ def _short_name(name: str) -> str:
     return ".".join(parts[-keep:])
 
 
-def _frame_svg(frame: tuple, total: int, scale: float, y: float) -> str:
+def _frame_svg(frame: tuple, total: int, scale: float, y: float, types: dict) -> str:
     depth, offset, node = frame
     name, weight = node["name"], node["weight"]
     x, width = PAD + offset * scale, weight * scale
     pct = 100.0 * weight / total if total else 0.0
-    tip = html.escape(f"{name} ({format_ns(weight)}, {pct:.2f}%)")
+    kind = types.get(name, "")
+    tip = html.escape(f"{name}{f' ({kind})' if kind else ''}: {format_ns(weight)}, {pct:.2f}%")
     short, color = _short_name(name), _color(name)
+    if short.isdigit() and kind:  # a container's child ("0") reads better with its type
+        short = f"{short} {kind}"
     attrs = (f'class="frame" data-name="{html.escape(name)}" data-label="{html.escape(short)}" '
              f'data-x="{offset}" data-w="{weight}" data-d="{depth}" data-fill="{color}"')
     return (f"<g {attrs}><title>{tip}</title>"
@@ -123,8 +126,11 @@ def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None =
         ".button{cursor:pointer;fill:#1f5fbf;text-decoration:underline}</style>",
         *_controls(height, title, subtitle),
     ]
+    types = dict(zip(profile.nodes["module_path"].astype(str),
+                     profile.nodes["module_type"].astype(str)))
     lines += [_frame_svg(frame, root["weight"], scale,
-                         height - FOOTER - (frame[0] + 1) * FRAME_HEIGHT) for frame in frames]
+                         height - FOOTER - (frame[0] + 1) * FRAME_HEIGHT, types)
+              for frame in frames]
     lines.append(f"<script><![CDATA[\n{script}]]></script>")
     lines.append("</svg>")
     return "\n".join(lines) + "\n"
