@@ -94,7 +94,11 @@ def _mutate_array(doc, data):
     """Rewrite one packed array: its dtype, its shape, or its bytes (any int64 values)."""
     arrays = [("doc", k) for k in ("samples", "run_totals", "device_samples", "run_starts")
               if isinstance(doc.get(k), dict)]
-    arrays += [("column", i) for i, c in enumerate(doc["nodes"]) if "array" in c]
+    columns = doc.get("nodes") if isinstance(doc.get("nodes"), list) else []
+    arrays += [("column", i) for i, c in enumerate(columns)  # earlier mutations may have
+               if isinstance(c, dict) and isinstance(c.get("array"), dict)]  # broken them
+    if not arrays:
+        return
     where, key = data.draw(st.sampled_from(arrays), label="array")
     packed = doc[key] if where == "doc" else doc["nodes"][key]["array"]
     part = data.draw(st.sampled_from(["dtype", "shape", "values"]), label="part")
