@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 #: Public name -> (module under pyfxprof, attribute of that module).
 _PUBLIC = {
     "Advice": ("analyses.advisor", "Advice"),
+    "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
     "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
     "FusionError": ("tools.fusion", "FusionError"),
     "FusionReport": ("tools.fusion", "FusionReport"),

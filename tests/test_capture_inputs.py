@@ -77,10 +77,10 @@ def test_profile_dict_inputs_of_a_kwargs_forward():
 
 def test_profile_keywords_caught_by_kwargs_and_keyword_only_parameters():
     x = torch.randn(2, 4)
-    with pytest.warns(pyfxprof.capture.tracing.CaptureFallbackWarning):
-        prof = pyfxprof.profile(KwargsForward(), {"x": x, "double": True}, runs=2, warmup=0,
-                                progress=False)
-    assert prof.n_runs == 2 and "double" in " ".join(prof.meta["capture_notes"])
+    prof = pyfxprof.profile(KwargsForward(), {"x": x, "double": True}, runs=2, warmup=0,
+                            progress=False)
+    assert prof.n_runs == 2 and prof.meta["capture_mode"] == "dynamo"
+    assert prof.meta["capture_notes"][0].startswith("fx: keywords double reach forward only")
     prof = pyfxprof.profile(KeywordOnly(), {"x": x, "scale": 2.0}, runs=2, warmup=0,
                             progress=False)
     assert prof.n_runs == 2 and prof.meta["capture_mode"] == "fx"

@@ -86,12 +86,14 @@ def test_data_dependent_model_falls_back_and_says_so():
     with pytest.warns(CaptureFallbackWarning) as warned:
         prof = run(DataDependent())
     message = str(warned[0].message)
-    assert "torch.fx cannot trace DataDependent" in message and "TraceError" in message
+    assert "fx: torch.fx cannot trace DataDependent" in message and "TraceError" in message
+    assert "dynamo: TorchDynamo split DataDependent into 2 graphs" in message
     assert "capture mode 'whole'" in message and len(warned) == 1
     assert prof.meta["capture_mode"] == "whole" and prof.n_nodes == 1
     assert 0 < prof.meta["coverage"]
     header = prof.table().split("\n\n")[0]
-    assert "capture whole" in header and "capture: torch.fx cannot trace DataDependent" in header
+    assert "capture whole" in header
+    assert "capture: fx: torch.fx cannot trace DataDependent" in header
 
 
 def test_failing_submodule_is_leafed_and_the_rest_still_timed_per_node():
@@ -104,24 +106,36 @@ def test_failing_submodule_is_leafed_and_the_rest_still_timed_per_node():
     assert nodes.loc["body_gate", "op"] == "call_module"
     assert nodes.loc["body_gate", "module_type"] == "Gate"
     assert nodes.loc["add", "module_path"] == "body"
-    assert len(prof.meta["capture_notes"]) == 1
+    notes = prof.meta["capture_notes"]
+    assert [note.split(":")[0] for note in notes] == ["fx", "dynamo", "torch.fx cannot trace body.gate (Gate)"]
+
+
+class ManyGates(nn.Module):
+    def __init__(self, types):
+        super().__init__()
+        self.gates = nn.ModuleList(kind() for kind in types)
+
+    def forward(self, x):
+        for gate in self.gates:
+            x = gate(x)
+        return x
+
+
+def test_a_type_failing_twice_is_made_a_leaf_as_a_type():
+    with pytest.warns(CaptureFallbackWarning):
+        prof = run(ManyGates([Gate] * (MAX_LEAF_ATTEMPTS + 2)))  # dynamo: graph breaks
+    notes = prof.meta["capture_notes"]
+    assert prof.meta["capture_mode"] == "fx+leaf" and prof.n_nodes == MAX_LEAF_ATTEMPTS + 2
+    assert notes[-2].endswith("made gates.0 a leaf") and notes[-1].endswith("made every Gate a leaf")
 
 
 def test_leafing_is_bounded():
-    class ManyGates(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.gates = nn.ModuleList(Gate() for _ in range(MAX_LEAF_ATTEMPTS + 2))
-
-        def forward(self, x):
-            for gate in self.gates:
-                x = gate(x)
-            return x
-
-    captured = capture(ManyGates(), mode="auto")
-    assert captured.mode == "hooks" and captured.graph_module is None
-    assert sum("made gates." in note for note in captured.notes) == MAX_LEAF_ATTEMPTS
-    assert captured.notes[-1].endswith("using module hooks")
+    kinds = [type(f"Gate{k}", (Gate,), {}) for k in range(MAX_LEAF_ATTEMPTS + 2)]
+    with pytest.raises(PyfxprofError) as error:
+        capture(ManyGates(kinds), mode="fx+leaf")
+    assert str(error.value).count("a leaf;") == MAX_LEAF_ATTEMPTS
+    with pytest.warns(CaptureFallbackWarning):
+        assert run(ManyGates(kinds)).meta["capture_mode"] == "hooks"
 
 
 def test_hooks_nodes_are_leaf_module_calls_and_hooks_are_removed():
@@ -130,7 +144,7 @@ def test_hooks_nodes_are_leaf_module_calls_and_hooks_are_removed():
     flags = [m.training for m in model.modules()]
     state = {k: v.clone() for k, v in model.state_dict().items()}
     hooks = hook_counts(model)
-    with pytest.warns(CaptureFallbackWarning, match="Untraceable .*using module hooks"):
+    with pytest.warns(CaptureFallbackWarning, match="Untraceable .*capture mode 'hooks'"):
         prof = run(model)
     assert prof.meta["capture_mode"] == "hooks" and prof.meta["mode"] == "hooks"
     assert list(prof.nodes["name"]) == ["conv", "bn", "relu", "relu_1", "drop"]
@@ -144,10 +158,11 @@ def test_hooks_nodes_are_leaf_module_calls_and_hooks_are_removed():
         torch.testing.assert_close(value, state[key])
 
 
-def test_graph_failing_where_the_model_runs_falls_back_to_hooks():
-    with pytest.warns(CaptureFallbackWarning, match="traced graph fails where the model runs"):
-        prof = run(TracedWrong())
-    assert prof.meta["capture_mode"] == "hooks" and list(prof.nodes["name"]) == ["relu"]
+def test_graph_failing_where_the_model_runs_goes_one_rung_down():
+    prof = run(TracedWrong())
+    assert prof.meta["capture_mode"] == "dynamo" and len(prof.nodes) == 1
+    assert prof.meta["capture_notes"][0].startswith("fx: the graph fails where the model runs")
+    assert prof.nodes.loc[0, "module_path"] == "relu"
 
 
 def test_forced_modes():
@@ -167,7 +182,7 @@ def test_forced_fx_on_an_untraceable_model_is_a_one_line_error():
 
 
 def test_unknown_capture_mode_is_refused():
-    with pytest.raises(PyfxprofError, match="capture must be one of auto, fx, hooks, whole"):
+    with pytest.raises(PyfxprofError, match="capture must be one of auto, fx, dynamo, hooks, whole"):
         run(Net(), capture="magic")
 
 

@@ -47,7 +47,7 @@ def test_untraceable_model_falls_back_and_the_header_says_why(capsys):
                      "--warmup", "0"])
     out = capsys.readouterr().out
     assert code == 0 and "capture whole" in out
-    assert "capture: torch.fx cannot trace DataDependent" in out
+    assert "capture: fx: torch.fx cannot trace DataDependent" in out
 
 
 def test_overhead_command_compares_all_methods(capsys):

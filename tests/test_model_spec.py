@@ -39,3 +39,20 @@ def test_parse_input_shapes_and_dtypes():
 def test_parse_input_refuses_bad_text(text, message):
     with pytest.raises(PyfxprofError, match=message):
         parse_input(text)
+
+
+def test_keyword_inputs():
+    from pyfxprof.cli.model_spec import parse_input_argument
+    name, ids = parse_input_argument("input_ids=1x16:int64")
+    assert name == "input_ids" and ids.shape == (1, 16) and ids.dtype == torch.int64
+    assert parse_input_argument("1x3")[0] is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1ids=1x4", "'1ids' is not a keyword argument name"),
+    ("ids=1x", "not a shape like"), ("ids=1x4:int3", "dtype 'int3' is not one of")])
+def test_bad_keyword_inputs_give_one_line_errors(text, message):
+    from pyfxprof.cli.model_spec import parse_input_argument
+    with pytest.raises(PyfxprofError, match=message) as info:
+        parse_input_argument(text)
+    assert "\n" not in str(info.value)

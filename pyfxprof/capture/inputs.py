@@ -1,5 +1,6 @@
 """Binding a call's inputs to a forward's signature: positional arguments, keyword arguments,
-both mixed, and forwards that take `*args` / `**kwargs`, as one canonical (args, kwargs) pair.
+both mixed, and forwards that take `*args` / `**kwargs`, as one canonical (args, kwargs) pair;
+and the tensors in a call's inputs, in a fixed order (how a Dynamo graph finds its inputs).
 
 Every capture and executor calls its target as ``target(*bound.args, **bound.kwargs)``: the
 named positional parameters (defaults filled in) and `*args` contents go in `args`; keyword-only
@@ -12,6 +13,8 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import torch
 
 from ..errors import PyfxprofError
 
@@ -97,3 +100,31 @@ def bind_inputs(forward_or_signature: Any, args: tuple = (),
         else:  # VAR_KEYWORD: its contents, never the (possibly empty) dict itself
             keywords.update(value)
     return BoundInputs(tuple(positional), keywords)
+
+
+def input_tensors(bound: BoundInputs, limit: int = 4) -> list[torch.Tensor]:
+    """Every tensor in the inputs, in a fixed walk order: into tuples, lists, dicts and the
+    attributes of other objects (caches), `limit` levels of objects deep.
+
+    Example:
+        >>> x = torch.zeros(1)
+        >>> len(input_tensors(BoundInputs((x, [x, 3]), {"y": {"z": x}})))
+        3
+    """
+    found: list[torch.Tensor] = []
+
+    def walk(value: Any, depth: int) -> None:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                walk(item, depth)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item, depth)
+        elif depth < limit and hasattr(value, "__dict__") and not isinstance(value, type):
+            for item in vars(value).values():
+                walk(item, depth + 1)
+
+    walk((bound.args, bound.kwargs), 0)
+    return found

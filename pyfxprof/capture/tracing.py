@@ -1,5 +1,6 @@
-"""Capturing a model for timing: a torch.fx trace with a profiling tracer, and the fallback ladder
-(leaf the submodule that broke tracing and retry; module hooks; the whole model as one node)."""
+"""Capturing a model without running it: a torch.fx trace with a profiling tracer, the leaf retry
+(make the submodules that broke tracing leaves, by type once a type fails twice), module hooks,
+and the whole model as one node. The ladder that orders them is pyfxprof.capture.ladder."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ import torch
 import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
+from .inputs import BoundInputs, bind_inputs, input_tensors
 
 #: Node ops that get timed; placeholders and the output are not work.
 TIMED_OPS = ("call_module", "call_function", "call_method", "get_attr")
-#: Valid values of capture(mode=...) and profile(capture=...).
-CAPTURE_MODES = ("auto", "fx", "hooks", "whole")
-#: Retraces the ladder may try, each with one more submodule made a leaf.
+#: Valid values of profile(capture=...).
+CAPTURE_MODES = ("auto", "fx", "dynamo", "hooks", "whole")
+#: Valid values of capture(mode=...): the captures that need no inputs.
+STATIC_MODES = ("fx", "fx+leaf", "hooks", "whole")
+#: Retraces the leaf retry may try, each with one more submodule (or type) made a leaf.
 MAX_LEAF_ATTEMPTS = 8
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 
@@ -64,23 +68,46 @@ class ProfilingTracer(fx.Tracer):
 class Capture:
     """A captured model and how it was obtained.
 
-    mode: "fx" (plain trace), "fx+leaf" (traced after making failing submodules leaves),
-    "hooks" (leaf modules timed by forward hooks, `graph_module` is None) or "whole" (the
-    model timed as one node). `leaves` holds the (path, module) pairs hooked in the last two.
+    mode: "fx" (plain trace), "dynamo" (TorchDynamo's graph), "fx+leaf" (traced after making
+    failing submodules leaves), "hooks" (leaf modules timed by forward hooks, `graph_module`
+    is None) or "whole" (the model timed as one node). `leaves` holds the (path, module)
+    pairs hooked in the last two. `graph_inputs` (dynamo only): what each placeholder takes,
+    a position in `input_tensors(...)` of a call's inputs or a constant tensor.
     """
 
     graph_module: fx.GraphModule | None
     mode: str = "fx"
     notes: list[str] = field(default_factory=list)
     leaves: list[tuple[str, torch.nn.Module]] = field(default_factory=list)
+    graph_inputs: list | None = None
+
+    def graph_args(self, args: tuple = (), kwargs: dict | None = None) -> tuple:
+        """The graph's positional inputs for the call `model(*args, **kwargs)`.
+
+        Example:
+            >>> captured = capture(torch.nn.Linear(2, 2))
+            >>> len(captured.graph_args((), {"input": torch.zeros(1, 2)}))
+            1
+        """
+        bound = BoundInputs(args, kwargs or {})
+        if self.graph_inputs is not None:
+            tensors = input_tensors(bound)
+            return tuple(tensors[k] if isinstance(k, int) else k for k in self.graph_inputs)
+        bound = bind_inputs(self.graph_module, bound.args, bound.kwargs)
+        if bound.kwargs:
+            raise PyfxprofError(f"keywords {', '.join(bound.kwargs)} reach forward only "
+                                "through **kwargs, which a traced graph cannot receive — use "
+                                "capture='auto', 'dynamo' or 'hooks'")
+        return bound.args
 
 
 def capture(model: torch.nn.Module, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
             concrete_args: dict[str, Any] | None = None, mode: str = "fx") -> Capture:
-    """Capture `model` for timing; the model itself is not modified.
+    """Capture `model` for timing without running it; the model itself is not modified.
 
-    mode "fx" traces or raises a one-line PyfxprofError; "auto" walks the fallback ladder
-    (docs/capture.md) and never fails to trace; "hooks" and "whole" skip tracing.
+    mode "fx" traces or raises a one-line PyfxprofError; "fx+leaf" retries with failing
+    submodules made leaves (`leaf_trace`); "hooks" and "whole" skip tracing. The ladder
+    over every mode, inputs included, is pyfxprof.capture.ladder.prepare.
 
     Example:
         >>> capture(torch.nn.Sequential(torch.nn.ReLU())).mode
@@ -88,14 +115,14 @@ def capture(model: torch.nn.Module, leaf_modules: Iterable = (), autowrap_functi
     """
     if not isinstance(model, torch.nn.Module):
         raise PyfxprofError(f"expected a torch.nn.Module, got {type(model).__name__}")
-    if mode not in CAPTURE_MODES:
-        raise PyfxprofError(f"capture must be one of {', '.join(CAPTURE_MODES)}, got {mode!r}")
-    if isinstance(model, fx.GraphModule) and mode in ("fx", "auto"):
+    if mode not in STATIC_MODES:
+        raise PyfxprofError(f"capture must be one of {', '.join(STATIC_MODES)}, got {mode!r}")
+    if isinstance(model, fx.GraphModule) and mode in ("fx", "fx+leaf"):
         return Capture(model, "fx", ["model is already a GraphModule"])
     if mode in ("hooks", "whole"):
         return fallback_capture(model, leaf_modules, [], whole=mode == "whole")
-    if mode == "auto":
-        return _ladder(model, list(leaf_modules), tuple(autowrap_functions), concrete_args)
+    if mode == "fx+leaf":
+        return leaf_trace(model, list(leaf_modules), tuple(autowrap_functions), concrete_args)
     tracer = ProfilingTracer(leaf_modules, autowrap_functions)
     try:
         return Capture(_trace(tracer, model, concrete_args), "fx", [])
@@ -111,10 +138,19 @@ def _trace(tracer: ProfilingTracer, model: torch.nn.Module, concrete_args) -> fx
     return fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
-def _ladder(model: torch.nn.Module, leaves: list, autowrap: tuple, concrete_args) -> Capture:
-    """FX trace; on failure make the innermost failing submodule a leaf and retry (bounded);
-    then module hooks."""
+def leaf_trace(model: torch.nn.Module, leaves: list, autowrap: tuple = (),
+               concrete_args: dict | None = None) -> Capture:
+    """FX trace; on failure make the innermost failing submodule a leaf and retry, at most
+    MAX_LEAF_ATTEMPTS times. A type that fails a second time is made a leaf as a type (all
+    twelve BertLayers at once). Raises PyfxprofError (the notes so far, `; `-joined) when
+    the failure is in the root's own forward or the attempts run out.
+
+    Example:
+        >>> leaf_trace(torch.nn.Sequential(torch.nn.ReLU()), []).mode
+        'fx'
+    """
     notes: list[str] = []
+    failed_types: set[type] = set()
     for _ in range(MAX_LEAF_ATTEMPTS + 1):
         tracer = ProfilingTracer(leaves, autowrap)
         try:
@@ -124,12 +160,19 @@ def _ladder(model: torch.nn.Module, leaves: list, autowrap: tuple, concrete_args
             failure = f"torch.fx cannot trace {_failure_site(model, tracer)}: {_reason(error)}"
         path = next((p for p in tracer.failed_modules
                      if not tracer.is_leaf_module(model.get_submodule(p), p)), None)
+        if path is None and not notes:
+            raise PyfxprofError(f"{failure} — no submodule to make a leaf")
         if path is None or len(notes) == MAX_LEAF_ATTEMPTS:
             break
-        notes.append(f"{failure} — made {path} a leaf")
-        leaves.append(path)
-    notes.append(f"{failure} — using module hooks")
-    return fallback_capture(model, leaves, notes)
+        kind = type(model.get_submodule(path))
+        if kind in failed_types:
+            notes.append(f"{failure} — made every {kind.__name__} a leaf")
+            leaves.append(kind)
+        else:
+            notes.append(f"{failure} — made {path} a leaf")
+            leaves.append(path)
+            failed_types.add(kind)
+    raise PyfxprofError("; ".join(notes + [failure]))
 
 
 def fallback_capture(model: torch.nn.Module, leaf_modules: Iterable, notes: list[str],

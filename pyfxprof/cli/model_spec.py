@@ -1,4 +1,5 @@
-"""Turning CLI text into a model and inputs: `package.module:callable` specs and `5x3x224x224` shapes."""
+"""Turning CLI text into a model and inputs: `package.module:callable` specs, `5x3x224x224` shapes
+and keyword inputs such as `input_ids=1x16:int64`."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ DEFAULT_INPUT = "5x3x224x224"
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
            "float64": torch.float64, "int64": torch.int64, "int32": torch.int32}
 _SHAPE = re.compile(r"^\d+(x\d+)*$")
+_KEYWORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def load_model(spec: str) -> torch.nn.Module:
@@ -83,3 +85,21 @@ def parse_input(text: str, device: str = "cpu", seed: int = 0) -> torch.Tensor:
     else:
         tensor = torch.randint(0, 100, shape, generator=generator, dtype=dtype)
     return tensor.to(device)
+
+
+def parse_input_argument(text: str, device: str = "cpu", seed: int = 0) -> tuple[str | None, torch.Tensor]:
+    """(keyword or None, random tensor) for `[NAME=]SHAPE[:DTYPE]`, e.g. `input_ids=1x16:int64`
+    (a keyword input) or `1x3x224x224` (a positional one).
+
+    Example:
+        >>> name, ids = parse_input_argument("input_ids=1x16:int64")
+        >>> name, ids.shape, ids.dtype
+        ('input_ids', torch.Size([1, 16]), torch.int64)
+    """
+    name, sep, shape = text.partition("=")
+    if not sep:
+        return None, parse_input(text, device, seed)
+    if not _KEYWORD.match(name):
+        raise PyfxprofError(f"input {text!r}: {name!r} is not a keyword argument name; write "
+                            "NAME=SHAPE[:DTYPE], e.g. input_ids=1x16:int64")
+    return name, parse_input(shape, device, seed)

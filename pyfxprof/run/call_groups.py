@@ -19,13 +19,14 @@ import pandas as pd
 import torch
 
 from ..capture.analysis import describe
-from ..capture.inputs import BoundInputs, bind_inputs
+from ..capture.inputs import BoundInputs
 from ..capture.model_state import evaluation_mode
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import Executor
-from .runner import device_of, executor_for, prepare, warn_fallback
+from ..capture.ladder import prepare, warn_fallback
+from .runner import device_of, executor_for
 
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
 MAX_CALL_GROUPS = 16
@@ -123,7 +124,7 @@ class CallGroup:
         """The call's arguments as the executor takes them (bound for a graph)."""
         if self.hooks:
             return BoundInputs(args, kwargs)
-        return BoundInputs(bind_inputs(self.signature, args, kwargs).args)
+        return BoundInputs(self.capture.graph_args(args, kwargs))
 
     def run(self, inputs: BoundInputs) -> Any:
         """One timed call (inside `armed()`)."""
@@ -148,7 +149,7 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
     with evaluation_mode(model), torch.inference_mode():
         prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), "auto",
-                           tracer_options)
+                           tracer_options, exact_outputs=True)
     warn_fallback(prepared.captured, "auto")
     device = device_of(model, prepared.args)
     on_cuda = device.startswith("cuda")

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import time
-import warnings
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 import torch
 
-from ..capture.analysis import analyse, describe
-from ..capture.collectives import with_explicit_waits
-from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
+from ..capture.analysis import describe
+from ..capture.ladder import Prepared, prepare, warn_fallback
 from ..capture.model_state import evaluation_mode, grad_context
-from ..capture.node_table import module_calls_frame, nodes_frame
-from ..capture.tracing import (Capture, CaptureFallbackWarning, capture as capture_model,
-                               fallback_capture, timed_nodes)
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError
@@ -25,7 +19,7 @@ from ..timing.device_events import add_device_summary, ensure_cuda_runtime, plac
 from ..timing.durations import RunTimings
 from ..timing.executors import MODES, make_executor
 from ..timing.failures import run_failure
-from ..timing.hooks import HookAnalysis, HooksExecutor, hooks_or_whole
+from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
 from .metadata import run_meta
@@ -38,7 +32,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             name: str | None = None, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
             concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,
             device: str | None = None, device_events: bool | None = None,
-            **torch_profiler_options) -> Profile:
+            granularity: str = "function", **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
     The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
@@ -48,12 +42,15 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
 
     Args:
         example_inputs: a tuple of positional arguments, a dict of keyword arguments, or one
-            tensor.
+            tensor. They are copied: the timed and analysis runs never touch the caller's
+            tensors or caches.
         runs, warmup: timed runs kept, and untimed runs before them.
         mode: "codegen" (one native mark per node boundary, recompiled) or "interpreter".
-        capture: "auto" (FX trace, with the fallback ladder of docs/capture.md when tracing
-            fails: leaf the failing submodule, module hooks, whole model), or one forced mode:
-            "fx", "hooks" (leaf modules timed by forward hooks) or "whole" (one node).
+        capture: "auto" (the ladder of docs/capture.md: FX trace, TorchDynamo's graph, FX
+            with failing submodules as leaves, module hooks, whole model), or one forced
+            mode: "fx", "dynamo", "hooks" (leaf modules timed by forward hooks) or "whole".
+        granularity: "function" (torch functions and methods, the default) or "aten" (aten
+            ops, through TorchDynamo).
         leaf_modules, autowrap_functions, concrete_args: passed to the FX tracer.
         device: run on this device ("cuda", "cuda:1", "cpu"); a model elsewhere is profiled
             as a copy moved there (the original stays put). None: where the model is.
@@ -72,7 +69,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     device_events = _device_events_for(model, example_inputs, device_events)
     with evaluation_mode(model), grad_context(grad):
         prepared = prepare(model, example_inputs, capture,
-                           (leaf_modules, autowrap_functions, concrete_args))
+                           (leaf_modules, autowrap_functions, concrete_args), granularity)
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
@@ -84,7 +81,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     captured, args, frame = prepared.captured, prepared.args, prepared.frame
     meta = run_meta(model, name, device=device_of(model, args), device_events=device_events,
                     executor=executor, captured=captured, timings=timings, warmup=warmup,
-                    mode=executor.mode, grad=grad, input_shapes=describe(args),
+                    mode=executor.mode, grad=grad,
+                    input_shapes=_inputs_shown(example_inputs, prepared),
                     dropped_records=RECORDER.dropped_total - drops_before,
                     flops=prepared.flops, warmup_totals_ns=warmup_totals,
                     **prepared.memory_meta)
@@ -112,6 +110,13 @@ def _refuse_context_manager_use(model: Any, options: dict) -> None:
                             "use `with pyfxprof.Profiler(model, schedule=...) as p:`")
 
 
+def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
+    """Shapes of the inputs as the caller gave them (a dynamo graph's args add parameters)."""
+    if isinstance(example_inputs, dict) or prepared.captured.graph_inputs is not None:
+        return describe(example_inputs)
+    return describe(prepared.args)
+
+
 def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:
     if not isinstance(model, torch.nn.Module):
         raise PyfxprofError(f"expected a torch.nn.Module to profile, got {type(model).__name__}")
@@ -121,25 +126,6 @@ def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:
         raise PyfxprofError(f"runs must be a positive integer, got {runs!r}")
     if not isinstance(warmup, int) or warmup < 0:
         raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
-
-
-def positional_inputs(target: torch.nn.Module, example_inputs: Any) -> tuple:
-    """`example_inputs` (tuple, list, dict of keyword arguments, BoundInputs, or one value)
-    bound to `target`'s forward (see pyfxprof.capture.inputs.bind_inputs), as the tuple of
-    positional arguments it is called with; refused when keywords would be left over (a
-    graph's placeholders are positional).
-
-    Example:
-        >>> gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
-        >>> len(positional_inputs(gm, {"input": torch.zeros(1, 2)}))
-        1
-    """
-    bound = bind_inputs(target, *split_inputs(example_inputs))
-    if bound.kwargs:
-        raise PyfxprofError(f"keywords {', '.join(bound.kwargs)} reach "
-                            f"{type(target).__name__}.forward only through **kwargs, which a "
-                            "traced graph cannot receive — use capture='auto' or 'hooks'")
-    return bound.args
 
 
 def _run_once(executor, args: tuple, run: str, names: list[str]) -> None:
@@ -178,94 +164,6 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
     return executor.timings(), meter.between_reads(), warmup_totals
 
 
-@dataclass
-class Prepared:
-    """A captured model after its untimed analysis run, ready to be timed."""
-
-    captured: Capture
-    args: tuple
-    frame: pd.DataFrame                   # the nodes table, with the analysis columns
-    flops: int                            # FLOPs of the whole analysis run
-    analysis: HookAnalysis | None = None  # hooks and whole captures only
-    memory_meta: dict = field(default_factory=dict)  # the CUDA peak, when measured
-    kwargs: dict = field(default_factory=dict)  # keywords of each call (hooks and whole only)
-
-
-def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "auto",
-            tracer_options: tuple = ((), (), None)) -> Prepared:
-    """Capture (the fallback ladder in "auto" mode), then the untimed analysis run; a traced
-    graph that fails where the eager model runs falls back to hooks too.
-
-    `tracer_options` is (leaf_modules, autowrap_functions, concrete_args). The analysis run
-    uses the model in the mode and grad state the caller set.
-
-    Example:
-        >>> p = prepare(torch.nn.Sequential(torch.nn.ReLU()), (torch.zeros(2),))
-        >>> p.captured.mode, p.frame["output_shapes"].tolist()
-        ('fx', ['[2] float32'])
-    """
-    captured = capture_model(model, *tracer_options, mode=capture_mode)
-    if captured.graph_module is not None:
-        captured.graph_module = with_explicit_waits(captured.graph_module)
-    traced = captured.graph_module
-    if traced is not None:
-        bound = bind_inputs(traced, *split_inputs(example_inputs))
-        if bound.kwargs and capture_mode == "auto":
-            note = (f"keywords {', '.join(bound.kwargs)} go to forward's **kwargs, which the "
-                    "traced graph cannot receive — using module hooks")
-            captured = fallback_capture(model, tracer_options[0], captured.notes + [note])
-            traced = None
-    if traced is not None:
-        args = positional_inputs(traced, example_inputs)
-        nodes = timed_nodes(traced.graph)
-        if not nodes:
-            raise PyfxprofError(f"{type(model).__name__} has no operations to time "
-                                "(its graph only passes inputs through)")
-        try:
-            _, info = analyse(traced, args)
-        except PyfxprofError as error:
-            if capture_mode != "auto" or not _runs_eagerly(model, args):
-                raise
-            note = f"the traced graph fails where the model runs ({error}) — using module hooks"
-            captured = fallback_capture(model, tracer_options[0], captured.notes + [note])
-        else:
-            infos = [info.get(node.name, {}) for node in nodes]
-            frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
-            return Prepared(captured, args, frame, int(frame["flops"].sum()),
-                            memory_meta=_model_peak_meta(infos))
-    bound = bind_inputs(model, *split_inputs(example_inputs))
-    captured, analysis = hooks_or_whole(model, captured, bound)
-    calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
-    frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
-    return Prepared(captured, bound.args, frame, analysis.flops, analysis, kwargs=bound.kwargs)
-
-
-def _runs_eagerly(model: torch.nn.Module, args: tuple) -> bool:
-    try:
-        model(*args)
-    except Exception:  # the inputs do not fit the model itself: report the graph's error
-        return False
-    return True
-
-
-def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
-    """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops."""
-    for column in ("input_shapes", "output_shapes"):
-        frame[column] = [info.get(column, "") for info in infos]
-    for column in ("out_bytes", "flops"):
-        frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
-    for column in ("alloc_delta_bytes", "peak_bytes"):  # CUDA allocator statistics only
-        if any(column in info for info in infos):
-            frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
-    return frame
-
-
-def _model_peak_meta(infos: list[dict]) -> dict:
-    """The CUDA allocator's peak over the analysis run, when it was measured."""
-    peaks = [info["model_peak_bytes"] for info in infos if "model_peak_bytes" in info]
-    return {"cuda_peak_bytes": int(max(peaks))} if peaks else {}
-
-
 def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_events: bool):
     """The graph's executor for `mode`, or the hooks executor for hooks and whole captures
     (which time the host only: a note says so when device events were asked for).
@@ -281,13 +179,6 @@ def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_e
     if device_events:
         prepared.captured.notes.append("device timing needs an FX capture: host times only")
     return HooksExecutor(model, prepared.captured.leaves, prepared.analysis, prepared.kwargs)
-
-
-def warn_fallback(captured: Capture, capture_mode: str) -> None:
-    """One warning when "auto" capture could not use a plain FX trace, saying what it did."""
-    if capture_mode == "auto" and captured.mode != "fx":
-        warnings.warn(f"pyfxprof: {'; '.join(captured.notes)} (capture mode "
-                      f"{captured.mode!r})", CaptureFallbackWarning, stacklevel=3)
 
 
 def device_of(model: torch.nn.Module, args: tuple) -> str:

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from .. import _C
+from ..capture.inputs import BoundInputs
 from ..errors import PyfxprofError
 
 
@@ -96,6 +97,8 @@ def place_on_device(model: torch.nn.Module, example_inputs, device: str | None):
 
 
 def _move(value, target: torch.device):
+    if isinstance(value, BoundInputs):
+        return BoundInputs(_move(value.args, target), _move(value.kwargs, target))
     if isinstance(value, torch.Tensor):
         return value.to(target)
     if isinstance(value, (tuple, list)):

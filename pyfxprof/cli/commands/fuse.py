@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         0
     """
     model, inputs, _ = model_and_inputs(args)
+    if not isinstance(inputs, tuple):
+        raise PyfxprofError("fuse takes positional inputs only (--input SHAPE[:DTYPE])")
     model.eval()
     _check_runs(model, inputs, args.model)
     if args.bench:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import torch
 
-from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input
+import pyfxprof
+from ...errors import PyfxprofError
+from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input_argument
 from .arg_types import integer_at_least
 
 
@@ -22,15 +25,17 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, metavar="MODEL",
                         help=f"package.module:callable returning an nn.Module "
                              f"(default {DEFAULT_MODEL})")
-    parser.add_argument("--input", action="append", metavar="SHAPE[:DTYPE]",
-                        help=f"a random input of this shape, e.g. {DEFAULT_INPUT} or 8x128:int64; "
-                             f"repeat for several positional inputs (default {DEFAULT_INPUT})")
+    parser.add_argument("--input", action="append", metavar="[NAME=]SHAPE[:DTYPE]",
+                        help=f"a random input of this shape, e.g. {DEFAULT_INPUT}, 8x128:int64 "
+                             "(integers in [0, 100)) or input_ids=1x16:int64 (a keyword input); "
+                             f"repeat for several inputs (default {DEFAULT_INPUT})")
     parser.add_argument("--threads", type=integer_at_least(1), metavar="N",
                         help="torch.set_num_threads(N) before running (default: torch's choice)")
 
 
-def model_and_inputs(args: argparse.Namespace) -> tuple[torch.nn.Module, tuple, str]:
+def model_and_inputs(args: argparse.Namespace) -> tuple[torch.nn.Module, Any, str]:
     """The model, its inputs and a display name from parsed arguments (applies --threads).
+    The inputs are a tuple (positional only), a dict (keywords only) or a BoundInputs.
 
     Example:
         >>> args = argparse.Namespace(model="torch.nn:ReLU", input=["2x3"], threads=None)
@@ -41,5 +46,29 @@ def model_and_inputs(args: argparse.Namespace) -> tuple[torch.nn.Module, tuple, 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     model = load_model(args.model)
-    inputs = tuple(parse_input(text, seed=i) for i, text in enumerate(args.input or [DEFAULT_INPUT]))
-    return model, inputs, args.model.rpartition(":")[2]
+    return model, parse_inputs(args.input or [DEFAULT_INPUT]), args.model.rpartition(":")[2]
+
+
+def parse_inputs(texts: list[str]) -> Any:
+    """Inputs from --input texts: a tuple of the positional ones, a dict of the keyword ones,
+    or a BoundInputs when both are given (positional ones first, as in Python calls).
+
+    Example:
+        >>> type(parse_inputs(["2x3"])).__name__, list(parse_inputs(["ids=1x4:int64"]))
+        ('tuple', ['ids'])
+    """
+    args, kwargs = [], {}
+    for seed, text in enumerate(texts):
+        name, tensor = parse_input_argument(text, seed=seed)
+        if name is None and kwargs:
+            raise PyfxprofError(f"positional input {text!r} after a keyword input: give "
+                                "positional inputs first")
+        if name in kwargs:
+            raise PyfxprofError(f"keyword input {name!r} given twice")
+        if name is None:
+            args.append(tensor)
+        else:
+            kwargs[name] = tensor
+    if not kwargs:
+        return tuple(args)
+    return pyfxprof.BoundInputs(tuple(args), kwargs) if args else kwargs

@@ -26,9 +26,14 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--device", default=None,
                         help="run on this device, e.g. cuda or cuda:1 (GPU runs also time "
                              "every node with CUDA events); default cpu")
-    parser.add_argument("--capture", choices=("auto", "fx", "hooks", "whole"), default="auto",
-                        help="how to capture the model (default auto: FX, then leafing the "
-                             "failing submodule, then module hooks, then whole-model timing)")
+    parser.add_argument("--capture", choices=("auto", "fx", "dynamo", "hooks", "whole"),
+                        default="auto",
+                        help="how to capture the model (default auto: FX, then TorchDynamo, "
+                             "then FX leafing the failing submodules, then module hooks, then "
+                             "whole-model timing)")
+    parser.add_argument("--granularity", choices=("function", "aten"), default="function",
+                        help="nodes are torch functions and methods (default) or aten ops "
+                             "(through TorchDynamo)")
     add_table_arguments(parser)
     add_latency_arguments(parser)
     parser.add_argument("--advise", action="store_true",
@@ -52,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         return run_ranks(args)
     model, inputs, name = model_and_inputs(args)
     prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode, name=name,
-                   device=args.device, capture=args.capture)
+                   device=args.device, capture=args.capture, granularity=args.granularity)
     print_table(chosen_runs(prof, args), args)
     print_latency(chosen_runs(prof, args), args)
     if args.advise:

@@ -1,0 +1,147 @@
+"""Capturing with TorchDynamo: the model's call as one FX graph of torch functions (or, at
+granularity "aten", of aten ops), every node keeping its module path and type.
+
+A `torch.compile` backend records the graph Dynamo builds while running the model once on
+copies of the inputs (the caller's tensors and caches are never run on). Every input of the
+graph stays a placeholder: the caller's tensors are found again by position in the flattened
+inputs (`input_tensors`), parameters and buffers are passed as they are. A model Dynamo
+splits into several graphs (graph breaks) is refused with the break reasons, so the ladder
+goes on.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import re
+import types
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from ..errors import PyfxprofError, first_line
+from .inputs import BoundInputs, input_tensors
+
+#: Values of profile(granularity=...): torch functions and methods, or aten ops.
+GRANULARITIES = ("function", "aten")
+_FRESH = itertools.count()
+_ROOT = re.compile(r"^(?:[LG]\[['\"][^'\"]*['\"]\]|self)\.?")
+_ITEM = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
+
+
+def module_path(dynamo_path: str) -> str:
+    """A module path as FX writes it from Dynamo's source text.
+
+    Example:
+        >>> module_path("L['model'].encoder.layer[0]._modules['attn']")
+        'encoder.layer.0.attn'
+    """
+    path = _ROOT.sub("", dynamo_path)
+    path = _ITEM.sub(r".\1", path).replace("._modules.", ".")
+    return path.lstrip(".").replace("..", ".")
+
+
+def _entry() -> types.FunctionType:
+    """A new function object with its own code object, so Dynamo's cache (kept per code
+    object) starts empty and is not shared with the user's own compiled calls."""
+    def call(module, args, kwargs):
+        return module(*args, **kwargs)
+    code = call.__code__.replace(co_name=f"pyfxprof_capture_{next(_FRESH)}")
+    return types.FunctionType(code, call.__globals__, code.co_name)
+
+
+def _run_dynamo(model: torch.nn.Module, bound: BoundInputs) -> tuple[list, BoundInputs]:
+    """[(graph, example inputs)] of every graph Dynamo built while running `model` once on
+    a deep copy of `bound` (returned too: the example inputs hold its tensors)."""
+    import torch._dynamo  # noqa: F401  (imported lazily: it is slow to import)
+    from torch._dynamo.utils import counters
+
+    graphs: list = []
+
+    def backend(gm: fx.GraphModule, example_inputs: list) -> Any:
+        graphs.append((gm, list(example_inputs)))
+        return gm.forward
+
+    copied = BoundInputs(*copy.deepcopy((bound.args, bound.kwargs)))
+    breaks_before = dict(counters["graph_break"])
+    entry = _entry()
+    try:
+        torch.compile(entry, backend=backend, dynamic=False)(model, copied.args, copied.kwargs)
+    finally:
+        torch._C._dynamo.eval_frame._reset_code(entry.__code__) if hasattr(
+            torch._C._dynamo.eval_frame, "_reset_code") else None
+    reasons = [r for r, n in counters["graph_break"].items() if n > breaks_before.get(r, 0)]
+    if len(graphs) != 1:
+        why = f" (graph breaks: {'; '.join(first_line(r) for r in reasons[:2])})" if reasons else ""
+        raise PyfxprofError(f"TorchDynamo split {type(model).__name__} into {len(graphs)} "
+                            f"graphs{why}")
+    return graphs, copied
+
+
+def _aten_graph(gm: fx.GraphModule, example_inputs: list) -> fx.GraphModule:
+    """`gm` retraced to aten ops; each aten node keeps the meta of the node it came from."""
+    import torch.fx.traceback as fx_traceback
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with fx_traceback.preserve_node_meta():
+        return make_fx(lambda *a: fx.Interpreter(gm).run(*a))(*example_inputs)
+
+
+def _module_stack(node: fx.Node) -> dict:
+    """The node's nn_module_stack with FX-style paths, the root itself left out."""
+    stack = {}
+    for value in (node.meta.get("nn_module_stack") or {}).values():
+        path = module_path(value[0]) if isinstance(value, tuple) else ""
+        if path:
+            stack[path] = (path, value[1])
+    return stack
+
+
+def _rebuilt(gm: fx.GraphModule, example_inputs: list, model: torch.nn.Module,
+             tensors: list[torch.Tensor]) -> tuple[fx.GraphModule, list]:
+    """(a GraphModule with FX-style module stacks, and per placeholder: the position in
+    `tensors` of the caller's tensor it takes, or the constant it always takes — a
+    parameter or buffer, passed as an argument so that no attribute lookup is timed)."""
+    position = {id(t): k for k, t in enumerate(tensors)}
+    inputs = [position.get(id(value), value) for value in example_inputs]
+    graph, env = fx.Graph(), {}
+    for node in gm.graph.nodes:
+        env[node] = graph.node_copy(node, lambda n: env[n])
+        if node.op != "placeholder":
+            env[node].meta["nn_module_stack"] = _module_stack(node)
+    attrs = {node.target: functools.reduce(getattr, node.target.split("."), gm)
+             for node in gm.graph.nodes if node.op in ("get_attr", "call_module")}
+    rebuilt = fx.GraphModule(attrs, graph, type(model).__name__)
+    rebuilt.graph.lint()
+    return rebuilt, inputs
+
+
+def dynamo_capture(model: torch.nn.Module, bound: BoundInputs,
+                   granularity: str = "function") -> tuple[fx.GraphModule, list]:
+    """(graph of `model` called on `bound`, what each placeholder takes: a position in
+    `input_tensors(...)` of a call's inputs, or a constant tensor). Raises PyfxprofError when
+    Dynamo fails or breaks the graph.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+        >>> gm, graph_inputs = dynamo_capture(model, BoundInputs((torch.zeros(1, 2),)))
+        >>> [k if isinstance(k, int) else tuple(k.shape) for k in graph_inputs]
+        [(2, 2), (2,), 0]
+        >>> [n.meta["nn_module_stack"] for n in gm.graph.nodes if n.op == "call_function"][0]
+        {'0': ('0', <class 'torch.nn.modules.linear.Linear'>)}
+    """
+    if granularity not in GRANULARITIES:
+        raise PyfxprofError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
+                            f"got {granularity!r}")
+    try:
+        [(gm, example_inputs)], copied = _run_dynamo(model, bound)
+        if granularity == "aten":
+            gm = _aten_graph(gm, example_inputs)
+        return _rebuilt(gm, example_inputs, model, input_tensors(copied))
+    except PyfxprofError:
+        raise
+    except Exception as error:  # Dynamo's own failures become one line
+        raise PyfxprofError(f"TorchDynamo cannot capture {type(model).__name__}: "
+                            f"{type(error).__name__}: {first_line(error)[:200]}") from None

@@ -1,0 +1,120 @@
+"""The untimed analysis run of a hooks capture: forward pre/post hooks on the hook leaves record
+every call's begin/end order, input and output shapes, output bytes and FLOPs.
+
+Every call of a hooked module is one node, in call order: a module called twice gives two
+nodes (`relu`, `relu_1`), as FX does. Hooks exist only while a `hooked` block runs, so the
+model is left as it was. The timed runs' marking hooks are pyfxprof.timing.hooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import torch
+
+from ..errors import PyfxprofError, first_line
+from .analysis import describe, tensor_bytes
+from .flops import FlopMeter
+
+Leaves = list[tuple[str, torch.nn.Module]]
+
+
+@contextlib.contextmanager
+def hooked(leaves: Leaves, pre: Callable[[int], Callable],
+           post: Callable[[int], Callable]) -> Iterator[None]:
+    """Within the block, leaf k has forward pre-hook `pre(k)` (run last) and forward hook
+    `post(k)` (run first); all are removed on exit, even after an error.
+
+    Example:
+        >>> calls, relu = [], torch.nn.ReLU()
+        >>> with hooked([("", relu)], lambda k: lambda m, a: calls.append(("pre", k)),
+        ...             lambda k: lambda m, a, out: calls.append(("post", k))):
+        ...     _ = relu(torch.zeros(1))
+        >>> calls, len(relu._forward_pre_hooks), len(relu._forward_hooks)
+        ([('pre', 0), ('post', 0)], 0, 0)
+    """
+    handles = []
+    try:
+        for k, (_, module) in enumerate(leaves):
+            handles.append(module.register_forward_pre_hook(pre(k)))
+            handles.append(module.register_forward_hook(post(k), prepend=True))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@dataclass
+class HookAnalysis:
+    """What one untimed, hooked run of the model saw.
+
+    calls: leaf index of each call, in begin order (the nodes). events: the expected mark
+    sequence of a run (2k begins and 2k+1 ends leaf k). begin_pos, end_pos: each call's
+    positions in `events`. info: per call input_shapes, output_shapes, out_bytes, flops.
+    """
+
+    calls: list[int]
+    events: np.ndarray
+    begin_pos: np.ndarray
+    end_pos: np.ndarray
+    info: list[dict[str, Any]]
+    flops: int
+
+
+class _CallRecorder:
+    """Hooks recording every call's events, shapes, output bytes and FLOPs."""
+
+    def __init__(self, meter: FlopMeter) -> None:
+        self.meter, self.events, self.calls, self.info, self._open = meter, [], [], [], []
+
+    def pre(self, k: int) -> Callable:
+        def hook(_module, inputs) -> None:
+            self._open.append(len(self.calls))
+            self.calls.append(k)
+            self.info.append({"input_shapes": describe(inputs), "begin": len(self.events),
+                              "flops": self.meter.total()})
+            self.events.append(2 * k)
+        return hook
+
+    def post(self, k: int) -> Callable:
+        def hook(_module, _inputs, output) -> None:
+            index = next(i for i in reversed(self._open) if self.calls[i] == k)
+            self._open.remove(index)  # the latest open call of this module
+            call = self.info[index]
+            call.update(output_shapes=describe(output), out_bytes=tensor_bytes(output),
+                        flops=self.meter.total() - call["flops"], end=len(self.events))
+            self.events.append(2 * k + 1)
+        return hook
+
+
+def analyse_hooks(model: torch.nn.Module, leaves: Leaves, args: tuple,
+                  kwargs: dict | None = None) -> HookAnalysis:
+    """Run `model(*args, **kwargs)` once untimed with recording hooks on `leaves`.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
+        >>> found = analyse_hooks(model, [("0", model[0]), ("1", model[1])], (torch.zeros(3, 4),))
+        >>> found.calls, found.events.tolist(), found.info[0]["flops"]
+        ([0, 1], [0, 1, 2, 3], 48)
+    """
+    try:
+        with FlopMeter() as meter:
+            recorder = _CallRecorder(meter)
+            with hooked(leaves, recorder.pre, recorder.post):
+                model(*args, **(kwargs or {}))
+    except Exception as error:
+        shown = describe(args) + (f" and {describe(kwargs)}" if kwargs else "")
+        raise PyfxprofError(f"{type(model).__name__} failed on inputs {shown}: "
+                            f"{type(error).__name__}: {first_line(error)} — check the input "
+                            "shapes") from None
+    ended = [k for k, call in enumerate(recorder.info) if "end" in call]  # not: raised, caught
+    info = [{key: recorder.info[k][key]
+             for key in ("input_shapes", "output_shapes", "out_bytes", "flops")} for k in ended]
+    return HookAnalysis([recorder.calls[k] for k in ended],
+                        np.asarray(recorder.events, dtype=np.int64),
+                        np.array([recorder.info[k]["begin"] for k in ended], dtype=np.int64),
+                        np.array([recorder.info[k]["end"] for k in ended], dtype=np.int64),
+                        info, meter.total())

@@ -1,0 +1,259 @@
+"""The capture ladder: from the most detailed capture to the coarsest, the first that works on the
+inputs wins, and the notes say which rung won and why each rung above it failed.
+
+    fx  →  dynamo  →  fx+leaf  →  hooks  →  whole
+
+Every rung is tried with its untimed analysis run (shapes, FLOPs, bytes) on copies of the
+inputs, so a graph that captures but fails on the inputs also goes one rung down, and the
+caller's tensors and caches are never run on.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..errors import PyfxprofError
+from .analysis import analyse
+from .collectives import with_explicit_waits
+from .dynamo import GRANULARITIES, dynamo_capture
+from .hooks import HookAnalysis, analyse_hooks
+from .inputs import BoundInputs, bind_inputs, split_inputs
+from .node_table import module_calls_frame, nodes_frame
+from .tracing import (CAPTURE_MODES, Capture, CaptureFallbackWarning, capture,
+                      fallback_capture, leaf_trace, timed_nodes)
+
+#: A node whose module holds at least this share of the model's parameters makes a capture
+#: too coarse to be useful (its inside is one number).
+COARSE_SHARE = 0.5
+
+
+@dataclass
+class Prepared:
+    """A captured model after its untimed analysis run, ready to be timed."""
+
+    captured: Capture
+    args: tuple                           # the graph's (or, hooks: the model's) positional inputs
+    frame: pd.DataFrame                   # the nodes table, with the analysis columns
+    flops: int                            # FLOPs of the nodes (the sum of the flops column)
+    analysis: HookAnalysis | None = None  # hooks and whole captures only
+    memory_meta: dict = field(default_factory=dict)  # the CUDA peak, when measured
+    kwargs: dict = field(default_factory=dict)  # keywords of each call (hooks and whole only)
+
+
+class _RungFailed(Exception):
+    """One rung of the ladder did not work: `note` for the ladder, `message` (default: the
+    note) when the rung was forced."""
+
+    def __init__(self, note: str, message: str | None = None) -> None:
+        super().__init__(note)
+        self.message = message or note
+
+
+def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "auto",
+            tracer_options: tuple = ((), (), None), granularity: str = "function",
+            exact_outputs: bool = False) -> Prepared:
+    """Capture `model` for calls on `example_inputs` (tuple, dict of keywords, BoundInputs or
+    one value) and run the untimed analysis on copies of them.
+
+    `capture_mode` "auto" walks the ladder; "fx", "dynamo", "hooks", "whole" force one rung
+    (a failure is a one-line PyfxprofError). `tracer_options` is (leaf_modules,
+    autowrap_functions, concrete_args). `granularity` "function" or "aten" (the dynamo rung;
+    "aten" skips the fx rung). `exact_outputs`: skip the dynamo rung, whose graph returns
+    the model's tensors flattened (callers that hand outputs back need the real ones).
+
+    Example:
+        >>> p = prepare(torch.nn.Sequential(torch.nn.ReLU()), (torch.zeros(2),))
+        >>> p.captured.mode, p.frame["output_shapes"].tolist()
+        ('fx', ['[2] float32'])
+    """
+    if capture_mode not in CAPTURE_MODES:
+        raise PyfxprofError(f"capture must be one of {', '.join(CAPTURE_MODES)}, "
+                            f"got {capture_mode!r}")
+    if granularity not in GRANULARITIES:
+        raise PyfxprofError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
+                            f"got {granularity!r}")
+    bound = _copied(bind_inputs(model, *split_inputs(example_inputs)))
+    rungs = _rungs(capture_mode, granularity, exact_outputs)
+    notes: list[str] = []
+    for name, rung in rungs:
+        try:
+            prepared = rung(model, bound, tracer_options, granularity)
+        except _RungFailed as failure:
+            if len(rungs) == 1:
+                raise PyfxprofError(failure.message) from None
+            notes.append(f"{name}: {failure}")
+            continue
+        prepared.captured.notes[:0] = notes
+        prepared.captured.notes.extend(coarse_notes(model, prepared.frame))
+        return prepared
+    raise PyfxprofError("; ".join(notes))  # unreachable: the whole rung always works
+
+
+def _rungs(capture_mode: str, granularity: str, exact_outputs: bool) -> list[tuple]:
+    rungs = {"fx": _fx_rung, "dynamo": _dynamo_rung, "fx+leaf": _leaf_rung,
+             "hooks": _hooks_rung, "whole": _whole_rung}
+    if capture_mode != "auto":
+        return [(capture_mode, rungs[capture_mode])]
+    names = ["fx", "dynamo", "fx+leaf", "hooks", "whole"]
+    if granularity == "aten":
+        names.remove("fx")
+    if exact_outputs:
+        names.remove("dynamo")
+    return [(name, rungs[name]) for name in names]
+
+
+def _copied(bound: BoundInputs) -> BoundInputs:
+    """A deep copy of the inputs for capture and analysis (caches and in-place state of the
+    caller's arguments stay untouched); the inputs themselves when they cannot be copied."""
+    try:
+        return BoundInputs(*copy.deepcopy((bound.args, bound.kwargs)))
+    except Exception:  # an input that refuses deepcopy: read it as it is
+        return bound
+
+
+def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInputs) -> Prepared:
+    """The analysis run of a graph capture on `bound`; `_RungFailed` when it fails. A graph
+    with functional collectives gets their waits as nodes of their own first."""
+    traced = captured.graph_module = with_explicit_waits(captured.graph_module)
+    try:
+        args = captured.graph_args(bound.args, bound.kwargs)
+    except PyfxprofError as error:
+        raise _RungFailed(str(error)) from None
+    nodes = timed_nodes(traced.graph)
+    if not nodes:
+        raise PyfxprofError(f"{type(model).__name__} has no operations to time "
+                            "(its graph only passes inputs through)")
+    try:
+        _, info = analyse(traced, args)
+    except PyfxprofError as error:
+        if not _runs_eagerly(model, bound):
+            raise
+        raise _RungFailed(f"the graph fails where the model runs ({error})") from None
+    infos = [info.get(node.name, {}) for node in nodes]
+    frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
+    return Prepared(captured, args, frame, int(frame["flops"].sum()),
+                    memory_meta=_model_peak_meta(infos))
+
+
+def _fx_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> Prepared:
+    try:
+        captured = capture(model, *tracer_options, mode="fx")
+    except PyfxprofError as error:
+        raise _RungFailed(str(error).split(" — ")[0], str(error)) from None
+    return _graph_prepared(model, captured, bound)
+
+
+def _dynamo_rung(model, bound: BoundInputs, _tracer_options, granularity: str) -> Prepared:
+    try:
+        graph, graph_inputs = dynamo_capture(model, bound, granularity)
+    except PyfxprofError as error:
+        raise _RungFailed(str(error)) from None
+    captured = Capture(graph, "dynamo", [f"dynamo: one graph at {granularity} level"],
+                       graph_inputs=graph_inputs)
+    return _graph_prepared(model, captured, bound)
+
+
+def _leaf_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> Prepared:
+    leaves, autowrap, concrete_args = tracer_options
+    try:
+        captured = leaf_trace(model, list(leaves), tuple(autowrap), concrete_args)
+    except PyfxprofError as error:
+        raise _RungFailed(str(error)) from None
+    if captured.mode == "fx":  # traces with the user's leaves alone: the fx rung's failure
+        raise _RungFailed("no submodule to make a leaf")
+    return _graph_prepared(model, captured, bound)
+
+
+def _hooks_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> Prepared:
+    return hooks_prepared(model, fallback_capture(model, tracer_options[0], []), bound)
+
+
+def _whole_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> Prepared:
+    return hooks_prepared(model, fallback_capture(model, (), [], whole=True), bound)
+
+
+def hooks_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInputs) -> Prepared:
+    """The analysis run of a hooks (or whole) capture; the whole model when no hooked module
+    ran. FLOPs run outside every hooked call are on no row: a note says how many.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.ReLU())
+        >>> hooks_prepared(model, fallback_capture(model, (), []),
+        ...                BoundInputs((torch.zeros(1),))).captured.mode
+        'hooks'
+    """
+    analysis = analyse_hooks(model, captured.leaves, bound.args, bound.kwargs)
+    if not analysis.calls and captured.mode != "whole":
+        note = f"no hooked module of {type(model).__name__} ran — timing it whole"
+        captured = Capture(None, "whole", captured.notes + [note], [("", model)])
+        analysis = analyse_hooks(model, captured.leaves, bound.args, bound.kwargs)
+    calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
+    frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
+    flops = int(frame["flops"].sum())
+    if analysis.flops > flops:
+        captured.notes.append(f"{analysis.flops - flops} FLOPs ran outside the hooked modules "
+                              "(on no row, not in the total)")
+    return Prepared(captured, bound.args, frame, flops, analysis, kwargs=bound.kwargs)
+
+
+def _runs_eagerly(model: torch.nn.Module, bound: BoundInputs) -> bool:
+    try:
+        _copied(bound).call(model)
+    except Exception:  # the inputs do not fit the model itself: report the graph's error
+        return False
+    return True
+
+
+def coarse_notes(model: torch.nn.Module, frame: pd.DataFrame) -> list[str]:
+    """A note per node whose module (with submodules of its own) holds at least COARSE_SHARE
+    of the model's parameters: the capture cannot say what inside it is slow.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(4, 4)))
+        >>> frame = pd.DataFrame({"op": ["call_module"], "module_path": ["0"], "name": ["0"]})
+        >>> coarse_notes(model, frame)[0].split(":")[0]
+        'coarse capture'
+    """
+    total = sum(p.numel() for p in model.parameters())
+    notes = []
+    for name, path in frame.loc[frame["op"] == "call_module", ["name", "module_path"]].values:
+        module = model.get_submodule(path) if path else model
+        share = sum(p.numel() for p in module.parameters()) / total if total else 0.0
+        if share >= COARSE_SHARE and any(True for _ in module.children()):
+            notes.append(f"coarse capture: node {name} ({type(module).__name__}) holds "
+                         f"{share:.0%} of the parameters, its inside is not timed node by node")
+    return notes
+
+
+def warn_fallback(captured: Capture, capture_mode: str) -> None:
+    """One warning when "auto" capture could not use a plain FX trace or dynamo graph, or
+    when the capture is coarse, saying what it did."""
+    coarse = any(note.startswith("coarse capture") for note in captured.notes)
+    if coarse or (capture_mode == "auto" and captured.mode not in ("fx", "dynamo")):
+        warnings.warn(f"pyfxprof: {'; '.join(captured.notes)} (capture mode "
+                      f"{captured.mode!r})", CaptureFallbackWarning, stacklevel=3)
+
+
+def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
+    """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops."""
+    for column in ("input_shapes", "output_shapes"):
+        frame[column] = [info.get(column, "") for info in infos]
+    for column in ("out_bytes", "flops"):
+        frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
+    for column in ("alloc_delta_bytes", "peak_bytes"):  # CUDA allocator statistics only
+        if any(column in info for info in infos):
+            frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
+    return frame
+
+
+def _model_peak_meta(infos: list[dict]) -> dict:
+    """The CUDA allocator's peak over the analysis run, when it was measured."""
+    peaks = [info["model_peak_bytes"] for info in infos if "model_peak_bytes" in info]
+    return {"cuda_peak_bytes": int(max(peaks))} if peaks else {}

@@ -1,0 +1,113 @@
+"""Hugging Face transformers models, called the way users call them (dict inputs), profile node by
+node: captured by TorchDynamo (never module hooks), coverage ≥ 95%, attention on its own rows,
+module roll-up by layer, FLOPs that add up (behaviour, never speed)."""
+
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof.capture.tracing import CaptureFallbackWarning
+from pyfxprof.data.rollup import module_keys
+from tests import hf_models
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def quiet_profile(model, inputs, **kwargs):
+    return pyfxprof.profile(model.eval(), inputs, runs=5, warmup=1, progress=False, **kwargs)
+
+
+def attention_rows(prof):
+    return prof.nodes[prof.nodes["target"].str.contains("scaled_dot_product_attention")]
+
+
+def assert_profiled_node_by_node(prof, layers: list[str]):
+    assert prof.meta["capture_mode"] == "dynamo", prof.meta["capture_notes"]
+    assert prof.meta["coverage"] >= 0.95
+    attention = attention_rows(prof)
+    assert len(attention) >= len(layers)  # one row per attention call, at least
+    assert all(".attn" in path or "attention" in path or "Attention" in path
+               for path in attention["module_path"].str.cat(attention["module_type"], sep=" "))
+    assert (attention["flops"] > 0).all()  # attention FLOPs are on the node that ran them
+    assert prof.meta["flops"] == int(prof.nodes["flops"].sum())
+    keys = set(module_keys(prof.nodes, len(layers[0].split("."))))
+    assert set(layers) <= keys  # roll-up by layer
+
+
+@pytest.mark.parametrize("build, layers", [
+    (hf_models.bert, ["encoder.layer.0", "encoder.layer.1"]),
+    (hf_models.gpt2, ["transformer.h.0", "transformer.h.1"]),
+    (hf_models.llama, ["model.layers.0", "model.layers.1"]),
+    (hf_models.vit, ["encoder.layer.0", "encoder.layer.1"]),
+    (hf_models.distilbert, ["transformer.layer.0", "transformer.layer.1"]),
+])
+def test_model_with_dict_inputs_profiles_node_by_node(build, layers):
+    model, inputs = build()
+    prof = quiet_profile(model, inputs)
+    assert_profiled_node_by_node(prof, layers)
+    assert prof.meta["input_shapes"].startswith("{")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build, layers", [
+    (hf_models.t5, ["encoder.block.0", "decoder.block.1"]),
+    (hf_models.whisper, ["encoder.layers.0", "decoder.layers.1"]),
+    (hf_models.mixtral, ["model.layers.0", "model.layers.1"]),
+    (hf_models.qwen2_moe, ["model.layers.0", "model.layers.1"]),
+])
+def test_encoder_decoder_and_mixture_of_experts_models(build, layers):
+    model, inputs = build()
+    assert_profiled_node_by_node(quiet_profile(model, inputs), layers)
+
+
+def test_aten_granularity_keeps_module_paths():
+    model, inputs = hf_models.bert()
+    prof = quiet_profile(model, inputs, granularity="aten")
+    assert prof.meta["capture_mode"] == "dynamo"
+    assert prof.nodes["target"].str.startswith("aten.").all()
+    assert {"encoder.layer.0", "encoder.layer.1"} <= set(module_keys(prof.nodes, 3))
+    assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) > 0
+
+
+def test_callers_tensors_and_cache_are_untouched():
+    model, inputs = hf_models.gpt2()
+    cache = transformers_cache(model, inputs)
+    before = [t.clone() for t in cache_tensors(cache)]
+    ids = inputs["input_ids"].clone()
+    prof = quiet_profile(model, {"input_ids": inputs["input_ids"][:, -1:],
+                                 "past_key_values": cache, "use_cache": True})
+    assert prof.meta["capture_mode"] == "dynamo"
+    assert cache.get_seq_length() == ids.shape[1]  # not appended to by any run
+    for tensor, saved in zip(cache_tensors(cache), before):
+        torch.testing.assert_close(tensor, saved)
+    assert torch.equal(inputs["input_ids"], ids)
+
+
+def transformers_cache(model, inputs):
+    with torch.no_grad():
+        return model.eval()(**inputs, use_cache=True).past_key_values
+
+
+def cache_tensors(cache):
+    from pyfxprof.capture.inputs import BoundInputs, input_tensors
+    return input_tensors(BoundInputs((cache,)))
+
+
+@pytest.mark.slow
+def test_twelve_layer_wrapped_bert_does_not_fall_to_hooks():
+    model = hf_models.WrappedBert(12).eval()
+    prof = quiet_profile(model, {"input_ids": hf_models.token_ids()})
+    assert prof.meta["capture_mode"] == "dynamo" and prof.meta["coverage"] >= 0.95
+    assert len(attention_rows(prof)) == 12
+    leafed = pyfxprof.capture.tracing.capture(model, mode="fx+leaf")  # the leaf rung alone
+    assert leafed.mode == "fx+leaf" and leafed.notes[-1].endswith(
+        "made every BertSelfAttention a leaf")
+
+
+def test_a_backbone_as_one_node_says_so_and_warns():
+    model = hf_models.WrappedGPT2().eval()
+    with pytest.warns(CaptureFallbackWarning, match="coarse capture: node gpt2 "):
+        prof = quiet_profile(model, {"input_ids": hf_models.token_ids()}, capture="fx",
+                             leaf_modules=["gpt2"])
+    assert prof.n_nodes <= 4 and prof.meta["coverage"] > 0.9
+    assert "capture: coarse capture: node gpt2 (GPT2LMHeadModel) holds" in prof.table()
