@@ -11,7 +11,7 @@ _SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, interm
 _TOKENS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
 
 
-def token_ids(length: int = 16, seed: int = 0) -> torch.Tensor:
+def token_ids(length: int = 32, seed: int = 0) -> torch.Tensor:
     return torch.randint(3, VOCAB, (1, length), generator=torch.Generator().manual_seed(seed))
 
 
@@ -95,3 +95,9 @@ class WrappedGPT2(torch.nn.Module):
 
     def forward(self, input_ids):
         return self.gpt2(input_ids=input_ids).logits
+
+
+def tiny_llama():
+    """The model alone, for the CLI: `pyfxprof profile tests.hf_models:tiny_llama
+    --input input_ids=1x16:int64`."""
+    return llama()[0]

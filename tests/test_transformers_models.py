@@ -38,7 +38,7 @@ def assert_profiled_node_by_node(prof, layers: list[str]):
     (hf_models.bert, ["encoder.layer.0", "encoder.layer.1"]),
     (hf_models.gpt2, ["transformer.h.0", "transformer.h.1"]),
     (hf_models.llama, ["model.layers.0", "model.layers.1"]),
-    (hf_models.vit, ["encoder.layer.0", "encoder.layer.1"]),
+    (hf_models.vit, ["layers.0", "layers.1"]),
     (hf_models.distilbert, ["transformer.layer.0", "transformer.layer.1"]),
 ])
 def test_model_with_dict_inputs_profiles_node_by_node(build, layers):
@@ -64,7 +64,8 @@ def test_aten_granularity_keeps_module_paths():
     model, inputs = hf_models.bert()
     prof = quiet_profile(model, inputs, granularity="aten")
     assert prof.meta["capture_mode"] == "dynamo"
-    assert prof.nodes["target"].str.startswith("aten.").all()
+    aten = prof.nodes["target"].str.startswith("torch.ops.aten.")
+    assert set(prof.nodes.loc[~aten, "target"]) == {"_operator.getitem"}  # of multi-output ops
     assert {"encoder.layer.0", "encoder.layer.1"} <= set(module_keys(prof.nodes, 3))
     assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) > 0
 

@@ -41,16 +41,12 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     node and stated in the Profile's metadata.
 
     Args:
-        example_inputs: a tuple of positional arguments, a dict of keyword arguments, or one
-            tensor. They are copied: the timed and analysis runs never touch the caller's
-            tensors or caches.
+        example_inputs: a tuple of positional arguments, a dict of keyword arguments, a
+            pyfxprof.BoundInputs (both), or one tensor; copied, never run on themselves.
         runs, warmup: timed runs kept, and untimed runs before them.
         mode: "codegen" (one native mark per node boundary, recompiled) or "interpreter".
-        capture: "auto" (the ladder of docs/capture.md: FX trace, TorchDynamo's graph, FX
-            with failing submodules as leaves, module hooks, whole model), or one forced
-            mode: "fx", "dynamo", "hooks" (leaf modules timed by forward hooks) or "whole".
-        granularity: "function" (torch functions and methods, the default) or "aten" (aten
-            ops, through TorchDynamo).
+        capture: "auto" (the ladder of docs/capture.md) or one forced rung: "fx", "dynamo",
+            "hooks" or "whole". granularity: "function" (default) or "aten" (dynamo).
         leaf_modules, autowrap_functions, concrete_args: passed to the FX tracer.
         device: run on this device ("cuda", "cuda:1", "cpu"); a model elsewhere is profiled
             as a copy moved there (the original stays put). None: where the model is.

@@ -1,0 +1,30 @@
+"""A timm model with a dynamic image size profiles node by node at two sizes, each profile with
+its own shapes and FLOPs (behaviour, never speed)."""
+
+import pytest
+import torch
+
+import pyfxprof
+
+timm = pytest.importorskip("timm")
+
+
+def tiny_vit():
+    return timm.models.VisionTransformer(img_size=32, patch_size=8, embed_dim=32, depth=2,
+                                         num_heads=2, mlp_ratio=2.0, num_classes=10,
+                                         dynamic_img_size=True).eval()
+
+
+def test_vit_with_dynamic_image_size_at_two_sizes():
+    model = tiny_vit()
+    small, large = (pyfxprof.profile(model, (torch.randn(1, 3, size, size),), runs=5, warmup=1,
+                                     progress=False) for size in (32, 64))
+    for prof in (small, large):
+        assert prof.meta["capture_mode"] in ("fx", "dynamo") and prof.meta["coverage"] >= 0.95
+        assert {"blocks.0", "blocks.1"} <= {".".join(p.split(".")[:2])
+                                            for p in prof.nodes["module_path"]}
+        assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) > 0
+    patches = [p.nodes.loc[p.nodes["module_path"] == "patch_embed.proj", "output_shapes"].iloc[0]
+               for p in (small, large)]
+    assert patches == ["[1, 32, 4, 4] float32", "[1, 32, 8, 8] float32"]
+    assert large.meta["flops"] > 3 * small.meta["flops"]  # 4x the tokens
