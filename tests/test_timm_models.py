@@ -10,15 +10,15 @@ timm = pytest.importorskip("timm")
 
 
 def tiny_vit():
-    return timm.models.VisionTransformer(img_size=32, patch_size=8, embed_dim=32, depth=2,
-                                         num_heads=2, mlp_ratio=2.0, num_classes=10,
+    return timm.models.VisionTransformer(img_size=64, patch_size=8, embed_dim=128, depth=2,
+                                         num_heads=4, mlp_ratio=2.0, num_classes=10,
                                          dynamic_img_size=True).eval()
 
 
 def test_vit_with_dynamic_image_size_at_two_sizes():
     model = tiny_vit()
     small, large = (pyfxprof.profile(model, (torch.randn(1, 3, size, size),), runs=5, warmup=1,
-                                     progress=False) for size in (32, 64))
+                                     progress=False) for size in (64, 128))
     for prof in (small, large):
         assert prof.meta["capture_mode"] in ("fx", "dynamo") and prof.meta["coverage"] >= 0.95
         assert {"blocks.0", "blocks.1"} <= {".".join(p.split(".")[:2])
@@ -26,5 +26,5 @@ def test_vit_with_dynamic_image_size_at_two_sizes():
         assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) > 0
     patches = [p.nodes.loc[p.nodes["module_path"] == "patch_embed.proj", "output_shapes"].iloc[0]
                for p in (small, large)]
-    assert patches == ["[1, 32, 4, 4] float32", "[1, 32, 8, 8] float32"]
+    assert patches == ["[1, 128, 8, 8] float32", "[1, 128, 16, 16] float32"]
     assert large.meta["flops"] > 3 * small.meta["flops"]  # 4x the tokens
