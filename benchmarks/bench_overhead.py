@@ -1,6 +1,7 @@
 """Added overhead per node of each timing method, measured side by side in one process:
 plain GraphModule, pyfxprof codegen, pyfxprof interpreter, the FX tutorial's time.time
-interpreter and torch.profiler, on 500 tiny Python ops, 500 tiny tensor ops and ResNet-18.
+interpreter and torch.profiler, on 300 `x + 1` tensor ops, 500 Python int adds, ResNet-18 at
+batch 1 and 5, and one decode step of a tiny GPT-2 (random weights, built from a config).
 
 Run: .venv/bin/python benchmarks/bench_overhead.py [--runs N] [--resnet-runs N]
 """
@@ -12,7 +13,8 @@ os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # keep torch.profiler's console 
 
 import torch  # noqa: E402
 from machine import describe_machine  # noqa: E402
-from workloads import int_add_chain, resnet18, tensor_add_chain  # noqa: E402
+from workloads import (int_add_chain, resnet18_batch,  # noqa: E402
+                       tensor_plus_one_chain)
 
 from pyfxprof.tools.overhead import compare_overhead  # noqa: E402
 
@@ -26,13 +28,32 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(describe_machine())
-    for name, (model, inputs), runs in [
-            ("500 Python int adds", int_add_chain(), args.runs),
-            ("500 tensor adds (1 element)", tensor_add_chain(), args.runs),
-            ("ResNet-18, 5x3x224x224", resnet18(), args.resnet_runs)]:
-        report = compare_overhead(model, inputs, runs=runs, warmup=3, name=name)
+    for name, make, runs in [
+            ("300 x + 1 (1-element tensor)", tensor_plus_one_chain, args.runs),
+            ("500 Python int adds", int_add_chain, args.runs),
+            ("ResNet-18, 1x3x224x224", lambda: resnet18_batch(1), args.resnet_runs),
+            ("ResNet-18, 5x3x224x224", lambda: resnet18_batch(5), args.resnet_runs),
+            ("tiny GPT-2, one decode step", gpt2_decode_step, args.runs)]:
         print()
+        try:
+            report = compare_overhead(*make(), runs=runs, warmup=3, name=name)
+        except Exception as error:  # noqa: BLE001 - a workload capture cannot take: say so
+            print(f"{name}: not compared: {type(error).__name__}: {str(error)[:200]}")
+            continue
         print(report.format())
+
+
+def gpt2_decode_step() -> tuple[torch.nn.Module, tuple]:
+    """A 2-layer GPT-2 (random weights) taking one new token after an 8-token prompt, its
+    key/value cache passed as a tuple of tensors (what FX can trace)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64,
+                        use_cache=True)
+    model = GPT2LMHeadModel(config).eval()
+    prompt = torch.randint(0, 100, (1, 8))
+    with torch.no_grad():
+        cache = model(prompt, use_cache=True).past_key_values
+    return model, (torch.randint(0, 100, (1, 1)), cache)
 
 
 if __name__ == "__main__":

@@ -30,3 +30,14 @@ def resnet18() -> tuple[torch.nn.Module, tuple]:
     """torchvision ResNet-18 (random weights) on a 5x3x224x224 input."""
     import torchvision
     return torchvision.models.resnet18(), (torch.randn(5, 3, 224, 224),)
+
+
+def tensor_plus_one_chain(nodes: int = 300) -> tuple[fx.GraphModule, tuple]:
+    """`nodes` times `x + 1` (operator.add, inlined as `x + 1` by FX) on a 1-element tensor."""
+    return _chain(operator.add, nodes, "TensorPlusOneChain"), (torch.zeros(1),)
+
+
+def resnet18_batch(batch: int) -> tuple[torch.nn.Module, tuple]:
+    """torchvision ResNet-18 (random weights) on a batch x 3 x 224 x 224 input."""
+    import torchvision
+    return torchvision.models.resnet18(), (torch.randn(batch, 3, 224, 224),)

@@ -88,7 +88,7 @@ def _methods(gm: fx.GraphModule, args: tuple, n_nodes: int) -> dict[str, Callabl
     interpreter = ProfilingInterpreter(gm)
     tutorial = TimeTimeInterpreter(gm)
     return {PLAIN: lambda: gm(*args),
-            "pyfxprof codegen": lambda: codegen.module(*args),
+            "pyfxprof codegen": lambda: codegen.run(args),
             "pyfxprof interpreter": lambda: interpreter.run(*args),
             "time.time interpreter": lambda: tutorial.run(*args)}, codegen, interpreter
 
