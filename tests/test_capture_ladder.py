@@ -213,3 +213,19 @@ def test_hook_timings_keep_only_runs_with_the_analysed_call_sequence():
     timings = hook_timings(records, 1, 9, analysis)
     assert timings.intervals.tolist() == [[4, 3]] and timings.run_totals.tolist() == [10]
     assert timings.incomplete_runs == 1
+
+
+def test_hooks_flops_total_is_the_sum_of_the_rows_and_the_rest_is_noted():
+    class Functional(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.linear(x) @ torch.ones(8, 8)  # a matmul outside every hooked module
+
+    prof = pyfxprof.profile(Functional(), (torch.zeros(4, 8),), runs=2, warmup=0,
+                            progress=False, capture="hooks")
+    assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) == 2 * 4 * 8 * 8
+    assert prof.meta["capture_notes"] == [
+        "512 FLOPs ran outside the hooked modules (on no row, not in the total)"]
