@@ -2,9 +2,11 @@
 #include "python_table.h"
 
 #include <pybind11/numpy.h>
+#include <pybind11/stl.h>
 
 #include <memory>
 #include <new>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -85,26 +87,34 @@ void define_sample_table(py::module_& m) {
   m.def(
       "timed_call",
       [](py::object table, uint32_t node, py::object target, bool method, int64_t cuda_event_id,
-         bool cuda_event_after) {
+         bool cuda_event_after, std::optional<py::tuple> path) {
         SampleTable* raw = table.cast<SampleTable*>();
         if (node >= raw->nodes()) throw py::value_error("node is not a column of the table");
         if (method && !PyUnicode_Check(target.ptr())) {
           throw py::type_error("a method TimedCall needs the method name as a str");
         }
-        if (!method && !PyCallable_Check(target.ptr())) {
+        if (path) {
+          for (py::handle name : *path) {
+            if (!PyUnicode_Check(name.ptr())) throw py::type_error("path holds attribute names");
+          }
+        }
+        if (!method && !path && !PyCallable_Check(target.ptr())) {
           throw py::type_error("the target of a TimedCall must be callable");
         }
         PyObject* made = new_timed_call(raw, table.ptr(), node, target.ptr(), method,
-                                        cuda_event_id, cuda_event_after);
+                                        cuda_event_id, cuda_event_after,
+                                        path ? path->ptr() : nullptr);
         if (!made) throw py::error_already_set();
         return py::reinterpret_steal<py::object>(made);
       },
       py::arg("table"), py::arg("node"), py::arg("target"), py::arg("method") = false,
       py::arg("cuda_event_id") = -1, py::arg("cuda_event_after") = false,
+      py::arg("path") = py::none(),
       "A callable that calls `target` (or, with method=True, the method named `target` of its\n"
       "first argument) and stores the call's duration in column `node` of `table`. With\n"
       "cuda_event_id >= 0 it records a CUDA event tagged so before the call (and one tagged\n"
-      "cuda_event_id + 1 after it with cuda_event_after).");
+      "cuda_event_id + 1 after it with cuda_event_after). With `path` (attribute names) it\n"
+      "calls target.<path...>, looked up inside the timed interval as generated code does.");
   if (add_timed_call_type(m.ptr()) != 0) throw py::error_already_set();
 }
 

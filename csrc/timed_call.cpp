@@ -21,6 +21,7 @@ struct TimedCall {
   PyObject* table_owner;
   PyObject* target;  // callable, or method name (str) when `method`
   binaryfunc binary;  // set when target is operator.add & co.
+  PyObject* path;     // tuple of attribute names looked up on target inside the interval, or null
   uint32_t node;
   bool method;
   bool cuda_event_after;
@@ -71,7 +72,28 @@ int load_operator_objects() {
   return 0;
 }
 
+// target.<path[0]>.<path[1]>... (a call_module node's submodule, looked up as the plain graph's
+// generated code does), as a new reference.
+PyObject* resolve_path(TimedCall* self) {
+  PyObject* current = self->target;
+  Py_INCREF(current);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->path); ++i) {
+    PyObject* next = PyObject_GetAttr(current, PyTuple_GET_ITEM(self->path, i));
+    Py_DECREF(current);
+    if (!next) return nullptr;
+    current = next;
+  }
+  return current;
+}
+
 PyObject* call_target(TimedCall* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  if (self->path) {
+    PyObject* callable = resolve_path(self);
+    if (!callable) return nullptr;
+    PyObject* result = PyObject_Vectorcall(callable, args, nargsf, kwnames);
+    Py_DECREF(callable);
+    return result;
+  }
   if (self->binary && !kwnames && PyVectorcall_NARGS(nargsf) == 2) {
     return self->binary(args[0], args[1]);
   }
@@ -99,6 +121,7 @@ int timed_traverse(PyObject* callable, visitproc visit, void* arg) {
   TimedCall* self = reinterpret_cast<TimedCall*>(callable);
   Py_VISIT(self->table_owner);
   Py_VISIT(self->target);
+  Py_VISIT(self->path);
   return 0;
 }
 
@@ -106,6 +129,7 @@ int timed_clear(PyObject* callable) {
   TimedCall* self = reinterpret_cast<TimedCall*>(callable);
   Py_CLEAR(self->table_owner);
   Py_CLEAR(self->target);
+  Py_CLEAR(self->path);
   return 0;
 }
 
@@ -121,6 +145,10 @@ void timed_dealloc(PyObject* callable) {
 PyObject* timed_name(PyObject* callable, void*) {
   TimedCall* self = reinterpret_cast<TimedCall*>(callable);
   if (self->method) return PyUnicode_FromFormat("timed_%U", self->target);
+  if (self->path && PyTuple_GET_SIZE(self->path) > 0) {
+    return PyUnicode_FromFormat("timed_%U",
+                                PyTuple_GET_ITEM(self->path, PyTuple_GET_SIZE(self->path) - 1));
+  }
   PyObject* name = PyObject_GetAttrString(self->target, "__name__");
   if (!name) {
     PyErr_Clear();
@@ -185,7 +213,7 @@ int add_timed_call_type(PyObject* module) {
 
 PyObject* new_timed_call(SampleTable* table, PyObject* table_owner, uint32_t node,
                          PyObject* target, bool method, int64_t cuda_event_id,
-                         bool cuda_event_after) {
+                         bool cuda_event_after, PyObject* path) {
   TimedCall* self = PyObject_GC_New(TimedCall, g_timed_call_type);
   if (!self) return nullptr;
   self->vectorcall = timed_vectorcall;
@@ -194,7 +222,9 @@ PyObject* new_timed_call(SampleTable* table, PyObject* table_owner, uint32_t nod
   self->table_owner = table_owner;
   Py_INCREF(target);
   self->target = target;
-  self->binary = method ? nullptr : operator_function(target);
+  self->binary = method || path ? nullptr : operator_function(target);
+  Py_XINCREF(path);
+  self->path = path;
   self->node = node;
   self->method = method;
   self->cuda_event_after = cuda_event_after;

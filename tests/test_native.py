@@ -286,3 +286,20 @@ def test_timed_call_checks_its_arguments_and_names_itself_after_the_target():
         _C.timed_call(table, 0, abs, method=True)
     call = _C.timed_call(table, 0, abs)
     assert call.__name__ == "timed_abs" and call.target is abs and call.node == 0
+
+
+def test_a_path_timed_call_looks_its_callable_up_on_every_call():
+    class Holder:
+        pass
+    root, inner = Holder(), Holder()
+    root.inner, inner.f = inner, abs
+    table = _C.SampleTable(1)
+    call = _C.timed_call(table, 0, root, path=("inner", "f"))
+    table.begin_run()
+    assert call(-3) == 3
+    inner.f = lambda x: x * 10  # replaced after the TimedCall was made: the new one runs
+    assert call(2) == 20
+    table.end_run()
+    assert call.__name__ == "timed_f" and (table.take()["samples"] >= 0).all()
+    with pytest.raises(TypeError):
+        _C.timed_call(table, 0, root, path=("inner", 3))

@@ -47,13 +47,16 @@ def insert_timed_calls(gm: fx.GraphModule, graph: fx.Graph, table: "_C.SampleTab
 
     With `cuda_first_id`, node k also records CUDA event cuda_first_id + k before its call,
     and the last node event cuda_first_id + n after it (n+1 boundaries, as device timing needs).
+    A call_module node's submodule is looked up inside its timed call, as the plain graph's
+    generated code looks it up as part of the node.
     """
     nodes = timed_nodes(graph)
     for k, node in enumerate(nodes):
         target, method = node_callable(gm, node)
         event = -1 if cuda_first_id is None else cuda_first_id + k
-        node.target = _C.timed_call(table, k, target, method, event,
-                                    event >= 0 and k == len(nodes) - 1)
+        path = tuple(node.target.split(".")) if node.op == "call_module" else None
+        node.target = _C.timed_call(table, k, gm if path else target, method, event,
+                                    event >= 0 and k == len(nodes) - 1, path)
         node.op = "call_function"
     graph.lint()
     return len(nodes)
