@@ -1,5 +1,7 @@
 """Tests of pyfxprof.cli.model_spec: import specs and input shapes."""
 
+import sys
+
 import pytest
 import torch
 
@@ -56,3 +58,88 @@ def test_bad_keyword_inputs_give_one_line_errors(text, message):
     with pytest.raises(PyfxprofError, match=message) as info:
         parse_input_argument(text)
     assert "\n" not in str(info.value)
+
+
+USER_FILES = {
+    "h14_syntax.py": "def f(:\n",
+    "h14_raises.py": "raise RuntimeError('boom at import')\n",
+    "h14_attrs.py": (
+        "import torch\n"
+        "def __getattr__(name):\n    raise RuntimeError(f'no {name} here')\n"
+        "class Holder:\n    @property\n    def net(self):\n        raise ValueError('getter fails')\n"
+        "holder = Holder()\n"
+        "def exits():\n    raise SystemExit(3)\n"
+        "def net():\n    return torch.nn.Sequential(torch.nn.Linear(4, 4))\n"),
+}
+
+
+@pytest.fixture
+def user_files(tmp_path, monkeypatch):
+    for name, text in USER_FILES.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    for name in USER_FILES:
+        sys.modules.pop(name[:-3], None)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["profile", "h14_syntax:Net"], "cannot import 'h14_syntax' for model 'h14_syntax:Net': "
+                                    "SyntaxError in "),
+    (["profile", "h14_raises:Net"], "cannot import 'h14_raises' for model 'h14_raises:Net': "
+                                    "RuntimeError: boom at import"),
+    (["profile", ".mod:Net"], "model spec '.mod:Net' is relative"),
+    (["profile", "h14_attrs:Missing"], "reading 'Missing' of model 'h14_attrs:Missing' failed: "
+                                       "RuntimeError: no Missing here"),
+    (["profile", "h14_attrs:holder.net"], "reading 'net' of model 'h14_attrs:holder.net' "
+                                          "failed: ValueError: getter fails"),
+    (["profile", "h14_attrs:exits"], "calling factory 'h14_attrs:exits'() failed: it called "
+                                     "SystemExit(3)"),
+    (["profile", "h14_attrs:net", "--input", "100000x100000x100000"],
+     "input '100000x100000x100000' cannot be allocated"),
+    (["profile", "h14_attrs:net", "--input", "2x4", "--runs", "2", "--depth", "2"],
+     "--depth applies to --group-by module only"),
+    (["profile", "h14_attrs:net", "--input", "2x4", "--runs", "2", "--group-by", "input_shape"],
+     None),
+])
+def test_cli_model_spec_failures_are_one_line_exit_2(user_files, capsys, argv, expected):
+    from pyfxprof.cli import main as cli
+    rc = cli.main(argv)
+    err = capsys.readouterr().err.strip()
+    if expected is None:  # a profile with shapes groups fine
+        assert rc == 0, err
+        return
+    assert rc == 2 and "\n" not in err, err
+    assert err.startswith("pyfxprof: error: " + expected), err
+
+
+@pytest.mark.parametrize("argv", [["overhead", "torch.nn:ReLU", "--runs", "0"],
+                                  ["overhead", "torch.nn:ReLU", "--runs", "-1"],
+                                  ["profile", "torch.nn:ReLU", "--device", "foo"]])
+def test_cli_refuses_bad_numbers_and_devices_as_usage_errors(capsys, argv):
+    from pyfxprof.cli import main as cli
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("pyfxprof ")
+
+
+def test_report_group_by_input_shape_without_shapes_is_one_line(tmp_path, capsys):
+    from pyfxprof.cli import main as cli
+    from tests.test_persist import make_profile
+    make_profile(extra=False).save(tmp_path / "p.json")
+    rc = cli.main(["report", str(tmp_path / "p.json"), "--group-by", "input_shape"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and err.startswith("pyfxprof: error: cannot show"), err
+
+
+def test_ctrl_c_while_importing_is_exit_130_with_one_line(monkeypatch, capsys):
+    from pyfxprof.cli import main as cli
+
+    def interrupted(command=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["profile"]) == 130
+    assert capsys.readouterr().err.strip() == "pyfxprof: interrupted"

@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         0
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
-    try:
+    try:  # Ctrl-C while still importing torch and the command is one line too
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
         return int(args.func(args) or 0)
     except PyfxprofError as error:
         print(f"pyfxprof: error: {error}", file=sys.stderr)

@@ -24,6 +24,25 @@ _SHAPE = re.compile(r"^\d+(x\d+)*$")
 _KEYWORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+_MISSING = object()
+
+
+def _user_code(call, failed: str):
+    """``call()``, the user's code: any exception, a syntax error or SystemExit becomes one
+    PyfxprofError line starting with ``failed`` (KeyboardInterrupt passes through)."""
+    try:
+        return call()
+    except SystemExit as error:
+        raise PyfxprofError(f"{failed}: it called SystemExit({error.code!r})") from None
+    except SyntaxError as error:
+        raise PyfxprofError(f"{failed}: SyntaxError in {error.filename}, line {error.lineno}: "
+                            f"{error.msg}") from None
+    except ImportError as error:
+        raise PyfxprofError(f"{failed}: {error}") from None
+    except Exception as error:  # noqa: BLE001 - the user's module or factory
+        raise PyfxprofError(f"{failed}: {type(error).__name__}: {first_line(error)}") from None
+
+
 def load_model(spec: str) -> torch.nn.Module:
     """Import `package.module:callable` and call it (a Module class or a factory) with no arguments.
 
@@ -37,26 +56,24 @@ def load_model(spec: str) -> torch.nn.Module:
     if not sep or not module_name or not attr_path:
         raise PyfxprofError(f"model spec {spec!r} must look like 'package.module:callable', "
                             f"e.g. {DEFAULT_MODEL!r}")
+    if module_name.startswith("."):
+        raise PyfxprofError(f"model spec {spec!r} is relative; name the module from the top, "
+                            "e.g. 'mypackage.mod:Net' (run from the directory holding it)")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    try:
-        obj = importlib.import_module(module_name)
-    except ImportError as error:
-        raise PyfxprofError(f"cannot import {module_name!r} for model {spec!r}: {error}") from None
+    obj = _user_code(lambda: importlib.import_module(module_name),
+                     f"cannot import {module_name!r} for model {spec!r}")
     for part in attr_path.split("."):
-        if not hasattr(obj, part):
+        obj = _user_code(lambda: getattr(obj, part, _MISSING),
+                         f"reading {part!r} of model {spec!r} failed")
+        if obj is _MISSING:
             raise PyfxprofError(f"{module_name!r} has no attribute {attr_path!r} (model {spec!r})")
-        obj = getattr(obj, part)
     if isinstance(obj, torch.nn.Module):
         return obj
     if not callable(obj):
         raise PyfxprofError(f"{spec!r} is a {type(obj).__name__}, not a Module class or factory")
-    try:
-        model = obj()
-    except Exception as error:  # the user's constructor: report, don't crash
-        kind = "class" if inspect.isclass(obj) else "factory"
-        raise PyfxprofError(f"calling {kind} {spec!r}() failed: {type(error).__name__}: "
-                            f"{first_line(error)}") from None
+    kind = "class" if inspect.isclass(obj) else "factory"
+    model = _user_code(obj, f"calling {kind} {spec!r}() failed")
     if not isinstance(model, torch.nn.Module):
         raise PyfxprofError(f"{spec!r}() returned a {type(model).__name__}, not a torch.nn.Module")
     return model
@@ -80,10 +97,14 @@ def parse_input(text: str, device: str = "cpu", seed: int = 0) -> torch.Tensor:
     shape = tuple(int(d) for d in shape_text.split("x"))
     dtype = _DTYPES[dtype_name]
     generator = torch.Generator().manual_seed(seed)
-    if dtype.is_floating_point:
-        tensor = torch.randn(shape, generator=generator).to(dtype)
-    else:
-        tensor = torch.randint(0, 100, shape, generator=generator, dtype=dtype)
+    try:
+        if dtype.is_floating_point:
+            tensor = torch.randn(shape, generator=generator).to(dtype)
+        else:
+            tensor = torch.randint(0, 100, shape, generator=generator, dtype=dtype)
+    except (RuntimeError, MemoryError) as error:
+        raise PyfxprofError(f"input {text!r} cannot be allocated ({first_line(error)[:120]}); "
+                            "use a smaller shape") from None
     return tensor.to(device)
 
 

@@ -42,3 +42,18 @@ def open_unit_interval(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
     return value
+
+
+def device_name(text: str) -> str:
+    """argparse type: a device torch knows, e.g. cpu, cuda, cuda:1.
+
+    Example:
+        >>> device_name("cuda:1")
+        'cuda:1'
+    """
+    import torch  # late: the commands that take no device need not import torch
+    try:
+        torch.device(text)
+    except (RuntimeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device (cpu, cuda, cuda:1, ...)")
+    return text

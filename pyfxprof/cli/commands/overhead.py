@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ...tools.overhead import compare_overhead
+from .arg_types import integer_at_least
 from .model_args import add_model_arguments, model_and_inputs
 
 
@@ -15,8 +16,8 @@ def add_parser(subparsers) -> None:
                     "tutorial's time.time interpreter and torch.profiler, in one process, and "
                     "print each method's added time per node and total-time inflation.")
     add_model_arguments(parser)
-    parser.add_argument("--runs", type=int, default=30, help="timed runs per method (default 30)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
+    parser.add_argument("--runs", type=integer_at_least(1), default=30, help="timed runs per method (default 30)")
+    parser.add_argument("--warmup", type=integer_at_least(0), default=3, help="untimed runs first (default 3)")
     parser.set_defaults(func=run)
 
 

@@ -11,6 +11,7 @@ from ...run.distributed import DEFAULT_TIMEOUT
 from ...run.runner import profile
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
+from .arg_types import device_name
 from .model_args import add_model_arguments, model_and_inputs
 from .report import (add_export_arguments, add_table_arguments, print_ranks, print_table,
                      write_exports)
@@ -23,7 +24,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
     parser.add_argument("--mode", choices=("codegen", "interpreter"), default="codegen")
-    parser.add_argument("--device", default=None,
+    parser.add_argument("--device", default=None, type=device_name,
                         help="run on this device, e.g. cuda or cuda:1 (GPU runs also time "
                              "every node with CUDA events); default cpu")
     parser.add_argument("--capture", choices=("auto", "fx", "dynamo", "hooks", "whole"),

@@ -11,7 +11,7 @@ import sys
 
 from ...data.rank_profiles import RankProfiles, load_profile_or_ranks
 from ...data.units import format_ns
-from ...errors import PyfxprofError
+from ...errors import PyfxprofError, first_line
 from ...views.report import GROUP_KEYS, SORT_KEYS
 from ...views.stacks import METRICS
 from .arg_types import positive_int
@@ -39,8 +39,14 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
 
 def print_table(profile, args: argparse.Namespace) -> None:
     """The table (and tree, with --tree) the table arguments ask for."""
-    print(profile.table(sort_by=args.sort, top=args.top, group_by=args.group_by,
-                        depth=args.depth))
+    if args.depth is not None and args.group_by != "module":
+        raise PyfxprofError("--depth applies to --group-by module only; add --group-by module")
+    try:
+        table = profile.table(sort_by=args.sort, top=args.top, group_by=args.group_by,
+                              depth=args.depth)
+    except (KeyError, ValueError) as error:  # e.g. input_shape on a profile without shapes
+        raise PyfxprofError(f"cannot show this table: {first_line(error)}") from None
+    print(table)
     if args.tree:
         print()
         print(profile.tree())
