@@ -1,5 +1,5 @@
-"""The ProfilingInterpreter's two paths against the plain graph and the tutorial's time.time
-interpreter on 300 `x + 1` tensor ops: the instrumented graph underneath (no node-level
+"""The ProfilingInterpreter's two paths against the plain graph, the codegen executor and the
+tutorial's time.time interpreter on 300 `x + 1` tensor ops: the instrumented graph underneath (no node-level
 override) and the interpreted path (a subclass overriding run_node), interleaved call by call.
 
 Run: .venv/bin/python benchmarks/bench_interpreter.py [--runs N]
@@ -15,6 +15,7 @@ from machine import describe_machine
 from workloads import tensor_plus_one_chain
 
 from pyfxprof import ProfilingInterpreter
+from pyfxprof.timing.executors import CodegenExecutor
 from pyfxprof.tools.baseline import TimeTimeInterpreter
 
 
@@ -33,7 +34,9 @@ def main() -> None:
     print(describe_machine())
     gm, inputs = tensor_plus_one_chain()
     fast, slow, tutorial = ProfilingInterpreter(gm), Overriding(gm), TimeTimeInterpreter(gm)
+    codegen = CodegenExecutor(gm, 300)
     methods = {"plain GraphModule": lambda: gm(*inputs),
+               "codegen executor": lambda: codegen.run(inputs),
                "interpreter, no override": lambda: fast.run(*inputs),
                "interpreter, run_node overridden": lambda: slow.run(*inputs),
                "time.time interpreter": lambda: tutorial.run(*inputs)}
