@@ -1,5 +1,7 @@
-"""Tests of evaluation_mode and grad_context."""
+"""Tests of evaluation_mode and grad_context; profiling in every capture mode leaves the model
+as it was (tensor identity, state, flags, hooks, buffer versions)."""
 
+import pytest
 import torch
 
 from pyfxprof.capture.model_state import evaluation_mode, grad_context
@@ -21,3 +23,44 @@ def test_grad_context():
         assert torch.is_inference_mode_enabled()
     with grad_context(True):
         assert not torch.is_inference_mode_enabled()
+
+
+class Counting(torch.nn.Module):
+    """A model whose forward rebinds a buffer, as step counters do."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.steps = self.steps + 1
+        return self.lin(x).relu()
+
+
+def snapshot(model):
+    return {"ids": [(n, id(t)) for n, t in list(model.named_buffers())
+                    + list(model.named_parameters())],
+            "state": {k: v.clone() for k, v in model.state_dict().items()},
+            "flags": [m.training for m in model.modules()],
+            "hooks": [(len(m._forward_hooks), len(m._forward_pre_hooks)) for m in model.modules()],
+            "versions": [t._version for t in model.buffers()],
+            "grad": [p.requires_grad for p in model.parameters()]}
+
+
+@pytest.mark.parametrize("options", [
+    {"capture": "fx"}, {"capture": "fx", "leaf_modules": [Counting]}, {"capture": "hooks"},
+    {"capture": "whole"}, {"capture": "fx", "mode": "interpreter"}])
+def test_profiling_never_changes_the_model(options):
+    from pyfxprof.run.runner import profile
+    model = Counting().train()
+    before = snapshot(model)
+    profile(model, (torch.randn(2, 4),), runs=3, warmup=1, progress=False, **options)
+    after = snapshot(model)
+    assert after["ids"] == before["ids"] and after["flags"] == before["flags"]
+    assert after["hooks"] == before["hooks"] and after["versions"] == before["versions"]
+    assert after["grad"] == before["grad"]
+    assert all(torch.equal(before["state"][k], v) for k, v in model.state_dict().items())
+    assert not model.steps.is_inference()
+    model.steps.zero_()
+    model.load_state_dict(before["state"])
