@@ -73,3 +73,9 @@ def test_enough_warmup_reports_how_many_of_the_untimed_runs_were_slow():
     report = prof.warmup()
     assert report.runs == 0 and 8 <= report.needed <= 11
     assert prof.advise(rules=["warmup_too_small"]) == []
+
+
+def test_a_huge_late_spike_does_not_hide_the_warmup():
+    values = np.r_[[950e3] * 7, np.full(30, 312e3)]
+    values[20] = 12.3e6                    # a run the machine took away (not seen as preempted)
+    assert warmup_runs(values)[0] == 7

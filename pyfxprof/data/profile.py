@@ -326,8 +326,9 @@ class Profile:
         """
         from .warmup import warmup_report
         preempted = None if self.run_noise is None else preempted_mask(self.run_noise)
+        walls = None if self.run_noise is None else self.run_noise[:, 3]
         return warmup_report(self.run_totals, self.meta.get("warmup"),
-                             self.meta.get("warmup_totals_ns"), preempted)
+                             self.meta.get("warmup_totals_ns"), preempted, walls)
 
     def node_warmup(self) -> pd.DataFrame:
         """Nodes whose first timed runs are slower (first-call costs); see warmup.node_warmup."""

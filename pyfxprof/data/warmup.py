@@ -1,8 +1,8 @@
 """Warm-up detection: are the first runs slower than the rest, and for how many runs?
 
 A change point by MSER (White's marginal standard error rule, as used to truncate the start-up
-of simulations): the cut d (at most half the runs) minimising the variance of the mean of the
-runs after it. The cut is kept only when the runs before it are clearly slower than the rest:
+of simulations) on the runs' ranks: the cut d (at most half the runs) minimising the variance of
+the mean of the ranks after it. The cut is kept only when the runs before it are clearly slower than the rest:
 their median exceeds the steady median by more than ``max(3 x robust sigma, 5%)`` of the steady
 runs (a lone slow first run must also be slower than every later run). The warm-up then ends where (slow runs - steady runs) counted from the start peaks last,
 so a lone spike just after it does not lengthen it. A Spearman test on the steady
@@ -27,9 +27,11 @@ MIN_RUNS = 4            # fewer runs: no detection
 
 
 def _mser_cut(values: np.ndarray) -> np.ndarray:
-    """Per column of (runs, columns) float, the MSER cut d in 0..runs//2."""
+    """Per column of (runs, columns) float, the MSER cut d in 0..runs//2, on ranks (so one
+    huge late spike weighs no more than the slowest warm-up run)."""
     n = values.shape[0]
-    centred = values - np.median(values, axis=0)
+    ranks = scipy_stats.rankdata(values, axis=0)
+    centred = ranks - ranks.mean(axis=0)
     suffix1 = np.cumsum(centred[::-1], axis=0)[::-1]          # sum of x[d:]
     suffix2 = np.cumsum((centred ** 2)[::-1], axis=0)[::-1]
     cuts = np.arange(n // 2 + 1)
@@ -144,11 +146,13 @@ def _runs_before_steady(values: np.ndarray, ignore: np.ndarray) -> int:
 
 
 def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
-                  preempted=None) -> WarmupReport:
+                  preempted=None, timed_walls=None) -> WarmupReport:
     """The WarmupReport of ``run_totals``; ``warmup`` untimed runs preceded them, whose
     totals (``warmup_totals``, ns, None for a preempted one; optional) tell how many of them
     were needed. Runs marked in ``preempted`` (bool per run) are left out of the detection
-    while they are fewer than half of the runs.
+    while they are fewer than half of the runs. ``timed_walls`` (wall ns of each timed run,
+    measured like ``warmup_totals``) stand for the timed runs after the untimed ones, so both
+    parts of that sequence include the same per-call costs outside the run's marks.
 
     >>> r = warmup_report([900, 800] + [100] * 10, warmup=1)
     >>> r.runs, r.steady_ns, r.excess_ns, r.needed
@@ -168,7 +172,8 @@ def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
     if warmup_totals is not None and len(warmup_totals):
         untimed = np.array([0 if t is None else t for t in warmup_totals], dtype=np.int64)
         missing = np.array([t is None for t in warmup_totals], dtype=bool)
-        slow = min(_runs_before_steady(np.concatenate([untimed, totals]),
+        timed = totals if timed_walls is None else np.asarray(timed_walls, dtype=np.int64)
+        slow = min(_runs_before_steady(np.concatenate([untimed, timed]),
                                        np.concatenate([missing, ignore])), len(untimed))
     if runs:
         needed = None if warmup is None else warmup + runs
