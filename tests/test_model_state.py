@@ -64,3 +64,41 @@ def test_profiling_never_changes_the_model(options):
     assert not model.steps.is_inference()
     model.steps.zero_()
     model.load_state_dict(before["state"])
+
+
+def test_a_second_thread_profiling_the_same_model_is_refused_and_flags_survive():
+    import threading
+
+    from pyfxprof.errors import PyfxprofError
+    from pyfxprof.run.runner import profile
+    model = Counting().train()
+    inside, release, errors = threading.Event(), threading.Event(), []
+
+    def first():
+        with evaluation_mode(model):
+            inside.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    inside.wait(30)
+    try:
+        profile(model, (torch.randn(2, 4),), runs=2, warmup=0, progress=False)
+    except PyfxprofError as error:
+        errors.append(str(error))
+    release.set()
+    thread.join()
+    assert errors and errors[0].startswith("this Counting is already being profiled in another "
+                                           "thread") and "\n" not in errors[0]
+    assert all(m.training for m in model.modules())
+    with evaluation_mode(model), evaluation_mode(model):  # one thread may nest
+        assert not model.training
+    assert model.training
+    profile(model, (torch.randn(2, 4),), runs=2, warmup=0, progress=False)  # free again
+
+
+def test_an_input_requiring_grad_is_profiled():
+    from pyfxprof.run.runner import profile
+    x = torch.randn(2, 4, requires_grad=True)
+    prof = profile(Counting(), (x,), runs=2, warmup=0, progress=False)
+    assert prof.n_runs == 2 and x.requires_grad and x.grad is None

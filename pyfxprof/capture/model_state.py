@@ -4,9 +4,12 @@ buffer and parameter tensors (the same objects) afterwards."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Iterator
 
 import torch
+
+from ..errors import PyfxprofError
 
 
 @contextlib.contextmanager
@@ -22,6 +25,38 @@ def evaluation_mode(model: torch.nn.Module, enabled: bool = True) -> Iterator[No
         >>> m.training
         True
     """
+    with _one_thread_at_a_time(model):
+        yield from _evaluation_mode(model, enabled)
+
+
+#: Models inside evaluation_mode: id -> (owning thread, depth).
+_ACTIVE: dict[int, tuple[int, int]] = {}
+_ACTIVE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _one_thread_at_a_time(model: torch.nn.Module) -> Iterator[None]:
+    """Refuse a second thread profiling the same model: its flags would be saved in eval
+    mode and restored so (the user's train() flag lost). Re-entry from one thread is fine."""
+    key, me = id(model), threading.get_ident()
+    with _ACTIVE_LOCK:
+        owner, depth = _ACTIVE.get(key, (me, 0))
+        if owner != me:
+            raise PyfxprofError(f"this {type(model).__name__} is already being profiled in "
+                                "another thread; profile one model from one thread at a time "
+                                "(or profile a copy.deepcopy of it)")
+        _ACTIVE[key] = (me, depth + 1)
+    try:
+        yield
+    finally:
+        with _ACTIVE_LOCK:
+            if depth:
+                _ACTIVE[key] = (me, depth)
+            else:
+                del _ACTIVE[key]
+
+
+def _evaluation_mode(model: torch.nn.Module, enabled: bool) -> Iterator[None]:
     modules = list(model.modules())
     flags = [(module, module.training) for module in modules]
     # forward may rebind a buffer or parameter (`self.steps = self.steps + 1`), under
