@@ -50,9 +50,10 @@ def test_node_warmup_lists_first_call_costs_only():
 
 
 def _profile_slow_start(warmup: int):
-    """First 10 calls spin 0.6 ms more (short, so that few are preempted); call 1 is the untimed analysis run, so 9 slow runs
-    follow it."""
-    model = chain(SlowCalls(200_000, 600_000, range(1, 11)), Fixed(100_000))
+    """First 10 calls spin 3 ms more: ten times a steady run, so a loaded machine's noise cannot
+    hide them (nor, at ~1 ms, make steady runs look like them); call 1 is the untimed analysis
+    run, so 9 slow runs follow it."""
+    model = chain(SlowCalls(200_000, 3_000_000, range(1, 11)), Fixed(100_000))
     return pyfxprof.profile(model, batch(1), runs=30, warmup=warmup, progress=False,
                             leaf_modules=LEAVES)
 

@@ -16,11 +16,13 @@ def tiny_vit():
 
 
 def test_vit_with_dynamic_image_size_at_two_sizes():
+    # Coverage is a timing figure (nodes' share of the run): 96-99% here on a quiet machine, and
+    # preemptions land between nodes too, so the bound leaves room for a loaded CI machine.
     model = tiny_vit()
-    small, large = (pyfxprof.profile(model, (torch.randn(1, 3, size, size),), runs=5, warmup=1,
+    small, large = (pyfxprof.profile(model, (torch.randn(1, 3, size, size),), runs=15, warmup=2,
                                      progress=False) for size in (64, 128))
     for prof in (small, large):
-        assert prof.meta["capture_mode"] in ("fx", "dynamo") and prof.meta["coverage"] >= 0.95
+        assert prof.meta["capture_mode"] in ("fx", "dynamo") and prof.meta["coverage"] >= 0.90
         assert {"blocks.0", "blocks.1"} <= {".".join(p.split(".")[:2])
                                             for p in prof.nodes["module_path"]}
         assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) > 0

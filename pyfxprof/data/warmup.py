@@ -22,6 +22,8 @@ from .units import format_ns
 
 SIGMAS = 3.0            # warm-up runs exceed the steady median by this many robust sigmas
 MIN_RELATIVE = 0.05     # ... and by at least this fraction of it
+LONE_RELATIVE = 0.25    # a lone slow first run: at least this fraction (the first timed run
+                        # after a reset is routinely a few % slower, and a VM adds as much)
 DRIFT_P = 0.01          # significance of the trend test on the steady runs
 MIN_RUNS = 4            # fewer runs: no detection
 
@@ -66,9 +68,15 @@ def warmup_runs(values) -> np.ndarray:
         median, threshold = _threshold(array[cut:, column])
         if np.median(array[:cut, column]) > median + threshold:
             found[column] = _warmup_end(array[:cut, column] > median + threshold)
-        if found[column] == 1 and array[0, column] <= array[1:, column].max():
-            found[column] = 0  # one slow run counts only when slower than every later run
+        if found[column] == 1 and not _lone_run_stands_out(array[:, column], median):
+            found[column] = 0
     return found
+
+
+def _lone_run_stands_out(values: np.ndarray, steady_median: float) -> bool:
+    """One slow run counts only when slower than every later run, and by LONE_RELATIVE."""
+    first = values[0]
+    return first > values[1:].max() and first > steady_median * (1 + LONE_RELATIVE)
 
 
 def _warmup_end(slow: np.ndarray) -> int:
