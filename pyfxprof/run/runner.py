@@ -59,8 +59,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         >>> prof.n_nodes, prof.n_runs
         (2, 5)
     """
-    _refuse_context_manager_use(model, torch_profiler_options)
-    _check_arguments(model, runs, warmup, mode)
+    _check_arguments(model, runs, warmup, mode, torch_profiler_options)
     model, example_inputs = place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
     with evaluation_mode(model), grad_context(grad):
@@ -72,17 +71,21 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         executor = executor_for(model, prepared, mode, device_events)
         with executor:
             timings, run_noise, warmup_totals = _timed_runs(
-                executor, prepared.args, runs, warmup, progress,
-                prepared.frame["name"].tolist())
-    captured, args, frame = prepared.captured, prepared.args, prepared.frame
-    meta = run_meta(model, name, device=device_of(model, args), device_events=device_events,
-                    executor=executor, captured=captured, timings=timings, warmup=warmup,
-                    mode=executor.mode, grad=grad,
-                    input_shapes=_inputs_shown(example_inputs, prepared),
-                    dropped_records=RECORDER.dropped_total - drops_before,
-                    flops=prepared.flops, warmup_totals_ns=warmup_totals,
-                    **prepared.memory_meta)
-    return build_profile(frame, timings, meta, executor.device_samples(), run_noise)
+                executor, prepared.args, runs, warmup, progress, prepared.frame["name"].tolist())
+    meta = _profile_meta(model, name, prepared, executor, timings, example_inputs,
+                         device_events=device_events, warmup=warmup, grad=grad,
+                         dropped_records=RECORDER.dropped_total - drops_before,
+                         warmup_totals_ns=warmup_totals)
+    return build_profile(prepared.frame, timings, meta, executor.device_samples(), run_noise)
+
+
+def _profile_meta(model: torch.nn.Module, name: str | None, prepared: Prepared, executor,
+                  timings: RunTimings, example_inputs: Any, **figures) -> dict:
+    """The run's metadata (run.metadata.run_meta) from what profile() prepared and measured."""
+    return run_meta(model, name, device=device_of(model, prepared.args), executor=executor,
+                    captured=prepared.captured, timings=timings, mode=executor.mode,
+                    flops=prepared.flops, input_shapes=_inputs_shown(example_inputs, prepared),
+                    **figures, **prepared.memory_meta)
 
 
 def _device_events_for(model: torch.nn.Module, example_inputs: Any,
@@ -113,7 +116,8 @@ def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
     return describe(prepared.args)
 
 
-def _check_arguments(model: Any, runs: int, warmup: int, mode: str) -> None:
+def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dict) -> None:
+    _refuse_context_manager_use(model, options)
     if not isinstance(model, torch.nn.Module):
         raise PyfxprofError(f"expected a torch.nn.Module to profile, got {type(model).__name__}")
     if mode not in MODES:
