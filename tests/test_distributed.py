@@ -52,6 +52,20 @@ class DataParallelStep(torch.nn.Module):
         return torch.relu(y)
 
 
+class InPlaceStep(torch.nn.Module):
+    """Linear -> spin (slow on one rank) -> dist.all_reduce in place, result ignored -> relu."""
+
+    def __init__(self, slow_s: float = 0.0):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+        self.slow_s = slow_s
+
+    def forward(self, x):
+        y = spin(self.linear(x), self.slow_s)
+        dist.all_reduce(y)
+        return torch.relu(y)
+
+
 class Broken(torch.nn.Module):
     """A model whose forward fails, so its capture and eager run both fail."""
 
@@ -68,9 +82,9 @@ def _free_port() -> int:
 def _model_for(scenario: str, rank: int, world: int) -> torch.nn.Module:
     if scenario == "capture_fails":  # no collectives: the healthy ranks must not wait for rank 1
         return Broken() if rank == 1 else torch.nn.Linear(16, 16)
-    slow = SLOW_S if scenario == "straggler" and rank == world - 1 else 0.0
+    slow = SLOW_S if scenario in ("straggler", "in_place") and rank == world - 1 else 0.0
     torch.manual_seed(0)
-    return DataParallelStep(slow)
+    return InPlaceStep(slow) if scenario == "in_place" else DataParallelStep(slow)
 
 
 def _profile(model, api: str):
@@ -100,6 +114,7 @@ def _worker(rank: int, world: int, port: int, scenario: str, api: str, out: str)
         prof = _profile(_model_for(scenario, rank, world), api)
         if isinstance(prof, pyfxprof.Profile):
             result["meta"] = prof.meta.get("distributed")
+            result["capture_mode"] = prof.meta.get("capture_mode")
         timeout = 8.0 if scenario == "rank_vanishes" else 120.0
         ranks = pyfxprof.gather(prof, timeout=timeout)
         result["gathered"] = ranks is not None
@@ -145,6 +160,20 @@ def test_the_slow_node_and_rank_are_found_as_the_straggler(world, api, tmp_path)
     assert {"all_reduce", "wait_tensor_default"} <= set(comm["name"])
     waits = ranks.waits().sum(axis=0)  # the fast ranks wait in the collective for the slow one
     assert waits.idxmin() == world - 1 and waits.drop(world - 1).min() > 0.5 * SLOW_S * 1e9
+
+
+def test_an_in_place_all_reduce_is_timed_as_communication(tmp_path):
+    results = run_ranks(2, "in_place", tmp_path, "loop")  # the loop skips the dynamo rung
+    assert [r["capture_mode"] for r in results] == ["fx", "fx"]
+    ranks = load_rank_profiles(tmp_path / "ranks.json")
+    nodes = ranks.profiles[0].nodes.set_index("name")
+    assert nodes.loc["all_reduce", "target"] == "torch.distributed.all_reduce"
+    assert list(nodes.index[nodes["communication"]]) == ["all_reduce"]
+    summary = ranks.rank_summary()  # rank 0 waits in the all_reduce for the slow rank 1
+    assert summary.loc[0, "communication"] > 0.5 * SLOW_S * 1e9
+    assert summary.loc[0, "compute"] < summary.loc[1, "compute"] - 0.5 * SLOW_S * 1e9
+    assert summary.loc[0, "wait"] > 0.5 * SLOW_S * 1e9 > summary.loc[1, "wait"]
+    assert "comm" in ranks.table()
 
 
 def test_a_rank_whose_capture_fails_is_reported_and_nobody_hangs(tmp_path):

@@ -11,19 +11,24 @@ from torch.fx.node import _get_qualified_name
 COLUMNS = ["index", "name", "op", "target", "module_path", "module_type", "module_stack", "inputs",
            "communication"]
 #: Targets that are collective communication: c10d operator namespaces (functional
-#: collectives) and torch.distributed's collective functions.
+#: collectives) and torch.distributed's collective functions (as traced by fx: see
+#: capture.collectives.BoundCollective).
 COMM_PREFIXES = ("torch.ops._c10d_functional.", "torch.ops.c10d_functional.", "torch.ops.c10d.",
                  "torch.distributed._functional_collectives.")
 COMM_FUNCTIONS = frozenset(
     f"torch.distributed.{name}" for name in (
         "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
         "reduce_scatter_tensor", "broadcast", "reduce", "gather", "scatter", "all_to_all",
-        "all_to_all_single", "barrier", "send", "recv", "isend", "irecv"))
+        "all_to_all_single", "barrier", "send", "recv", "isend", "irecv", "all_reduce_coalesced",
+        "all_gather_coalesced", "all_gather_single", "gather_single"))
 
 
 def target_name(node: fx.Node) -> str:
-    """Readable target: module path, qualified function name, or method name."""
+    """Readable target: module path, qualified function name (a bound collective's public
+    name), or method name."""
     if node.op == "call_function":
+        if isinstance(getattr(node.target, "public_name", None), str):
+            return node.target.public_name
         try:
             return _get_qualified_name(node.target)
         except (RuntimeError, AttributeError):
@@ -80,9 +85,17 @@ def nodes_frame(nodes: list[fx.Node], root: fx.GraphModule) -> pd.DataFrame:
             "index": index, "name": node.name, "op": node.op, "target": target,
             "module_path": path, "module_type": module_type, "module_stack": stack,
             "inputs": tuple(n.name for n in node.all_input_nodes),
-            "communication": is_communication(node.op, target),
+            "communication": _is_communication_node(node, target),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _is_communication_node(node: fx.Node, target: str) -> bool:
+    """A collective call, or the ``wait()`` on the work an asynchronous collective returned."""
+    if node.op == "call_method" and target == "wait" and isinstance(node.args[0], fx.Node):
+        source = node.args[0]
+        return is_communication(source.op, target_name(source))
+    return is_communication(node.op, target)
 
 
 def module_calls_frame(calls: list[tuple[str, str]], root_type: str) -> pd.DataFrame:

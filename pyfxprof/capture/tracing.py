@@ -11,6 +11,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
+from .collectives import bind_constants
 from .inputs import BoundInputs, bind_inputs, input_tensors
 
 #: Node ops that get timed; placeholders and the output are not work.
@@ -52,6 +53,13 @@ class ProfilingTracer(fx.Tracer):
         if type(m).__module__.startswith("torchvision.ops"):
             return True
         return super().is_leaf_module(m, module_qualified_name)
+
+    def create_proxy(self, kind: str, target, args, kwargs, *rest, **options) -> fx.Proxy:
+        """Records a call; a torch.distributed collective's constant arguments (ReduceOp,
+        process group) are bound to its target, which the graph's code cannot spell."""
+        if kind == "call_function":
+            target, args, kwargs = bind_constants(target, args, kwargs)
+        return super().create_proxy(kind, target, args, kwargs, *rest, **options)
 
     def call_module(self, m: torch.nn.Module, forward, args, kwargs) -> Any:
         try:
