@@ -52,6 +52,7 @@ DELEGATORS = {
     ("pyfxprof.data.profile", "Profile.export_chrome_trace"): {"pyfxprof.views.chrome_trace"},
     ("pyfxprof.data.profile", "Profile.export_stacks"): {"pyfxprof.views.stacks"},
     ("pyfxprof.data.profile", "Profile.export_flamegraph"): {"pyfxprof.views.flamegraph"},
+    ("pyfxprof.data.profile", "Profile.export_speedscope"): {"pyfxprof.views.speedscope"},
     ("pyfxprof.data.profile", "Profile.export_html"): {"pyfxprof.views.html_report"},
     ("pyfxprof.data.profile", "Profile.plot"): {"pyfxprof.views.plot"},
     ("pyfxprof.data.profile", "Profile.plot_latency"): {"pyfxprof.views.latency_plots"},

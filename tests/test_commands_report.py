@@ -58,7 +58,8 @@ def test_sort_top_and_group_by(saved, capsys):
 
 def test_exports(saved, tmp_path, capsys):
     outputs = {"--chrome-trace": tmp_path / "t.json", "--flamegraph": tmp_path / "f.svg",
-               "--stacks": tmp_path / "s.txt", "--plot": tmp_path / "p.png"}
+               "--stacks": tmp_path / "s.txt", "--plot": tmp_path / "p.png",
+               "--speedscope": tmp_path / "s.speedscope.json"}
     argv = [saved, "--metric", "max"]
     for flag, path in outputs.items():
         argv += [flag, path]
@@ -67,6 +68,8 @@ def test_exports(saved, tmp_path, capsys):
     ET.parse(outputs["--flamegraph"])
     assert outputs["--stacks"].read_text().splitlines()[0] == "root;alpha 100"
     assert outputs["--plot"].stat().st_size > 0
+    speedscope = json.loads(outputs["--speedscope"].read_text())  # --metric max: alpha 100
+    assert speedscope["profiles"][-1]["weights"] == [100, 30, 20]
     err = capsys.readouterr().err
     assert f"wrote flame graph to {outputs['--flamegraph']}" in err
 

@@ -90,6 +90,7 @@ def test_a_saved_profile_loads_and_renders_with_the_extension_and_torch_blocked(
         print(prof.tree())
         prof.export_chrome_trace({str(tmp_path / "trace.json")!r})
         prof.export_flamegraph({str(tmp_path / "flame.svg")!r})
+        prof.export_speedscope({str(tmp_path / "p.speedscope.json")!r})
         print(prof.advise())
         assert "torch" not in sys.modules and "pyfxprof._C" not in sys.modules
     """)
@@ -97,6 +98,7 @@ def test_a_saved_profile_loads_and_renders_with_the_extension_and_torch_blocked(
     assert prof.table(top=5) in result.stdout
     assert (tmp_path / "trace.json").stat().st_size > 0
     assert (tmp_path / "flame.svg").read_text().startswith("<?xml")
+    assert (tmp_path / "p.speedscope.json").read_text().startswith('{"$schema"')
 
 
 def test_the_report_command_runs_with_the_extension_and_torch_blocked(saved_profile, tmp_path):

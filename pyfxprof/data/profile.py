@@ -250,6 +250,12 @@ class Profile:
         from ..views.flamegraph import export_flamegraph
         export_flamegraph(self, path, metric=metric, title=title)
 
+    def export_speedscope(self, path, run: int | None = None, metric: str = "median") -> None:
+        """Write a speedscope file: the timeline of one run (default: the median run) and the
+        per-node ``metric`` weights; see views.speedscope."""
+        from ..views.speedscope import export_speedscope
+        export_speedscope(self, path, run=run, metric=metric)
+
     def export_html(self, path, top: int = 50, metric: str = "median") -> None:
         """Write a standalone HTML report (header, table of the ``top`` nodes, module tree,
         flame graph, plot, advice); see views.html_report."""

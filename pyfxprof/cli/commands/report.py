@@ -19,7 +19,8 @@ from .latency_args import add_latency_arguments, chosen_runs, print_latency
 
 #: (argument destination, what is written) for each export option, in the order written.
 EXPORTS = (("chrome_trace", "Chrome trace"), ("flamegraph", "flame graph"),
-           ("stacks", "folded stacks"), ("plot", "plot"), ("html", "HTML report"))
+           ("speedscope", "speedscope file"), ("stacks", "folded stacks"), ("plot", "plot"),
+           ("html", "HTML report"))
 
 
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,11 +71,14 @@ def print_ranks(ranks, args: argparse.Namespace) -> None:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """--chrome-trace, --flamegraph, --stacks, --plot, --html and --metric."""
+    """--chrome-trace, --flamegraph, --speedscope, --stacks, --plot, --html and --metric."""
     group = parser.add_argument_group("exports (gzip when a trace or stacks name ends in .gz)")
     group.add_argument("--chrome-trace", metavar="PATH",
                        help="write a Chrome/Perfetto trace (Trace Event Format JSON)")
     group.add_argument("--flamegraph", metavar="PATH", help="write an SVG flame graph")
+    group.add_argument("--speedscope", metavar="PATH",
+                       help="write a speedscope file (the median run's timeline and the "
+                            "per-node --metric weights; https://www.speedscope.app)")
     group.add_argument("--stacks", metavar="PATH",
                        help="write folded stacks for flamegraph.pl / speedscope (weights in "
                             "ns: flamegraph.pl --countname ns)")
@@ -83,7 +87,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                        help="write a standalone HTML report (table, module tree, flame graph, "
                             "plot, advice)")
     group.add_argument("--metric", choices=METRICS, default="median",
-                       help="per-node weight of the flame graph and stacks (default: median)")
+                       help="per-node weight of the flame graph, stacks and speedscope's "
+                            "sampled profile (default: median)")
 
 
 def write_exports(profile, args: argparse.Namespace) -> None:
@@ -91,6 +96,7 @@ def write_exports(profile, args: argparse.Namespace) -> None:
     writers = {
         "chrome_trace": lambda path: profile.export_chrome_trace(path),
         "flamegraph": lambda path: profile.export_flamegraph(path, metric=args.metric),
+        "speedscope": lambda path: profile.export_speedscope(path, metric=args.metric),
         "stacks": lambda path: profile.export_stacks(path, metric=args.metric),
         "plot": lambda path: profile.plot(path),
         "html": lambda path: profile.export_html(path, metric=args.metric),
