@@ -70,3 +70,13 @@ def test_capture_leaves_the_model_unchanged():
     assert isinstance(gm, fx.GraphModule) and not isinstance(model, fx.GraphModule)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(value, before[key])
+
+
+def test_a_buffer_changed_in_place_is_in_the_graph_not_changed_at_trace_time():
+    from tests.test_model_state import InPlaceState
+    model = InPlaceState()
+    gm = capture(model).graph_module
+    assert model.count.item() == 0 and model.running.tolist() == [1.0] * 4
+    assert [n.target for n in gm.graph.nodes if n.op == "call_method"][:2] == ["add_", "mul_"]
+    gm(torch.randn(2, 4))  # the graph changes the model's own buffers, as forward does
+    assert model.count.item() == 1

@@ -421,3 +421,19 @@ def test_the_first_callers_thread_is_profiled_and_other_threads_calls_wait_their
     (prof,) = p.profiles
     assert prof.n_runs == 11 and prof.meta["incomplete_runs"] == 0
     assert "forward" not in vars(model)
+
+
+def test_buffers_a_profiled_loop_changes_in_place_advance_once_per_call_as_without_it():
+    from tests.test_model_state import InPlaceState
+    model, reference = InPlaceState(), InPlaceState()
+    reference.load_state_dict(model.state_dict())
+    with Profiler(model, schedule=schedule(wait=1, warmup=1, active=2)) as p:
+        for _ in range(5):
+            x = torch.randn(2, 4)
+            torch.testing.assert_close(p.model(x), reference(x))
+            p.step()
+    assert model.count.item() == reference.count.item() == 5
+    assert torch.equal(model.running, reference.running)
+    assert [prof.nodes["target"].tolist()[:4] for prof in p.profiles] == [
+        ["count", "add_", "running", "mul_"]]
+

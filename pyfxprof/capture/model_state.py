@@ -1,10 +1,12 @@
-"""Running a user's model in eval mode and putting back every module's training flag and its
-buffer and parameter tensors (the same objects) afterwards."""
+"""Running a user's model in eval mode and putting back every module's training flag, its
+buffer and parameter tensors (the same objects) and the values of the buffers its forward
+changed in place afterwards."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 from typing import Iterator
 
 import torch
@@ -14,8 +16,10 @@ from ..errors import PyfxprofError
 
 @contextlib.contextmanager
 def evaluation_mode(model: torch.nn.Module, enabled: bool = True) -> Iterator[None]:
-    """Put `model` in eval mode for the block, then restore each submodule's own flag and
-    rebind its buffers and parameters to the tensors it had before.
+    """Put `model` in eval mode for the block, then restore each submodule's own flag,
+    rebind its buffers and parameters to the tensors it had before, and copy back the values
+    of the buffers changed in place (a step counter's ``add_``, BatchNorm statistics); see
+    InPlaceGuard.
 
     Example:
         >>> m = torch.nn.Dropout().train()
@@ -62,11 +66,13 @@ def _evaluation_mode(model: torch.nn.Module, enabled: bool) -> Iterator[None]:
     # forward may rebind a buffer or parameter (`self.steps = self.steps + 1`), under
     # inference mode to an inference tensor: put back the very tensors the user had.
     tensors = [(module, dict(module._buffers), dict(module._parameters)) for module in modules]
+    guard = InPlaceGuard(model)
     if enabled:
         model.eval()
     try:
         yield
     finally:
+        guard.restore()
         for module, training in flags:
             module.training = training
         for module, buffers, parameters in tensors:
@@ -74,6 +80,73 @@ def _evaluation_mode(model: torch.nn.Module, enabled: bool) -> Iterator[None]:
             module._buffers.update(buffers)
             module._parameters.clear()
             module._parameters.update(parameters)
+
+
+class InPlaceGuard:
+    """Undoes in-place changes to a model's buffers: each buffer is cloned on entry, and
+    `restore()` copies the saved values back into every buffer that changed (same tensor,
+    storage, data_ptr and requires_grad), found by its version counter (``tensor._version``,
+    moved by in-place ops) or, as kernels updating a mutable argument such as BatchNorm's
+    running statistics do not move it, by comparing values. An unchanged buffer is not
+    written to (its version stays). Parameters are not copied (that would double the
+    model's memory): one whose version counter or storage moved is warned about.
+
+    Example:
+        >>> bn = torch.nn.BatchNorm1d(2).train()
+        >>> guard = InPlaceGuard(bn); _ = bn(torch.randn(4, 2)); guard.restore()
+        >>> bn.running_mean.tolist(), bn.num_batches_tracked.item()
+        ([0.0, 0.0], 0)
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        with torch.no_grad():
+            self.buffers = [(name, tensor, _version(tensor), tensor.detach().clone())
+                            for name, tensor in model.named_buffers()]
+        self.parameters = [(name, tensor, _version(tensor), tensor.data_ptr())
+                           for name, tensor in model.named_parameters()]
+
+    def changed(self) -> list[str]:
+        """The names of the buffers changed since entry."""
+        return [name for name, tensor, version, saved in self.buffers
+                if version is None or _version(tensor) != version or not _same(tensor, saved)]
+
+    def restore(self) -> None:
+        """Copy back every buffer changed in place; warn about changed parameters."""
+        changed = set(self.changed())
+        for name, tensor, _, saved in self.buffers:
+            if name not in changed:
+                continue
+            with torch.inference_mode() if tensor.is_inference() else torch.no_grad():
+                if tensor.shape != saved.shape:  # resize_() in forward
+                    tensor.resize_(saved.shape)
+                tensor.copy_(saved)
+        moved = [name for name, tensor, version, pointer in self.parameters
+                 if _version(tensor) != version or tensor.data_ptr() != pointer]
+        if moved:
+            warnings.warn(f"pyfxprof: the model's forward changed parameter(s) "
+                          f"{', '.join(moved[:5])} in place while it was profiled; buffers "
+                          "are restored but parameters are not copied: profile a "
+                          "copy.deepcopy of the model to keep them", stacklevel=2)
+
+
+def _same(tensor: torch.Tensor, saved: torch.Tensor) -> bool:
+    """Same shape and values (NaN where the saved copy has NaN counts as the same).
+
+    Example:
+        >>> nan = float("nan"); _same(torch.tensor([nan, 1.0]), torch.tensor([nan, 1.0]))
+        True
+    """
+    if tensor.shape != saved.shape or tensor.dtype != saved.dtype:
+        return False
+    if torch.equal(tensor, saved):
+        return True
+    return saved.is_floating_point() and bool((tensor.eq(saved) | tensor.isnan()
+                                                & saved.isnan()).all())
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    """The tensor's version counter (None for an inference tensor, which has none)."""
+    return None if tensor.is_inference() else tensor._version
 
 
 def grad_context(grad: bool) -> contextlib.AbstractContextManager:

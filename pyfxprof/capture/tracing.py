@@ -13,6 +13,7 @@ import torch.fx as fx
 from ..errors import PyfxprofError, first_line
 from .collectives import bind_constants
 from .inputs import BoundInputs, bind_inputs, input_tensors
+from .model_state import InPlaceGuard
 
 #: Node ops that get timed; placeholders and the output are not work.
 TIMED_OPS = ("call_module", "call_function", "call_method", "get_attr")
@@ -142,7 +143,19 @@ def capture(model: torch.nn.Module, leaf_modules: Iterable = (), autowrap_functi
 
 
 def _trace(tracer: ProfilingTracer, model: torch.nn.Module, concrete_args) -> fx.GraphModule:
-    graph = tracer.trace(model, concrete_args=concrete_args)
+    """The traced graph. The tracer reads buffers as plain tensors, so an in-place change
+    of one in forward (``self.count.add_(1)``) would run once, at trace time, and be missing
+    from the graph: such a trace is undone and redone with buffers traced as proxies, so the
+    graph holds the change and the model keeps its values."""
+    guard = InPlaceGuard(model)
+    try:
+        graph = tracer.trace(model, concrete_args=concrete_args)
+    finally:
+        changed = guard.changed()
+        guard.restore()
+    if changed:
+        tracer.proxy_buffer_attributes = True
+        graph = tracer.trace(model, concrete_args=concrete_args)
     return fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
