@@ -4,6 +4,7 @@ import copy
 import inspect
 import math
 import warnings
+from collections import OrderedDict
 
 import pytest
 import torch
@@ -14,7 +15,10 @@ from pyfxprof.capture.tracing import CaptureFallbackWarning, capture, timed_node
 from pyfxprof.data.persist import load_profile
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run.loop import Profiler
+from pyfxprof.run.runner import profile
 from pyfxprof.run.schedule import schedule
+from pyfxprof.timing.recorder import RECORDER
+from tests.fixtures_models import Flaky
 from tests.models import DataDependent, Net, net_input
 
 N_NODES = len(timed_nodes(capture(Net()).graph_module.graph))
@@ -437,3 +441,75 @@ def test_buffers_a_profiled_loop_changes_in_place_advance_once_per_call_as_witho
     assert [prof.nodes["target"].tolist()[:4] for prof in p.profiles] == [
         ["count", "add_", "running", "mul_"]]
 
+
+class _BranchThenFlaky(torch.nn.Module):
+    """An untraceable root (branch on a value) around a leaf that raises on one call."""
+
+    def __init__(self, fail_on: int) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.flaky = Flaky(fail_on)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return self.flaky(y) if y.sum() > -1e9 else y
+
+
+def _flaky_model(capture: str, fail_on: int) -> tuple[torch.nn.Module, dict]:
+    """A model whose `flaky` leaf raises on its `fail_on`-th call (the capture's analysis
+    run is its first), captured by FX (codegen) or by hooks."""
+    if capture == "fx":
+        return torch.nn.Sequential(OrderedDict(lin=torch.nn.Linear(3, 3), flaky=Flaky(fail_on),
+                                               relu=torch.nn.ReLU())), {"leaf_modules": [Flaky]}
+    return _BranchThenFlaky(fail_on), {}
+
+
+def _nothing_pending() -> bool:
+    return len(RECORDER.collect(0, 2**32)) == 0 and _C.buffer_stats()["pending_records"] == 0
+
+
+@pytest.mark.parametrize("capture", ["fx", "hooks"])
+def test_a_model_error_keeps_its_type_with_a_note_naming_call_step_and_node(capture):
+    model, options = _flaky_model(capture, fail_on=4)
+    x = torch.randn(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureFallbackWarning)
+        with pytest.raises(ValueError) as info:
+            with Profiler(model, **options) as p:
+                for _ in range(5):
+                    p.model(x)
+                    p.step()
+    assert type(info.value) is ValueError and str(info.value) == "bad batch on call 4"
+    assert p.profiles == []
+    note = "; ".join(getattr(info.value, "__notes__", []))
+    assert note == (f"pyfxprof: the model raised in call 3 of {type(model).__name__} (step 2, "
+                    "record), in node 'flaky' (call_module flaky); the profiler was left clean")
+    assert "forward" not in vars(model) and _nothing_pending()
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureFallbackWarning)
+        prof = profile(model, (x,), runs=3, warmup=1, progress=False, **options)
+        with Profiler(model, **options) as again:
+            again.model(x)
+    assert prof.meta["dropped_records"] == 0 and prof.n_runs == 3
+    assert again.profiles[0].n_runs == 1 and _nothing_pending()
+
+
+@pytest.mark.parametrize("capture", ["fx", "hooks"])
+def test_a_caught_model_error_leaves_the_other_calls_of_the_window(capture):
+    model, options = _flaky_model(capture, fail_on=5)  # the window's third call
+    failures = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureFallbackWarning)
+        with Profiler(model, schedule=schedule(wait=0, warmup=1, active=4), **options) as p:
+            for _ in range(5):
+                try:
+                    p.model(torch.randn(2, 3))
+                except ValueError as error:  # a bad batch the loop skips
+                    failures += 1
+                    assert "call 4 of" in error.__notes__[-1]
+                    assert "(step 3, record)" in error.__notes__[-1]
+                p.step()
+    (prof,) = p.profiles
+    assert failures == 1 and prof.n_runs == 3 and (prof.samples > 0).all()
+    assert _nothing_pending()

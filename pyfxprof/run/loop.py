@@ -35,6 +35,7 @@ from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
 from ..data.profile import Profile
 from ..data.units import format_ns
 from ..errors import PyfxprofError
+from ..timing.failures import node_kind, note_failure
 from ..timing.recorder import RECORDER
 from . import ranges
 from .call_groups import (MAX_CALL_GROUPS, CallGroup, capture_group, primary_shape,
@@ -353,20 +354,35 @@ class Profiler:
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
             with group.armed():
-                return group.run(inputs)
+                return self._run(group, inputs)
         self._window.note_call(group, self.module, args, kwargs)
         meter = self._window.meter(group)
         with group.armed():
             meter.read()
             start = _C.now_ns()
             try:
-                output = group.run(inputs)
+                output = self._run(group, inputs)
             finally:
                 end = _C.now_ns()
                 meter.read()
         self._log_call(group, start, end, start - entered)
         self._own_ns_after = _C.now_ns() - end
         return output
+
+    def _run(self, group: CallGroup, inputs: BoundInputs) -> Any:
+        """One call of the group's instrumented capture. The model's own exception goes to
+        the caller unchanged (type and object), with a note naming the call, step and node;
+        the failed call's records are drained (runs before it stay in the window)."""
+        try:
+            return group.run(inputs)
+        except PyfxprofError:
+            raise
+        except Exception as error:
+            node = group.executor.failed_node(group.frame["name"].tolist())
+            call = f"call {self._calls - self._first_call + 1} of {self.name} " \
+                   f"(step {self.step_num}, {self.current_action.name.lower()})"
+            note_failure(error, node, call, node_kind(group.frame, node))
+            raise
 
     def _log_call(self, group: CallGroup, start: int, end: int, own_ns_before: int) -> None:
         """Log the call for generation_latency(), with the Profiler's own time between the

@@ -18,7 +18,7 @@ from ..errors import PyfxprofError
 from ..timing.device_events import add_device_summary, ensure_cuda_runtime, place_on_device
 from ..timing.durations import RunTimings
 from ..timing.executors import MODES, make_executor
-from ..timing.failures import run_failure
+from ..timing.failures import node_kind, run_failure
 from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
@@ -71,7 +71,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         executor = executor_for(model, prepared, mode, device_events)
         with executor:
             timings, run_noise, warmup_totals = _timed_runs(
-                executor, prepared.args, runs, warmup, progress, prepared.frame["name"].tolist())
+                executor, prepared.args, runs, warmup, progress, prepared.frame)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
@@ -128,25 +128,26 @@ def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dic
         raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
 
 
-def _run_once(executor, args: tuple, run: str, names: list[str]) -> None:
+def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:
     """One run; an exception from the model becomes one line naming the run and the node."""
     try:
         executor.run(args)
     except PyfxprofError:
         raise
     except Exception as error:  # the user's model: report it, leave the recorder clean
-        raise run_failure(executor.failed_node(names), run, error) from error
+        node = executor.failed_node(frame["name"].tolist())
+        raise run_failure(node, run, error, node_kind(frame, node)) from error
 
 
 def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
-                names: list[str]) -> tuple[RunTimings, np.ndarray | None, list[int]]:
+                frame: pd.DataFrame) -> tuple[RunTimings, np.ndarray | None, list[int]]:
     """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
-    those preempted); `names` of the frame's nodes name a node that raises."""
+    those preempted); the nodes `frame` names a node that raises."""
     meter = RunMeter()
     started = time.perf_counter()
     meter.read()
     for done in range(1, warmup + 1):
-        _run_once(executor, args, f"warm-up run {done} of {warmup}", names)
+        _run_once(executor, args, f"warm-up run {done} of {warmup}", frame)
         meter.read()
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
@@ -155,7 +156,7 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
     meter.read()
     for done in range(1, runs + 1):
-        _run_once(executor, args, f"timed run {done} of {runs}", names)
+        _run_once(executor, args, f"timed run {done} of {runs}", frame)
         meter.read()
         bar.update(done)
     bar.close()

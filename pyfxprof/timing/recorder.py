@@ -141,8 +141,13 @@ class ChunkedCollector:
             self._collect()
 
     def _collect(self) -> None:
+        self.add(RECORDER.collect(self.first_id, self.count))
+
+    def add(self, records: Records) -> None:
+        """Take the range's records collected by the caller (e.g. after a failed run) as
+        the next chunk."""
         self._uncollected_runs = 0
-        self._chunks.append(self.to_timings(RECORDER.collect(self.first_id, self.count)))
+        self._chunks.append(self.to_timings(records))
 
     def reset(self) -> None:
         """Forget the runs so far."""

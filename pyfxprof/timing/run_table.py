@@ -71,6 +71,7 @@ class RunTable:
     def __init__(self, nodes: int) -> None:
         self.nodes = nodes
         self.native = _C.SampleTable(nodes)
+        self._kept: list[dict] = []  # complete runs taken out by failed_node()
 
     def reserve(self, runs: int, arrays: int = 1) -> None:
         """Room for `runs` more runs, allocated now, or a one-line error when it cannot fit."""
@@ -99,19 +100,25 @@ class RunTable:
     def clear(self) -> None:
         """Forget every run so far (e.g. after warm-up)."""
         self.native.clear()
+        self._kept = []
 
     def failed_node(self, names: list[str]) -> str | None:
         """After a run raised: the name of its first node without a duration (the nodes run
-        in order, so the one that raised), or None when every node finished. Hands over and
-        drops every row: the profile is abandoned.
+        in order, so the one that raised), or None when every node finished. The runs stay
+        for `take()` (which counts the failed one as incomplete): a loop that catches the
+        model's exception keeps its window.
 
         Example:
             >>> table = RunTable(2)
             >>> table.begin(); _ = _C.timed_call(table.native, 0, abs)(1); table.abandon()
             >>> table.failed_node(["a", "b"])
             'b'
+            >>> table.take().incomplete_runs  # the failed run
+            1
         """
-        samples = self.native.take()["samples"]
+        taken = self.native.take()
+        samples = taken["samples"]
+        self._kept.append(taken)
         if not samples.shape[0]:
             return names[0] if names else None
         missing = np.flatnonzero(samples[-1] < 0)
@@ -122,11 +129,12 @@ class RunTable:
         run's time from its first timed call's begin to its last one's end that no timed call
         covers); the table is empty afterwards. Only an incomplete run costs a copy.
         """
-        taken = self.native.take()
+        taken, kept, self._kept = self.native.take(), self._kept, []
+        if kept:
+            taken = {key: np.concatenate([part[key] for part in kept] + [column])
+                     for key, column in taken.items()}
         samples = taken["samples"]
-        complete = taken["end_ns"] >= 0
-        if samples.size:
-            complete &= (samples >= 0).all(axis=1)
+        complete = _complete(taken)
         if not complete.all():
             samples = samples[complete]
         begins = taken["begin_ns"][complete]
@@ -134,3 +142,11 @@ class RunTable:
                    - samples.sum(axis=1))
         return RunTimings(samples, taken["end_ns"][complete] - begins, begins,
                           int((~complete).sum()), between)
+
+
+def _complete(taken: dict) -> np.ndarray:
+    """Mask of the taken runs that ended with every node timed."""
+    complete = taken["end_ns"] >= 0
+    if taken["samples"].size:
+        complete &= (taken["samples"] >= 0).all(axis=1)
+    return complete
