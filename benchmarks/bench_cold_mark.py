@@ -1,4 +1,4 @@
-"""The instrumentation's own error, measured directly: what a TimedCall measures around an empty
+"""The instrumentation's own error, measured directly: what a timed call measures around an empty
 C function right after a node's work (cold-ish caches and predictors), against a second one
 right after it and the hot-loop calibration pyfxprof subtracts. Their difference bounds what the
 calibration under-subtracts per node.
@@ -30,13 +30,15 @@ fx.wrap("work")
 
 
 def graph_with_trailing_empty_calls(table, iterations: int, nodes: int = 4) -> fx.GraphModule:
-    """`nodes` work nodes, each followed by two TimedCalls of the empty C function _C._noop."""
+    """`nodes` work nodes, each followed by two timed calls of the empty C function _C._noop."""
     graph = fx.Graph()
     value = graph.placeholder("x")
+    calls = _C.timed_calls(table)
     for k in range(nodes):
         value = graph.call_function(work, (value, iterations))
         for j in range(2):
-            graph.call_function(_C.timed_call(table, 2 * k + j, _C._noop), (0,))
+            calls.set(2 * k + j, _C._noop)
+            graph.call_function(calls.timed, (2 * k + j, 0))
     graph.output(value)
     return fx.GraphModule(torch.nn.Module(), graph, "TrailingEmptyCalls")
 

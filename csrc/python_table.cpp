@@ -1,4 +1,4 @@
-// pybind11 bindings of SampleTable and the TimedCall factory (pyfxprof._C.SampleTable, timed_call).
+// pybind11 bindings of SampleTable and its TimedCalls factory (pyfxprof._C.SampleTable, timed_calls).
 #include "python_table.h"
 
 #include <pybind11/numpy.h>
@@ -6,13 +6,12 @@
 
 #include <memory>
 #include <new>
-#include <optional>
 #include <utility>
 #include <vector>
 
 #include "clock.h"
 #include "sample_table.h"
-#include "timed_call.h"
+#include "timed_calls.h"
 
 namespace py = pybind11;
 
@@ -67,7 +66,7 @@ void begin_run(SampleTable& table) {
 
 void define_sample_table(py::module_& m) {
   py::class_<SampleTable>(m, "SampleTable",
-                          "Runs x nodes table of node durations (ns), written by TimedCalls.")
+                          "Runs x nodes table of node durations (ns), written by TimedCalls.timed.")
       .def(py::init<uint32_t>(), py::arg("nodes"))
       .def_property_readonly("nodes", &SampleTable::nodes)
       .def_property_readonly("rows", &SampleTable::rows)
@@ -85,37 +84,16 @@ void define_sample_table(py::module_& m) {
            "node was not timed), begin_ns, end_ns (-1: not ended), first_call_ns,\n"
            "last_call_end_ns.");
   m.def(
-      "timed_call",
-      [](py::object table, uint32_t node, py::object target, bool method, int64_t cuda_event_id,
-         bool cuda_event_after, std::optional<py::tuple> path) {
-        SampleTable* raw = table.cast<SampleTable*>();
-        if (node >= raw->nodes()) throw py::value_error("node is not a column of the table");
-        if (method && !PyUnicode_Check(target.ptr())) {
-          throw py::type_error("a method TimedCall needs the method name as a str");
-        }
-        if (path) {
-          for (py::handle name : *path) {
-            if (!PyUnicode_Check(name.ptr())) throw py::type_error("path holds attribute names");
-          }
-        }
-        if (!method && !path && !PyCallable_Check(target.ptr())) {
-          throw py::type_error("the target of a TimedCall must be callable");
-        }
-        PyObject* made = new_timed_call(raw, table.ptr(), node, target.ptr(), method,
-                                        cuda_event_id, cuda_event_after,
-                                        path ? path->ptr() : nullptr);
+      "timed_calls",
+      [](py::object table) {
+        PyObject* made = new_timed_calls(table.cast<SampleTable*>(), table.ptr());
         if (!made) throw py::error_already_set();
         return py::reinterpret_steal<py::object>(made);
       },
-      py::arg("table"), py::arg("node"), py::arg("target"), py::arg("method") = false,
-      py::arg("cuda_event_id") = -1, py::arg("cuda_event_after") = false,
-      py::arg("path") = py::none(),
-      "A callable that calls `target` (or, with method=True, the method named `target` of its\n"
-      "first argument) and stores the call's duration in column `node` of `table`. With\n"
-      "cuda_event_id >= 0 it records a CUDA event tagged so before the call (and one tagged\n"
-      "cuda_event_id + 1 after it with cuda_event_after). With `path` (attribute names) it\n"
-      "calls target.<path...>, looked up inside the timed interval as generated code does.");
-  if (add_timed_call_type(m.ptr()) != 0) throw py::error_already_set();
+      py::arg("table"),
+      "The TimedCalls of `table`: one entry per column, set with .set(node, target, ...);\n"
+      "instrumented nodes call .timed(node, *args, **kwargs).");
+  if (add_timed_calls_type(m.ptr()) != 0) throw py::error_already_set();
 }
 
 }  // namespace pyfxprof

@@ -1,4 +1,4 @@
-// Declares the pybind11 definitions of SampleTable and timed_call for pyfxprof._C.
+// Declares the pybind11 definitions of SampleTable and timed_calls for pyfxprof._C.
 #pragma once
 
 #include <pybind11/pybind11.h>

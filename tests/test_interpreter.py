@@ -52,8 +52,7 @@ def test_submodule_lookup_is_outside_the_timed_call():
     interp.fetch_attr = lambda target: lookups.append(target) or lookup(target)
     interp.run(torch.zeros(1))
     assert lookups == []  # the instrumented graph calls the submodule it was built with
-    timed_call, takes_target = interp._calls[0]
-    assert timed_call.target is relu and not takes_target  # interpreted: looked up before
+    assert interp._calls.target(0) is relu and not interp._takes_target[0]  # looked up before
 
 
 def test_an_overridden_call_module_is_timed_whole():

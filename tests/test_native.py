@@ -199,19 +199,23 @@ def test_forced_steady_clock():
     assert out.stdout.strip() == "steady_clock"
 
 
-# --- TimedCall and SampleTable ---------------------------------------------------------------
+# --- TimedCalls and SampleTable --------------------------------------------------------------
 
 def _timed_table(nodes, *targets):
+    """A table and the builtin timed(node, *args) calling targets[node]."""
     table = _C.SampleTable(nodes)
-    return table, [_C.timed_call(table, k, t) for k, t in enumerate(targets)]
+    calls = _C.timed_calls(table)
+    for k, target in enumerate(targets):
+        calls.set(k, target)
+    return table, calls.timed
 
 
 def test_timed_calls_return_the_result_and_store_one_duration_each():
     import operator
-    table, (add, spin) = _timed_table(2, operator.add, _C._spin_ns)
+    table, timed = _timed_table(2, operator.add, _C._spin_ns)
     table.begin_run()
-    assert add(2, 3) == 5 and add("a", "b") == "ab"  # operator fast path keeps semantics
-    assert spin(200_000) >= 200_000
+    assert timed(0, 2, 3) == 5 and timed(0, "a", "b") == "ab"  # operator fast path
+    assert timed(1, 200_000) >= 200_000
     assert table.end_run()
     taken = table.take()
     assert taken["samples"].shape == (1, 2) and taken["samples"].dtype == np.int64
@@ -221,31 +225,38 @@ def test_timed_calls_return_the_result_and_store_one_duration_each():
     assert table.rows == 0  # handed over
 
 
+def test_timed_is_one_builtin_function_object_for_every_node():
+    table, timed = _timed_table(2, abs, abs)
+    assert type(timed) is type(len)  # CPython specialises calls of builtins: the fast path
+    assert timed.__name__ == "timed" and timed.__module__ == "pyfxprof._C"
+
+
 def test_timed_method_calls_and_keyword_arguments():
     table = _C.SampleTable(2)
-    upper = _C.timed_call(table, 0, "split", method=True)
-    rounding = _C.timed_call(table, 1, round)
+    calls = _C.timed_calls(table)
+    calls.set(0, "split", method=True)
+    calls.set(1, round)
     table.begin_run()
-    assert upper("a b", sep=" ") == ["a", "b"]
-    assert rounding(2.567, ndigits=1) == 2.6
+    assert calls.timed(0, "a b", sep=" ") == ["a", "b"]
+    assert calls.timed(1, 2.567, ndigits=1) == 2.6
     table.end_run()
     assert (table.take()["samples"] >= 0).all()
 
 
 def test_a_raising_target_propagates_and_stores_nothing():
-    table, (div,) = _timed_table(1, lambda: 1 / 0)
+    table, timed = _timed_table(1, lambda: 1 / 0)
     table.begin_run()
     with pytest.raises(ZeroDivisionError):
-        div()
+        timed(0)
     table.end_run()
     np.testing.assert_array_equal(table.take()["samples"], [[-1]])
 
 
 def test_timed_calls_outside_a_run_or_from_another_thread_are_strays():
-    table, (call,) = _timed_table(1, abs)
-    call(-1)  # no run open
+    table, timed = _timed_table(1, abs)
+    timed(0, -1)  # no run open
     table.begin_run()
-    worker = threading.Thread(target=call, args=(-2,))
+    worker = threading.Thread(target=timed, args=(0, -2))
     worker.start()
     worker.join()
     failure = []
@@ -266,26 +277,37 @@ def _catch(function, errors):
 
 
 def test_taken_samples_are_handed_over_without_a_copy():
-    table, (call,) = _timed_table(1, abs)
+    table, timed = _timed_table(1, abs)
     table.reserve(4)
     for _ in range(3):
         table.begin_run()
-        call(1)
+        timed(0, 1)
         table.end_run()
     samples = table.take()["samples"]
     assert samples.shape == (3, 1) and not samples.flags.owndata and samples.base is not None
 
 
-def test_timed_call_checks_its_arguments_and_names_itself_after_the_target():
-    table = _C.SampleTable(1)
-    with pytest.raises(ValueError):
-        _C.timed_call(table, 1, abs)
+def test_timed_calls_check_their_arguments():
+    table = _C.SampleTable(2)
+    calls = _C.timed_calls(table)
+    with pytest.raises(ValueError, match="not a column"):
+        calls.set(2, abs)
+    with pytest.raises(TypeError, match="callable"):
+        calls.set(0, 42)
+    with pytest.raises(TypeError, match="method name"):
+        calls.set(0, abs, method=True)
+    calls.set(0, abs)
+    assert len(calls) == 2 and calls.target(0) is abs and calls.target(1) is None
+    with pytest.raises(ValueError, match="node 1 has no target"):
+        calls.timed(1, 3)
+    with pytest.raises(ValueError, match="node 5 has no target"):
+        calls.timed(5, 3)
+    with pytest.raises(TypeError, match="node number first"):
+        calls.timed()
     with pytest.raises(TypeError):
-        _C.timed_call(table, 0, 42)
-    with pytest.raises(TypeError):
-        _C.timed_call(table, 0, abs, method=True)
-    call = _C.timed_call(table, 0, abs)
-    assert call.__name__ == "timed_abs" and call.target is abs and call.node == 0
+        calls.timed("0", 3)
+    calls.set(0, round)  # set again: replaced
+    assert calls.target(0) is round and calls.timed(0, 2.4) == 2
 
 
 def test_a_path_timed_call_looks_its_callable_up_on_every_call():
@@ -294,12 +316,31 @@ def test_a_path_timed_call_looks_its_callable_up_on_every_call():
     root, inner = Holder(), Holder()
     root.inner, inner.f = inner, abs
     table = _C.SampleTable(1)
-    call = _C.timed_call(table, 0, root, path=("inner", "f"))
+    calls = _C.timed_calls(table)
+    calls.set(0, root, path=("inner", "f"))
     table.begin_run()
-    assert call(-3) == 3
-    inner.f = lambda x: x * 10  # replaced after the TimedCall was made: the new one runs
-    assert call(2) == 20
+    assert calls.timed(0, -3) == 3
+    inner.f = lambda x: x * 10  # replaced after the entry was set: the new one runs
+    assert calls.timed(0, 2) == 20
     table.end_run()
-    assert call.__name__ == "timed_f" and (table.take()["samples"] >= 0).all()
+    assert (table.take()["samples"] >= 0).all()
     with pytest.raises(TypeError):
-        _C.timed_call(table, 0, root, path=("inner", 3))
+        calls.set(0, root, path=("inner", 3))
+
+
+def test_timed_calls_and_their_targets_are_garbage_collected():
+    import gc
+    import weakref
+
+    class Target:
+        def __call__(self):
+            return 1
+    table = _C.SampleTable(1)
+    calls = _C.timed_calls(table)
+    target = Target()
+    target.calls = calls  # a cycle through the entry
+    calls.set(0, target)
+    alive = weakref.ref(target)
+    del target, calls, table
+    gc.collect()
+    assert alive() is None

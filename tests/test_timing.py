@@ -8,6 +8,14 @@ from pyfxprof.errors import PyfxprofError
 from pyfxprof.timing.run_table import RunTable, check_fits_in_memory
 
 
+def _timed(table, targets):
+    """One callable per node k, calling timed(k, ...) of the table's TimedCalls."""
+    native = _C.timed_calls(table.native)
+    for k, target in enumerate(targets):
+        native.set(k, target)
+    return [lambda x, k=k: native.timed(k, x) for k in range(len(targets))]
+
+
 def _run(table, calls, raise_in=None):
     table.begin()
     for k, call in enumerate(calls):
@@ -20,7 +28,7 @@ def _run(table, calls, raise_in=None):
 
 def test_complete_runs_are_kept_and_incomplete_ones_counted():
     table = RunTable(3)
-    calls = [_C.timed_call(table.native, k, _C._busy_loop) for k in range(3)]
+    calls = _timed(table, [_C._busy_loop] * 3)
     _run(table, calls)
     _run(table, calls, raise_in=1)
     _run(table, calls[:2])  # a node never ran
@@ -34,10 +42,10 @@ def test_complete_runs_are_kept_and_incomplete_ones_counted():
 
 def test_take_empties_the_table_and_clear_forgets_runs():
     table = RunTable(1)
-    call = _C.timed_call(table.native, 0, abs)
-    _run(table, [call])
+    calls = _timed(table, [abs])
+    _run(table, calls)
     table.clear()
-    _run(table, [call])
+    _run(table, calls)
     assert table.take().intervals.shape == (1, 1)
     assert table.take().intervals.shape == (0, 1)
 

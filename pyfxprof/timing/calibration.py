@@ -86,18 +86,20 @@ def consecutive_intervals(records, marks_per_run: int) -> np.ndarray:
 
 
 def _empty_calls_module(table: "_C.SampleTable", calls: int) -> fx.GraphModule:
-    """Generated code calling `calls` TimedCalls of the empty C function _C._noop, as
-    instrumented graphs call their nodes."""
+    """Generated code timing `calls` calls of the empty C function _C._noop, as instrumented
+    graphs call their nodes: timed(k, k)."""
     graph = fx.Graph()
     x = graph.placeholder("x")
+    timed_calls = _C.timed_calls(table)
     for k in range(calls):
-        graph.call_function(_C.timed_call(table, k, _C._noop), (k,))
+        timed_calls.set(k, _C._noop)
+        graph.call_function(timed_calls.timed, (k, k))
     graph.output(x)
-    return fx.GraphModule(torch.nn.Module(), graph, "TimedCallCalibration")
+    return fx.GraphModule(torch.nn.Module(), graph, "TimedCallsCalibration")
 
 
 def calibrate_timed_calls(calls: int = 64, repeats: int = 200) -> Calibration:
-    """What a TimedCall measures of itself: its duration around an empty C function.
+    """What a timed call measures of itself: its duration around an empty C function.
 
     Example:
         >>> 0 < calibrate_timed_calls(calls=8, repeats=10).overhead_ns < 10_000

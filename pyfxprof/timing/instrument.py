@@ -1,6 +1,6 @@
-"""The codegen instrumentation pass: each timed node calls a native TimedCall of its own
-target (the clock is read in C++ around the node's call; no extra Python-level call), then
-recompile."""
+"""The codegen instrumentation pass: each timed node k calls the one native builtin
+`timed(k, *args)`, which reads the clock in C++ around node k's own target (no extra
+Python-level call), then recompile."""
 
 from __future__ import annotations
 
@@ -42,8 +42,9 @@ def node_callable(gm: fx.GraphModule, node: fx.Node) -> tuple[Any, bool]:
 
 def insert_timed_calls(gm: fx.GraphModule, graph: fx.Graph, table: "_C.SampleTable",
                        cuda_first_id: int | None = None) -> int:
-    """Turn the k-th timed node of `graph` (a copy of gm's) into a call of a TimedCall writing
-    column k of `table`; returns the number of timed nodes n.
+    """Turn the k-th timed node of `graph` (a copy of gm's) into `timed(k, *args)`, the
+    TimedCalls of `table` timing node k's target into column k; returns the number of timed
+    nodes n.
 
     With `cuda_first_id`, node k also records CUDA event cuda_first_id + k before its call,
     and the last node event cuda_first_id + n after it (n+1 boundaries, as device timing needs).
@@ -51,13 +52,15 @@ def insert_timed_calls(gm: fx.GraphModule, graph: fx.Graph, table: "_C.SampleTab
     generated code looks it up as part of the node.
     """
     nodes = timed_nodes(graph)
+    calls = _C.timed_calls(table)
+    timed = calls.timed
     for k, node in enumerate(nodes):
         target, method = node_callable(gm, node)
         event = -1 if cuda_first_id is None else cuda_first_id + k
         path = tuple(node.target.split(".")) if node.op == "call_module" else None
-        node.target = _C.timed_call(table, k, gm if path else target, method, event,
-                                    event >= 0 and k == len(nodes) - 1, path)
-        node.op = "call_function"
+        calls.set(k, gm if path else target, method, event, event >= 0 and k == len(nodes) - 1,
+                  path)
+        node.op, node.target, node.args = "call_function", timed, (k, *node.args)
     graph.lint()
     return len(nodes)
 
@@ -70,7 +73,7 @@ def instrument(gm: fx.GraphModule, table: "_C.SampleTable",
     Example:
         >>> import torch
         >>> gm = fx.symbolic_trace(torch.nn.Sequential(torch.nn.ReLU()))
-        >>> "timed_" in instrument(gm, _C.SampleTable(1)).code
+        >>> "pyfxprof__C_timed(0, " in instrument(gm, _C.SampleTable(1)).code
         True
     """
     graph = copy.deepcopy(gm.graph)

@@ -1,7 +1,7 @@
 """ProfilingInterpreter: the FX profiling tutorial's API (run, summary) on pyfxprof's native timers.
 
 When a subclass overrides no node-level method, `run` executes the codegen-instrumented graph
-underneath (the same TimedCalls, at codegen's cost); otherwise it interprets node by node,
+underneath (the same native timed calls, at codegen's cost); otherwise it interprets node by node,
 calling the subclass's methods, with each node's own call timed natively.
 """
 
@@ -55,22 +55,27 @@ class ProfilingInterpreter(fx.Interpreter):
         self.interpreted = bool(overridden)
         self._fast = None if self.interpreted else instrument(gm, self.table.native)
         self._position = {node: k for k, node in enumerate(self.timed)}
-        self._calls = [self._timed_call(gm, k, node, overridden)
-                       for k, node in enumerate(self.timed)]
+        self._calls = _C.timed_calls(self.table.native)
+        self._timed = self._calls.timed
+        self._takes_target = [self._set_timed_call(gm, k, node, overridden)
+                              for k, node in enumerate(self.timed)]
         general_fetch = overridden & {"fetch_args_kwargs_from_env", "map_nodes_to_values"}
         self._plans = {node: None if general_fetch else _flat_plan(node) for node in self.timed}
         self._kept: RunTimings | None = None
 
-    def _timed_call(self, gm: fx.GraphModule, k: int, node: fx.Node,
-                    overridden: set[str]) -> tuple[Any, bool]:
-        """(TimedCall of node k, whether it takes the call_* signature (target, args, kwargs))."""
+    def _set_timed_call(self, gm: fx.GraphModule, k: int, node: fx.Node,
+                        overridden: set[str]) -> bool:
+        """Set what timed(k, ...) calls for node k; True when it takes the call_* signature
+        (target, args, kwargs)."""
         if node.op in overridden:  # a subclass's own call_* method: time all of it
-            return _C.timed_call(self.table.native, k, getattr(self, node.op)), True
+            self._calls.set(k, getattr(self, node.op))
+            return True
         if node.op == "get_attr":  # the lookup is the node's work
-            return _C.timed_call(self.table.native, k, functools.partial(self.fetch_attr,
-                                                                         node.target)), False
+            self._calls.set(k, functools.partial(self.fetch_attr, node.target))
+            return False
         target, method = node_callable(gm, node)
-        return _C.timed_call(self.table.native, k, target, method), False
+        self._calls.set(k, target, method)
+        return False
 
     def run(self, *args: Any, initial_env: dict | None = None,
             enable_io_processing: bool = True) -> Any:
@@ -116,8 +121,9 @@ class ProfilingInterpreter(fx.Interpreter):
             env = self.env
             args = tuple([env[a] if a.__class__ is fx.Node else a for a in plan[0]])
             kwargs = {k: env[v] if v.__class__ is fx.Node else v for k, v in plan[1].items()}
-        call, takes_target = self._calls[position]
-        return call(n.target, args, kwargs) if takes_target else call(*args, **kwargs)
+        if self._takes_target[position]:
+            return self._timed(position, n.target, args, kwargs)
+        return self._timed(position, *args, **kwargs)
 
     def timings(self) -> RunTimings:
         """Raw durations of every complete run so far (overhead not subtracted)."""

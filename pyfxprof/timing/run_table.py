@@ -62,8 +62,9 @@ class RunTable:
 
     Example:
         >>> table = RunTable(2)
-        >>> calls = [_C.timed_call(table.native, k, abs) for k in range(2)]
-        >>> table.begin(); _ = [call(-1) for call in calls]; table.end()
+        >>> calls = _C.timed_calls(table.native)
+        >>> calls.set(0, abs); calls.set(1, abs)
+        >>> table.begin(); _ = [calls.timed(k, -1) for k in range(2)]; table.end()
         >>> table.take().intervals.shape
         (1, 2)
     """
@@ -110,7 +111,8 @@ class RunTable:
 
         Example:
             >>> table = RunTable(2)
-            >>> table.begin(); _ = _C.timed_call(table.native, 0, abs)(1); table.abandon()
+            >>> calls = _C.timed_calls(table.native); calls.set(0, abs)
+            >>> table.begin(); _ = calls.timed(0, 1); table.abandon()
             >>> table.failed_node(["a", "b"])
             'b'
             >>> table.take().incomplete_runs  # the failed run
