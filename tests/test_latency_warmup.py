@@ -72,9 +72,15 @@ def test_a_model_whose_first_10_calls_are_slow_needs_about_10_warmup_runs():
 
 
 def test_enough_warmup_reports_how_many_of_the_untimed_runs_were_slow():
-    prof = _profile_slow_start(warmup=14)
-    report = prof.warmup()
+    # On a loaded machine a streak of slow steady runs can look like a warm-up of the timed
+    # runs (seen once: 7 runs 45% slower at load 7), so the claim must hold in one of 3 profiles.
+    for _ in range(3):
+        prof = _profile_slow_start(warmup=14)
+        report = prof.warmup()
+        if report.runs == 0:
+            break
     assert report.runs == 0 and 8 <= report.needed <= 11
+    assert report.warmup_runs_slow >= 8
     assert prof.advise(rules=["warmup_too_small"]) == []
 
 
