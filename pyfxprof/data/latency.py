@@ -63,7 +63,7 @@ class LatencySummary:
     """The run-total distribution of a Profile (every time is int ns).
 
     ``p99_ci`` is the 95% order-statistic interval on p99 (an end the runs cannot bound is
-    None); ``preempted`` counts runs with an involuntary context switch (None when not
+    None); ``preempted`` counts preempted runs, see run_noise.preempted_mask (None when not
     measured); ``warnings`` name the quantiles too few runs support.
 
     >>> s = latency_summary(np.arange(1, 1001) * 1000)
