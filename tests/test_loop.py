@@ -513,3 +513,18 @@ def test_a_caught_model_error_leaves_the_other_calls_of_the_window(capture):
     (prof,) = p.profiles
     assert failures == 1 and prof.n_runs == 3 and (prof.samples > 0).all()
     assert _nothing_pending()
+
+
+def test_a_call_the_model_rejects_raises_the_models_own_exception_and_profiling_goes_on():
+    model = _linear_relu()
+    with pytest.warns(CaptureFallbackWarning, match="run unprofiled: node '_0' .*failed on"):
+        with Profiler(model) as p:
+            for _ in range(2):  # captured once, then run as it is: the model's own error
+                with pytest.raises(RuntimeError, match="mat1 and mat2 shapes"):
+                    p.model(torch.randn(2, 5))
+            p.model(torch.randn(2, 4))
+    (prof,) = p.profiles
+    assert prof.n_runs == 1 and "forward" not in vars(model)
+    with pytest.raises(PyfxprofError, match="failed on inputs"):  # example_inputs must fit
+        Profiler(model, example_inputs=torch.randn(2, 5)).start()
+    assert "forward" not in vars(model)

@@ -72,7 +72,6 @@ def _evaluation_mode(model: torch.nn.Module, enabled: bool) -> Iterator[None]:
     try:
         yield
     finally:
-        guard.restore()
         for module, training in flags:
             module.training = training
         for module, buffers, parameters in tensors:
@@ -80,6 +79,7 @@ def _evaluation_mode(model: torch.nn.Module, enabled: bool) -> Iterator[None]:
             module._buffers.update(buffers)
             module._parameters.clear()
             module._parameters.update(parameters)
+        guard.restore()
 
 
 class InPlaceGuard:

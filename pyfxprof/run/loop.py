@@ -32,6 +32,7 @@ import torch
 
 from .. import _C
 from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
+from ..capture.tracing import CaptureFallbackWarning
 from ..data.profile import Profile
 from ..data.units import format_ns
 from ..errors import PyfxprofError
@@ -122,6 +123,7 @@ class Profiler:
         self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._groups: dict[tuple, CallGroup] = {}
+        self._uncaptured: set[tuple] = set()  # signatures whose capture failed
         self._window: Window | None = None
         self._patch: ForwardPatch | None = None
         self._open = False
@@ -169,7 +171,7 @@ class Profiler:
         if self._example_inputs is not None and not self._groups:
             args, kwargs = split_inputs(self._example_inputs)
             self._bound(args, kwargs)  # a mismatch is a one-line error
-            self._group_for(args, kwargs, self.module.forward)
+            self._group_for(args, kwargs, self.module.forward, strict=True)
         self.step_num = 0
         self._calls += 1  # no call of an earlier block directly precedes this block's first
         self._first_call = self._calls + 1
@@ -394,22 +396,34 @@ class Profiler:
         self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost, own_ns,
                           self._calls, 1.0 if self._calls == self._first_call else 0.0))
 
-    def _group_for(self, args: tuple, kwargs: dict, forward: Callable) -> CallGroup | None:
-        """The call group of these arguments, captured (and analysed on copies) when new."""
+    def _group_for(self, args: tuple, kwargs: dict, forward: Callable,
+                   strict: bool = False) -> CallGroup | None:
+        """The call group of these arguments, captured (and analysed on copies) when new.
+        None: the call runs unprofiled, as when its signature could not be captured (the
+        model raised on the copies, or they could not be made): warned once, and unless
+        `strict` the call goes on, so the model raises its own exception, not pyfxprof's."""
         try:
             key = signature_key(self._bound(args, kwargs))
         except PyfxprofError:  # not a valid call: the model raises its own error
             return None
         group = self._groups.get(key)
-        if group is not None:
+        if group is not None or key in self._uncaptured:
             return group
         if len(self._groups) >= MAX_CALL_GROUPS:
             if "groups" not in self._warned:
                 self._warned.add("groups")
                 too_many_groups_warning(self.name)
             return None
-        group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
-                              self._tracer_options)
+        try:
+            group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
+                                  self._tracer_options)
+        except PyfxprofError as error:
+            if strict:
+                raise
+            self._uncaptured.add(key)
+            warnings.warn(f"pyfxprof: calls of {self.name} with this input signature run "
+                          f"unprofiled: {error}", CaptureFallbackWarning, stacklevel=5)
+            return None
         self._groups[key] = group
         return group
 
