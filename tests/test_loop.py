@@ -362,7 +362,7 @@ def test_summary_and_generation_latency_of_a_decode_loop(tmp_path):
     text = p.summary()
     assert text.startswith("Profiler(Sequential): 2 call signatures, 5 calls recorded, 2 Profiles")
     assert "[1] ([1, 1] int64): 4 calls, median " in text
-    assert " per call, 2 nodes (capture fx)" in text
+    assert " per call, 2 nodes (capture fx in " in text
     assert "time to first token" in text and "per-token decode latency: median" in text
 
 
@@ -528,3 +528,38 @@ def test_a_call_the_model_rejects_raises_the_models_own_exception_and_profiling_
     with pytest.raises(PyfxprofError, match="failed on inputs"):  # example_inputs must fit
         Profiler(model, example_inputs=torch.randn(2, 5)).start()
     assert "forward" not in vars(model)
+
+
+class _GrowingCache:
+    def __init__(self, length: int, append: bool = True) -> None:
+        self.keys, self.append = torch.ones(length, 3), append
+
+
+class _CachedModel(torch.nn.Module):
+    """Branches on an attribute of its cache argument: torch.fx cannot trace it, Dynamo can."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x, cache):
+        y = self.lin(x)
+        if cache.append:
+            cache.keys = torch.cat([cache.keys, y])
+        return y.relu(), cache
+
+
+def test_calls_dynamo_guards_refuse_get_a_capture_of_their_own():
+    model, x = _CachedModel().eval(), torch.randn(1, 3)
+    caches = [_GrowingCache(2), _GrowingCache(3), _GrowingCache(3, append=False), _GrowingCache(6)]
+    expected = [model(x, copy.deepcopy(cache)) for cache in caches]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureFallbackWarning)  # no fallback to hooks
+        with torch.no_grad(), Profiler(model) as p:
+            found = [model(x, cache) for cache in caches]
+    for (out, cache), (want, want_cache), mine in zip(found, expected, caches):
+        assert cache is mine and torch.equal(out, want) and torch.equal(mine.keys, want_cache.keys)
+    first, variant = p.profiles
+    assert first.n_runs == 3 and variant.n_runs == 1
+    assert first.meta["capture_mode"] == variant.meta["capture_mode"] == "dynamo"
+    assert variant.meta["loop"]["signature"].endswith("(guard variant 2)")

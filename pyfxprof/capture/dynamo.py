@@ -16,6 +16,7 @@ import functools
 import itertools
 import re
 import types
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -27,7 +28,7 @@ from .inputs import BoundInputs, input_tensors
 #: Values of profile(granularity=...): torch functions and methods, or aten ops.
 GRANULARITIES = ("function", "aten")
 _FRESH = itertools.count()
-_ROOT = re.compile(r"^(?:[LG]\[['\"][^'\"]*['\"]\]|self)\.?")
+_ROOT = re.compile(r"^(?:[LG]\[['\"][^'\"]*['\"]\](?:\.__self__)?|self)\.?")
 _ITEM = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
 
 
@@ -37,6 +38,8 @@ def module_path(dynamo_path: str) -> str:
     Example:
         >>> module_path("L['model'].encoder.layer[0]._modules['attn']")
         'encoder.layer.0.attn'
+        >>> module_path("L['target'].__self__.lm_head")  # a traced bound forward
+        'lm_head'
     """
     path = _ROOT.sub("", dynamo_path)
     path = _ITEM.sub(r".\1", path).replace("._modules.", ".")
@@ -44,40 +47,62 @@ def module_path(dynamo_path: str) -> str:
 
 
 def _entry() -> types.FunctionType:
-    """A new function object with its own code object, so Dynamo's cache (kept per code
-    object) starts empty and is not shared with the user's own compiled calls."""
-    def call(module, args, kwargs):
-        return module(*args, **kwargs)
+    """A new function object with its own code object and globals, so Dynamo's cache (kept
+    per code object) starts empty and is not shared with the user's own compiled calls, and
+    what Dynamo installs for the call (its compiled graph, imports) stays in our globals."""
+    def call(target, args, kwargs):
+        return target(*args, **kwargs)
     code = call.__code__.replace(co_name=f"pyfxprof_capture_{next(_FRESH)}")
-    return types.FunctionType(code, call.__globals__, code.co_name)
+    return types.FunctionType(code, {"__builtins__": __builtins__}, code.co_name)
 
 
-def _run_dynamo(model: torch.nn.Module, bound: BoundInputs) -> tuple[list, BoundInputs]:
-    """[(graph, example inputs)] of every graph Dynamo built while running `model` once on
-    a deep copy of `bound` (returned too: the example inputs hold its tensors)."""
+@dataclass
+class DynamoRun:
+    """What one Dynamo compilation of a call left: its graphs with their example inputs, the
+    copy of the inputs it ran on, the entry function compiled, its cache entries (the code
+    Dynamo generated and the guards saying which calls that code is valid for) and the
+    reasons of its graph breaks."""
+
+    graphs: list
+    copied: BoundInputs
+    entry: types.FunctionType
+    cache_entries: list
+    breaks: list[str]
+
+
+def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
+               dynamic: Any = None) -> DynamoRun:
+    """Run ``target(*args, **kwargs)`` once under Dynamo on a deep copy of `bound`; refuse a
+    call Dynamo splits into several graphs. `backend(gm, example_inputs)` returns what runs
+    the graph (default: the graph itself); `dynamic(copied)` may mark dimensions of the
+    copied tensors dynamic (then shapes not marked stay static where Dynamo can)."""
     import torch._dynamo  # noqa: F401  (imported lazily: it is slow to import)
     from torch._dynamo.utils import counters
 
     graphs: list = []
 
-    def backend(gm: fx.GraphModule, example_inputs: list) -> Any:
+    def recording(gm: fx.GraphModule, example_inputs: list) -> Any:
         graphs.append((gm, list(example_inputs)))
-        return gm.forward
+        return gm.forward if backend is None else backend(gm, example_inputs)
 
     copied = BoundInputs(*copy.deepcopy((bound.args, bound.kwargs)))
+    if dynamic is not None:
+        dynamic(copied)
     breaks_before = dict(counters["graph_break"])
-    entry = _entry()
+    entry, eval_frame = _entry(), torch._C._dynamo.eval_frame
     try:
-        torch.compile(entry, backend=backend, dynamic=False)(model, copied.args, copied.kwargs)
+        torch.compile(entry, backend=recording, dynamic=None if dynamic else False)(
+            target, copied.args, copied.kwargs)
+        cache_entries = list(eval_frame._debug_get_cache_entry_list(entry.__code__))
     finally:
-        torch._C._dynamo.eval_frame._reset_code(entry.__code__) if hasattr(
-            torch._C._dynamo.eval_frame, "_reset_code") else None
+        if hasattr(eval_frame, "_reset_code"):
+            eval_frame._reset_code(entry.__code__)
     reasons = [r for r, n in counters["graph_break"].items() if n > breaks_before.get(r, 0)]
     if len(graphs) != 1:
+        name = type(getattr(target, "__self__", target)).__name__
         why = f" (graph breaks: {'; '.join(first_line(r) for r in reasons[:2])})" if reasons else ""
-        raise PyfxprofError(f"TorchDynamo split {type(model).__name__} into {len(graphs)} "
-                            f"graphs{why}")
-    return graphs, copied
+        raise PyfxprofError(f"TorchDynamo split {name} into {len(graphs)} graphs{why}")
+    return DynamoRun(graphs, copied, entry, cache_entries, reasons)
 
 
 def _aten_graph(gm: fx.GraphModule, example_inputs: list) -> fx.GraphModule:
@@ -106,6 +131,12 @@ def _rebuilt(gm: fx.GraphModule, example_inputs: list, model: torch.nn.Module,
     parameter or buffer, passed as an argument so that no attribute lookup is timed)."""
     position = {id(t): k for k, t in enumerate(tensors)}
     inputs = [position.get(id(value), value) for value in example_inputs]
+    return with_module_stacks(gm, type(model).__name__), inputs
+
+
+def with_module_stacks(gm: fx.GraphModule, name: str) -> fx.GraphModule:
+    """A copy of Dynamo's graph `gm` (same placeholders, same outputs) whose nodes carry
+    FX-style module stacks (module paths as FX writes them, the root left out)."""
     graph, env = fx.Graph(), {}
     for node in gm.graph.nodes:
         env[node] = graph.node_copy(node, lambda n: env[n])
@@ -113,9 +144,9 @@ def _rebuilt(gm: fx.GraphModule, example_inputs: list, model: torch.nn.Module,
             env[node].meta["nn_module_stack"] = _module_stack(node)
     attrs = {node.target: functools.reduce(getattr, node.target.split("."), gm)
              for node in gm.graph.nodes if node.op in ("get_attr", "call_module")}
-    rebuilt = fx.GraphModule(attrs, graph, type(model).__name__)
+    rebuilt = fx.GraphModule(attrs, graph, name)
     rebuilt.graph.lint()
-    return rebuilt, inputs
+    return rebuilt
 
 
 def dynamo_capture(model: torch.nn.Module, bound: BoundInputs,
@@ -136,7 +167,8 @@ def dynamo_capture(model: torch.nn.Module, bound: BoundInputs,
         raise PyfxprofError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
                             f"got {granularity!r}")
     try:
-        [(gm, example_inputs)], copied = _run_dynamo(model, bound)
+        found = run_dynamo(model, bound)
+        [(gm, example_inputs)], copied = found.graphs, found.copied
         if granularity == "aten":
             gm = _aten_graph(gm, example_inputs)
         return _rebuilt(gm, example_inputs, model, input_tensors(copied))

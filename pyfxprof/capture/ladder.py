@@ -11,6 +11,7 @@ caller's tensors and caches are never run on.
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from ..errors import PyfxprofError
 from .analysis import analyse
 from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, dynamo_capture
+from .dynamo_frame import LiveCall, frame_capture
 from .hooks import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, split_inputs
 from .node_table import module_calls_frame, nodes_frame
@@ -58,15 +60,17 @@ class _RungFailed(Exception):
 
 def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "auto",
             tracer_options: tuple = ((), (), None), granularity: str = "function",
-            exact_outputs: bool = False) -> Prepared:
+            exact_outputs: LiveCall | None = None) -> Prepared:
     """Capture `model` for calls on `example_inputs` (tuple, dict of keywords, BoundInputs or
     one value) and run the untimed analysis on copies of them.
 
     `capture_mode` "auto" walks the ladder; "fx", "dynamo", "hooks", "whole" force one rung
     (a failure is a one-line PyfxprofError). `tracer_options` is (leaf_modules,
     autowrap_functions, concrete_args). `granularity` "function" or "aten" (the dynamo rung;
-    "aten" skips the fx rung). `exact_outputs`: skip the dynamo rung, whose graph returns
-    the model's tensors flattened (callers that hand outputs back need the real ones).
+    "aten" skips the fx rung). `exact_outputs`: the caller hands the model's real outputs
+    back, from calls made as this LiveCall says; the dynamo rung then keeps the code
+    Dynamo generates around its graph (capture/dynamo_frame.py), whose calls give exactly
+    the model's outputs and side effects, and refuses a model in training mode.
 
     Example:
         >>> p = prepare(torch.nn.Sequential(torch.nn.ReLU()), (torch.zeros(2),))
@@ -96,16 +100,16 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
     raise PyfxprofError("; ".join(notes))  # unreachable: the whole rung always works
 
 
-def _rungs(capture_mode: str, granularity: str, exact_outputs: bool) -> list[tuple]:
-    rungs = {"fx": _fx_rung, "dynamo": _dynamo_rung, "fx+leaf": _leaf_rung,
+def _rungs(capture_mode: str, granularity: str, exact_outputs: LiveCall | None) -> list[tuple]:
+    dynamo = _dynamo_rung if exact_outputs is None else functools.partial(_frame_rung,
+                                                                          exact_outputs)
+    rungs = {"fx": _fx_rung, "dynamo": dynamo, "fx+leaf": _leaf_rung,
              "hooks": _hooks_rung, "whole": _whole_rung}
     if capture_mode != "auto":
         return [(capture_mode, rungs[capture_mode])]
     names = ["fx", "dynamo", "fx+leaf", "hooks", "whole"]
     if granularity == "aten":
         names.remove("fx")
-    if exact_outputs:
-        names.remove("dynamo")
     return [(name, rungs[name]) for name in names]
 
 
@@ -122,16 +126,13 @@ def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInput
     """The analysis run of a graph capture on `bound`; `_RungFailed` when it fails. A graph
     with functional collectives gets their waits as nodes of their own first."""
     traced = captured.graph_module = with_explicit_waits(captured.graph_module)
-    try:
-        args = captured.graph_args(bound.args, bound.kwargs)
-    except PyfxprofError as error:
-        raise _RungFailed(str(error)) from None
     nodes = timed_nodes(traced.graph)
     if not nodes:
         raise PyfxprofError(f"{type(model).__name__} has no operations to time "
                             "(its graph only passes inputs through)")
     try:
-        _, info = analyse(traced, args)
+        args, info = (_graph_analysis if captured.frame is None else _frame_analysis)(
+            captured, bound)
     except PyfxprofError as error:
         if not _runs_eagerly(model, bound):
             raise
@@ -140,6 +141,30 @@ def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInput
     frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
     return Prepared(captured, args, frame, int(frame["flops"].sum()),
                     memory_meta=_model_peak_meta(infos))
+
+
+def _graph_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]:
+    """(the graph's inputs for `bound`, the analysis run's per-node info)."""
+    try:
+        args = captured.graph_args(bound.args, bound.kwargs)
+    except PyfxprofError as error:
+        raise _RungFailed(str(error)) from None
+    return args, analyse(captured.graph_module, args)[1]
+
+
+def _frame_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]:
+    """The analysis run of a DynamoFrame's graph, called by Dynamo's code on a copy of
+    `bound`: (the graph's flat inputs, the per-node info)."""
+    seen: dict = {}
+
+    def analysed(flat: tuple) -> Any:
+        seen["args"] = flat
+        output, seen["info"] = analyse(captured.graph_module, flat)
+        return output
+
+    captured.frame.run_graph_with(analysed)
+    captured.frame.call(_copied(bound))
+    return seen["args"], seen["info"]
 
 
 def _fx_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> Prepared:
@@ -157,6 +182,21 @@ def _dynamo_rung(model, bound: BoundInputs, _tracer_options, granularity: str) -
         raise _RungFailed(str(error)) from None
     captured = Capture(graph, "dynamo", [f"dynamo: one graph at {granularity} level"],
                        graph_inputs=graph_inputs)
+    return _graph_prepared(model, captured, bound)
+
+
+def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,
+                granularity: str) -> Prepared:
+    if granularity != "function" or live.training:
+        why = "the model is in training mode" if live.training else "aten granularity"
+        raise _RungFailed(f"{why}: the loop times Dynamo graphs of eval-mode models at "
+                          "function level only")
+    try:
+        graph, frame = frame_capture(live, bound, type(model).__name__)
+    except PyfxprofError as error:
+        raise _RungFailed(str(error)) from None
+    captured = Capture(graph, "dynamo", ["dynamo: one graph at function level, the model's "
+                                         "own outputs rebuilt by Dynamo's code"], frame=frame)
     return _graph_prepared(model, captured, bound)
 
 

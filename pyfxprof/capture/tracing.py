@@ -81,7 +81,8 @@ class Capture:
     failing submodules leaves), "hooks" (leaf modules timed by forward hooks, `graph_module`
     is None) or "whole" (the model timed as one node). `leaves` holds the (path, module)
     pairs hooked in the last two. `graph_inputs` (dynamo only): what each placeholder takes,
-    a position in `input_tensors(...)` of a call's inputs or a constant tensor.
+    a position in `input_tensors(...)` of a call's inputs or a constant tensor. `frame`
+    (dynamo for exact outputs only): the capture/dynamo_frame.DynamoFrame that makes calls.
     """
 
     graph_module: fx.GraphModule | None
@@ -89,6 +90,7 @@ class Capture:
     notes: list[str] = field(default_factory=list)
     leaves: list[tuple[str, torch.nn.Module]] = field(default_factory=list)
     graph_inputs: list | None = None
+    frame: Any = None
 
     def graph_args(self, args: tuple = (), kwargs: dict | None = None) -> tuple:
         """The graph's positional inputs for the call `model(*args, **kwargs)`.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -19,7 +20,8 @@ import pandas as pd
 import torch
 
 from ..capture.analysis import describe
-from ..capture.inputs import BoundInputs
+from ..capture.dynamo_frame import LiveCall
+from ..capture.inputs import BoundInputs, bind_inputs
 from ..capture.model_state import evaluation_mode
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
@@ -31,6 +33,7 @@ from .runner import device_of, executor_for
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
 MAX_CALL_GROUPS = 16
 _FLAGS = (bool, type(None))
+_VARIANT = "guard variant"
 
 
 def signature_key(bound: BoundInputs) -> tuple:
@@ -56,6 +59,19 @@ def signature_key(bound: BoundInputs) -> tuple:
         else:
             key.append((name, type(value).__name__))
     return tuple(key)
+
+
+def next_variant(key: tuple) -> tuple:
+    """The key of the next capture of one signature, for calls the Dynamo guards of the
+    group under `key` refuse (a cache of another layout, a changed autograd mode).
+
+    Example:
+        >>> next_variant(next_variant((("x", "float32", (2,)),)))
+        (('x', 'float32', (2,)), ('guard variant', 3))
+    """
+    if key and key[-1][0] == _VARIANT:
+        return (*key[:-1], (_VARIANT, key[-1][1] + 1))
+    return (*key, (_VARIANT, 2))
 
 
 def primary_shape(key: tuple) -> tuple | None:
@@ -110,6 +126,7 @@ class CallGroup:
     signature: inspect.Signature
     training: bool
     device: str
+    capture_ns: int = 0  # the Profiler's time spent capturing and analysing the group
 
     @property
     def hooks(self) -> bool:
@@ -120,16 +137,25 @@ class CallGroup:
         """The block timed calls run in: module hooks, if any, exist only during it."""
         return self.executor
 
+    def accepts(self, bound: BoundInputs) -> bool:
+        """Whether the group's capture is valid for this call (bound to the model's forward):
+        a Dynamo capture checks Dynamo's guards; the others take every call of the group."""
+        return self.capture.frame is None or self.capture.frame.accepts(bound)
+
     def inputs(self, args: tuple, kwargs: dict) -> BoundInputs:
         """The call's arguments as the executor takes them (bound for a graph)."""
         if self.hooks:
             return BoundInputs(args, kwargs)
+        if self.capture.frame is not None:
+            return bind_inputs(self.signature, args, kwargs)
         return BoundInputs(self.capture.graph_args(args, kwargs))
 
     def run(self, inputs: BoundInputs) -> Any:
         """One timed call (inside `armed()`)."""
         if self.hooks:
             return self.executor.run(inputs.args, inputs.kwargs)
+        if self.capture.frame is not None:  # Dynamo's code runs the executor's graph
+            return self.capture.frame.call(inputs)
         return self.executor.run(inputs.args)
 
 
@@ -146,10 +172,14 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
         >>> g.frame["output_shapes"].tolist()[-1], g.hooks, g.label
         ('[1, 2] float32', False, '([1, 2] float32)')
     """
+    started = time.perf_counter_ns()
     label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
+    if key and key[-1][0] == _VARIANT:
+        label += f" ({_VARIANT} {key[-1][1]})"
+    live = LiveCall.of(call_target or model.forward, model)
     with evaluation_mode(model), torch.inference_mode():
         prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), "auto",
-                           tracer_options, exact_outputs=True)
+                           tracer_options, exact_outputs=live)
     warn_fallback(prepared.captured, "auto")
     device = device_of(model, prepared.args)
     on_cuda = device.startswith("cuda")
@@ -164,10 +194,13 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
             executor.model = _Call(call_target)
             executor.leaves = [("", executor.model)]
     gm = prepared.captured.graph_module
-    signature = inspect.signature((model if gm is None else gm).forward)
+    if prepared.captured.frame is not None:
+        prepared.captured.frame.run_graph_with(executor.run)
+    signature = inspect.signature((model if gm is None or prepared.captured.frame else gm)
+                                  .forward)
     return CallGroup(index, key, label, prepared.captured,
                      prepared.frame, prepared.flops, executor, signature, model.training,
-                     device)
+                     device, time.perf_counter_ns() - started)
 
 
 class _Call(torch.nn.Module):

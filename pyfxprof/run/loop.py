@@ -39,8 +39,8 @@ from ..errors import PyfxprofError
 from ..timing.failures import node_kind, note_failure
 from ..timing.recorder import RECORDER
 from . import ranges
-from .call_groups import (MAX_CALL_GROUPS, CallGroup, capture_group, primary_shape,
-                          signature_key, too_many_groups_warning)
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, capture_group, next_variant,
+                          primary_shape, signature_key, too_many_groups_warning)
 from .generation import CallLog, format_latency, generation_latency
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
@@ -230,15 +230,15 @@ class Profiler:
                                           columns[4], columns[5], columns[6] > 0))
 
     def summary(self) -> str:
-        """The call groups (input signatures) with their recorded calls, nodes and FLOPs,
-        then the generation latency when decode steps were recorded.
+        """The call groups (input signatures) with their recorded calls, nodes, capture
+        mode and time, and FLOPs, then the generation latency when decode steps were recorded.
 
         Example:
             >>> with Profiler(torch.nn.ReLU()) as p:
             ...     _ = p.model(torch.ones(2))
             >>> print(p.summary())  # doctest: +ELLIPSIS
             Profiler(ReLU): 1 call signature, 1 call recorded, 1 Profile
-              [0] ([2] float32): 1 call, median ... per call, 1 node (capture fx), 0 FLOPs
+              [0] ([2] float32): 1 call, median ... per call, 1 node (capture fx in ...), 0 FLOPs
         """
         totals: dict[int, list] = {group.index: [] for group in self._groups.values()}
         for prof in self._profiles:
@@ -253,7 +253,8 @@ class Profiler:
                       if calls[group.index] else "")
             lines.append(f"  [{group.index}] {group.label}: {_count(calls[group.index], 'call')}"
                          f"{median}, {_count(len(group.frame), 'node')} (capture "
-                         f"{group.capture.mode}), {group.flops:,} FLOPs")
+                         f"{group.capture.mode} in {format_ns(group.capture_ns)}), "
+                         f"{group.flops:,} FLOPs")
         latency = self.generation_latency()
         if latency["decode_ns"]["count"]:
             lines.append(format_latency(latency))
@@ -399,14 +400,19 @@ class Profiler:
     def _group_for(self, args: tuple, kwargs: dict, forward: Callable,
                    strict: bool = False) -> CallGroup | None:
         """The call group of these arguments, captured (and analysed on copies) when new.
+        A call its group's Dynamo guards refuse goes to the next variant of the signature.
         None: the call runs unprofiled, as when its signature could not be captured (the
         model raised on the copies, or they could not be made): warned once, and unless
         `strict` the call goes on, so the model raises its own exception, not pyfxprof's."""
         try:
-            key = signature_key(self._bound(args, kwargs))
+            bound = self._bound(args, kwargs)
         except PyfxprofError:  # not a valid call: the model raises its own error
             return None
+        key = signature_key(bound)
         group = self._groups.get(key)
+        while group is not None and not group.accepts(bound):
+            key = next_variant(key)
+            group = self._groups.get(key)
         if group is not None or key in self._uncaptured:
             return group
         if len(self._groups) >= MAX_CALL_GROUPS:
