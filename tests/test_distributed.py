@@ -163,7 +163,7 @@ def test_the_slow_node_and_rank_are_found_as_the_straggler(world, api, tmp_path)
 
 
 def test_an_in_place_all_reduce_is_timed_as_communication(tmp_path):
-    results = run_ranks(2, "in_place", tmp_path, "loop")  # the loop skips the dynamo rung
+    results = run_ranks(2, "in_place", tmp_path, "loop")  # fx captured it: hooks before
     assert [r["capture_mode"] for r in results] == ["fx", "fx"]
     ranks = load_rank_profiles(tmp_path / "ranks.json")
     nodes = ranks.profiles[0].nodes.set_index("name")
