@@ -1,7 +1,8 @@
 """Added overhead per node of each timing method, measured side by side in one process:
 plain GraphModule, pyfxprof codegen, pyfxprof interpreter, the FX tutorial's time.time
 interpreter and torch.profiler, on 300 `x + 1` tensor ops, 500 Python int adds, ResNet-18 at
-batch 1 and 5, and one decode step of a tiny GPT-2 (random weights, built from a config).
+batch 1 and 5, and one decode step of a tiny GPT-2 (random weights, built from a config),
+captured by TorchDynamo.
 
 Run: .venv/bin/python benchmarks/bench_overhead.py [--runs N] [--resnet-runs N]
 """
@@ -28,32 +29,37 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(describe_machine())
-    for name, make, runs in [
-            ("300 x + 1 (1-element tensor)", tensor_plus_one_chain, args.runs),
-            ("500 Python int adds", int_add_chain, args.runs),
-            ("ResNet-18, 1x3x224x224", lambda: resnet18_batch(1), args.resnet_runs),
-            ("ResNet-18, 5x3x224x224", lambda: resnet18_batch(5), args.resnet_runs),
-            ("tiny GPT-2, one decode step", gpt2_decode_step, args.runs)]:
+    for name, make, runs, mode in [
+            ("300 x + 1 (1-element tensor)", tensor_plus_one_chain, args.runs, "fx"),
+            ("500 Python int adds", int_add_chain, args.runs, "fx"),
+            ("ResNet-18, 1x3x224x224", lambda: resnet18_batch(1), args.resnet_runs, "fx"),
+            ("ResNet-18, 5x3x224x224", lambda: resnet18_batch(5), args.resnet_runs, "fx"),
+            ("tiny GPT-2, one decode step (dynamo)", gpt2_decode_step, args.runs, "dynamo")]:
         print()
         try:
-            report = compare_overhead(*make(), runs=runs, warmup=3, name=name)
+            report = compare_overhead(*make(), runs=runs, warmup=3, name=name,
+                                      capture_mode=mode)
         except Exception as error:  # noqa: BLE001 - a workload capture cannot take: say so
             print(f"{name}: not compared: {type(error).__name__}: {str(error)[:200]}")
             continue
         print(report.format())
 
 
-def gpt2_decode_step() -> tuple[torch.nn.Module, tuple]:
-    """A 2-layer GPT-2 (random weights) taking one new token after an 8-token prompt, its
-    key/value cache passed as a tuple of tensors (what FX can trace)."""
+def gpt2_decode_step() -> tuple[torch.nn.Module, dict]:
+    """A 2-layer GPT-2 (random weights) taking one new token after an 8-token prompt, as
+    ``generate`` calls it: keyword inputs with the prompt's DynamicCache. torch.fx cannot
+    trace GPT2LMHeadModel; TorchDynamo captures the step as one graph, whose inputs are the
+    new token, the cache's tensors and the parameters (the cache is not appended to: each
+    run is the same step)."""
     from transformers import GPT2Config, GPT2LMHeadModel
     config = GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64,
-                        use_cache=True)
+                        use_cache=True, bos_token_id=0, eos_token_id=0)
     model = GPT2LMHeadModel(config).eval()
     prompt = torch.randint(0, 100, (1, 8))
     with torch.no_grad():
         cache = model(prompt, use_cache=True).past_key_values
-    return model, (torch.randint(0, 100, (1, 1)), cache)
+    return model, {"input_ids": torch.randint(0, 100, (1, 1)), "past_key_values": cache,
+                   "use_cache": True}
 
 
 if __name__ == "__main__":

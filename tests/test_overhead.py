@@ -24,3 +24,20 @@ def test_report_arithmetic_and_table():
     assert report.inflation("time.time interpreter") == 51.0
     text = report.format()
     assert "100.0x" in text and "51.000x" in text and "50 ns" in text
+
+
+class _KeywordsOnly(torch.nn.Module):
+    """Its input comes through **kwargs, which a torch.fx graph cannot receive."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, **kwargs):
+        return self.lin(kwargs["x"]).relu()
+
+
+def test_a_dynamo_graph_is_compared_on_the_graphs_own_inputs():
+    report = compare_overhead(_KeywordsOnly(), {"x": torch.ones(2, 3)}, runs=2, warmup=1,
+                              capture_mode="dynamo")
+    assert report.n_nodes == 2 and all(len(v) == 2 for v in report.samples_ns.values())

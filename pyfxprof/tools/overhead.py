@@ -12,8 +12,10 @@ import numpy as np
 import torch
 import torch.fx as fx
 
+from ..capture.dynamo import dynamo_capture
+from ..capture.inputs import bind_inputs, split_inputs
 from ..capture.model_state import evaluation_mode
-from ..capture.tracing import capture, timed_nodes
+from ..capture.tracing import Capture, capture, timed_nodes
 from ..data.units import format_ns
 from ..timing.executors import CodegenExecutor
 from ..timing.interpreter import ProfilingInterpreter
@@ -93,10 +95,24 @@ def _methods(gm: fx.GraphModule, args: tuple, n_nodes: int) -> dict[str, Callabl
             "time.time interpreter": lambda: tutorial.run(*args)}, codegen, interpreter
 
 
-def compare_overhead(model: torch.nn.Module, example_inputs: tuple, runs: int = 30,
-                     warmup: int = 3, name: str | None = None, block: int = 5) -> OverheadReport:
+def _captured(model: torch.nn.Module, example_inputs: Any,
+              capture_mode: str) -> tuple[fx.GraphModule, tuple]:
+    """(the graph, its positional inputs) of `model` on `example_inputs` (a tuple, or a dict
+    of keywords for "dynamo"), captured by torch.fx ("fx") or TorchDynamo ("dynamo")."""
+    if capture_mode == "fx":
+        return capture(model).graph_module, example_inputs
+    bound = bind_inputs(model, *split_inputs(example_inputs))
+    gm, graph_inputs = dynamo_capture(model, bound)
+    return gm, Capture(gm, "dynamo", graph_inputs=graph_inputs).graph_args(bound.args,
+                                                                          bound.kwargs)
+
+
+def compare_overhead(model: torch.nn.Module, example_inputs: Any, runs: int = 30,
+                     warmup: int = 3, name: str | None = None, block: int = 5,
+                     capture_mode: str = "fx") -> OverheadReport:
     """Time each method `runs` times in blocks of `block` back-to-back runs, the methods'
     blocks interleaved round-robin so drift hits all alike; torch.profiler in its own session.
+    `capture_mode` "fx" or "dynamo" (the graph Dynamo builds; every method runs it).
 
     Example:
         >>> m = torch.nn.Sequential(*[torch.nn.ReLU() for _ in range(4)])
@@ -104,7 +120,7 @@ def compare_overhead(model: torch.nn.Module, example_inputs: tuple, runs: int = 
         4
     """
     with evaluation_mode(model), torch.inference_mode():
-        gm = capture(model).graph_module
+        gm, example_inputs = _captured(model, example_inputs, capture_mode)
         n_nodes = len(timed_nodes(gm.graph))
         methods, codegen, interpreter = _methods(gm, example_inputs, n_nodes)
         for call in methods.values():
