@@ -66,6 +66,15 @@ class InPlaceStep(torch.nn.Module):
         return torch.relu(y)
 
 
+class InPlaceReduce(torch.nn.Module):
+    """x * 2 -> dist.all_reduce in place -> relu: no spin, whose clock reads break dynamo's graph."""
+
+    def forward(self, x):
+        y = x * 2
+        dist.all_reduce(y)
+        return torch.relu(y)
+
+
 class Broken(torch.nn.Module):
     """A model whose forward fails, so its capture and eager run both fail."""
 
@@ -103,6 +112,14 @@ def _profile(model, api: str):
         return error
 
 
+def _dynamo_communication(model) -> list[list[str]]:
+    """[name, target] of the communication nodes of a dynamo capture of ``model``."""
+    prof = pyfxprof.profile(model, (torch.randn(4, 16),), runs=2, warmup=1, progress=False,
+                            capture="dynamo")
+    nodes = prof.nodes[prof.nodes["communication"]]
+    return nodes[["name", "target"]].values.tolist()
+
+
 def _worker(rank: int, world: int, port: int, scenario: str, api: str, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world,
@@ -120,6 +137,8 @@ def _worker(rank: int, world: int, port: int, scenario: str, api: str, out: str)
         result["gathered"] = ranks is not None
         if ranks is not None:
             ranks.save(Path(out) / "ranks.json")
+        if scenario == "in_place":
+            result["dynamo_comm"] = _dynamo_communication(InPlaceReduce())
     except pyfxprof.PyfxprofError as error:
         result["error"] = str(error)
     finally:
@@ -174,6 +193,10 @@ def test_an_in_place_all_reduce_is_timed_as_communication(tmp_path):
     assert summary.loc[0, "compute"] < summary.loc[1, "compute"] - 0.5 * SLOW_S * 1e9
     assert summary.loc[0, "wait"] > 0.5 * SLOW_S * 1e9 > summary.loc[1, "wait"]
     assert "comm" in ranks.table()
+    # dynamo turns it into a functional all_reduce and its wait, both communication
+    assert results[0]["dynamo_comm"] == [
+        ["tensor", "torch.ops._c10d_functional.all_reduce"],
+        ["wait_tensor", "torch.ops._c10d_functional.wait_tensor"]]
 
 
 def test_a_rank_whose_capture_fails_is_reported_and_nobody_hangs(tmp_path):
