@@ -563,3 +563,32 @@ def test_calls_dynamo_guards_refuse_get_a_capture_of_their_own():
     assert first.n_runs == 3 and variant.n_runs == 1
     assert first.meta["capture_mode"] == variant.meta["capture_mode"] == "dynamo"
     assert variant.meta["loop"]["signature"].endswith("(guard variant 2)")
+
+
+class _Counter:
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+
+class _ScaledByStep(torch.nn.Module):
+    """Branches on a Python int of its argument (torch.fx cannot trace it): Dynamo's graph
+    holds the int as a constant, guarded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x, counter):
+        if counter.step > 0:
+            return self.lin(x) * counter.step
+        return x
+
+
+def test_a_signature_whose_guards_fail_at_every_call_ends_in_a_capture_taking_every_call():
+    model, x = _ScaledByStep().eval(), torch.randn(1, 3)
+    with pytest.warns(CaptureFallbackWarning, match="guards refused calls of this signature 3"):
+        with torch.no_grad(), Profiler(model) as p:
+            found = [model(x, _Counter(step)) for step in range(1, 8)]
+    assert all(torch.equal(out, model(x, _Counter(step))) for step, out in enumerate(found, 1))
+    assert [prof.n_runs for prof in p.profiles] == [1, 1, 1, 4]
+    assert [prof.meta["capture_mode"] for prof in p.profiles] == ["dynamo"] * 3 + ["hooks"]

@@ -48,6 +48,7 @@ class LiveCall:
     grad: bool
     inference: bool
     training: bool
+    refused: str | None = None  # why the dynamo rung may not serve these calls (None: it may)
 
     @classmethod
     def of(cls, target: Callable, model: torch.nn.Module) -> "LiveCall":

@@ -191,6 +191,8 @@ def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,
         why = "the model is in training mode" if live.training else "aten granularity"
         raise _RungFailed(f"{why}: the loop times Dynamo graphs of eval-mode models at "
                           "function level only")
+    if live.refused:
+        raise _RungFailed(live.refused)
     try:
         graph, frame = frame_capture(live, bound, type(model).__name__)
     except PyfxprofError as error:

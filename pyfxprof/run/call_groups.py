@@ -13,7 +13,7 @@ import copy
 import inspect
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import pandas as pd
@@ -32,6 +32,9 @@ from .runner import device_of, executor_for
 
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
 MAX_CALL_GROUPS = 16
+#: Captures of one signature (the first and the variants its Dynamo guards asked for); the
+#: last one is not a Dynamo capture, so it takes every further call.
+MAX_GUARD_VARIANTS = 4
 _FLAGS = (bool, type(None))
 _VARIANT = "guard variant"
 
@@ -174,9 +177,12 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     """
     started = time.perf_counter_ns()
     label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
+    live = LiveCall.of(call_target or model.forward, model)
     if key and key[-1][0] == _VARIANT:
         label += f" ({_VARIANT} {key[-1][1]})"
-    live = LiveCall.of(call_target or model.forward, model)
+        if key[-1][1] >= MAX_GUARD_VARIANTS:
+            live = replace(live, refused=f"Dynamo's guards refused calls of this "
+                                       f"signature {key[-1][1] - 1} times")
     with evaluation_mode(model), torch.inference_mode():
         prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), "auto",
                            tracer_options, exact_outputs=live)
