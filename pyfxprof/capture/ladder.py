@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..errors import PyfxprofError
+from ..errors import PyfxprofError, first_line
 from .analysis import analyse
 from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, dynamo_capture
@@ -163,7 +163,12 @@ def _frame_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]
         return output
 
     captured.frame.run_graph_with(analysed)
-    captured.frame.call(_copied(bound))
+    try:
+        captured.frame.call(_copied(bound))
+    except PyfxprofError:
+        raise
+    except Exception as error:  # Dynamo's code around the graph failed on the copies
+        raise PyfxprofError(f"{type(error).__name__}: {first_line(error)}") from None
     return seen["args"], seen["info"]
 
 
