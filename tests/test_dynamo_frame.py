@@ -97,3 +97,26 @@ def test_a_graph_break_is_one_line():
     with pytest.raises(PyfxprofError, match="^TorchDynamo (breaks the graph|split) .*Breaks") as info:
         frame_capture(LiveCall.of(model.forward, model), BoundInputs((torch.ones(2),)), "Breaks")
     assert "\n" not in str(info.value)
+
+
+class ReturnsItsInputs(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x, cache):
+        cache.keys.add_(1.0)  # in place, as a static cache is written
+        return {"x": x, "row": x[0], "keys": cache.keys, "y": self.lin(x)}
+
+
+def test_outputs_that_alias_the_inputs_are_the_callers_own_tensors():
+    model = ReturnsItsInputs().eval()
+    with torch.no_grad():
+        graph, frame = frame_capture(LiveCall.of(model.forward, model), _call(model, 3), "M")
+        frame.run_graph_with(lambda flat: graph(*flat))
+        x, cache = torch.ones(1, 4), Cache(3)
+        keys = cache.keys
+        found = frame.call(BoundInputs((x, cache)))
+    assert found["x"] is x and found["keys"] is keys and cache.keys is keys
+    assert found["row"].untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert torch.equal(keys, Cache(3).keys + 1)  # updated once, in place
