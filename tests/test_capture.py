@@ -80,3 +80,15 @@ def test_a_buffer_changed_in_place_is_in_the_graph_not_changed_at_trace_time():
     assert [n.target for n in gm.graph.nodes if n.op == "call_method"][:2] == ["add_", "mul_"]
     gm(torch.randn(2, 4))  # the graph changes the model's own buffers, as forward does
     assert model.count.item() == 1
+
+
+def test_a_forward_assigning_a_buffer_is_refused_at_the_module_that_assigns_it():
+    from tests.test_model_state import Counting
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), Counting())
+    steps = model[1].steps
+    with pytest.raises(PyfxprofError, match=r"cannot trace 1 \(Counting\): RuntimeError: "
+                                            "forward assigns 'steps'"):
+        capture(model)
+    assert model[1].steps is steps and steps.item() == 0  # bound back, unchanged
+    leafed = capture(model, mode="fx+leaf")
+    assert leafed.mode == "fx+leaf" and leafed.notes[-1].endswith("made 1 a leaf")

@@ -427,19 +427,40 @@ def test_the_first_callers_thread_is_profiled_and_other_threads_calls_wait_their
     assert "forward" not in vars(model)
 
 
-def test_buffers_a_profiled_loop_changes_in_place_advance_once_per_call_as_without_it():
+class _UntraceableInPlace(torch.nn.Module):
+    """Changes buffers in place around a branch on a value FX cannot trace (hooks capture)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from tests.test_model_state import InPlaceState
+        self.inner = InPlaceState()
+
+    def forward(self, x):
+        y = self.inner(x)
+        return y if y.sum() > -1e9 else -y
+
+
+@pytest.mark.parametrize("capture", ["fx", "hooks"])
+def test_buffers_a_profiled_loop_changes_in_place_advance_once_per_call_as_without_it(capture):
     from tests.test_model_state import InPlaceState
-    model, reference = InPlaceState(), InPlaceState()
+    make = InPlaceState if capture == "fx" else _UntraceableInPlace
+    model, reference = make(), make()
     reference.load_state_dict(model.state_dict())
-    with Profiler(model, schedule=schedule(wait=1, warmup=1, active=2)) as p:
-        for _ in range(5):
-            x = torch.randn(2, 4)
-            torch.testing.assert_close(p.model(x), reference(x))
-            p.step()
-    assert model.count.item() == reference.count.item() == 5
-    assert torch.equal(model.running, reference.running)
-    assert [prof.nodes["target"].tolist()[:4] for prof in p.profiles] == [
-        ["count", "add_", "running", "mul_"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureFallbackWarning)
+        with Profiler(model, schedule=schedule(wait=1, warmup=1, active=2)) as p:
+            for _ in range(5):
+                x = torch.randn(2, 4)
+                torch.testing.assert_close(p.model(x), reference(x))
+                p.step()
+    for (key, value), expected in zip(model.state_dict().items(),
+                                      reference.state_dict().values()):
+        assert torch.equal(value, expected), key
+    assert model.state_dict()[[k for k in model.state_dict() if "count" in k][0]].item() == 5
+    (prof,) = p.profiles
+    assert prof.meta["capture_mode"] == capture
+    if capture == "fx":
+        assert prof.nodes["target"].tolist()[:4] == ["count", "add_", "running", "mul_"]
 
 
 class _BranchThenFlaky(torch.nn.Module):
@@ -592,3 +613,16 @@ def test_a_signature_whose_guards_fail_at_every_call_ends_in_a_capture_taking_ev
     assert all(torch.equal(out, model(x, _Counter(step))) for step, out in enumerate(found, 1))
     assert [prof.n_runs for prof in p.profiles] == [1, 1, 1, 4]
     assert [prof.meta["capture_mode"] for prof in p.profiles] == ["dynamo"] * 3 + ["hooks"]
+
+
+def test_a_buffer_forward_assigns_advances_in_a_profiled_loop_as_without_it():
+    from tests.test_model_state import Counting
+    model, reference = Counting(), Counting()
+    reference.load_state_dict(model.state_dict())
+    with pytest.warns(CaptureFallbackWarning, match="forward assigns 'steps'"):
+        with Profiler(model) as p:
+            for _ in range(5):
+                x = torch.randn(2, 4)
+                torch.testing.assert_close(p.model(x), reference(x))
+    assert model.steps.item() == reference.steps.item() == 5
+    assert p.profiles[0].meta["capture_mode"] == "hooks" and p.profiles[0].n_runs == 5

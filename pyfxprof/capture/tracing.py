@@ -148,17 +148,44 @@ def _trace(tracer: ProfilingTracer, model: torch.nn.Module, concrete_args) -> fx
     """The traced graph. The tracer reads buffers as plain tensors, so an in-place change
     of one in forward (``self.count.add_(1)``) would run once, at trace time, and be missing
     from the graph: such a trace is undone and redone with buffers traced as proxies, so the
-    graph holds the change and the model keeps its values."""
-    guard = InPlaceGuard(model)
+    graph holds the change and the model keeps its values. A forward that assigns a buffer
+    or parameter (``self.steps = self.steps + 1``) cannot be held by a graph: the trace
+    fails at the module that assigns it (a submodule can be made a leaf)."""
+    guard, bindings = InPlaceGuard(model), _bindings(model)
     try:
         graph = tracer.trace(model, concrete_args=concrete_args)
     finally:
         changed = guard.changed()
         guard.restore()
+        rebound = _rebind(bindings)
+    if rebound:
+        path, name = rebound[0]
+        tracer.failed_modules = [path] if path else []
+        raise RuntimeError(f"forward assigns {name!r}, which a traced graph cannot do")
     if changed:
         tracer.proxy_buffer_attributes = True
         graph = tracer.trace(model, concrete_args=concrete_args)
     return fx.GraphModule(tracer.root, graph, type(model).__name__)
+
+
+def _bindings(model: torch.nn.Module) -> list[tuple]:
+    """(path, module, its buffers, its parameters) of every module, as bound now."""
+    return [(path, module, dict(module._buffers), dict(module._parameters))
+            for path, module in model.named_modules()]
+
+
+def _rebind(bindings: list[tuple]) -> list[tuple[str, str]]:
+    """Bind every module's buffers and parameters back as in `bindings`; the (path, name)
+    of those that had been assigned, innermost module first."""
+    rebound = []
+    for path, module, buffers, parameters in reversed(bindings):
+        for own, saved in ((module._buffers, buffers), (module._parameters, parameters)):
+            if own.keys() != saved.keys() or any(own[k] is not v for k, v in saved.items()):
+                rebound.extend((path, name) for name in own.keys() | saved.keys()
+                               if own.get(name) is not saved.get(name))
+                own.clear()
+                own.update(saved)
+    return rebound
 
 
 def leaf_trace(model: torch.nn.Module, leaves: list, autowrap: tuple = (),
