@@ -4,6 +4,8 @@ import pytest
 import torch
 import torch.fx as fx
 
+import pyfxprof
+
 from pyfxprof.capture.tracing import ProfilingTracer, capture, timed_nodes
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.capture.node_table import nodes_frame
@@ -92,3 +94,17 @@ def test_a_forward_assigning_a_buffer_is_refused_at_the_module_that_assigns_it()
     assert model[1].steps is steps and steps.item() == 0  # bound back, unchanged
     leafed = capture(model, mode="fx+leaf")
     assert leafed.mode == "fx+leaf" and leafed.notes[-1].endswith("made 1 a leaf")
+
+
+def test_tensor_constants_of_forward_go_on_the_graph_module_not_the_model():
+    class WithConstant(torch.nn.Module):
+        def forward(self, x):
+            return x + torch.tensor([1.0, 2.0])
+
+    model = WithConstant()
+    attributes = dict(vars(model))
+    gm = capture(model).graph_module
+    assert vars(model) == attributes and not hasattr(model, "_tensor_constant0")
+    torch.testing.assert_close(gm(torch.zeros(2)), torch.tensor([1.0, 2.0]))
+    pyfxprof.profile(model, (torch.zeros(2),), runs=2, warmup=0, progress=False)
+    assert vars(model) == attributes

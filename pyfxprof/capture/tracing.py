@@ -145,6 +145,18 @@ def capture(model: torch.nn.Module, leaf_modules: Iterable = (), autowrap_functi
 
 
 def _trace(tracer: ProfilingTracer, model: torch.nn.Module, concrete_args) -> fx.GraphModule:
+    """The traced graph (see _trace_graph); the tensor constants FX stores on the traced root
+    (``_tensor_constant0``) end up on the GraphModule, not on the model."""
+    attributes = set(vars(model))
+    try:
+        return _trace_graph(tracer, model, concrete_args)
+    finally:
+        for added in set(vars(model)) - attributes:
+            delattr(model, added)
+
+
+def _trace_graph(tracer: ProfilingTracer, model: torch.nn.Module,
+                 concrete_args) -> fx.GraphModule:
     """The traced graph. The tracer reads buffers as plain tensors, so an in-place change
     of one in forward (``self.count.add_(1)``) would run once, at trace time, and be missing
     from the graph: such a trace is undone and redone with buffers traced as proxies, so the
