@@ -56,3 +56,30 @@ def test_cli_exit_2_with_one_line(capsys):
                         "ValueError: bad batch on call 3", err), err
     assert nothing_pending()
     assert _C.buffer_stats()["pending_records"] == 0
+
+
+class _RaisesBetweenLeaves(torch.nn.Module):
+    """Raises in its own code, after its first leaf ran (`where="after"`) or before any."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        self.conv, self.relu = torch.nn.Conv2d(3, 4, 1), torch.nn.ReLU()
+        self.where, self.calls = where, 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.where == "before" and self.calls == 3:
+            raise ValueError("before any leaf")
+        y = self.conv(x)
+        if self.where == "after" and self.calls == 3:
+            raise ValueError("between the leaves")
+        return self.relu(y)
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_hooks_a_raise_in_the_models_own_code_is_outside_the_timed_nodes(where):
+    with pytest.raises(PyfxprofError, match="in warm-up run 2 of 2, outside its timed nodes: "
+                                            "ValueError"):
+        profile(_RaisesBetweenLeaves(where), (torch.randn(2, 3, 8, 8),), runs=2, warmup=2,
+                capture="hooks", progress=False)
+    assert nothing_pending()

@@ -28,38 +28,43 @@ class MarkLayout:
 
 def failed_label(layout: MarkLayout, names: Sequence[str], records: Records) -> str | None:
     """The label (layout's own, else from `names`) of the node the calling thread's last run
-    raised in, or None after the last one, from the layout's `records` (see failed_position)."""
+    raised in, or None when it raised outside every node, from the layout's `records` (see
+    failed_position)."""
     position = failed_position(layout, records)
     labels = list(layout.labels) if layout.labels is not None else list(names)
-    return labels[position] if position < len(labels) else None
+    return labels[position] if position is not None and position < len(labels) else None
 
 
-def failed_position(layout: MarkLayout, records: Records) -> int:
-    """The position of the node the calling thread's last run was in when it raised, from
-    the records of the layout's id range (drained by the caller, so nothing stays pending).
+def failed_position(layout: MarkLayout, records: Records) -> int | None:
+    """The position of the node the calling thread's last run was in when it raised (None:
+    outside every node), from the records of the layout's id range (drained by the caller,
+    so nothing stays pending).
 
-    A codegen run whose last mark is k was inside node k; an interpreter or hooks run whose
-    last mark is a begin 2k was inside node k, an end 2k+1 between node k and the next.
+    A run with one mark per node whose last mark is k was inside node k; with begin and end
+    marks (hooks), a last begin 2k means inside node k, while a last end 2k+1 or no mark at
+    all means the model's own code between nodes, before the first or after the last.
     """
     mine = records.select(records.thread == _C.thread_number())
     begins = np.flatnonzero(mine.kind == _C.KIND_RUN_BEGIN)
     start = int(begins[-1]) + 1 if begins.size else 0
     marks = mine.id[start:][mine.kind[start:] == _C.KIND_MARK]
     if not marks.size:
-        return 0
+        return 0 if layout.per_node == 1 else None
     offset = int(marks[-1]) - layout.first_id
-    return offset if layout.per_node == 1 else (offset + 1) // 2
+    if layout.per_node == 1:
+        return offset
+    return offset // 2 if offset % 2 == 0 else None
 
 
 def failure_place(node: str | None, run: str, kind: str | None = None) -> str:
-    """Where the model raised: `run`, and `node` (the executor's failed_node(); None: after
-    its last timed node) with its `kind` (op and target) when known.
+    """Where the model raised: `run`, and `node` (the executor's failed_node(); None: in its
+    own code outside every timed node) with its `kind` (op and target) when known.
 
     Example:
         >>> failure_place("conv", "call 3 of Net (step 1)", "call_module conv")
         "the model raised in call 3 of Net (step 1), in node 'conv' (call_module conv)"
     """
-    where = f"in node {node!r}" if node is not None else "after its last timed node"
+    where = f"in node {node!r}" if node is not None else "outside its timed nodes"
     if node is not None and kind:
         where += f" ({kind})"
     return f"the model raised in {run}, {where}"

@@ -135,7 +135,7 @@ class HooksExecutor:
         return output
 
     def failed_node(self, names: list[str]) -> str | None:
-        """The leaf the last run raised in (None: after the last), read from its marks; the
+        """The leaf the last run raised in (None: outside every leaf), read from its marks; the
         complete runs before it stay for timings() (the failed one counts as incomplete)."""
         records = RECORDER.collect(self.layout.first_id, self.layout.count)
         self._collector.add(records)
