@@ -79,3 +79,34 @@ def test_python_dash_m_runs_the_command_line():
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2
     assert result.stderr.startswith("pyfxprof: error: ") and "missing.json" in result.stderr
+
+
+def test_warnings_are_one_line_while_a_command_runs_and_restored_after(capsys, monkeypatch):
+    import warnings
+
+    from pyfxprof.cli import main as cli_main
+
+    def warn_twice(args):
+        warnings.warn("pyfxprof: fell back\n  to hooks", UserWarning)
+        warnings.warn("deprecated thing", DeprecationWarning)
+        return 0
+    monkeypatch.setattr(cli_main, "build_parser", lambda command: _Parsed(warn_twice))
+    before = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert cli_main.main(["anything"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "pyfxprof: warning: fell back to hooks"
+    assert lines[1].startswith("DeprecationWarning (") and lines[1].endswith("): deprecated thing")
+    assert len(lines) == 2 and warnings.showwarning is before
+
+
+class _Parsed:
+    """A parser whose parse_args gives args running `func`."""
+
+    def __init__(self, func):
+        self.func = func
+
+    def parse_args(self, argv):
+        import argparse
+        return argparse.Namespace(func=self.func)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from ..errors import PyfxprofError
 
@@ -34,6 +35,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings on the command line as one line on stderr: pyfxprof's own as
+    `pyfxprof: warning: ...`, others with their category and where they came from.
+
+    Example:
+        >>> show_warning(UserWarning("pyfxprof: slow"), UserWarning, "x.py", 3, sys.stdout)
+        pyfxprof: warning: slow
+    """
+    text = " ".join(str(message).split())
+    if text.startswith("pyfxprof: "):
+        text = f"pyfxprof: warning: {text[len('pyfxprof: '):]}"
+    else:
+        text = f"{category.__name__} ({filename}:{lineno}): {text}"
+    print(text, file=sys.stderr if file is None else file)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `pyfxprof` and `python -m pyfxprof`; returns the exit code.
 
@@ -43,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     try:  # Ctrl-C while still importing torch and the command is one line too
-        args = build_parser(argv[0] if argv else None).parse_args(argv)
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():  # restores the usual display afterwards
+            warnings.showwarning = show_warning
+            args = build_parser(argv[0] if argv else None).parse_args(argv)
+            return int(args.func(args) or 0)
     except PyfxprofError as error:
         print(f"pyfxprof: error: {error}", file=sys.stderr)
         return 2
