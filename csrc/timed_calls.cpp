@@ -95,11 +95,11 @@ int load_operator_objects() {
 
 // target.<path[0]>.<path[1]>... (a call_module node's submodule, looked up as the plain graph's
 // generated code does), as a new reference.
-PyObject* resolve_path(const Entry& entry) {
-  PyObject* current = entry.target;
+PyObject* resolve_path(PyObject* target, PyObject* path) {
+  PyObject* current = target;
   Py_INCREF(current);
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entry.path); ++i) {
-    PyObject* next = PyObject_GetAttr(current, PyTuple_GET_ITEM(entry.path, i));
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(path); ++i) {
+    PyObject* next = PyObject_GetAttr(current, PyTuple_GET_ITEM(path, i));
     Py_DECREF(current);
     if (!next) return nullptr;
     current = next;
@@ -108,18 +108,27 @@ PyObject* resolve_path(const Entry& entry) {
 }
 
 // `args` has a writable slot before it (the node number's), so PY_VECTORCALL_ARGUMENTS_OFFSET.
+// The entry's objects are held for the call: code it runs may set() the entry again.
 PyObject* call_entry(const Entry& entry, PyObject* const* args, Py_ssize_t nargs,
                      PyObject* kwnames) {
   const size_t nargsf = static_cast<size_t>(nargs) | PY_VECTORCALL_ARGUMENTS_OFFSET;
-  if (entry.path) {
-    PyObject* callable = resolve_path(entry);
-    if (!callable) return nullptr;
-    PyObject* result = PyObject_Vectorcall(callable, args, nargsf, kwnames);
-    Py_DECREF(callable);
-    return result;
+  PyObject* target = entry.target;
+  PyObject* path = entry.path;
+  Py_INCREF(target);
+  Py_XINCREF(path);
+  PyObject* result = nullptr;
+  if (path) {
+    PyObject* callable = resolve_path(target, path);
+    if (callable) result = PyObject_Vectorcall(callable, args, nargsf, kwnames);
+    Py_XDECREF(callable);
+  } else if (entry.method) {
+    result = PyObject_VectorcallMethod(target, args, nargsf, kwnames);
+  } else {
+    result = PyObject_Vectorcall(target, args, nargsf, kwnames);
   }
-  if (entry.method) return PyObject_VectorcallMethod(entry.target, args, nargsf, kwnames);
-  return PyObject_Vectorcall(entry.target, args, nargsf, kwnames);
+  Py_DECREF(target);
+  Py_XDECREF(path);
+  return result;
 }
 
 const Entry* entry_of(TimedCalls* self, PyObject* const* args, Py_ssize_t nargs) {

@@ -344,3 +344,24 @@ def test_timed_calls_and_their_targets_are_garbage_collected():
     del target, calls, table
     gc.collect()
     assert alive() is None
+
+
+def test_an_entry_set_again_while_its_call_runs_is_finished_with_the_old_one():
+    table = _C.SampleTable(1)
+    calls = _C.timed_calls(table)
+
+    class Root:
+        def __getattr__(self, name):  # runs inside the timed call's path lookup
+            calls.set(0, abs)  # drops the entry's references to this root and its path
+            return Inner()
+
+    class Inner:
+        def f(self, x):
+            return x + 40
+
+    calls.set(0, Root(), path=tuple(["inner", "f"]))  # the entry holds the only references
+    table.begin_run()
+    assert calls.timed(0, 2) == 42
+    assert calls.timed(0, -3) == 3  # the replacement runs next
+    table.end_run()
+    assert (table.take()["samples"] >= 0).all()
