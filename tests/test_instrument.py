@@ -8,7 +8,7 @@ import torch.fx as fx
 
 from pyfxprof import _C
 from pyfxprof.capture.tracing import capture, timed_nodes
-from pyfxprof.timing.instrument import instrument
+from pyfxprof.timing.instrument import TIMED_GLOBAL, instrument
 from tests.models import Net, net_input
 
 
@@ -78,3 +78,34 @@ def test_a_failing_node_raises_its_own_error_and_records_nothing_for_itself():
         raise AssertionError("the node's ZeroDivisionError was lost")
     table.end_run()
     np.testing.assert_array_equal(table.take()["samples"], [[-1]])
+
+
+def test_the_generated_forward_loads_timed_as_a_fast_local():
+    gm = capture(Net()).graph_module
+    instrumented = instrument(gm, _C.SampleTable(len(timed_nodes(gm.graph))))
+    assert TIMED_GLOBAL not in instrumented.forward.__code__.co_names  # no global lookup
+    timed = instrumented.forward.__kwdefaults__[TIMED_GLOBAL]
+    assert timed.__name__ == "timed" and timed.__module__ == "pyfxprof._C"
+
+
+def test_a_forward_with_varargs_and_keywords_takes_timed_after_them():
+    class Varargs(torch.nn.Module):
+        def forward(self, *xs, **options):
+            return xs[0] * 2 + xs[1]
+
+    gm = fx.symbolic_trace(Varargs())
+    table = _C.SampleTable(len(timed_nodes(gm.graph)))
+    table.begin_run()
+    with torch.no_grad():
+        out = instrument(gm, table)(torch.ones(2), torch.ones(2))
+    torch.testing.assert_close(out, torch.full((2,), 3.0))
+    assert "*xs, pyfxprof__C_timed=pyfxprof__C_timed, **options)" in instrument(gm, table).code
+
+
+def test_a_global_named_otherwise_falls_back_to_the_global_lookup(monkeypatch):
+    import pyfxprof.timing.instrument as instrument_module
+    monkeypatch.setattr(instrument_module, "TIMED_GLOBAL", "not_what_fx_named_it")
+    gm = capture(Net()).graph_module
+    instrumented = instrument(gm, _C.SampleTable(len(timed_nodes(gm.graph))))
+    assert instrumented.forward.__kwdefaults__ is None  # the global lookup, as FX generates
+    assert TIMED_GLOBAL in instrumented.forward.__code__.co_names

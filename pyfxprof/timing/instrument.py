@@ -78,6 +78,40 @@ def instrument(gm: fx.GraphModule, table: "_C.SampleTable",
     """
     graph = copy.deepcopy(gm.graph)
     insert_timed_calls(gm, graph, table, cuda_first_id)
-    instrumented = fx.GraphModule(gm, graph, type(gm).__name__)
-    instrumented.recompile()
+    plain_codegen = type(graph._codegen) is fx.graph.CodeGen
+    if plain_codegen:
+        graph._codegen = TimedLocalCodeGen()
+    try:
+        instrumented = fx.GraphModule(gm, graph, type(gm).__name__)
+    except (NameError, SyntaxError):  # FX named the builtin's global otherwise: keep it global
+        graph._codegen = fx.graph.CodeGen()
+        instrumented = fx.GraphModule(gm, graph, type(gm).__name__)
     return instrumented
+
+
+#: The global FX gives the builtin timed (from its module and name, pyfxprof._C.timed).
+TIMED_GLOBAL = "pyfxprof__C_timed"
+
+
+class TimedLocalCodeGen(fx.graph.CodeGen):
+    """FX's code generator, with the builtin `timed` also bound as a keyword-only default of
+    the generated forward: each node then loads it as a fast local instead of looking up a
+    global (25-40 ns less per node after a tensor op in a scratch measurement on the 2-core VM).
+
+    Example:
+        >>> import torch
+        >>> gm = instrument(fx.symbolic_trace(torch.nn.ReLU()), _C.SampleTable(1))
+        >>> "*, pyfxprof__C_timed=pyfxprof__C_timed)" in gm.code
+        True
+    """
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, *,
+                   expanded_def: bool = False) -> str:
+        free_vars = list(free_vars)
+        if not free_vars or free_vars[0] != "self":
+            free_vars.insert(0, "self")
+        keyword = f"{TIMED_GLOBAL}={TIMED_GLOBAL}"
+        at = next((i for i, v in enumerate(free_vars) if v.startswith("**")), len(free_vars))
+        starred = any(v.startswith("*") and not v.startswith("**") for v in free_vars)
+        free_vars[at:at] = [keyword] if starred else ["*", keyword]
+        return super().gen_fn_def(free_vars, maybe_return_annotation, expanded_def=expanded_def)
