@@ -131,18 +131,19 @@ PyObject* call_entry(const Entry& entry, PyObject* const* args, Py_ssize_t nargs
   return result;
 }
 
-const Entry* entry_of(TimedCalls* self, PyObject* const* args, Py_ssize_t nargs) {
+// The node number of a timed() call, checked against the table; -1 with a Python error set.
+Py_ssize_t node_of(TimedCalls* self, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 1) {
     PyErr_SetString(PyExc_TypeError, "timed() needs the node number first");
-    return nullptr;
+    return -1;
   }
   const Py_ssize_t node = node_number(args[0]);
-  if (node == -1 && PyErr_Occurred()) return nullptr;
-  if (node < 0 || node >= static_cast<Py_ssize_t>(self->count) || !self->entries[node].target) {
+  if (node == -1 && PyErr_Occurred()) return -1;
+  if (node < 0 || node >= static_cast<Py_ssize_t>(self->count)) {
     PyErr_Format(PyExc_ValueError, "timed(): node %zd has no target set", node);
-    return nullptr;
+    return -1;
   }
-  return &self->entries[node];
+  return node;
 }
 
 inline void record(TimedCalls* self, uint32_t node, int64_t begin, int64_t end) {
@@ -167,33 +168,35 @@ __attribute__((noinline)) PyObject* timed_with_events(TimedCalls* self, const En
 }
 
 // Every call but the `x + 1` kind, kept out of line so the shortest path stays compact.
-__attribute__((noinline)) PyObject* timed_entry(TimedCalls* self, PyObject* const* args,
-                                                Py_ssize_t nargs, PyObject* kwnames) {
-  const Entry* entry = entry_of(self, args, nargs);
-  if (!entry) return nullptr;
-  if (self->cuda) return timed_with_events(self, *entry, args + 1, nargs - 1, kwnames);
+__attribute__((noinline)) PyObject* timed_entry(TimedCalls* self, Py_ssize_t node,
+                                                PyObject* const* args, Py_ssize_t nargs,
+                                                PyObject* kwnames) {
+  const Entry& entry = self->entries[node];
+  if (!entry.target) {
+    PyErr_Format(PyExc_ValueError, "timed(): node %zd has no target set", node);
+    return nullptr;
+  }
+  if (self->cuda) return timed_with_events(self, entry, args, nargs, kwnames);
   const int64_t begin = now_ns();
-  PyObject* result = call_entry(*entry, args + 1, nargs - 1, kwnames);
+  PyObject* result = call_entry(entry, args, nargs, kwnames);
   const int64_t end = now_ns();
-  if (result) record(self, static_cast<uint32_t>(entry - self->entries), begin, end);
+  if (result) record(self, static_cast<uint32_t>(node), begin, end);
   return result;
 }
 
 PyObject* timed(PyObject* callable, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   TimedCalls* self = reinterpret_cast<TimedCalls*>(callable);
-  if (nargs == 3 && !kwnames && !self->cuda) {  // `x + 1` & co.: the shortest path
-    const size_t node = static_cast<size_t>(node_number(args[0]));
-    const binaryfunc binary = node < self->count ? self->binaries[node] : nullptr;
-    if (binary) {
-      const int64_t begin = now_ns();
-      PyObject* result = binary(args[1], args[2]);
-      const int64_t end = now_ns();
-      if (result) record(self, static_cast<uint32_t>(node), begin, end);
-      return result;
-    }
-    PyErr_Clear();  // a node number that is not one is reported by timed_entry
+  const Py_ssize_t node = node_of(self, args, nargs);
+  if (node < 0) return nullptr;
+  const binaryfunc binary = self->binaries[node];
+  if (binary && nargs == 3 && !kwnames && !self->cuda) {  // `x + 1` & co.: the shortest path
+    const int64_t begin = now_ns();
+    PyObject* result = binary(args[1], args[2]);
+    const int64_t end = now_ns();
+    if (result) record(self, static_cast<uint32_t>(node), begin, end);
+    return result;
   }
-  return timed_entry(self, args, nargs, kwnames);
+  return timed_entry(self, node, args + 1, nargs - 1, kwnames);
 }
 
 PyMethodDef g_timed_def = {
