@@ -38,6 +38,7 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
                    pad_token_id=0)
     expected = model.generate(ids, **options)
     plain, profiled, same = [], [], True
+    guard_checks = _time_guard_checks()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pyfxprof.Profiler(model, keep_profiles=None) as p:
@@ -60,8 +61,27 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
         print(f"  [{group.index}] {prof.meta['input_shapes'][:34]}...: capture "
               f"{prof.meta['capture_mode']} in {group.capture_ns / 1e9:.2f} s, "
               f"{prof.n_nodes} nodes, {prof.n_runs} calls, coverage {prof.meta['coverage']:.1%}")
+    print(f"  Dynamo's guard check per call: median {statistics.median(guard_checks) / 1e3:.1f} µs "
+          f"over {len(guard_checks)} calls")
     for warning in caught:
         print(f"  warning: {str(warning.message)[:300]}")
+
+
+def _time_guard_checks() -> list[int]:
+    """Times CallGroup.accepts (the guard check before each call of a captured group) from now
+    on; the ns of each check go into the list returned."""
+    from pyfxprof.run.call_groups import CallGroup
+    durations: list[int] = []
+    accepts = getattr(CallGroup.accepts, "__wrapped__", CallGroup.accepts)
+
+    def timed(group, bound):
+        started = time.perf_counter_ns()
+        accepted = accepts(group, bound)
+        durations.append(time.perf_counter_ns() - started)
+        return accepted
+    timed.__wrapped__ = accepts
+    CallGroup.accepts = timed
+    return durations
 
 
 def main() -> None:
