@@ -67,3 +67,24 @@ class Spin(nn.Module):
 
 def net_input() -> torch.Tensor:
     return torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+
+
+class GrowingCache:
+    """A cache argument holding a tensor that grows by one row per call (when `append`)."""
+
+    def __init__(self, length: int, append: bool = True) -> None:
+        self.keys, self.append = torch.ones(length, 3), append
+
+
+class CachedModel(torch.nn.Module):
+    """Branches on an attribute of its cache argument: torch.fx cannot trace it, Dynamo can."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x, cache):
+        y = self.lin(x)
+        if cache.append:
+            cache.keys = torch.cat([cache.keys, y])
+        return y.relu(), cache

@@ -10,6 +10,7 @@ from pyfxprof.errors import PyfxprofError
 from pyfxprof.capture.inputs import BoundInputs, bind_inputs
 from pyfxprof.run.call_groups import (analysis_copy, capture_group, next_variant, primary_shape,
                                        signature_key)
+from tests.models import CachedModel, GrowingCache
 
 
 def _forward(input_ids, past=None, mask=None, use_cache=False, **kwargs):
@@ -73,25 +74,6 @@ def test_a_group_is_analysed_on_its_own_inputs():
     assert group.flops == 3 * 4 * 2 * 2 and not group.hooks
 
 
-class _GrowingCache:
-    def __init__(self, length: int, append: bool = True) -> None:
-        self.keys, self.append = torch.ones(length, 3), append
-
-
-class _CachedModel(torch.nn.Module):
-    """Branches on an attribute of its cache argument: torch.fx cannot trace it, Dynamo can."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = torch.nn.Linear(3, 3)
-
-    def forward(self, x, cache):
-        y = self.lin(x)
-        if cache.append:
-            cache.keys = torch.cat([cache.keys, y])
-        return y.relu(), cache
-
-
 def test_next_variant_numbers_the_captures_of_one_signature():
     key = _key(torch.zeros(1, 1))
     assert next_variant(key) == (*key, ("guard variant", 2))
@@ -99,14 +81,14 @@ def test_next_variant_numbers_the_captures_of_one_signature():
 
 
 def test_a_dynamo_group_makes_the_models_calls_and_accepts_what_its_guards_accept():
-    model = _CachedModel().eval()
-    cache = _GrowingCache(2)
+    model = CachedModel().eval()
+    cache = GrowingCache(2)
     with torch.no_grad():
         group = capture_group(model, (torch.ones(1, 3), cache), {}, (), 0, model.forward)
         assert group.capture.mode == "dynamo" and not group.hooks
         assert cache.keys.shape == (2, 3)  # capture and analysis ran on copies
         for length in (2, 5):
-            mine, theirs = _GrowingCache(length), _GrowingCache(length)
+            mine, theirs = GrowingCache(length), GrowingCache(length)
             inputs = group.inputs((torch.ones(1, 3), mine), {})
             assert group.accepts(inputs)
             with group.armed():
@@ -114,12 +96,12 @@ def test_a_dynamo_group_makes_the_models_calls_and_accepts_what_its_guards_accep
             expected, _ = model(torch.ones(1, 3), theirs)
             assert returned is mine and torch.equal(out, expected)
             assert torch.equal(mine.keys, theirs.keys)
-        assert not group.accepts(group.inputs((torch.ones(1, 3), _GrowingCache(4, append=False)), {}))
+        assert not group.accepts(group.inputs((torch.ones(1, 3), GrowingCache(4, append=False)), {}))
     assert group.executor.timings().intervals.shape == (2, len(group.frame))
 
 
 def test_a_model_in_training_mode_is_not_captured_by_dynamo_for_exact_outputs():
-    model = _CachedModel().train()
+    model = CachedModel().train()
     with pytest.warns(UserWarning, match="dynamo: the model is in training mode"):
-        group = capture_group(model, (torch.ones(1, 3), _GrowingCache(2)), {}, (), 0, model.forward)
+        group = capture_group(model, (torch.ones(1, 3), GrowingCache(2)), {}, (), 0, model.forward)
     assert group.capture.mode == "hooks"

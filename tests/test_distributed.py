@@ -52,13 +52,8 @@ class DataParallelStep(torch.nn.Module):
         return torch.relu(y)
 
 
-class InPlaceStep(torch.nn.Module):
+class InPlaceStep(DataParallelStep):
     """Linear -> spin (slow on one rank) -> dist.all_reduce in place, result ignored -> relu."""
-
-    def __init__(self, slow_s: float = 0.0):
-        super().__init__()
-        self.linear = torch.nn.Linear(16, 16)
-        self.slow_s = slow_s
 
     def forward(self, x):
         y = spin(self.linear(x), self.slow_s)

@@ -19,7 +19,7 @@ from pyfxprof.run.runner import profile
 from pyfxprof.run.schedule import schedule
 from pyfxprof.timing.recorder import RECORDER
 from tests.fixtures_models import Flaky
-from tests.models import DataDependent, Net, net_input
+from tests.models import CachedModel, DataDependent, GrowingCache, Net, net_input
 
 N_NODES = len(timed_nodes(capture(Net()).graph_module.graph))
 
@@ -551,28 +551,9 @@ def test_a_call_the_model_rejects_raises_the_models_own_exception_and_profiling_
     assert "forward" not in vars(model)
 
 
-class _GrowingCache:
-    def __init__(self, length: int, append: bool = True) -> None:
-        self.keys, self.append = torch.ones(length, 3), append
-
-
-class _CachedModel(torch.nn.Module):
-    """Branches on an attribute of its cache argument: torch.fx cannot trace it, Dynamo can."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = torch.nn.Linear(3, 3)
-
-    def forward(self, x, cache):
-        y = self.lin(x)
-        if cache.append:
-            cache.keys = torch.cat([cache.keys, y])
-        return y.relu(), cache
-
-
 def test_calls_dynamo_guards_refuse_get_a_capture_of_their_own():
-    model, x = _CachedModel().eval(), torch.randn(1, 3)
-    caches = [_GrowingCache(2), _GrowingCache(3), _GrowingCache(3, append=False), _GrowingCache(6)]
+    model, x = CachedModel().eval(), torch.randn(1, 3)
+    caches = [GrowingCache(2), GrowingCache(3), GrowingCache(3, append=False), GrowingCache(6)]
     expected = [model(x, copy.deepcopy(cache)) for cache in caches]
     with warnings.catch_warnings():
         warnings.simplefilter("error", CaptureFallbackWarning)  # no fallback to hooks
