@@ -20,3 +20,31 @@ def fake_cudart(tmp_path_factory) -> Path:
     subprocess.run([compiler, "-O1", "-shared", "-fPIC", str(FAKE_CUDART_SOURCE), "-o", str(out)],
                    check=True)
     return out
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Runs a test marked ``@pytest.mark.timing`` up to ``attempts`` times (default 3) until its
+    assertions hold once.
+
+    Such a test compares what pyfxprof measured with a known truth (a busy-wait of known length).
+    On a shared 2-core machine another process can take the CPU for milliseconds in any run, so one
+    attempt can miss by chance; a real error in the timing misses in every attempt. Only
+    AssertionError is retried: any other exception fails at once.
+    """
+    marker = pyfuncitem.get_closest_marker("timing")
+    if marker is None:
+        return None
+    attempts = marker.kwargs.get("attempts", 3)
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    for attempt in range(1, attempts + 1):
+        try:
+            pyfuncitem.obj(**arguments)
+        except AssertionError:
+            if attempt == attempts:
+                raise
+        else:
+            if attempt > 1:
+                pyfuncitem.add_report_section("call", "timing", f"held on attempt {attempt} of {attempts}")
+            return True
+    return True

@@ -96,6 +96,7 @@ def _busy_process_on(cpu: int) -> subprocess.Popen:
 
 
 @linux_only
+@pytest.mark.timing
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU pinning here")
 def test_runs_are_counted_preempted_when_a_busy_process_shares_the_cpu():
     cpu = min(os.sched_getaffinity(0))

@@ -50,6 +50,7 @@ def _other_runs_preempted(prof, slow_run: int) -> bool:
     return bool(np.delete(preempted, slow_run).any())
 
 
+@pytest.mark.timing
 def test_a_node_5ms_slower_in_one_run_of_ten_gets_the_tail():
     """Truth: the 6th call of the middle node (timed run 5; call 1 is the analysis run) spins
     5 ms more. An attempt where another run was preempted (a tail made by the machine, not the

@@ -58,6 +58,7 @@ def _profile_slow_start(warmup: int):
                             leaf_modules=LEAVES)
 
 
+@pytest.mark.timing
 def test_a_model_whose_first_10_calls_are_slow_needs_about_10_warmup_runs():
     prof = _profile_slow_start(warmup=0)
     report = prof.warmup()
@@ -66,19 +67,18 @@ def test_a_model_whose_first_10_calls_are_slow_needs_about_10_warmup_runs():
     assert 8 <= report.runs <= 13 and report.needed == report.runs
     slow_node = prof.nodes["name"][0]
     first = prof.node_warmup()
-    assert first["name"][0] == slow_node and 8 <= first["warmup_runs"][0] <= 13
+    assert len(first) and first["name"][0] == slow_node and 8 <= first["warmup_runs"][0] <= 13
     advice = prof.advise(rules=["warmup_too_small"])
     assert len(advice) == 1 and f"warmup >= {report.needed}" in advice[0].action
 
 
+@pytest.mark.timing(attempts=5)
 def test_enough_warmup_reports_how_many_of_the_untimed_runs_were_slow():
     # On a loaded machine a streak of slow steady runs can look like a warm-up of the timed
-    # runs (seen once: 7 runs 45% slower at load 7), so the claim must hold in one of 3 profiles.
-    for _ in range(3):
-        prof = _profile_slow_start(warmup=14)
-        report = prof.warmup()
-        if report.runs == 0:
-            break
+    # runs (seen once: 7 runs 45% slower at load 7), and warm-up runs that were preempted have
+    # no total (seen: all of them in 2 of 3 attempts, with three busy processes on the 2 cores)
+    prof = _profile_slow_start(warmup=14)
+    report = prof.warmup()
     assert report.runs == 0 and 8 <= report.needed <= 11
     assert report.warmup_runs_slow >= 8
     assert prof.advise(rules=["warmup_too_small"]) == []

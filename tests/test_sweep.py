@@ -17,6 +17,7 @@ def test_theil_sen_ignores_one_wild_point():
     assert (intercept, slope) == (200.0, 100.0) and r2 < 0.5
 
 
+@pytest.mark.timing
 def test_known_fixed_and_per_item_costs_within_5_percent():
     """Truth: one node spins 100 µs x batch, one a fixed 200 µs. Medians over runs (preempted
     runs left out) at each size and Theil–Sen keep machine noise out of the fit."""
@@ -26,10 +27,13 @@ def test_known_fixed_and_per_item_costs_within_5_percent():
     table = result.table().set_index("name")
     per_item, fixed = result.names
     assert table.at[per_item, "per_item_ns"] == pytest.approx(100_000, rel=0.05)
-    # ~0 plus the module call; long spins pick up a few % of VM noise at size 8, which moves
-    # the intercept: allowed 7.5% of the fixed node's cost (seen up to 12.9 µs at load 16)
-    assert abs(table.at[per_item, "fixed_ns"]) < 15_000
-    assert table.at[fixed, "fixed_ns"] == pytest.approx(200_000, rel=0.05)
+    # Each intercept is the node's fixed spin plus the cost of calling a module, which is 3-8 µs
+    # on this VM (more just after a long spin) and reached 13.8 µs at load 3.4; both nodes pay
+    # it, so the difference of the intercepts is the fixed spin alone.
+    call_cost = table.at[per_item, "fixed_ns"]
+    assert -2_000 < call_cost < 15_000
+    assert -2_000 < table.at[fixed, "fixed_ns"] - 200_000 < 15_000
+    assert table.at[fixed, "fixed_ns"] - call_cost == pytest.approx(200_000, rel=0.05)
     assert abs(table.at[fixed, "per_item_ns"]) < 5_000           # 5% of the per-item cost
     assert table.at[fixed, "overhead_bound"] and not table.at[per_item, "overhead_bound"]
     assert table.at[per_item, "r2"] > 0.99
