@@ -97,8 +97,9 @@ class WarmupReport:
     beyond steady state, summed; ``drift``: Spearman's rho of the steady runs against their
     index when significant (p < 0.01), else None; ``warmup``: untimed runs that preceded
     (None: unknown); ``needed``: warm-up runs this model needs (None: unknown);
-    ``warmup_runs_slow``: of the untimed warm-up runs, how many were still slow (when their
-    times were kept).
+    ``warmup_runs_slow``: of the untimed warm-up runs, how many were still slow (None when
+    their times were not kept, or when half of them or more were preempted, which leaves too
+    few to tell); ``warmup_runs_preempted``: how many untimed warm-up runs were preempted.
     """
 
     runs: int
@@ -108,6 +109,7 @@ class WarmupReport:
     warmup: int | None
     needed: int | None
     warmup_runs_slow: int | None = None
+    warmup_runs_preempted: int = 0
 
     def as_dict(self) -> dict:
         """The fields as a plain dict."""
@@ -124,6 +126,9 @@ class WarmupReport:
             if self.warmup_runs_slow is not None:
                 text += (f"; {self.warmup_runs_slow} of the {self.warmup} untimed warm-up runs "
                          "were slow")
+            elif self.warmup_runs_preempted:
+                text += (f"; {self.warmup_runs_preempted} of the {self.warmup} untimed warm-up "
+                         "runs were preempted, too many to tell how many were slow")
         if self.drift is not None:
             text += f"; steady runs drift (Spearman rho {self.drift:+.2f})"
         return text
@@ -169,6 +174,8 @@ def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
     3
     >>> warmup_report([900, 800] + [100] * 10, preempted=[1] * 12).runs  # all preempted: all used
     2
+    >>> str(warmup_report([100] * 10, warmup=4, warmup_totals=[900, None, None, 101]))
+    'warm-up: steady from the first timed run (100 ns); 2 of the 4 untimed warm-up runs were preempted, too many to tell how many were slow'
     """
     totals = np.asarray(run_totals, dtype=np.int64).ravel()
     ignore = _ignored(preempted, len(totals))
@@ -176,19 +183,20 @@ def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
     steady = totals[runs:][~ignore[runs:]]
     median = int(np.median(steady)) if steady.size else 0
     excess = int(np.clip(totals[:runs][~ignore[:runs]] - median, 0, None).sum())
-    slow = None
+    slow, missing = None, np.zeros(0, dtype=bool)
     if warmup_totals is not None and len(warmup_totals):
         untimed = np.array([0 if t is None else t for t in warmup_totals], dtype=np.int64)
         missing = np.array([t is None for t in warmup_totals], dtype=bool)
         timed = totals if timed_walls is None else np.asarray(timed_walls, dtype=np.int64)
-        slow = min(_runs_before_steady(np.concatenate([untimed, timed]),
-                                       np.concatenate([missing, ignore])), len(untimed))
+        if missing.sum() < len(untimed) / 2:  # else too few kept to tell: unknown
+            slow = min(_runs_before_steady(np.concatenate([untimed, timed]),
+                                           np.concatenate([missing, ignore])), len(untimed))
     if runs:
         needed = None if warmup is None else warmup + runs
     else:
         needed = slow
     return WarmupReport(runs, median, excess, _drift(steady.astype(np.float64)), warmup,
-                        needed, slow)
+                        needed, slow, int(missing.sum()))
 
 
 def node_warmup(names, samples, preempted=None) -> pd.DataFrame:
