@@ -89,14 +89,16 @@ def test_a_dynamo_group_makes_the_models_calls_and_accepts_what_its_guards_accep
         assert cache.keys.shape == (2, 3)  # capture and analysis ran on copies
         for length in (2, 5):
             mine, theirs = GrowingCache(length), GrowingCache(length)
-            inputs = group.inputs((torch.ones(1, 3), mine), {})
+            args = (torch.ones(1, 3), mine)
+            inputs = group.inputs(args, {}, bind_inputs(model, args))
             assert group.accepts(inputs)
             with group.armed():
                 out, returned = group.run(inputs)
             expected, _ = model(torch.ones(1, 3), theirs)
             assert returned is mine and torch.equal(out, expected)
             assert torch.equal(mine.keys, theirs.keys)
-        assert not group.accepts(group.inputs((torch.ones(1, 3), GrowingCache(4, append=False)), {}))
+        refused = (torch.ones(1, 3), GrowingCache(4, append=False))
+        assert not group.accepts(group.inputs(refused, {}, bind_inputs(model, refused)))
     assert group.executor.timings().intervals.shape == (2, len(group.frame))
 
 

@@ -4,7 +4,9 @@ import pytest
 import torch
 
 import pyfxprof
-from pyfxprof.capture.inputs import BoundInputs, bind_inputs, split_inputs
+import inspect
+
+from pyfxprof.capture.inputs import Binder, BoundInputs, bind_inputs, split_inputs
 from pyfxprof.errors import PyfxprofError
 
 
@@ -54,6 +56,24 @@ def test_bound_inputs_call_the_forward_as_given():
     bound = bind_inputs(model, (), {"x": x, "mask": x, "double": True})
     assert bound.args[1] is x and bound.kwargs == {"double": True}
     torch.testing.assert_close(bound.call(model), model(x))
+
+
+def test_a_binder_binds_every_call_as_bind_inputs_does_and_reuses_its_plans():
+    def forward(x, mask=None, *rest, scale=1, **kwargs): ...
+
+    bind = Binder(inspect.signature(forward))
+    calls = [((1,), {}), ((1, 2, 3, 4), {"flag": True}), ((), {"x": 1, "scale": 2}),
+             ((1,), {"z": 3, "mask": 2, "y": 4}), ((1,), {"y": 4, "z": 3, "mask": 2})]
+    for args, kwargs in calls * 2:  # the second round follows the plans of the first
+        found, expected = bind(args, kwargs), bind_inputs(forward, args, kwargs)
+        assert found == expected and list(found.kwargs) == list(expected.kwargs)
+    assert len(bind._plans) == len(calls)
+    x, mask = torch.ones(1), torch.zeros(1)
+    bound = bind((x,), {"mask": mask})
+    assert bound.args[0] is x and bound.args[1] is mask  # the call's own objects
+    with pytest.raises(PyfxprofError, match="unexpected keyword|multiple values"):
+        bind((1,), {"x": 2})
+    assert bind((5,), {}) == BoundInputs((5, None), {"scale": 1})
 
 
 def test_mismatch_is_one_line_quoting_the_signature():

@@ -18,6 +18,8 @@ import torch
 
 from ..errors import PyfxprofError
 
+#: Call shapes (number of positional arguments, keyword names) a Binder keeps a plan for.
+_MAX_PLANS = 64
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
@@ -79,9 +81,67 @@ def bind_inputs(forward_or_signature: Any, args: tuple = (),
         >>> bind_inputs(forward, (1,), {"output_attentions": True})
         BoundInputs(args=(1, None), kwargs={'output_attentions': True})
     """
-    signature = _signature_of(forward_or_signature)
+    return _bound(_signature_of(forward_or_signature), args, kwargs or {})
+
+
+class _Slot:
+    """Stands for the call's positional argument `index` or keyword `name` while a plan is
+    made (never a default value of a user's forward)."""
+
+    __slots__ = ("index", "name")
+
+    def __init__(self, index: int | None = None, name: str | None = None) -> None:
+        self.index, self.name = index, name
+
+
+class Binder:
+    """`bind_inputs` for one signature, for calls made again and again (the Profiler's loop):
+    how a call's arguments land in (args, kwargs) depends only on how many positional
+    arguments it passes and the names of its keywords, so the first call of each such
+    shape binds through `inspect` and leaves a plan the later ones follow (no `inspect`).
+
+    Example:
+        >>> def forward(x, mask=None, *, scale=1, **kwargs): ...
+        >>> bind = Binder(inspect.signature(forward))
+        >>> bind((1,), {"flag": True})
+        BoundInputs(args=(1, None), kwargs={'scale': 1, 'flag': True})
+        >>> bind((2,), {"flag": False})  # the plan of the first call
+        BoundInputs(args=(2, None), kwargs={'scale': 1, 'flag': False})
+    """
+
+    def __init__(self, signature: inspect.Signature) -> None:
+        self.signature = signature
+        self._plans: dict[tuple, tuple[tuple, tuple]] = {}
+
+    def __call__(self, args: tuple, kwargs: dict) -> BoundInputs:
+        shape = (len(args), *kwargs)
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = self._plan(len(args), tuple(kwargs))
+            if len(self._plans) < _MAX_PLANS:
+                self._plans[shape] = plan
+        positional, keywords = plan
+        return BoundInputs(tuple([_fill(item, args, kwargs) for item in positional]),
+                           {name: _fill(item, args, kwargs) for name, item in keywords})
+
+    def _plan(self, n_args: int, names: tuple) -> tuple[tuple, tuple]:
+        """(what each positional argument takes, (name, what it takes) per keyword): a
+        `_Slot` of the call, or a default value."""
+        bound = _bound(self.signature, tuple(_Slot(index=k) for k in range(n_args)),
+                       {name: _Slot(name=name) for name in names})
+        return tuple(bound.args), tuple(bound.kwargs.items())
+
+
+def _fill(item: Any, args: tuple, kwargs: dict) -> Any:
+    if type(item) is not _Slot:
+        return item
+    return args[item.index] if item.name is None else kwargs[item.name]
+
+
+def _bound(signature: inspect.Signature, args: tuple, kwargs: dict) -> BoundInputs:
+    """`args` and `kwargs` bound to `signature` by `inspect` (see `bind_inputs`)."""
     try:
-        bound = signature.bind(*args, **(kwargs or {}))
+        bound = signature.bind(*args, **kwargs)
     except TypeError as error:
         raise PyfxprofError(f"the inputs do not match forward{signature}: {error} — pass a "
                             "tuple of positional arguments or a dict of keyword "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -21,7 +20,7 @@ import torch
 
 from ..capture.analysis import describe
 from ..capture.dynamo_frame import LiveCall
-from ..capture.inputs import BoundInputs, bind_inputs
+from ..capture.inputs import BoundInputs
 from ..capture.model_state import evaluation_mode
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
@@ -126,7 +125,6 @@ class CallGroup:
     frame: pd.DataFrame
     flops: int
     executor: Executor
-    signature: inspect.Signature
     training: bool
     device: str
     capture_ns: int = 0  # the Profiler's time spent capturing and analysing the group
@@ -145,12 +143,13 @@ class CallGroup:
         a Dynamo capture checks Dynamo's guards; the others take every call of the group."""
         return self.capture.frame is None or self.capture.frame.accepts(bound)
 
-    def inputs(self, args: tuple, kwargs: dict) -> BoundInputs:
-        """The call's arguments as the executor takes them (bound for a graph)."""
+    def inputs(self, args: tuple, kwargs: dict, bound: BoundInputs) -> BoundInputs:
+        """The call's arguments as the executor takes them; `bound` is the call bound to the
+        model's forward (what a Dynamo capture takes as it is)."""
         if self.hooks:
             return BoundInputs(args, kwargs)
         if self.capture.frame is not None:
-            return bind_inputs(self.signature, args, kwargs)
+            return bound
         return BoundInputs(self.capture.graph_args(args, kwargs))
 
     def run(self, inputs: BoundInputs) -> Any:
@@ -199,13 +198,10 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
         elif call_target is not None:  # whole: time the call itself (the root's hooks ran)
             executor.model = _Call(call_target)
             executor.leaves = [("", executor.model)]
-    gm = prepared.captured.graph_module
     if prepared.captured.frame is not None:
         prepared.captured.frame.run_graph_with(executor.run)
-    signature = inspect.signature((model if gm is None or prepared.captured.frame else gm)
-                                  .forward)
     return CallGroup(index, key, label, prepared.captured,
-                     prepared.frame, prepared.flops, executor, signature, model.training,
+                     prepared.frame, prepared.flops, executor, model.training,
                      device, time.perf_counter_ns() - started)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .. import _C
-from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
+from ..capture.inputs import Binder, BoundInputs, split_inputs
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.profile import Profile
 from ..data.units import format_ns
@@ -134,7 +134,7 @@ class Profiler:
         self._windows = 0
         self._warned: set[str] = set()
         self._log: deque[tuple] = deque(maxlen=MAX_LOGGED_CALLS)
-        self._signature = _signature_of(model)
+        self._binder = _binder_of(model)
         self._own_ns_after = 0  # the Profiler's time after the last logged call's end
         self._calls = 0  # calls of the model seen while open (numbers the logged ones)
         self._first_call = 1  # the number of the block's first call
@@ -349,11 +349,11 @@ class Profiler:
         """One call of the model: itself in NONE steps, else its group's instrumented capture
         (captured first when its signature is new)."""
         action, entered = self.current_action, _C.now_ns()
-        group = self._group_for(args, kwargs, forward)
+        group, bound = self._group_for(args, kwargs, forward)
         if group is None or action == ProfilerAction.NONE:
             return forward(*args, **kwargs)
         self._check_training_flag(group)
-        inputs = group.inputs(args, kwargs)
+        inputs = group.inputs(args, kwargs, bound)
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
             with group.armed():
@@ -397,29 +397,30 @@ class Profiler:
         self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost, own_ns,
                           self._calls, 1.0 if self._calls == self._first_call else 0.0))
 
-    def _group_for(self, args: tuple, kwargs: dict, forward: Callable,
-                   strict: bool = False) -> CallGroup | None:
-        """The call group of these arguments, captured (and analysed on copies) when new.
-        A call its group's Dynamo guards refuse goes to the next variant of the signature.
-        None: the call runs unprofiled, as when its signature could not be captured (the
-        model raised on the copies, or they could not be made): warned once, and unless
-        `strict` the call goes on, so the model raises its own exception, not pyfxprof's."""
+    def _group_for(self, args: tuple, kwargs: dict, forward: Callable, strict: bool = False
+                   ) -> tuple[CallGroup | None, BoundInputs | None]:
+        """(the call group of these arguments, captured and analysed on copies when new;
+        the call bound to the model's forward). A call its group's Dynamo guards refuse goes
+        to the next variant of the signature. No group: the call runs unprofiled, as when
+        its signature could not be captured (the model raised on the copies, or they could
+        not be made): warned once, and unless `strict` the call goes on, so the model
+        raises its own exception, not pyfxprof's."""
         try:
             bound = self._bound(args, kwargs)
         except PyfxprofError:  # not a valid call: the model raises its own error
-            return None
+            return None, None
         key = signature_key(bound)
         group = self._groups.get(key)
         while group is not None and not group.accepts(bound):
             key = next_variant(key)
             group = self._groups.get(key)
         if group is not None or key in self._uncaptured:
-            return group
+            return group, bound
         if len(self._groups) >= MAX_CALL_GROUPS:
             if "groups" not in self._warned:
                 self._warned.add("groups")
                 too_many_groups_warning(self.name)
-            return None
+            return None, bound
         try:
             group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
                                   self._tracer_options)
@@ -429,16 +430,16 @@ class Profiler:
             self._uncaptured.add(key)
             warnings.warn(f"pyfxprof: calls of {self.name} with this input signature run "
                           f"unprofiled: {error}", CaptureFallbackWarning, stacklevel=5)
-            return None
+            return None, bound
         self._groups[key] = group
-        return group
+        return group, bound
 
     def _bound(self, args: tuple, kwargs: dict) -> BoundInputs:
         """The call's inputs bound to the model's forward (as given when it has no signature
         Python can read)."""
-        if self._signature is None:
+        if self._binder is None:
             return BoundInputs(args, kwargs)
-        return bind_inputs(self._signature, args, kwargs)
+        return self._binder(args, kwargs)
 
     def _check_training_flag(self, group: CallGroup) -> None:
         if (self.module.training != group.training and not group.hooks
@@ -449,9 +450,9 @@ class Profiler:
                           "keeps the captured mode", stacklevel=5)
 
 
-def _signature_of(model: torch.nn.Module) -> inspect.Signature | None:
+def _binder_of(model: torch.nn.Module) -> Binder | None:
     try:
-        return inspect.signature(model.forward)
+        return Binder(inspect.signature(model.forward))
     except (TypeError, ValueError):  # a builtin or extension forward
         return None
 
