@@ -66,8 +66,35 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
     print(f"  Dynamo's guard check per call: median {statistics.median(guard_checks) / 1e3:.1f} µs "
           f"over {len(guard_checks)} calls; the Profiler's own time per call (binding, "
           f"grouping, guard check, bookkeeping): median {statistics.median(own_ns) / 1e3:.1f} µs")
+    print(_binding_costs(model, ids, options))
     for warning in caught:
         print(f"  warning: {str(warning.message)[:300]}")
+
+
+def _binding_costs(model: torch.nn.Module, ids: torch.Tensor, options: dict) -> str:
+    """The loop's binding of a decode call (a Binder's plan) against binding it through
+    inspect (bind_inputs, what the loop did before), interleaved, 2000 of each."""
+    import inspect
+
+    from pyfxprof.capture.inputs import Binder, bind_inputs
+    seen = []
+    handle = model.register_forward_pre_hook(lambda _m, a, k: seen.append((a, k)),
+                                             with_kwargs=True)
+    try:
+        model.generate(ids, **options)
+    finally:
+        handle.remove()
+    (args, kwargs), signature = seen[-1], inspect.signature(model.forward)
+    binder, planned, inspected = Binder(signature), [], []
+    for _ in range(2000):
+        started = time.perf_counter_ns()
+        binder(args, kwargs)
+        planned.append(time.perf_counter_ns() - started)
+        started = time.perf_counter_ns()
+        bind_inputs(signature, args, kwargs)
+        inspected.append(time.perf_counter_ns() - started)
+    return (f"  binding a decode call: median {statistics.median(planned) / 1e3:.1f} µs by the "
+            f"loop's plan, {statistics.median(inspected) / 1e3:.1f} µs through inspect")
 
 
 def _time_guard_checks() -> list[int]:

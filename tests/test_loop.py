@@ -567,6 +567,44 @@ def test_calls_dynamo_guards_refuse_get_a_capture_of_their_own():
     assert variant.meta["loop"]["signature"].endswith("(guard variant 2)")
 
 
+class _ScaledCache(CachedModel):
+    """CachedModel whose output a plain Python attribute of the model scales (Dynamo guards
+    it as a constant of the graph)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 1.0
+
+    def forward(self, x, cache):
+        y, cache = super().forward(x, cache)
+        return y * self.scale, cache
+
+
+def test_guards_of_the_models_own_state_are_checked_at_every_call():
+    """The guard check is not cut short: changing an attribute of the model or a parameter's
+    requires_grad between two calls of one signature sends the next call to a new capture,
+    whose output is the eager one."""
+    model, x = _ScaledCache().eval(), torch.randn(1, 3)
+    calls = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureFallbackWarning)  # no fallback to hooks
+        with torch.no_grad(), Profiler(model) as p:
+            for change in (None, None, ("scale", 3.0), None, ("requires_grad", False)):
+                if change and change[0] == "scale":
+                    model.scale = change[1]
+                elif change:
+                    model.lin.weight.requires_grad_(change[1])
+                out, _ = model(x, GrowingCache(2))
+                calls.append(out)
+    with torch.no_grad():
+        expected = [m * torch.relu(model.lin(x)) for m in (1.0, 1.0, 3.0, 3.0, 3.0)]
+    for out, want in zip(calls, expected):
+        torch.testing.assert_close(out, want, rtol=0, atol=0)
+    assert [prof.n_runs for prof in p.profiles] == [2, 2, 1]
+    assert [prof.meta["loop"]["signature"][-17:] for prof in p.profiles[1:]] == [
+        "(guard variant 2)", "(guard variant 3)"]
+
+
 class _Counter:
     def __init__(self, step: int) -> None:
         self.step = step
