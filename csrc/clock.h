@@ -43,17 +43,41 @@ inline int64_t steady_ns() {
 // Chooses and calibrates the clock; idempotent, cheap after the first call.
 const ClockInfo& init_clock();
 
-// Current time in ns on the chosen clock. The hot path: one rdtsc, one multiply.
-inline int64_t now_ns() {
+// Current time in raw ticks of the chosen clock: TSC ticks on the TSC, ns on steady_clock.
+// The timed calls' hot path: one rdtsc, converted to ns only when the table is taken.
+inline int64_t now_ticks() {
 #if PYFXPROF_HAVE_TSC
-  const detail::ClockState& s = detail::g_clock;
-  if (s.use_tsc) {
-    const uint64_t ticks = __rdtsc() - s.tsc_base;
-    return s.ns_base + static_cast<int64_t>((static_cast<unsigned __int128>(ticks) * s.mult) >> 32);
-  }
+  if (detail::g_clock.use_tsc) return static_cast<int64_t>(__rdtsc());
 #endif
   return detail::steady_ns();
 }
+
+// A time read by now_ticks(), in ns on the now_ns() timeline.
+inline int64_t ticks_to_ns(int64_t ticks) {
+#if PYFXPROF_HAVE_TSC
+  const detail::ClockState& s = detail::g_clock;
+  if (s.use_tsc) {
+    const uint64_t since_base = static_cast<uint64_t>(ticks) - s.tsc_base;
+    const unsigned __int128 scaled = static_cast<unsigned __int128>(since_base) * s.mult;
+    return s.ns_base + static_cast<int64_t>(scaled >> 32);
+  }
+#endif
+  return ticks;
+}
+
+// A non-negative difference of two now_ticks() reads, in ns.
+inline int64_t tick_span_ns(int64_t span) {
+#if PYFXPROF_HAVE_TSC
+  const detail::ClockState& s = detail::g_clock;
+  if (s.use_tsc) {
+    return static_cast<int64_t>((static_cast<unsigned __int128>(span) * s.mult) >> 32);
+  }
+#endif
+  return span;
+}
+
+// Current time in ns on the chosen clock: one rdtsc, one multiply.
+inline int64_t now_ns() { return ticks_to_ns(now_ticks()); }
 
 const char* clock_name(ClockKind kind);
 

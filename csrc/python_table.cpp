@@ -29,30 +29,38 @@ py::array_t<int64_t> samples_array(std::vector<int64_t>&& samples, uint64_t rows
                               owned->data(), release);
 }
 
-template <typename T, typename Field>
-py::array_t<T> bounds_column(const std::vector<RunBounds>& bounds, Field field) {
-  py::array_t<T> out(static_cast<py::ssize_t>(bounds.size()));
-  T* data = out.mutable_data();
-  for (size_t i = 0; i < bounds.size(); ++i) data[i] = static_cast<T>(bounds[i].*field);
+// One bound of every run, its clock ticks turned into ns (-1, not set, stays -1).
+py::array_t<int64_t> bounds_column_ns(const std::vector<RunBounds>& bounds,
+                                      int64_t RunBounds::*field) {
+  py::array_t<int64_t> out(static_cast<py::ssize_t>(bounds.size()));
+  int64_t* data = out.mutable_data();
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    const int64_t ticks = bounds[i].*field;
+    data[i] = ticks == -1 ? -1 : ticks_to_ns(ticks);
+  }
   return out;
 }
 
+// The table holds clock ticks (the hot path does not convert); ns from here on.
 py::dict take_runs(SampleTable& table) {
   TakenRuns taken = table.take();
+  for (int64_t& span : taken.samples) {
+    if (span != -1) span = tick_span_ns(span);
+  }
   const uint64_t rows = taken.bounds.size();
   py::dict out;
   out["samples"] = samples_array(std::move(taken.samples), rows, table.nodes());
-  out["begin_ns"] = bounds_column<int64_t>(taken.bounds, &RunBounds::begin_ns);
-  out["end_ns"] = bounds_column<int64_t>(taken.bounds, &RunBounds::end_ns);
-  out["first_call_ns"] = bounds_column<int64_t>(taken.bounds, &RunBounds::first_call_ns);
-  out["last_call_end_ns"] = bounds_column<int64_t>(taken.bounds, &RunBounds::last_call_end_ns);
+  out["begin_ns"] = bounds_column_ns(taken.bounds, &RunBounds::begin);
+  out["end_ns"] = bounds_column_ns(taken.bounds, &RunBounds::end);
+  out["first_call_ns"] = bounds_column_ns(taken.bounds, &RunBounds::first_call);
+  out["last_call_end_ns"] = bounds_column_ns(taken.bounds, &RunBounds::last_call_end);
   return out;
 }
 
 void begin_run(SampleTable& table) {
   bool opened = false;
   try {
-    opened = table.begin_run(now_ns(), thread_token());
+    opened = table.begin_run(now_ticks(), thread_token());
   } catch (const std::bad_alloc&) {
     throw py::error_already_set((PyErr_NoMemory(), py::error_already_set()));
   }
@@ -75,7 +83,7 @@ void define_sample_table(py::module_& m) {
       .def("reserve", &SampleTable::reserve, py::arg("runs"), "Allocate room for `runs` rows.")
       .def("begin_run", &begin_run, "Open a row (every column -1) on the calling thread.")
       .def(
-          "end_run", [](SampleTable& t) { return t.end_run(now_ns(), thread_token()); },
+          "end_run", [](SampleTable& t) { return t.end_run(now_ticks(), thread_token()); },
           "Close the calling thread's open row; False if it has none.")
       .def("abandon_run", &SampleTable::abandon_run, "Leave the open row unended (end_ns -1).")
       .def("clear", &SampleTable::clear, "Forget every row, keeping the reserved room.")

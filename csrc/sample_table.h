@@ -8,12 +8,13 @@
 
 namespace pyfxprof {
 
-// Per-run bounds, a fixed-size POD: the run's own begin/end and the span its timed calls cover.
+// Per-run bounds, a fixed-size POD: the run's own begin/end and the span its timed calls cover,
+// as the timestamps given to begin_run/end_run/record (clock ticks: see below).
 struct RunBounds {
-  int64_t begin_ns;          // begin_run()
-  int64_t end_ns;            // end_run(); -1 while the run is open or when it was abandoned
-  int64_t first_call_ns;     // begin of the run's first timed call
-  int64_t last_call_end_ns;  // end of the run's latest timed call
+  int64_t begin;          // begin_run()
+  int64_t end;            // end_run(); -1 while the run is open or when it was abandoned
+  int64_t first_call;     // begin of the run's first timed call
+  int64_t last_call_end;  // end of the run's latest timed call
 };
 
 static_assert(sizeof(RunBounds) == 32, "RunBounds must stay 32 bytes");
@@ -26,6 +27,9 @@ struct TakenRuns {
   std::vector<RunBounds> bounds;
 };
 
+// Timestamps in and durations out are in the caller's unit: the timed calls give raw clock
+// ticks (now_ticks(), no conversion on the hot path) and the bindings convert what take()
+// hands over to ns.
 class SampleTable {
  public:
   // `nodes` columns; node durations start as -1 (not recorded) in every new row.
@@ -34,7 +38,8 @@ class SampleTable {
   uint32_t nodes() const noexcept { return nodes_; }
   uint64_t rows() const noexcept { return bounds_.size(); }
 
-  // Reserves memory for `runs` rows up front (throws std::bad_alloc / std::length_error).
+  // Allocates and writes memory for `runs` rows up front (throws std::bad_alloc /
+  // std::length_error).
   void reserve(uint64_t runs);
 
   // Opens a row for the thread `owner` (any nonzero token naming the calling thread). False
@@ -56,8 +61,8 @@ class SampleTable {
       return;
     }
     row_[node] = end - begin;
-    if (node == 0) open_bounds_->first_call_ns = begin;
-    if (node == last_node_) open_bounds_->last_call_end_ns = end;
+    if (node == 0) open_bounds_->first_call = begin;
+    if (node == last_node_) open_bounds_->last_call_end = end;
   }
 
   // Hands over every row (closed or abandoned) and empties the table; capacity is not kept.
@@ -76,8 +81,8 @@ class SampleTable {
   uint32_t nodes_;
   uint32_t last_node_;
   std::atomic<uint64_t> stray_calls_{0};
-  std::vector<int64_t> samples_;
-  std::vector<RunBounds> bounds_;
+  std::vector<int64_t> samples_;  // rows() * nodes_ in use; the rest is reserved room
+  std::vector<RunBounds> bounds_;  // one per row
 };
 
 }  // namespace pyfxprof

@@ -27,7 +27,7 @@ struct Entry {
 struct TimedCalls {
   PyObject_HEAD
   SampleTable* table;
-  binaryfunc* binaries;  // set for operator.add & co.: the `x + 1` path reads 8 bytes per node
+  binaryfunc* binaries;  // set for operator.add & co. without CUDA events: the `x + 1` path
   Entry* entries;
   uint32_t count;
   bool cuda;  // some entry records CUDA events
@@ -146,6 +146,7 @@ Py_ssize_t node_of(TimedCalls* self, PyObject* const* args, Py_ssize_t nargs) {
   return node;
 }
 
+// `begin` and `end` in clock ticks: converted to ns when the table is taken.
 inline void record(TimedCalls* self, uint32_t node, int64_t begin, int64_t end) {
   self->table->record(node, begin, end, reinterpret_cast<uintptr_t>(PyThreadState_Get()));
 }
@@ -155,9 +156,9 @@ __attribute__((noinline)) PyObject* timed_with_events(TimedCalls* self, const En
                                                       PyObject* const* args, Py_ssize_t nargs,
                                                       PyObject* kwnames) {
   if (entry.cuda_event_id >= 0 && !record_cuda_event(entry.cuda_event_id)) return nullptr;
-  const int64_t begin = now_ns();
+  const int64_t begin = now_ticks();
   PyObject* result = call_entry(entry, args, nargs, kwnames);
-  const int64_t end = now_ns();
+  const int64_t end = now_ticks();
   if (!result) return nullptr;
   record(self, static_cast<uint32_t>(&entry - self->entries), begin, end);
   if (entry.cuda_event_after && !record_cuda_event(entry.cuda_event_id + 1)) {
@@ -177,9 +178,9 @@ __attribute__((noinline)) PyObject* timed_entry(TimedCalls* self, Py_ssize_t nod
     return nullptr;
   }
   if (self->cuda) return timed_with_events(self, entry, args, nargs, kwnames);
-  const int64_t begin = now_ns();
+  const int64_t begin = now_ticks();
   PyObject* result = call_entry(entry, args, nargs, kwnames);
-  const int64_t end = now_ns();
+  const int64_t end = now_ticks();
   if (result) record(self, static_cast<uint32_t>(node), begin, end);
   return result;
 }
@@ -189,10 +190,10 @@ PyObject* timed(PyObject* callable, PyObject* const* args, Py_ssize_t nargs, PyO
   const Py_ssize_t node = node_of(self, args, nargs);
   if (node < 0) return nullptr;
   const binaryfunc binary = self->binaries[node];
-  if (binary && nargs == 3 && !kwnames && !self->cuda) {  // `x + 1` & co.: the shortest path
-    const int64_t begin = now_ns();
+  if (binary && nargs == 3 && !kwnames) {  // `x + 1` & co. without CUDA events: the shortest path
+    const int64_t begin = now_ticks();
     PyObject* result = binary(args[1], args[2]);
-    const int64_t end = now_ns();
+    const int64_t end = now_ticks();
     if (result) record(self, static_cast<uint32_t>(node), begin, end);
     return result;
   }
@@ -256,7 +257,8 @@ PyObject* set_entry(PyObject* callable, PyObject* args, PyObject* kwargs) {
   entry.method = method != 0;
   entry.cuda_event_id = cuda_event_id;
   entry.cuda_event_after = cuda_event_after != 0;
-  self->binaries[node] = method || path ? nullptr : operator_function(target);
+  const bool events = cuda_event_id >= 0 || cuda_event_after;
+  self->binaries[node] = method || path || events ? nullptr : operator_function(target);
   self->cuda = self->cuda || cuda_event_id >= 0;
   Py_RETURN_NONE;
 }

@@ -49,4 +49,25 @@ TEST(clock_is_near_steady_clock_in_absolute_terms) {
   CHECK(std::llabs(now_ns() - detail::steady_ns()) < 5'000'000);
 }
 
+TEST(ticks_convert_to_the_now_ns_timeline) {
+  const ClockInfo& info = init_clock();
+  // Ticks read in the hot path and converted later land between ns reads around them.
+  const int64_t before = now_ns();
+  const int64_t ticks0 = now_ticks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const int64_t ticks1 = now_ticks();
+  const int64_t after = now_ns();
+  CHECK(before <= ticks_to_ns(ticks0) && ticks_to_ns(ticks1) <= after);
+  // A span converts as the difference of its converted ends (up to rounding).
+  const int64_t span = tick_span_ns(ticks1 - ticks0);
+  CHECK(std::llabs(span - (ticks_to_ns(ticks1) - ticks_to_ns(ticks0))) <= 1);
+  CHECK(span >= 2'000'000);
+  if (info.kind == ClockKind::Tsc) {
+    // 1 s worth of ticks is 1 s.
+    CHECK(std::llabs(tick_span_ns(static_cast<int64_t>(info.tsc_hz)) - 1'000'000'000) <= 2);
+  } else {
+    CHECK_EQ(tick_span_ns(12345), 12345);  // steady_clock ticks are ns
+  }
+}
+
 TEST_MAIN()

@@ -26,11 +26,11 @@ TEST(durations_land_in_their_row_and_column) {
   const std::vector<int64_t> expected{5, -1, 20, -1, 1, -1};
   CHECK(taken.samples == expected);
   CHECK_EQ(taken.bounds.size(), 2u);
-  CHECK_EQ(taken.bounds[0].begin_ns, 100);
-  CHECK_EQ(taken.bounds[0].end_ns, 200);
-  CHECK_EQ(taken.bounds[0].first_call_ns, 110);
-  CHECK_EQ(taken.bounds[0].last_call_end_ns, 150);
-  CHECK_EQ(taken.bounds[1].first_call_ns, -1);  // node 0 did not run
+  CHECK_EQ(taken.bounds[0].begin, 100);
+  CHECK_EQ(taken.bounds[0].end, 200);
+  CHECK_EQ(taken.bounds[0].first_call, 110);
+  CHECK_EQ(taken.bounds[0].last_call_end, 150);
+  CHECK_EQ(taken.bounds[1].first_call, -1);  // node 0 did not run
   CHECK_EQ(table.rows(), 0u);
 }
 
@@ -57,8 +57,8 @@ TEST(an_unended_run_is_abandoned_and_keeps_end_minus_one) {
   table.abandon_run();
   TakenRuns taken = table.take();
   CHECK_EQ(taken.bounds.size(), 2u);
-  CHECK_EQ(taken.bounds[0].end_ns, -1);
-  CHECK_EQ(taken.bounds[1].end_ns, -1);
+  CHECK_EQ(taken.bounds[0].end, -1);
+  CHECK_EQ(taken.bounds[1].end, -1);
   CHECK(taken.samples == (std::vector<int64_t>{2, 1}));
 }
 
@@ -75,6 +75,34 @@ TEST(clear_keeps_the_reserved_room_and_rows_restart) {
   table.record(3, 6, 9, kMe);
   CHECK(table.end_run(10, kMe));
   CHECK(table.take().samples == (std::vector<int64_t>{-1, -1, -1, 3}));
+}
+
+TEST(reserved_room_is_not_handed_over_and_an_open_row_survives_reserve) {
+  SampleTable table(2);
+  table.reserve(4);
+  CHECK(table.begin_run(1, kMe));
+  table.record(1, 2, 5, kMe);
+  table.reserve(1000);  // may move the storage under the open row
+  table.record(0, 6, 7, kMe);
+  CHECK(table.end_run(8, kMe));
+  CHECK_EQ(table.rows(), 1u);
+  TakenRuns taken = table.take();
+  CHECK(taken.samples == (std::vector<int64_t>{1, 3}));
+  CHECK_EQ(taken.bounds[0].first_call, 6);
+  CHECK_EQ(taken.bounds[0].end, 8);
+}
+
+TEST(rows_after_clear_start_unrecorded) {
+  SampleTable table(2);
+  CHECK(table.begin_run(1, kMe));
+  table.record(0, 1, 4, kMe);
+  table.record(1, 1, 4, kMe);
+  CHECK(table.end_run(5, kMe));
+  table.clear();  // the room keeps the old durations until a row is opened over them
+  CHECK(table.begin_run(6, kMe));
+  table.record(1, 7, 8, kMe);
+  CHECK(table.end_run(9, kMe));
+  CHECK(table.take().samples == (std::vector<int64_t>{-1, 1}));
 }
 
 TEST(another_thread_never_writes_into_the_open_row) {
