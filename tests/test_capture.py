@@ -1,5 +1,7 @@
 """Tests of pyfxprof.capture.tracing and pyfxprof.capture.node_table: leaves, module stacks, edges, errors."""
 
+import functools
+
 import pytest
 import torch
 import torch.fx as fx
@@ -108,3 +110,25 @@ def test_tensor_constants_of_forward_go_on_the_graph_module_not_the_model():
     torch.testing.assert_close(gm(torch.zeros(2)), torch.tensor([1.0, 2.0]))
     pyfxprof.profile(model, (torch.zeros(2),), runs=2, warmup=0, progress=False)
     assert vars(model) == attributes
+
+
+def _returns_as_is(forward):
+    @functools.wraps(forward)
+    def wrapper(*args, **kwargs):
+        return forward(*args, **kwargs)
+    return wrapper
+
+
+class DecoratedForward(torch.nn.Module):
+    """A forward taking **kwargs wrapped like transformers' @can_return_tuple (by a wrapper
+    taking *args): FX unwraps it to read the signature, then patches the wrapper."""
+
+    @_returns_as_is
+    def forward(self, x, mask=None, **kwargs):
+        return x + 1
+
+
+def test_a_forward_wrapped_by_a_decorator_is_named_as_the_reason_fx_fails():
+    with pytest.raises(PyfxprofError, match=r"DecoratedForward \(its forward is wrapped by "
+                                            r"_returns_as_is.<locals>.wrapper, which takes \*args\)"):
+        capture(DecoratedForward(), "fx")

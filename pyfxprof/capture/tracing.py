@@ -4,6 +4,7 @@ and the whole model as one node. The ladder that orders them is pyfxprof.capture
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -139,7 +140,7 @@ def capture(model: torch.nn.Module, leaf_modules: Iterable = (), autowrap_functi
         return Capture(_trace(tracer, model, concrete_args), "fx", [])
     except Exception as error:  # any tracing failure becomes a one-line explanation
         raise PyfxprofError(
-            f"torch.fx cannot trace {_failure_site(model, tracer)}: {_reason(error)} — make the "
+            f"torch.fx cannot trace {_failure_site(model, tracer, error)}: {_reason(error)} — make the "
             "failing submodule a leaf (leaf_modules=[...]), pass concrete_args for data-dependent "
             "control flow, or use capture='auto'") from None
 
@@ -219,7 +220,7 @@ def leaf_trace(model: torch.nn.Module, leaves: list, autowrap: tuple = (),
             return Capture(_trace(tracer, model, concrete_args), "fx+leaf" if notes else "fx",
                            notes)
         except Exception as error:
-            failure = f"torch.fx cannot trace {_failure_site(model, tracer)}: {_reason(error)}"
+            failure = f"torch.fx cannot trace {_failure_site(model, tracer, error)}: {_reason(error)}"
         path = next((p for p in tracer.failed_modules
                      if not tracer.is_leaf_module(model.get_submodule(p), p)), None)
         if path is None and not notes:
@@ -280,12 +281,36 @@ def hook_leaves(model: torch.nn.Module,
     return leaves
 
 
-def _failure_site(model: torch.nn.Module, tracer: ProfilingTracer) -> str:
-    """'path (Type)' of the innermost submodule whose forward raised, or the root's type."""
+def _failure_site(model: torch.nn.Module, tracer: ProfilingTracer, error: Exception) -> str:
+    """'path (Type)' of the innermost submodule whose forward raised, or the root's type
+    (and the decorator its forward is wrapped in, when that is why FX failed: FX rebuilds
+    the forward's code with as many arguments as the unwrapped signature has)."""
     if not tracer.failed_modules:
+        forward = type(model).forward
+        if isinstance(error, ValueError) and "co_varnames" in str(error):
+            return f"{type(model).__name__} ({_own_forward(forward)})"
         return f"{type(model).__name__} (its own forward)"
     path = tracer.failed_modules[0]
     return f"{path} ({type(model.get_submodule(path)).__name__})"
+
+
+def _own_forward(forward: Any) -> str:
+    """'its own forward', or what FX cannot trace about it: a decorator's wrapper taking
+    *args (transformers' @can_return_tuple, for one) gives FX no named arguments to fill.
+
+    >>> import functools
+    >>> def logged(f):
+    ...     @functools.wraps(f)
+    ...     def wrapper(*args, **kwargs): return f(*args, **kwargs)
+    ...     return wrapper
+    >>> _own_forward(logged(lambda self, x: x))
+    'its forward is wrapped by logged.<locals>.wrapper, which takes *args'
+    """
+    code = getattr(forward, "__code__", None)
+    if (getattr(forward, "__wrapped__", None) is None or code is None
+            or not code.co_flags & inspect.CO_VARARGS):
+        return "its own forward"
+    return f"its forward is wrapped by {code.co_qualname}, which takes *args"
 
 
 def _reason(error: BaseException) -> str:
