@@ -37,14 +37,17 @@ def pytest_pyfunc_call(pyfuncitem):
         return None
     attempts = marker.kwargs.get("attempts", 3)
     arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    missed = []
     for attempt in range(1, attempts + 1):
         try:
             pyfuncitem.obj(**arguments)
-        except AssertionError:
+        except AssertionError as error:
             if attempt == attempts:
                 raise
+            missed.append(f"attempt {attempt} missed: {' '.join(str(error).split())[:300]}")
         else:
-            if attempt > 1:
-                pyfuncitem.add_report_section("call", "timing", f"held on attempt {attempt} of {attempts}")
+            if missed:
+                pyfuncitem.add_report_section("call", "timing", "\n".join(
+                    [f"held on attempt {attempt} of {attempts}"] + missed))
             return True
     return True

@@ -31,6 +31,7 @@ def test_device_samples_are_resolved_per_node(fake_runtime):
     assert "Device median" in table and "device: busy" in table
 
 
+@pytest.mark.timing
 def test_fake_device_time_follows_a_node_of_known_duration(fake_runtime):
     model = torch.nn.Sequential(torch.nn.ReLU(), Spin(2_000_000), torch.nn.ReLU())
     prof = pyfxprof.profile(model, (torch.zeros(1),), runs=3, warmup=0, device_events=True)
@@ -122,6 +123,7 @@ def test_real_gpu_matmul_nodes_have_device_time():
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 @gpu
 def test_real_gpu_sleep_node_matches_a_separate_reference():
     cycles = 20_000_000

@@ -42,32 +42,32 @@ def test_tail_runs_and_bad_quantiles():
     assert np.isnan(variance_shares(np.ones((3, 2)))).all()
 
 
-def _other_runs_preempted(prof, slow_run: int) -> bool:
-    """True when a run other than ``slow_run`` was preempted (the machine made its own tail)."""
+def _quiet_runs_and_slow_run(prof, slow_run: int):
+    """``prof`` without the runs another process preempted (tails made by the machine, not the
+    model) except ``slow_run``, which preemption only lengthens; and whether it was preempted."""
     if prof.run_noise is None:
-        return False
+        return prof, False
     preempted = prof.noise()["preempted"].to_numpy()
-    return bool(np.delete(preempted, slow_run).any())
+    keep = ~preempted
+    keep[slow_run] = True
+    return prof.select_runs(keep), bool(preempted[slow_run])
 
 
 @pytest.mark.timing
 def test_a_node_5ms_slower_in_one_run_of_ten_gets_the_tail():
     """Truth: the 6th call of the middle node (timed run 5; call 1 is the analysis run) spins
-    5 ms more. An attempt where another run was preempted (a tail made by the machine, not the
-    model) is retried; preemption inside the slow run only lengthens the slow node."""
-    for _ in range(5):
-        model = chain(Fixed(200_000), SlowCalls(100_000, 5_000_000, {6}), Fixed(50_000))
-        prof = pyfxprof.profile(model, batch(1), runs=10, warmup=0, progress=False,
-                                leaf_modules=LEAVES)
-        if not _other_runs_preempted(prof, 4):
-            break
-    else:
-        pytest.skip("other runs were preempted in every attempt (machine too busy)")
+    5 ms more. Runs another process preempted are left out: the slow run must be the tail of
+    the runs the machine left alone."""
+    model = chain(Fixed(200_000), SlowCalls(100_000, 5_000_000, {6}), Fixed(50_000))
+    prof = pyfxprof.profile(model, batch(1), runs=10, warmup=0, progress=False,
+                            leaf_modules=LEAVES)
+    prof, slow_run_preempted = _quiet_runs_and_slow_run(prof, 4)
+    assert prof.n_runs >= 4, f"{10 - prof.n_runs} of 9 steady runs preempted: no median left"
     frame = prof.tail(0.9).set_index("name")
     slow = prof.nodes["name"][1]
     assert frame.attrs["tail_runs"] == 1
     assert frame.at[slow, "share"] >= 0.9
     assert frame.at[slow, "excess"] >= 4_500_000
-    if prof.run_noise is not None and not prof.noise()["preempted"][4]:
+    if not slow_run_preempted:
         assert frame.at[slow, "excess"] <= 5_500_000
     assert frame["var_share"].idxmax() == slow

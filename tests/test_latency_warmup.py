@@ -75,16 +75,33 @@ def test_a_model_whose_first_10_calls_are_slow_needs_about_10_warmup_runs():
     assert len(advice) == 1 and f"warmup >= {report.needed}" in advice[0].action
 
 
-@pytest.mark.timing(attempts=5)
+def _profile_with_quiet_warmup(warmup: int, tries: int = 4):
+    """The first of up to ``tries`` profiles in which fewer than half of the untimed warm-up
+    runs were preempted (the last one when every try was that busy)."""
+    for _ in range(tries):
+        prof = _profile_slow_start(warmup)
+        if prof.warmup().warmup_runs_preempted < warmup / 2:
+            break
+    return prof
+
+
+@pytest.mark.timing
 def test_enough_warmup_reports_how_many_of_the_untimed_runs_were_slow():
     # On a loaded machine a streak of slow steady runs can look like a warm-up of the timed
-    # runs (seen once: 7 runs 45% slower at load 7), and warm-up runs that were preempted have
-    # no total (seen: all of them in 2 of 3 attempts, with three busy processes on the 2 cores)
-    prof = _profile_slow_start(warmup=14)
+    # runs (seen once: 7 runs 45% slower at load 7): the marker retries those.
+    prof = _profile_with_quiet_warmup(warmup=14)
     report = prof.warmup()
-    assert report.runs == 0 and report.needed is not None and 8 <= report.needed <= 11
+    assert report.runs == 0 and prof.advise(rules=["warmup_too_small"]) == []
+    if report.warmup_runs_preempted >= 7:
+        # Preempted warm-up runs have no total. With three busy processes on the 2 cores, 9 of
+        # the 14 were preempted in every try (each slow run spins 3.3 ms): too few are left to
+        # count, and the report must say so instead of claiming a number.
+        assert report.needed is None and report.warmup_runs_slow is None
+        assert f"{report.warmup_runs_preempted} of the 14 untimed warm-up runs were preempted, " \
+               "too many to tell" in str(report)
+        return
+    assert report.needed is not None and 8 <= report.needed <= 11
     assert report.warmup_runs_slow >= 8
-    assert prof.advise(rules=["warmup_too_small"]) == []
 
 
 def test_a_huge_late_spike_does_not_hide_the_warmup():
