@@ -61,7 +61,11 @@ def _profile_slow_start(warmup: int):
                             leaf_modules=LEAVES)
 
 
-@pytest.mark.timing
+# Attempts that missed with two busy loops on the 2 cores: 3 of 30 here and 5 of 30 in the next
+# test; with three: 2 of 15 and 6 of 15. The slow runs spin 3.3 ms and are the
+# likeliest to be preempted, and preempted runs are left out of the detection; the machine also
+# moves steady 0.31 ms runs by more than the 5% a warm-up must exceed. Hence five attempts.
+@pytest.mark.timing(attempts=5)
 def test_a_model_whose_first_10_calls_are_slow_needs_about_10_warmup_runs():
     prof = _profile_slow_start(warmup=0)
     report = prof.warmup()
@@ -85,7 +89,7 @@ def _profile_with_quiet_warmup(warmup: int, tries: int = 4):
     return prof
 
 
-@pytest.mark.timing
+@pytest.mark.timing(attempts=5)
 def test_enough_warmup_reports_how_many_of_the_untimed_runs_were_slow():
     # On a loaded machine a streak of slow steady runs can look like a warm-up of the timed
     # runs (seen once: 7 runs 45% slower at load 7): the marker retries those.
