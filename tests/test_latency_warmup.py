@@ -26,6 +26,16 @@ def test_a_spike_just_after_the_warmup_does_not_extend_it():
     assert warmup_runs(values)[0] == 9
 
 
+def test_a_short_slow_start_before_slightly_rising_steady_runs_is_found():
+    # Seen when the machine had preempted 6 of 14 warm-up runs: 4 slow runs left, then steady
+    # runs creeping up ~5%. MSER cut at 14 (the cheap early steady runs looked like a transient)
+    # and the slow start was missed ("0 of the 14 untimed warm-up runs were slow").
+    values = [3199, 3268, 3368, 3276, 300, 303, 295, 326, 297, 298, 292, 300, 279, 299, 323, 307,
+              319, 305, 328, 312, 306, 336, 307, 298, 312, 310, 321, 301, 318, 319, 303, 312, 302,
+              333, 303, 305, 299, 307]
+    assert warmup_runs(values)[0] == 4
+
+
 def test_too_few_runs_and_a_single_slow_first_run():
     assert warmup_runs([9, 1, 1])[0] == 0
     assert warmup_runs([50, 10, 10, 11, 10, 9, 10, 10])[0] == 1

@@ -2,10 +2,12 @@
 
 A change point by MSER (White's marginal standard error rule, as used to truncate the start-up
 of simulations) on the runs' ranks: the cut d (at most half the runs) minimising the variance of
-the mean of the ranks after it. The cut is kept only when the runs before it are clearly slower than the rest:
-their median exceeds the steady median by more than ``max(3 x robust sigma, 5%)`` of the steady
-runs (a lone slow first run must also be slower than every later run). The warm-up then ends where (slow runs - steady runs) counted from the start peaks last,
-so a lone spike just after it does not lengthen it. A Spearman test on the steady
+the mean of the ranks after it. A run before the cut is slow when it exceeds the steady median
+(of the runs after the cut) by more than ``max(3 x robust sigma, 5%)``; the warm-up ends where
+(slow runs - steady runs) counted from the start peaks last, so a lone spike just after it does
+not lengthen it, and MSER cutting into slightly rising steady runs does not hide a short slow
+start. It is kept only when the median of its runs is slow (a lone slow first run must also be
+slower than every later run). A Spearman test on the steady
 runs reports a remaining trend (drift). Works column-wise, so it also finds per-node first-call
 costs. See docs/latency.md.
 """
@@ -66,8 +68,9 @@ def warmup_runs(values) -> np.ndarray:
         if cut == 0:
             continue
         median, threshold = _threshold(array[cut:, column])
-        if np.median(array[:cut, column]) > median + threshold:
-            found[column] = _warmup_end(array[:cut, column] > median + threshold)
+        end = _warmup_end(array[:cut, column] > median + threshold)
+        if end and np.median(array[:end, column]) > median + threshold:
+            found[column] = end
         if found[column] == 1 and not _lone_run_stands_out(array[:, column], median):
             found[column] = 0
     return found
