@@ -9,7 +9,7 @@ namespace pyfxprof {
 SampleTable::SampleTable(uint32_t nodes) : nodes_(nodes), last_node_(nodes ? nodes - 1 : 0) {}
 
 // The room is written now (-1), so the runs never meet the first-touch page faults of fresh
-// memory: measured ~30 ns per node of a 300-node run on the 2-core VM (benchmarks/README.md).
+// memory: measured 30-45 ns per node of a 300-node run on the 2-core VM (benchmarks/README.md).
 void SampleTable::reserve(uint64_t runs) {
   if (runs * nodes_ > samples_.size()) samples_.resize(runs * nodes_, -1);
   bounds_.reserve(runs);
