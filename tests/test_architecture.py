@@ -49,11 +49,7 @@ NO_TORCH = {"data", "views", "analyses"}
 DELEGATORS = {
     ("pyfxprof.data.profile", "Profile.table"): {"pyfxprof.views.report"},
     ("pyfxprof.data.profile", "Profile._repr_html_"): {"pyfxprof.views.report"},
-    ("pyfxprof.data.profile", "Profile.export_chrome_trace"): {"pyfxprof.views.chrome_trace"},
-    ("pyfxprof.data.profile", "Profile.export_stacks"): {"pyfxprof.views.stacks"},
-    ("pyfxprof.data.profile", "Profile.export_flamegraph"): {"pyfxprof.views.flamegraph"},
-    ("pyfxprof.data.profile", "Profile.export_speedscope"): {"pyfxprof.views.speedscope"},
-    ("pyfxprof.data.profile", "Profile.export_html"): {"pyfxprof.views.html_report"},
+    ("pyfxprof.data.profile", "Profile.export"): {"pyfxprof.views.exporters"},
     ("pyfxprof.data.profile", "Profile.plot"): {"pyfxprof.views.plot"},
     ("pyfxprof.data.profile", "Profile.plot_latency"): {"pyfxprof.views.latency_plots"},
     ("pyfxprof.data.profile", "Profile.plot_tail"): {"pyfxprof.views.latency_plots"},

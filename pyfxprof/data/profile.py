@@ -232,35 +232,41 @@ class Profile:
         from .persist import save_profile
         save_profile(self, path)
 
+    def export(self, path, format: str | None = None, **options) -> None:
+        """Write this profile to ``path`` in ``format``, one of views.exporters.FORMATS
+        (chrome_trace, speedscope, flamegraph, stacks, plot, html, ...; default: from the
+        suffix, e.g. .json, .speedscope.json, .svg, .html); ``options`` go to the format's
+        writer (e.g. ``metric="total"``). docs/outputs.md lists every format.
+
+        >>> prof.export("flame.svg", metric="total")  # doctest: +SKIP
+        """
+        from ..views.exporters import export
+        export(self, path, format, **options)
+
     def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100, *,
                             use_python_export: bool = False) -> None:
         """Write a Chrome/Perfetto trace of ``runs`` (default all, capped); see
         views.chrome_trace. ``use_python_export`` is accepted (and has nothing to choose) so
         that ``torch.profiler.tensorboard_trace_handler(dir)`` works as ``on_trace_ready``."""
-        from ..views.chrome_trace import export_chrome_trace
-        export_chrome_trace(self, path, runs=runs, max_runs=max_runs)
+        self.export(path, "chrome_trace", runs=runs, max_runs=max_runs)
 
     def export_stacks(self, path, metric: str = "median") -> None:
-        """Write folded stacks by module hierarchy (flamegraph.pl, speedscope); see export_stacks."""
-        from ..views.stacks import export_stacks
-        export_stacks(self, path, metric=metric)
+        """Write folded stacks by module hierarchy (flamegraph.pl, speedscope); see views.stacks."""
+        self.export(path, "stacks", metric=metric)
 
     def export_flamegraph(self, path, metric: str = "median", title: str | None = None) -> None:
         """Write a self-contained, interactive SVG flame graph; see views.flamegraph."""
-        from ..views.flamegraph import export_flamegraph
-        export_flamegraph(self, path, metric=metric, title=title)
+        self.export(path, "flamegraph", metric=metric, title=title)
 
     def export_speedscope(self, path, run: int | None = None, metric: str = "median") -> None:
         """Write a speedscope file: the timeline of one run (default: the median run) and the
         per-node ``metric`` weights; see views.speedscope."""
-        from ..views.speedscope import export_speedscope
-        export_speedscope(self, path, run=run, metric=metric)
+        self.export(path, "speedscope", run=run, metric=metric)
 
     def export_html(self, path, top: int = 50, metric: str = "median") -> None:
         """Write a standalone HTML report (header, table of the ``top`` nodes, module tree,
         flame graph, plot, advice); see views.html_report."""
-        from ..views.html_report import export_html_report
-        export_html_report(self, path, top=top, metric=metric)
+        self.export(path, "html", top=top, metric=metric)
 
     def plot(self, path=None, top: int = 20):
         """A bar chart of the top nodes by median (IQR bars), saved to ``path`` when given;

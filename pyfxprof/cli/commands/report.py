@@ -1,7 +1,8 @@
 """`pyfxprof report PROFILE.json`: re-render a saved profile as a table, and export its views.
 
-``add_export_arguments`` and ``write_exports`` are shared with commands that produce a
-Profile (e.g. `pyfxprof profile ... --chrome-trace t.json --flamegraph f.svg`).
+``add_export_arguments`` and ``write_exports`` (one flag per format of the export registry,
+views.exporters) are shared with commands that produce a Profile (e.g. `pyfxprof profile ...
+--chrome-trace t.json --flamegraph f.svg`).
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ import sys
 from ...data.rank_profiles import RankProfiles, load_profile_or_ranks
 from ...data.units import format_ns
 from ...errors import PyfxprofError, first_line
+from ...views.exporters import FORMATS
 from ...views.report import GROUP_KEYS, SORT_KEYS
 from ...views.stacks import METRICS
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 
-#: (argument destination, what is written) for each export option, in the order written.
-EXPORTS = (("chrome_trace", "Chrome trace"), ("flamegraph", "flame graph"),
-           ("speedscope", "speedscope file"), ("stacks", "folded stacks"), ("plot", "plot"),
-           ("html", "HTML report"))
+#: Formats a gathered ranks file (RankProfiles) is written to; the others need one rank's file.
+RANK_FORMATS = ("chrome_trace", "html")
 
 
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,21 +71,11 @@ def print_ranks(ranks, args: argparse.Namespace) -> None:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """--chrome-trace, --flamegraph, --speedscope, --stacks, --plot, --html and --metric."""
-    group = parser.add_argument_group("exports (gzip when a trace or stacks name ends in .gz)")
-    group.add_argument("--chrome-trace", metavar="PATH",
-                       help="write a Chrome/Perfetto trace (Trace Event Format JSON)")
-    group.add_argument("--flamegraph", metavar="PATH", help="write an SVG flame graph")
-    group.add_argument("--speedscope", metavar="PATH",
-                       help="write a speedscope file (the median run's timeline and the "
-                            "per-node --metric weights; https://www.speedscope.app)")
-    group.add_argument("--stacks", metavar="PATH",
-                       help="write folded stacks for flamegraph.pl / speedscope (weights in "
-                            "ns: flamegraph.pl --countname ns)")
-    group.add_argument("--plot", metavar="PATH", help="write a bar chart of the top nodes (PNG)")
-    group.add_argument("--html", metavar="PATH",
-                       help="write a standalone HTML report (table, module tree, flame graph, "
-                            "plot, advice)")
+    """One ``--NAME PATH`` flag per export format (views.exporters.FORMATS), and --metric."""
+    group = parser.add_argument_group("exports (gzip when a text file's name ends in .gz)")
+    for export_format in FORMATS:
+        group.add_argument(export_format.flag, metavar="PATH", dest=export_format.name,
+                           help=f"write {export_format.help}")
     group.add_argument("--metric", choices=METRICS, default="median",
                        help="per-node weight of the flame graph, stacks and speedscope's "
                             "sampled profile (default: median)")
@@ -93,19 +83,12 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
 
 def write_exports(profile, args: argparse.Namespace) -> None:
     """Write every export requested in ``args``; say what was written on stderr."""
-    writers = {
-        "chrome_trace": lambda path: profile.export_chrome_trace(path),
-        "flamegraph": lambda path: profile.export_flamegraph(path, metric=args.metric),
-        "speedscope": lambda path: profile.export_speedscope(path, metric=args.metric),
-        "stacks": lambda path: profile.export_stacks(path, metric=args.metric),
-        "plot": lambda path: profile.plot(path),
-        "html": lambda path: profile.export_html(path, metric=args.metric),
-    }
-    for dest, what in EXPORTS:
-        path = getattr(args, dest, None)
+    for export_format in FORMATS:
+        path = getattr(args, export_format.name, None)
         if path:
-            writers[dest](path)
-            print(f"wrote {what} to {path}", file=sys.stderr)
+            options = {option: getattr(args, option) for option in export_format.options}
+            profile.export(path, export_format.name, **options)
+            print(f"wrote {export_format.title} to {path}", file=sys.stderr)
 
 
 def add_parser(subparsers) -> None:
@@ -146,11 +129,10 @@ def run(args: argparse.Namespace) -> int:
 def _report_ranks(ranks: RankProfiles, args: argparse.Namespace) -> int:
     """A gathered ranks file: the rank table and stragglers; --chrome-trace writes one process
     row per rank, --rank-traces one file per rank (for HTA), --html the rank report page."""
-    single = [dest for dest, _ in EXPORTS if getattr(args, dest, None)
-              and dest not in ("chrome_trace", "html")]
+    single = [f.flag for f in FORMATS if getattr(args, f.name, None)
+              and f.name not in RANK_FORMATS]
     if single:
-        option = "--" + single[0].replace("_", "-")
-        raise PyfxprofError(f"{option} renders one profile: run it on one rank's file "
+        raise PyfxprofError(f"{single[0]} renders one profile: run it on one rank's file "
                             f"(rank_R.json next to {args.profile})")
     print_ranks(ranks, args)
     if args.chrome_trace:

@@ -1,0 +1,104 @@
+"""The export registry: every file format a Profile is written to, one row each.
+
+``Profile.export``, the CLI's export flags (``--chrome-trace PATH`` ...), ``pyfxprof report``
+and the table of outputs in docs/outputs.md all read FORMATS; adding a format is one view file
+plus one row here (see docs/architecture.md, "How to add a format").
+
+Example:
+    >>> [f.name for f in FORMATS][:3]
+    ['chrome_trace', 'speedscope', 'flamegraph']
+    >>> format_for_path("trace.json.gz").name
+    'chrome_trace'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import PyfxprofError
+from .chrome_trace import export_chrome_trace
+from .flamegraph import export_flamegraph
+from .html_report import export_html_report
+from .plot import plot
+from .speedscope import export_speedscope
+from .stacks import export_stacks
+
+
+@dataclass(frozen=True)
+class Format:
+    """One export format: ``name`` (``Profile.export(path, name)``, CLI flag ``--name``),
+    ``title`` (what a message says was written), the file ``suffixes`` that select it,
+    ``writer(profile, path, **options)``, a one-line ``help`` (a noun phrase) and the CLI ``options`` it
+    takes (attributes of the parsed arguments passed on by name, e.g. ``metric``)."""
+
+    name: str
+    title: str
+    suffixes: tuple[str, ...]
+    writer: Callable
+    help: str
+    options: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        """The CLI flag, e.g. ``--chrome-trace``."""
+        return "--" + self.name.replace("_", "-")
+
+
+def _write_plot(profile, path, top: int = 20) -> None:
+    plot(profile, path, top=top)
+
+
+#: Every format, in the order the CLI writes them. Longer suffixes win (``.speedscope.json``
+#: over ``.json``); a suffix belongs to one format (tests/test_exporters.py checks it).
+FORMATS = (
+    Format("chrome_trace", "Chrome trace", (".json", ".json.gz"), export_chrome_trace,
+           "a Chrome/Perfetto trace (Trace Event Format JSON; Perfetto, HTA, TensorBoard)"),
+    Format("speedscope", "speedscope file", (".speedscope.json",), export_speedscope,
+           "a speedscope file (the median run's timeline, per-node metric weights)",
+           ("metric",)),
+    Format("flamegraph", "flame graph", (".svg",), export_flamegraph,
+           "an interactive SVG flame graph by module hierarchy", ("metric",)),
+    Format("stacks", "folded stacks", (".folded", ".folded.gz", ".txt", ".txt.gz"),
+           export_stacks, "folded stacks (flamegraph.pl --countname ns; speedscope)",
+           ("metric",)),
+    Format("plot", "plot", (".png", ".pdf"), _write_plot, "a bar chart of the slowest nodes"),
+    Format("html", "HTML report", (".html", ".htm"), export_html_report,
+           "a standalone HTML report (table, module tree, flame graph, plot, advice)",
+           ("metric",)),
+)
+BY_NAME = {f.name: f for f in FORMATS}
+
+
+def _listing() -> str:
+    return ", ".join(f"{f.name} ({' '.join(f.suffixes)})" for f in FORMATS)
+
+
+def format_for_path(path) -> Format:
+    """The format whose longest suffix ends ``path``'s name, or a PyfxprofError listing them.
+
+    >>> format_for_path("run.speedscope.json").name, format_for_path("flame.svg").name
+    ('speedscope', 'flamegraph')
+    """
+    name = Path(path).name.lower()
+    matches = [(len(s), f) for f in FORMATS for s in f.suffixes if name.endswith(s)]
+    if not matches:
+        raise PyfxprofError(f"cannot tell the format of {path} from its suffix: pass "
+                            f"format= one of {_listing()}")
+    return max(matches, key=lambda match: match[0])[1]
+
+
+def export(profile, path, format: str | None = None, **options) -> None:
+    """Write ``profile`` to ``path`` in ``format`` (a FORMATS name; default: from the suffix);
+    ``options`` go to the format's writer (e.g. ``metric="total"``, ``runs=range(5)``).
+
+    >>> prof.export("flame.svg"); prof.export("trace.txt", "chrome_trace")  # doctest: +SKIP
+    """
+    if format is None:
+        chosen = format_for_path(path)
+    elif format in BY_NAME:
+        chosen = BY_NAME[format]
+    else:
+        raise PyfxprofError(f"unknown export format {format!r}: use one of {_listing()}")
+    chosen.writer(profile, path, **options)
