@@ -19,6 +19,7 @@ from typing import Callable
 
 from ..errors import PyfxprofError
 from .chrome_trace import export_chrome_trace
+from .csv_table import export_csv
 from .flamegraph import export_flamegraph
 from .html_report import export_html_report
 from .plot import plot
@@ -67,6 +68,7 @@ FORMATS = (
     Format("html", "HTML report", (".html", ".htm"), export_html_report,
            "a standalone HTML report (table, module tree, flame graph, plot, advice)",
            ("metric",)),
+    Format("csv", "node table", (".csv", ".csv.gz"), export_csv, "the node table as CSV (ns)"),
 )
 BY_NAME = {f.name: f for f in FORMATS}
 
