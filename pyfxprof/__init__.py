@@ -5,6 +5,13 @@ native extension ``pyfxprof._C``; ``pyfxprof.profile`` imports the run stage on 
 ``pyfxprof.load(path).table()`` needs only numpy and pandas. To add a public name, add one line
 to ``_PUBLIC`` below: ``"name": ("subpackage.module", "attribute")``.
 
+The plain-data classes (Profile, RankProfiles, SweepResult, LatencySummary, WarmupReport,
+Advice) import no view or analysis; their convenience methods (``prof.table()``,
+``prof.export(...)``, ``str(prof.latency())``, ...) are served the same way, from ``_METHODS``:
+``"Class.method": ("subpackage.module", "function")``, the function taking the instance
+first. ``@served_methods`` on the class attaches them; the module is imported on the first
+use of the method. docs/architecture.md says why.
+
 Example:
     >>> import torch, pyfxprof
     >>> model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
@@ -48,7 +55,60 @@ _PUBLIC = {
     "sweep": ("run.sweep", "sweep"),  # profiles at several batch sizes, fixed vs per-item cost
 }
 
+#: "Class.method" -> (module under pyfxprof, function of it taking the instance first): the
+#: methods upper stages serve to the plain-data classes of lower ones (see served_methods).
+_METHODS = {
+    "Profile.table": ("views.report", "profile_table"),
+    "Profile._repr_html_": ("views.report", "profile_html"),
+    "Profile.export": ("views.exporters", "export"),
+    "Profile.plot": ("views.plot", "plot"),
+    "Profile.plot_latency": ("views.latency_plots", "plot_latency"),
+    "Profile.plot_tail": ("views.latency_plots", "plot_tail"),
+    "Profile.advise": ("analyses.advisor", "advise"),
+    "Profile.save": ("data.persist", "save_profile"),
+    "RankProfiles.table": ("views.rank_table", "render_rank_table"),
+    "RankProfiles.export_html": ("views.rank_table", "export_rank_report_html"),
+    "RankProfiles.export_chrome_trace": ("views.rank_trace", "export_chrome_trace"),
+    "RankProfiles.export_rank_traces": ("views.rank_trace", "export_rank_traces"),
+    "SweepResult.plot": ("views.latency_plots", "plot_sweep"),
+    "Advice._repr_html_": ("views.html_report", "advice_html"),
+}
+
 __all__ = sorted(_PUBLIC)
+
+
+def _attribute(module: str, attribute: str):
+    return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+
+
+class _ServedMethod:
+    """A method of ``owner`` whose function lives in an upper stage: imported on first access,
+    then set on ``owner`` in place of this descriptor (later calls are plain method calls)."""
+
+    def __init__(self, owner: type, name: str):
+        self.owner, self.name = owner, name
+
+    def __get__(self, instance, owner=None):
+        function = _attribute(*_METHODS[f"{self.owner.__name__}.{self.name}"])
+        setattr(self.owner, self.name, function)
+        return function if instance is None else function.__get__(instance, owner)
+
+
+def served_methods(cls: type) -> type:
+    """Class decorator: attach the methods ``_METHODS`` lists for ``cls`` (by class name).
+
+    >>> from pyfxprof.data.profile import Profile
+    >>> "table" in dir(Profile) and "export" in dir(Profile)
+    True
+    """
+    prefix = cls.__name__ + "."
+    for key in _METHODS:
+        if key.startswith(prefix):
+            name = key[len(prefix):]
+            if name in vars(cls):
+                raise TypeError(f"{cls.__name__}.{name} is both defined and served")
+            setattr(cls, name, _ServedMethod(cls, name))
+    return cls
 
 
 def __getattr__(name: str):
@@ -57,7 +117,7 @@ def __getattr__(name: str):
         module, attribute = _PUBLIC[name]
     except KeyError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    value = _attribute(module, attribute)
     globals()[name] = value
     return value
 

@@ -1,6 +1,6 @@
 """The package's architecture, read off the source (an AST walk of every module's imports).
 
-Stages and the one-way rule (DESIGN.md, "Where each stage lives"):
+Stages and the one-way rule (docs/architecture.md, "Stages and their import rule"):
 
     cli ─▶ run, tools, analyses, views, data
     run ─▶ timing, capture, data, _C        timing ─▶ capture, _C
@@ -12,11 +12,12 @@ Stages and the one-way rule (DESIGN.md, "Where each stage lives"):
   anywhere. ``views`` and ``analyses`` import neither torch nor ``_C`` either.
 - ``timing`` may use ``capture`` (its executors run captured graphs; capture never imports
   timing). ``errors.py`` is shared by all; ``pyfxprof`` itself (``__version__``) too.
-- The one exception: Profile's (and RankProfiles') convenience methods (``table``, ``export_*``, ``plot``,
-  ``advise``, ...) delegate to views and analyses, which import ``data.profile``. They import
-  their view inside the method, never at module level, so there is no cycle; each such method
-  is listed in DELEGATORS below, and no other function-local import may cross the rule.
-- No cycle among module-level imports, and no function body over MAX_FUNCTION_LINES lines
+- No exception, function-level imports included: the plain-data classes' rendering methods
+  (``Profile.table``, ``export``, ``plot``, ``advise``, ...) are served by the package root's
+  ``_METHODS`` table (``@served_methods``), which names the view or analysis; the root serves
+  every stage lazily and is the one module outside the rule (docs/architecture.md).
+- No cycle among imports (function-level ones included), and no function body over
+  MAX_FUNCTION_LINES lines
   (counted from the first statement, docstring included, to the last line).
 """
 
@@ -43,25 +44,6 @@ ALLOWED = {
 }
 #: Stages that must not import torch (nor anything under it).
 NO_TORCH = {"data", "views", "analyses"}
-
-#: (module, function qualname) -> the modules it may import inside its body against the rule:
-#: the Profile methods that delegate to a view or analysis.
-DELEGATORS = {
-    ("pyfxprof.data.profile", "Profile.table"): {"pyfxprof.views.report"},
-    ("pyfxprof.data.profile", "Profile._repr_html_"): {"pyfxprof.views.report"},
-    ("pyfxprof.data.profile", "Profile.export"): {"pyfxprof.views.exporters"},
-    ("pyfxprof.data.profile", "Profile.plot"): {"pyfxprof.views.plot"},
-    ("pyfxprof.data.profile", "Profile.plot_latency"): {"pyfxprof.views.latency_plots"},
-    ("pyfxprof.data.profile", "Profile.plot_tail"): {"pyfxprof.views.latency_plots"},
-    ("pyfxprof.data.sweep_fit", "SweepResult.plot"): {"pyfxprof.views.latency_plots"},
-    ("pyfxprof.data.profile", "Profile.advise"): {"pyfxprof.analyses.advisor"},
-    ("pyfxprof.data.rank_profiles", "RankProfiles.table"): {"pyfxprof.views.rank_table"},
-    ("pyfxprof.data.rank_profiles", "RankProfiles.export_html"): {"pyfxprof.views.rank_table"},
-    ("pyfxprof.data.rank_profiles", "RankProfiles.export_chrome_trace"):
-        {"pyfxprof.views.rank_trace"},
-    ("pyfxprof.data.rank_profiles", "RankProfiles.export_rank_traces"):
-        {"pyfxprof.views.rank_trace"},
-}
 
 MAX_FUNCTION_LINES = 50
 
@@ -191,38 +173,51 @@ def crosses_the_rule(item: Import) -> bool:
 
 def test_every_stage_is_known():
     stages = {stage(name) for name in MODULES} - {""}
-    assert stages == set(ALLOWED), "a new subpackage needs its place in ALLOWED (and DESIGN.md)"
+    assert stages == set(ALLOWED), \
+        "a new subpackage needs its place in ALLOWED (and docs/architecture.md)"
 
 
 def test_imports_point_one_way():
+    """Every import, at module level or inside a function, follows the stage rule."""
     wrong = [f"{i.source}:{i.line} imports {i.target}" + (f" (in {i.function})" if i.function
                                                             else "")
-             for i in IMPORTS if crosses_the_rule(i)
-             and not (i.function and i.target in DELEGATORS.get((i.source, i.function), ()))]
+             for i in IMPORTS if crosses_the_rule(i)]
     assert wrong == [], "imports against the stage rule (see this file's docstring):\n" + \
         "\n".join(wrong)
 
 
-def test_delegators_import_their_view_inside_the_method_and_are_all_used():
-    """Each listed delegator still imports what it is listed with, so the list cannot rot."""
-    used = {(i.source, i.function, i.target) for i in IMPORTS if i.function}
-    for (source, function), targets in DELEGATORS.items():
-        for target in targets:
-            assert (source, function, target) in used, f"{source}.{function} no longer imports " \
-                f"{target}: remove it from DELEGATORS"
+def test_served_methods_come_from_a_stage_above_their_class():
+    """Each ``_METHODS`` row names an existing function of another module whose stage may
+    import the class's stage (or, for Advice, one its stage may import), and the class
+    carries the method (so dir(), help() and tab completion see it)."""
+    import importlib
+
+    import pyfxprof
+    classes = {"Profile": "pyfxprof.data.profile", "RankProfiles": "pyfxprof.data.rank_profiles",
+               "SweepResult": "pyfxprof.data.sweep_fit", "Advice": "pyfxprof.analyses.advice"}
+    for key, (module, function) in pyfxprof._METHODS.items():
+        owner, method = key.split(".")
+        home = classes[owner]
+        target = f"pyfxprof.{module}"
+        assert target in MODULES and target != home, key
+        assert stage(home) in ALLOWED[stage(target)] | {stage(target)} or (
+            stage(target) in ALLOWED[stage(home)]), key
+        assert callable(getattr(importlib.import_module(target), function)), key
+        assert method in dir(getattr(importlib.import_module(home), owner)), key
 
 
-def module_level_graph() -> dict[str, set[str]]:
-    """pyfxprof module -> pyfxprof modules it imports when it is imported (at module level,
-    outside TYPE_CHECKING), parent packages included."""
+def import_graph() -> dict[str, set[str]]:
+    """pyfxprof module -> pyfxprof modules it imports (at module level or in a function,
+    outside TYPE_CHECKING), parent packages included but the package root left out: every
+    module is imported through it, and it serves every stage lazily (see the docstring)."""
     graph: dict[str, set[str]] = {name: set() for name in MODULES}
     for item in IMPORTS:
-        if item.function or item.type_only or not item.target.startswith("pyfxprof"):
+        if item.type_only or not item.target.startswith("pyfxprof"):
             continue
         parts = item.target.split(".")
         graph[item.source] |= {".".join(parts[:k]) for k in range(1, len(parts) + 1)
-                               if ".".join(parts[:k]) in MODULES and ".".join(parts[:k]) !=
-                               item.source}
+                               if ".".join(parts[:k]) in MODULES
+                               and ".".join(parts[:k]) not in (item.source, "pyfxprof")}
     return graph
 
 
@@ -261,8 +256,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycle_at_module_level():
-    assert cycles(module_level_graph()) == []
+def test_no_import_cycle():
+    assert cycles(import_graph()) == []
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -311,7 +306,7 @@ def test_no_function_over_50_lines():
 def test_the_import_walk_sees_what_it_must():
     """The walk resolves relative imports, finds function-local and TYPE_CHECKING imports."""
     by_source = {(i.source, i.target, i.function, i.type_only) for i in IMPORTS}
-    assert ("pyfxprof.data.profile", "pyfxprof.views.report", "Profile.table", False) in by_source
+    assert ("pyfxprof.data.profile", "pyfxprof.data.tail", "Profile.tail", False) in by_source
     assert ("pyfxprof.run.metadata", "pyfxprof._C", "", False) in by_source
     assert ("pyfxprof.run.metadata", "pyfxprof.capture.tracing", "", True) in by_source
     assert crosses_the_rule(Import("pyfxprof.data.x", "pyfxprof.views.report", "", False, 1))

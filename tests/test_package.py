@@ -115,3 +115,30 @@ def test_the_report_command_runs_with_the_extension_and_torch_blocked(saved_prof
     assert result.returncode == 0, result.stderr
     assert prof.table(top=3) in result.stdout
     assert "wrote folded stacks" in result.stderr and (tmp_path / "stacks.txt").exists()
+
+
+def test_served_methods_reach_direct_importers_of_the_data_class_and_help():
+    """``from pyfxprof.data.profile import Profile`` alone: the view behind ``table`` is
+    imported on the method's first use, and help()/dir() show the served methods."""
+    result = run_blocked("""
+        import pydoc, sys
+        import numpy as np, pandas as pd
+        from pyfxprof.data.profile import Profile
+        assert "table" in dir(Profile) and "export" in dir(Profile)
+        assert not [m for m in sys.modules if m.startswith(("pyfxprof.views", "pyfxprof.analyses"))]
+        nodes = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
+                              "target": ["add"], "module_path": [""], "module_type": ["M"],
+                              "module_stack": [()]})
+        prof = Profile(nodes, np.array([[5]]), np.array([5]))
+        print(prof.table(columns=["name", "median"], width=None).splitlines()[-1])
+        assert "pyfxprof.views.report" in sys.modules
+        text = pydoc.render_doc(Profile, renderer=pydoc.plaintext)
+        assert "table = profile_table(profile, sort_by" in text and "export(profile, path, format" in text
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["x", "5", "ns"]
+
+
+def test_a_method_both_defined_and_served_is_refused():
+    with pytest.raises(TypeError, match="Profile.table is both defined and served"):
+        pyfxprof.served_methods(type("Profile", (), {"table": lambda self: None}))

@@ -10,6 +10,7 @@ from typing import Callable
 
 import pandas as pd
 
+from .. import served_methods
 from ..data.stats import summary_of_totals
 from ..data.units import format_ns, format_pct
 
@@ -43,6 +44,7 @@ class Suggestion:
             raise ValueError(f"severity must be one of {SEVERITIES}, got {self.severity!r}")
 
 
+@served_methods
 class Advice(list):
     """Suggestions, most urgent first; ``str()`` is a numbered report. ``total_ns`` is the
     median end-to-end run the percentages refer to; ``subject`` names the model and device.
@@ -59,10 +61,6 @@ class Advice(list):
            action: read it
            expected saving: not estimated
     """
-
-    def _repr_html_(self) -> str:
-        from ..views.html_report import advice_html
-        return advice_html(self)
 
     def __init__(self, suggestions=(), total_ns: float = math.nan, subject: str = "the model"):
         super().__init__(suggestions)

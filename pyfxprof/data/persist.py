@@ -136,7 +136,8 @@ def to_document(profile: Profile) -> dict:
 
 
 def save_profile(profile: Profile, path) -> None:
-    """Write ``profile`` to ``path`` as JSON, gzip-compressed when the name ends in .gz.
+    """``Profile.save``: write ``profile`` to ``path`` as versioned JSON, gzip-compressed when
+    the name ends in .gz.
 
     The file is written next to ``path`` and renamed into place, so a crash never leaves a
     half-written profile under the final name.

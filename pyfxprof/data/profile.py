@@ -1,9 +1,10 @@
 """The Profile: plain data (nodes table, raw int64 ns samples, run totals, metadata).
 
 Everything derived from it (statistics, tables, exports, diffs) is a pure function of it.
-Its convenience methods (table, export_*, plot, advise, ...) delegate to pyfxprof.views and
-pyfxprof.analyses, which import this module: they import their view inside the method (the
-one exception to "data imports no other stage", listed in tests/test_architecture.py).
+This module imports no view or analysis: the convenience methods that render, analyse or
+save (table, export, plot, plot_latency, plot_tail, advise, _repr_html_, save) are served by
+the modules that build on it, through the package root's ``_METHODS`` (``@served_methods``;
+docs/architecture.md).
 See docs/profile.md for the data model and every column with its unit.
 """
 
@@ -14,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .. import served_methods
 from ..errors import PyfxprofError
 from .run_noise import check_run_noise, noise_frame, preempted_mask
 from .stats import STAT_COLUMNS, node_statistics, summary_of_totals
@@ -89,8 +91,13 @@ def _arrays_equal(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return a.dtype == b.dtype and np.array_equal(a, b)
 
 
+@served_methods
 class Profile:
     """Timings of every graph node of a model over several runs, as plain data.
+
+    Methods served by the modules that build on this class (imported on first use):
+    ``table``, ``export`` (and the ``export_*`` wrappers), ``plot``, ``plot_latency``,
+    ``plot_tail``, ``advise``, the notebook's ``_repr_html_`` and ``save`` (data.persist).
 
     Args:
         nodes: one row per timed node in execution order with the columns NODE_COLUMNS
@@ -186,35 +193,6 @@ class Profile:
         parts.append(self.nodes[extra])
         return pd.concat(parts, axis=1)
 
-    def table(self, sort_by: str = "total", top: int | None = None,
-              columns: list[str] | None = None, group_by: str | None = None,
-              depth: int | None = None, width: int | str | None = "auto") -> str:
-        """The report as aligned text: header block, table, truncation and noise notes.
-
-        sort_by: "total" | "median" | "mean" | "max" (descending), "name" (ascending) or
-        "order" (execution / first appearance). top: keep the first ``top`` rows.
-        columns: to_dataframe() column names plus "cum_pct" and, with a ``flops`` column,
-        "flop_per_s" (group view: "group", "nodes", statistics, "cum_pct", "flops",
-        "flop_per_s"). group_by: None | "op" | "target" | "module_type" | "module" (inclusive
-        time per module cut at ``depth``, default 1; see rollup) | "input_shape" (per op and
-        input shapes, like torch.profiler's group_by_input_shape). width: fit into this many
-        characters (text columns cut, then columns dropped with a note); "auto": the
-        terminal's width when stdout is one, else no limit; None: no limit.
-
-        >>> nodes = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
-        ...     "target": ["add"], "module_path": [""], "module_type": ["M"],
-        ...     "module_stack": [()]})
-        >>> text = Profile(nodes, np.array([[5]]), np.array([5])).table(columns=["name", "median"])
-        >>> text.splitlines()[-3:]
-        ['Node  Median', '----  ------', 'x       5 ns']
-        """
-        from ..views import report
-        view = report.build_view(self, sort_by=sort_by, top=top, columns=columns,
-                                 group_by=group_by, depth=depth)
-        if width == "auto":
-            width = report.terminal_width()
-        return report.render_text(view, width=width)
-
     def tree(self, max_depth: int | None = None) -> str:
         """The module hierarchy with each module's median inclusive time and percent; see
         rollup.module_tree.
@@ -226,22 +204,6 @@ class Profile:
         """
         from .rollup import module_tree
         return module_tree(self, max_depth)
-
-    def save(self, path) -> None:
-        """Write the profile as versioned JSON (gzip when ``path`` ends in .gz); see persist."""
-        from .persist import save_profile
-        save_profile(self, path)
-
-    def export(self, path, format: str | None = None, **options) -> None:
-        """Write this profile to ``path`` in ``format``, one of views.exporters.FORMATS
-        (chrome_trace, speedscope, flamegraph, stacks, plot, html, ...; default: from the
-        suffix, e.g. .json, .speedscope.json, .svg, .html); ``options`` go to the format's
-        writer (e.g. ``metric="total"``). docs/outputs.md lists every format.
-
-        >>> prof.export("flame.svg", metric="total")  # doctest: +SKIP
-        """
-        from ..views.exporters import export
-        export(self, path, format, **options)
 
     def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100, *,
                             use_python_export: bool = False) -> None:
@@ -267,12 +229,6 @@ class Profile:
         """Write a standalone HTML report (header, table of the ``top`` nodes, module tree,
         flame graph, plot, advice); see views.html_report."""
         self.export(path, "html", top=top, metric=metric)
-
-    def plot(self, path=None, top: int = 20):
-        """A bar chart of the top nodes by median (IQR bars), saved to ``path`` when given;
-        returns the Figure, which shows inline in notebooks; see views.plot."""
-        from ..views.plot import plot
-        return plot(self, path, top=top)
 
     # ---- latency, tail, noise and warm-up (docs/latency.md) ----------------------------------
 
@@ -347,31 +303,6 @@ class Profile:
         from .warmup import node_warmup
         preempted = None if self.run_noise is None else preempted_mask(self.run_noise)
         return node_warmup(self.nodes["name"].tolist(), self.samples, preempted)
-
-    def plot_latency(self, path=None):
-        """CDF and histogram of the run totals with p50/p90/p99/p99.9 marked; saved to
-        ``path`` when given; returns the Figure (inline in notebooks)."""
-        from ..views.latency_plots import plot_latency
-        return plot_latency(self, path)
-
-    def plot_tail(self, path=None, quantile: float = 0.99, top: int = 15):
-        """Bars of the ``top`` nodes' excess in the tail runs; see views.latency_plots."""
-        from ..views.latency_plots import plot_tail
-        return plot_tail(self, path, quantile, top)
-
-    def advise(self, rules=None):
-        """Optimisation suggestions drawn from this profile (see pyfxprof.analyses.advisor.advise).
-
-        Example:
-            >>> print(prof.advise())  # doctest: +SKIP
-        """
-        from ..analyses.advisor import advise
-        return advise(self, rules)
-
-    def _repr_html_(self) -> str:
-        from ..views import report
-        view = report.build_view(self, top=report.HTML_TOP)
-        return report.render_html(view)
 
     def __enter__(self):
         raise PyfxprofError("a Profile is a finished result, not a context manager: call "

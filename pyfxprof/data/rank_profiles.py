@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import served_methods
 from ..errors import PyfxprofError
 from . import persist, validate
 from .profile import Profile
@@ -62,6 +63,7 @@ def _check_profiles(profiles: dict, failures: dict) -> tuple[dict, dict]:
             {int(r): str(failures[r]) for r in sorted(failures)})
 
 
+@served_methods
 class RankProfiles:
     """Every rank's Profile of one distributed job; build it with ``pyfxprof.gather``.
 
@@ -225,19 +227,6 @@ class RankProfiles:
 
     # ---- text ----------------------------------------------------------------------------
 
-    def table(self, sort_by: str = "spread", top: int | None = None) -> str:
-        """Per-rank summary (compute, communication, wait) and the per-node table as text;
-        see views.rank_table.
-
-        sort_by: "spread" | "median" | "max" | "wait" (descending) or "order" (execution).
-        top: keep the first ``top`` node rows. Beyond 8 ranks (views.rank_table's
-        MAX_RANK_COLUMNS) only min / median / max across ranks are shown per node.
-
-        >>> print(ranks.table(top=10))   # doctest: +SKIP
-        """
-        from ..views.rank_table import render_rank_table
-        return render_rank_table(self, sort_by=sort_by, top=top)
-
     # ---- files ---------------------------------------------------------------------------
 
     def save(self, path) -> None:
@@ -257,25 +246,6 @@ class RankProfiles:
             return persist.to_document(self.profiles[rank])
         except TypeError as error:
             raise PyfxprofError(f"cannot save rank {rank}'s profile: {error}") from None
-
-    def export_html(self, path, top: int | None = 50) -> None:
-        """Write the rank report (ranks, stragglers, nodes) as one HTML page; see
-        views.rank_table.
-
-        >>> ranks.export_html("ranks.html")   # doctest: +SKIP
-        """
-        from ..views.rank_table import export_rank_report_html
-        export_rank_report_html(self, path, top=top)
-
-    def export_chrome_trace(self, path, runs=None, max_runs: int | None = 20) -> None:
-        """One Chrome/Perfetto trace file, one process row per rank; see views.rank_trace."""
-        from ..views.rank_trace import export_chrome_trace
-        export_chrome_trace(self, path, runs=runs, max_runs=max_runs)
-
-    def export_rank_traces(self, directory, runs=None, max_runs: int | None = 20) -> list:
-        """One trace file per rank with ``distributedInfo`` (HTA reads the directory)."""
-        from ..views.rank_trace import export_rank_traces
-        return export_rank_traces(self, directory, runs=runs, max_runs=max_runs)
 
     def __repr__(self) -> str:
         failed = f", {len(self.failures)} failed" if self.failures else ""

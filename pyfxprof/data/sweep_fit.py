@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from .. import served_methods
 from .units import format_ns, format_pct
 
 #: Name of the row fitting the whole run (run totals).
@@ -66,6 +67,7 @@ def _quietest_runs(profile):
     return profile.select_runs(stolen <= np.median(stolen))
 
 
+@served_methods
 class SweepResult:
     """Profiles of one model at several batch sizes, and per-node fixed / per-item costs.
 
@@ -154,9 +156,3 @@ class SweepResult:
 
     def __str__(self) -> str:
         return self.render()
-
-    def plot(self, path=None, top: int = 15):
-        """Stacked bars of fixed and per-item cost (at size 1) of the ``top`` nodes by fitted
-        time at the largest size; saved to ``path`` when given; returns the Figure."""
-        from ..views.latency_plots import plot_sweep
-        return plot_sweep(self, path, top)

@@ -20,7 +20,12 @@ SORT_KEYS = ("spread", "median", "max", "wait", "order")
 
 def render_rank_table(ranks: RankProfiles, sort_by: str = "spread",
                       top: int | None = None) -> str:
-    """Header (model, ranks profiled, failures), per-rank block, node table, as text.
+    """``RankProfiles.table``: header (model, ranks profiled, failures), per-rank summary
+    (compute, communication, wait) and the per-node table, as text.
+
+    sort_by: "spread" | "median" | "max" | "wait" (descending) or "order" (execution).
+    top: keep the first ``top`` node rows. Beyond MAX_RANK_COLUMNS ranks only min / median /
+    max across ranks are shown per node.
 
     >>> print(render_rank_table(ranks, top=5))   # doctest: +SKIP
     """

@@ -439,3 +439,38 @@ def render_html(view: View) -> str:
         parts.append(f"<pre>{html.escape(chr(10).join(view.notes))}</pre>")
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def profile_table(profile, sort_by: str = "total", top: int | None = None,
+                  columns: list[str] | None = None, group_by: str | None = None,
+                  depth: int | None = None, width: int | str | None = "auto") -> str:
+    """``Profile.table``: the report as aligned text: header block, table, truncation and
+    noise notes.
+
+    sort_by: "total" | "median" | "mean" | "max" (descending), "name" (ascending) or
+    "order" (execution / first appearance). top: keep the first ``top`` rows.
+    columns: to_dataframe() column names plus "cum_pct" and, with a ``flops`` column,
+    "flop_per_s" (group view: "group", "nodes", statistics, "cum_pct", "flops",
+    "flop_per_s"). group_by: None | "op" | "target" | "module_type" | "module" (inclusive
+    time per module cut at ``depth``, default 1; see rollup) | "input_shape" (per op and
+    input shapes, like torch.profiler's group_by_input_shape). width: fit into this many
+    characters (text columns cut, then columns dropped with a note); "auto": the
+    terminal's width when stdout is one, else no limit; None: no limit.
+
+    >>> import numpy as np, pandas as pd
+    >>> from pyfxprof.data.profile import Profile
+    >>> nodes = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
+    ...     "target": ["add"], "module_path": [""], "module_type": ["M"],
+    ...     "module_stack": [()]})
+    >>> text = Profile(nodes, np.array([[5]]), np.array([5])).table(columns=["name", "median"])
+    >>> text.splitlines()[-3:]
+    ['Node  Median', '----  ------', 'x       5 ns']
+    """
+    view = build_view(profile, sort_by=sort_by, top=top, columns=columns, group_by=group_by,
+                      depth=depth)
+    return render_text(view, width=terminal_width() if width == "auto" else width)
+
+
+def profile_html(profile) -> str:
+    """``Profile._repr_html_``: the first HTML_TOP rows of the report as HTML (notebooks)."""
+    return render_html(build_view(profile, top=HTML_TOP))
