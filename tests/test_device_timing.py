@@ -8,7 +8,7 @@ import torch
 
 import pyfxprof
 from pyfxprof import _C
-from pyfxprof.timing.device_events import place_on_device
+from pyfxprof.capture.placement import place_on_device
 from pyfxprof.errors import PyfxprofError
 from tests.models import Net, Spin, net_input
 

@@ -15,7 +15,9 @@ from ..capture.model_state import evaluation_mode, grad_context
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError
-from ..timing.device_events import add_device_summary, ensure_cuda_runtime, place_on_device
+from ..capture.placement import place_on_device
+from ..data.device_summary import add_device_summary
+from ..timing.device_events import ensure_cuda_runtime
 from ..timing.durations import RunTimings
 from ..timing.executors import MODES, make_executor
 from ..timing.failures import node_kind, run_failure

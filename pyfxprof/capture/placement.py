@@ -1,0 +1,41 @@
+"""Device placement: the model and its inputs on the device the user asked for, the user's
+model never moved in place."""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import PyfxprofError
+from .inputs import BoundInputs
+
+
+def place_on_device(model: torch.nn.Module, example_inputs, device: str | None):
+    """(model, inputs) on `device`: a deep copy of the model when it must move (the user's
+    model is never moved in place), inputs moved too. None leaves both where they are.
+
+    Example:
+        >>> m, x = place_on_device(torch.nn.ReLU(), (torch.zeros(1),), None)
+    """
+    if device is None:
+        return model, example_inputs
+    target = torch.device(device)
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise PyfxprofError(f"device {device!r} requested but torch sees no CUDA GPU "
+                            "(torch.cuda.is_available() is False); use --device cpu")
+    parameters = list(model.parameters()) + list(model.buffers())
+    if any(p.device != target for p in parameters):
+        import copy
+        model = copy.deepcopy(model).to(target)
+    return model, _move(example_inputs, target)
+
+
+def _move(value, target: torch.device):
+    if isinstance(value, BoundInputs):
+        return BoundInputs(_move(value.args, target), _move(value.kwargs, target))
+    if isinstance(value, torch.Tensor):
+        return value.to(target)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_move(v, target) for v in value)
+    if isinstance(value, dict):
+        return {k: _move(v, target) for k, v in value.items()}
+    return value
