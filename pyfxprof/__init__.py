@@ -71,6 +71,9 @@ _METHODS = {
     "RankProfiles.export_chrome_trace": ("views.rank_trace", "export_chrome_trace"),
     "RankProfiles.export_rank_traces": ("views.rank_trace", "export_rank_traces"),
     "SweepResult.plot": ("views.latency_plots", "plot_sweep"),
+    "SweepResult.render": ("views.latency_text", "render_sweep"),
+    "LatencySummary.__str__": ("views.latency_text", "render_latency"),
+    "WarmupReport.__str__": ("views.latency_text", "render_warmup"),
     "Advice._repr_html_": ("views.html_report", "advice_html"),
 }
 

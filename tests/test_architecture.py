@@ -186,6 +186,18 @@ def test_imports_point_one_way():
         "\n".join(wrong)
 
 
+def served_classes() -> dict[str, str]:
+    """Class name -> module, for every class decorated with ``@served_methods``."""
+    found = {}
+    for name in MODULES:
+        for node in ast.walk(parse(name)):
+            if isinstance(node, ast.ClassDef) and any(
+                    getattr(d, "id", None) == "served_methods" for d in node.decorator_list):
+                assert node.name not in found, f"two served classes named {node.name}"
+                found[node.name] = name
+    return found
+
+
 def test_served_methods_come_from_a_stage_above_their_class():
     """Each ``_METHODS`` row names an existing function of another module whose stage may
     import the class's stage (or, for Advice, one its stage may import), and the class
@@ -193,12 +205,11 @@ def test_served_methods_come_from_a_stage_above_their_class():
     import importlib
 
     import pyfxprof
-    classes = {"Profile": "pyfxprof.data.profile", "RankProfiles": "pyfxprof.data.rank_profiles",
-               "SweepResult": "pyfxprof.data.sweep_fit", "Advice": "pyfxprof.analyses.advice"}
+    classes = served_classes()
+    assert {"Profile", "RankProfiles", "SweepResult", "Advice"} <= set(classes)
     for key, (module, function) in pyfxprof._METHODS.items():
         owner, method = key.split(".")
-        home = classes[owner]
-        target = f"pyfxprof.{module}"
+        home, target = classes[owner], f"pyfxprof.{module}"
         assert target in MODULES and target != home, key
         assert stage(home) in ALLOWED[stage(target)] | {stage(target)} or (
             stage(target) in ALLOWED[stage(home)]), key

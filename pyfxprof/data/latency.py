@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats as scipy_stats
 
+from .. import served_methods
 from .units import format_ns
 
 #: Quantiles of the summary, as (field name, q).
@@ -58,13 +59,15 @@ def quantile_interval(values, quantile: float,
     return low_ns, high_ns
 
 
+@served_methods
 @dataclass
 class LatencySummary:
     """The run-total distribution of a Profile (every time is int ns).
 
     ``p99_ci`` is the 95% order-statistic interval on p99 (an end the runs cannot bound is
     None); ``preempted`` counts preempted runs, see run_noise.preempted_mask (None when not
-    measured); ``warnings`` name the quantiles too few runs support.
+    measured); ``warnings`` name the quantiles too few runs support. ``str()`` is a small
+    table (views.latency_text.render_latency).
 
     >>> s = latency_summary(np.arange(1, 1001) * 1000)
     >>> s.n, s.p50, s.p99, s.max, s.p99_ci
@@ -102,19 +105,6 @@ class LatencySummary:
             text += f" (excluded: {self.n} runs left)"
         return text
 
-    def __str__(self) -> str:
-        rows = [("runs", str(self.n)), ("mean", format_ns(self.mean))]
-        rows += [(name.replace("_", "."), format_ns(getattr(self, name))) for name, _ in QUANTILES]
-        low, high = self.p99_ci
-        rows += [("max", format_ns(self.max)),
-                 (f"p99 {CONFIDENCE:.0%} CI", f"{format_ns(low) if low is not None else '?'} – "
-                  f"{format_ns(high) if high is not None else 'unbounded (too few runs)'}")]
-        if self.preempted is not None:
-            rows.append(("preempted", f"{self.preempted} of {self.n + self.excluded} runs"
-                         + (" (excluded)" if self.excluded else "")))
-        width = max(len(name) for name, _ in rows)
-        lines = [f"{name:<{width}}  {value:>10}" for name, value in rows]
-        return "\n".join(lines + [f"warning: {text}" for text in self.warnings])
 
 
 def too_few_runs(n: int, quantiles=QUANTILES) -> list[str]:

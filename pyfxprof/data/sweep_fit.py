@@ -15,7 +15,6 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from .. import served_methods
-from .units import format_ns, format_pct
 
 #: Name of the row fitting the whole run (run totals).
 TOTAL_ROW = "(run total)"
@@ -115,44 +114,6 @@ class SweepResult:
             frame[f"median_at_{size}"] = medians.loc[size].to_numpy()
         order = [0] + list(1 + np.argsort(-medians.iloc[-1, 1:].to_numpy(), kind="stable"))
         return frame.iloc[order].reset_index(drop=True)
-
-    def render(self, top: int | None = 20) -> str:
-        """The table as aligned text with a heading."""
-        frame = self.table()
-        shown = frame if top is None else frame.head(top + 1)
-        titles = ["Node", "Fixed", "Per item", "R²", "Fixed % at 1", "Overhead-bound"] + [
-            f"@{size}" for size in self.sizes]
-        rows = [[str(r["name"]), format_ns(r["fixed_ns"]), format_ns(r["per_item_ns"]),
-                 "-" if np.isnan(r["r2"]) else f"{r['r2']:.3f}",
-                 format_pct(100 * r["fixed_share_at_1"]),
-                 "yes" if r["overhead_bound"] else ""]
-                + [format_ns(r[f"median_at_{size}"]) for size in self.sizes]
-                for _, r in shown.iterrows()]
-        widths = [max(len(t), *(len(row[i]) for row in rows)) for i, t in enumerate(titles)]
-        align = lambda cells: "  ".join(  # noqa: E731
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-        bound = int(frame["overhead_bound"][1:].sum())
-        lines = [f"sweep over sizes {', '.join(map(str, self.sizes))}: Theil–Sen fit of each "
-                 f"node's median, time = fixed + per item x size; {bound} of {len(frame) - 1} "
-                 "nodes overhead-bound at size 1", align(titles)]
-        lines += [align(row) for row in rows]
-        if top is not None and len(frame) > top + 1:
-            lines.append(f"... {len(frame) - top - 1} more nodes")
-        if self.missing:
-            lines.append(f"left out (not at every size): {', '.join(self.missing[:10])}")
-        lines += self._preemption_notes()
-        return "\n".join(lines)
-
-    def _preemption_notes(self) -> list[str]:
-        notes = []
-        for size, profile in self.profiles.items():
-            noise = profile.noise()
-            count = 0 if noise is None else int(noise["preempted"].sum())
-            if count:
-                used = ("left out" if count < profile.n_runs / 2
-                        else "used the half of the runs least time off the CPU")
-                notes.append(f"size {size}: {count} of {profile.n_runs} runs preempted ({used})")
-        return notes
 
     def __str__(self) -> str:
         return self.render()

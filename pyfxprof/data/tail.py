@@ -86,33 +86,3 @@ def tail_attribution(names, samples, run_totals, quantile: float = 0.99,
                           "var_share": variance_shares(values)})
     frame.attrs.update(quantile=quantile, tail_runs=int(in_tail.sum()), runs=len(totals))
     return frame.sort_values(sort_by, ascending=False, kind="stable").reset_index(drop=True)
-
-
-def render_tail(frame: pd.DataFrame, top: int | None = 20) -> str:
-    """The tail frame as aligned text with a one-line heading (times in auto units).
-
-    >>> frame = tail_attribution(["a"], np.array([[10], [40]]), np.array([10, 40]), 0.9)
-    >>> print(render_tail(frame))  # doctest: +NORMALIZE_WHITESPACE
-    tail at q=0.9: 1 tail run of 2 (shares of the tail runs' excess; var share: of the variance of the total)
-    Node             Median    Tail  Excess   Share  Var share
-    a                 25 ns   40 ns   15 ns  100.0%     100.0%
-    (between nodes)    0 ns    0 ns    0 ns    0.0%       0.0%
-    """
-    from .units import format_ns, format_pct
-    shown = frame if top is None else frame.head(top)
-    count = frame.attrs.get("tail_runs", "?")
-    heading = (f"tail at q={frame.attrs.get('quantile', '?')}: {count} tail "
-               f"run{'' if count == 1 else 's'} of {frame.attrs.get('runs', '?')} (shares of the "
-               "tail runs' excess; var share: of the variance of the total)")
-    titles = ["Node", "Median", "Tail", "Excess", "Share", "Var share"]
-    rows = [[str(r.name), format_ns(r.median), format_ns(r.tail), format_ns(r.excess),
-             format_pct(100 * r.share), format_pct(100 * r.var_share)]
-            for r in shown.itertuples()]
-    widths = [max(len(t), *(len(row[i]) for row in rows)) for i, t in enumerate(titles)]
-    lines = [heading, "  ".join(t.ljust(w) if i == 0 else t.rjust(w)
-                                for i, (t, w) in enumerate(zip(titles, widths)))]
-    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                        for i, (c, w) in enumerate(zip(row, widths))) for row in rows]
-    if top is not None and len(frame) > top:
-        lines.append(f"... {len(frame) - top} more rows")
-    return "\n".join(lines)

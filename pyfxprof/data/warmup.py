@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from .units import format_ns
+from .. import served_methods
 
 SIGMAS = 3.0            # warm-up runs exceed the steady median by this many robust sigmas
 MIN_RELATIVE = 0.05     # ... and by at least this fraction of it
@@ -91,6 +91,7 @@ def _warmup_end(slow: np.ndarray) -> int:
     return len(score) - int(np.argmax(score[::-1]))
 
 
+@served_methods
 @dataclass
 class WarmupReport:
     """Warm-up of the run totals (ns).
@@ -103,6 +104,7 @@ class WarmupReport:
     ``warmup_runs_slow``: of the untimed warm-up runs, how many were still slow (None when
     their times were not kept, or when half of them or more were preempted, which leaves too
     few to tell); ``warmup_runs_preempted``: how many untimed warm-up runs were preempted.
+    ``str()`` is one line (views.latency_text.render_warmup).
     """
 
     runs: int
@@ -118,23 +120,6 @@ class WarmupReport:
         """The fields as a plain dict."""
         return asdict(self)
 
-    def __str__(self) -> str:
-        if self.runs:
-            text = (f"warm-up: the first {self.runs} timed runs are slower (together "
-                    f"{format_ns(self.excess_ns)} above steady {format_ns(self.steady_ns)})")
-            if self.needed is not None:
-                text += f"; use warmup >= {self.needed}"
-        else:
-            text = f"warm-up: steady from the first timed run ({format_ns(self.steady_ns)})"
-            if self.warmup_runs_slow is not None:
-                text += (f"; {self.warmup_runs_slow} of the {self.warmup} untimed warm-up runs "
-                         "were slow")
-            elif self.warmup_runs_preempted:
-                text += (f"; {self.warmup_runs_preempted} of the {self.warmup} untimed warm-up "
-                         "runs were preempted, too many to tell how many were slow")
-        if self.drift is not None:
-            text += f"; steady runs drift (Spearman rho {self.drift:+.2f})"
-        return text
 
 
 def _drift(steady: np.ndarray) -> float | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ...data.tail import SORT_KEYS, render_tail
+from ...data.tail import SORT_KEYS
+from ...views.latency_text import render_tail
 from ...data.units import format_ns
 from .arg_types import open_unit_interval, positive_int
 
