@@ -212,3 +212,22 @@ def test_with_flop_rate_leaves_frames_without_flops_alone():
     assert list(with_flop_rate(frame).columns) == ["median"]
     rated = with_flop_rate(pd.DataFrame({"flops": [10, 10], "median": [0.0, float("nan")]}))
     assert rated["flop_per_s"].isna().all()
+
+
+def test_docs_table_of_statistics_is_the_registry():
+    from pyfxprof.data.stats import STATISTICS
+    from tests.docs_tables import table_after
+    rows = [row for row in table_after("profile.md", "## `to_dataframe()` columns")
+            if row[0].strip("`") in STAT_COLUMNS]
+    assert rows == [[f"`{s.name}`", s.unit, s.meaning] for s in STATISTICS]
+
+
+def test_report_titles_and_number_formats_follow_each_statistics_unit():
+    from pyfxprof.views.report import profile_table
+    from tests.test_exporters import toy_profile
+    lines = profile_table(toy_profile(), columns=["name", "count", "p99", "pct_total"],
+                          width=None, sort_by="order").splitlines()
+    title = next(k for k, line in enumerate(lines) if line.startswith("Node"))
+    assert lines[title].split() == ["Node", "Runs", "P99", "Total", "%"]
+    # conv1 runs 400, 500, 450 ns: p99 450 + 0.98 x 50; total 1350 of 2358 ns
+    assert lines[title + 2].split() == ["conv1", "3", "499", "ns", "57.3%"]

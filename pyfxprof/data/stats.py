@@ -7,18 +7,70 @@ Percentiles use numpy's default linear interpolation.
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
+class _Runs:
+    """A (runs >= 1, nodes) float array with what the reducers share: one sort for every order
+    statistic, percentiles by linear interpolation (numpy's default method)."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+        self.ordered = np.sort(values, axis=0)
+
+    def percentile(self, q: float) -> np.ndarray:
+        last = self.ordered.shape[0] - 1
+        position = last * q / 100.0
+        low = int(np.floor(position))
+        high = min(low + 1, last)
+        return self.ordered[low] + (self.ordered[high] - self.ordered[low]) * (position - low)
+
+    def std(self) -> np.ndarray:
+        if self.values.shape[0] < 2:
+            return np.full(self.values.shape[1], np.nan)
+        return self.values.std(axis=0, ddof=1)
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One per-node statistic: its column ``name``, report ``title``, ``unit`` ("ns", "runs"
+    or "%"), one-line ``meaning`` (docs/profile.md's table) and ``reduce`` (a ``_Runs`` of at
+    least one run -> one value per node; None for count and pct_total, which need no runs)."""
+
+    name: str
+    title: str
+    unit: str
+    meaning: str
+    reduce: Callable[[_Runs], np.ndarray] | None = None
+
+
+#: Every statistic of :func:`node_statistics`, in column order; the one place a statistic is
+#: defined (the report's titles and number formats and docs/profile.md's table read it).
+STATISTICS = (
+    Statistic("count", "Runs", "runs", "number of timed runs (int)"),
+    Statistic("total", "Total", "ns", "sum over runs"),
+    Statistic("mean", "Mean", "ns", "mean over runs", lambda r: r.values.mean(axis=0)),
+    Statistic("median", "Median", "ns", "median over runs", lambda r: r.percentile(50)),
+    Statistic("min", "Min", "ns", "fastest run", lambda r: r.ordered[0]),
+    Statistic("max", "Max", "ns", "slowest run", lambda r: r.ordered[-1]),
+    Statistic("std", "Std", "ns", "sample standard deviation (ddof=1); NaN with fewer than 2 "
+              "runs", _Runs.std),
+    Statistic("p10", "P10", "ns", "10th percentile", lambda r: r.percentile(10)),
+    Statistic("p90", "P90", "ns", "90th percentile", lambda r: r.percentile(90)),
+    Statistic("p99", "P99", "ns", "99th percentile", lambda r: r.percentile(99)),
+    Statistic("iqr", "IQR", "ns", "interquartile range, p75 − p25",
+              lambda r: r.percentile(75) - r.percentile(25)),
+    Statistic("pct_total", "Total %", "%", "node `total` / sum of all node totals × 100; 0 "
+              "when all are 0"),
+)
 #: Columns of :func:`node_statistics`, in order. All are ns as float except ``count``
 #: (number of runs, int) and ``pct_total`` (percent of the sum of all node totals).
-STAT_COLUMNS = (
-    "count", "total", "mean", "median", "min", "max", "std",
-    "p10", "p90", "p99", "iqr", "pct_total",
-)
-_PERCENTILES = (10, 25, 50, 75, 90, 99)
+STAT_COLUMNS = tuple(statistic.name for statistic in STATISTICS)
+#: Column -> unit ("ns", "runs", "%") of each statistic.
+STAT_UNITS = {statistic.name: statistic.unit for statistic in STATISTICS}
 
 
 def _as_2d(samples) -> np.ndarray:
@@ -28,34 +80,6 @@ def _as_2d(samples) -> np.ndarray:
     if array.dtype.kind not in "iuf":
         raise ValueError(f"samples must be numeric, got dtype {array.dtype}")
     return array
-
-
-def _percentiles_of_sorted(ordered: np.ndarray, qs: Sequence[float]) -> list[np.ndarray]:
-    """Linear-interpolated percentiles (numpy's default method) of columns sorted on axis 0."""
-    last = ordered.shape[0] - 1
-    result = []
-    for q in qs:
-        position = last * q / 100.0
-        low = int(np.floor(position))
-        high = min(low + 1, last)
-        fraction = position - low
-        result.append(ordered[low] + (ordered[high] - ordered[low]) * fraction)
-    return result
-
-
-def _run_reducers(values: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-column reducers of a float (runs >= 1, nodes) array; one sort gives all order stats."""
-    ordered = np.sort(values, axis=0)
-    p10, p25, p50, p75, p90, p99 = _percentiles_of_sorted(ordered, _PERCENTILES)
-    if values.shape[0] >= 2:
-        std = values.std(axis=0, ddof=1)
-    else:
-        std = np.full(values.shape[1], np.nan)
-    return {
-        "mean": values.mean(axis=0), "median": p50,
-        "min": ordered[0], "max": ordered[-1], "std": std,
-        "p10": p10, "p90": p90, "p99": p99, "iqr": p75 - p25,
-    }
 
 
 def node_statistics(samples) -> pd.DataFrame:
@@ -70,16 +94,15 @@ def node_statistics(samples) -> pd.DataFrame:
     array = _as_2d(samples)
     runs, nodes = array.shape
     totals = array.sum(axis=0).astype(np.float64)
+    reduced = [s for s in STATISTICS if s.reduce is not None]
     if runs:
-        reduced = _run_reducers(array.astype(np.float64))
+        shared = _Runs(array.astype(np.float64))
+        columns = {s.name: s.reduce(shared) for s in reduced}
     else:
-        nan = np.full(nodes, np.nan)
-        reduced = {name: nan for name in STAT_COLUMNS[2:-1]}
+        columns = {s.name: np.full(nodes, np.nan) for s in reduced}
     grand = totals.sum()
-    pct = totals / grand * 100.0 if grand != 0 else np.zeros(nodes)
-    columns = {"count": np.full(nodes, runs, dtype=np.int64), "total": totals}
-    columns.update(reduced)
-    columns["pct_total"] = pct
+    columns.update(count=np.full(nodes, runs, dtype=np.int64), total=totals,
+                   pct_total=totals / grand * 100.0 if grand != 0 else np.zeros(nodes))
     return pd.DataFrame(columns, columns=list(STAT_COLUMNS))
 
 

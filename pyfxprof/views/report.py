@@ -18,8 +18,9 @@ import pandas as pd
 
 from ..data import rollup
 from ..data.latency import latency_header
-from ..data.stats import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics, noisy_mask,
-                          relative_iqr, summary_of_totals, with_flop_rate)
+from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, cumulative_pct, group_samples,
+                          node_statistics, noisy_mask, relative_iqr, summary_of_totals,
+                          with_flop_rate)
 from ..data.units import MISSING, format_flops, format_ns, format_pct, format_si
 
 SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
@@ -38,15 +39,12 @@ HTML_TOP = 50
 MAX_CELL_WIDTH = 32
 #: Longest cell of the shape columns, which are long and worth reading.
 MAX_SHAPES_WIDTH = 64
-_TIME_STATS = frozenset(STAT_COLUMNS) - {"count", "pct_total"}
-_PCT_COLUMNS = frozenset({"pct_total", "cum_pct"})
 _KEEP_TAIL = frozenset({"target", "module_path", "module_stack"})
 _TITLES = {
+    **{statistic.name: statistic.title for statistic in STATISTICS},
     "index": "#", "name": "Node", "op": "Op type", "target": "Op", "module_path": "Module",
-    "module_type": "Module type", "module_stack": "Module stack", "count": "Runs",
-    "total": "Total", "mean": "Mean", "median": "Median", "min": "Min", "max": "Max",
-    "std": "Std", "p10": "P10", "p90": "P90", "p99": "P99", "iqr": "IQR",
-    "pct_total": "Total %", "cum_pct": "Cum %", "nodes": "Nodes",
+    "module_type": "Module type", "module_stack": "Module stack", "cum_pct": "Cum %",
+    "nodes": "Nodes",
     "launch_bound": "Launch-bound", "input_shapes": "Input shapes",
     "output_shapes": "Output shapes", "flops": "FLOPs", "flop_per_s": "FLOP/s",
     "out_bytes": "Out bytes", "peak_bytes": "Peak bytes", "alloc_delta_bytes": "Alloc delta",
@@ -195,9 +193,9 @@ def _sorted(frame: pd.DataFrame, sort_by: str, name_column: str) -> pd.DataFrame
 def _cell(column: str, value) -> str:
     """One formatted cell: time stats in auto units, percentages, tuples joined."""
     stat = column[len("device_"):] if column.startswith("device_") else column
-    if stat in _TIME_STATS:
+    if STAT_UNITS.get(stat) == "ns":
         return format_ns(value)
-    if stat in _PCT_COLUMNS:
+    if STAT_UNITS.get(stat) == "%" or stat == "cum_pct":
         return format_pct(value)
     if column in ("flops", "flop_per_s"):
         return format_si(value)
