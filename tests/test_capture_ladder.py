@@ -229,3 +229,16 @@ def test_hooks_flops_total_is_the_sum_of_the_rows_and_the_rest_is_noted():
     assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) == 2 * 4 * 8 * 8
     assert prof.meta["capture_notes"] == [
         "512 FLOPs ran outside the hooked modules (on no row, not in the total)"]
+
+
+def test_docs_ladder_and_capture_table_are_the_rungs():
+    """docs/capture.md's ladder line and its table of capture= values read RUNGS and
+    CAPTURE_MODES; the ladder has one function per rung."""
+    from pyfxprof.capture import ladder
+    from pyfxprof.capture.tracing import CAPTURE_MODES, RUNGS
+    from tests.docs_tables import DOCS, table_after
+    text = (DOCS / "capture.md").read_text(encoding="utf-8")
+    assert "    " + "  →  ".join(RUNGS) + "\n" in text
+    rows = table_after("capture.md", "## Forced modes")
+    assert [row[0].split()[0].strip('`"') for row in rows[1:]] == list(CAPTURE_MODES)
+    assert [name for name, _ in ladder._rungs("auto", "function", None)] == list(RUNGS)

@@ -64,3 +64,26 @@ def test_python_dash_m_runs_the_cli():
     result = subprocess.run([sys.executable, "-m", "pyfxprof", "profile", "--help"],
                             capture_output=True, text=True, check=True)
     assert "--group-by" in result.stdout
+
+
+def test_both_call_sites_pass_every_profile_option(monkeypatch):
+    """--ranks-out used to drop --granularity: both call sites build profile()'s keywords with
+    profile_arguments, so each option reaches profile() from either."""
+    import argparse
+
+    from pyfxprof.cli.commands import profile as command
+    seen = []
+    monkeypatch.setattr(command, "model_and_inputs", lambda args: ("model", ("x",), "name"))
+    monkeypatch.setattr(command, "profile", lambda model, inputs, **kwargs: seen.append(kwargs))
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers())
+    argv = ["profile", "--granularity", "aten", "--capture", "dynamo", "--mode", "interpreter",
+            "--runs", "7", "--warmup", "2"]
+    command._profile_or_error(parser.parse_args(argv + ["--ranks-out", "out"]))
+    monkeypatch.setattr(command, "print_table", lambda *a: None)
+    monkeypatch.setattr(command, "print_latency", lambda *a: None)
+    monkeypatch.setattr(command, "write_exports", lambda *a: None)
+    command.run(parser.parse_args(argv))
+    expected = {"runs": 7, "warmup": 2, "mode": "interpreter", "device": None,
+                "capture": "dynamo", "granularity": "aten", "name": "name"}
+    assert seen[0] == dict(expected, progress=False) and seen[1] == expected

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import served_methods
 from ..data.stats import summary_of_totals
-from ..data.units import format_ns, format_pct
+from ..data.units import format_ns, format_pct, plural
 
 #: Severities, most urgent first; advice is sorted in this order.
 SEVERITIES = ("high", "medium", "low", "info")
@@ -176,8 +176,3 @@ def unregister_rule(name: str) -> None:
 def what(row) -> str:
     """Module type for a module call, else the target (e.g. ``torch.relu``)."""
     return str(row["module_type"] if row["op"] == "call_module" else row["target"])
-
-
-def plural(count: int, noun: str) -> str:
-    """'1 node', '3 nodes'."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"

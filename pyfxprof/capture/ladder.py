@@ -28,7 +28,7 @@ from .dynamo_frame import LiveCall, frame_capture
 from .hooks import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, split_inputs
 from .node_table import module_calls_frame, nodes_frame
-from .tracing import (CAPTURE_MODES, Capture, CaptureFallbackWarning, capture,
+from .tracing import (CAPTURE_MODES, RUNGS, Capture, CaptureFallbackWarning, capture,
                       fallback_capture, leaf_trace, timed_nodes)
 
 #: A node whose module holds at least this share of the model's parameters makes a capture
@@ -107,7 +107,7 @@ def _rungs(capture_mode: str, granularity: str, exact_outputs: LiveCall | None) 
              "hooks": _hooks_rung, "whole": _whole_rung}
     if capture_mode != "auto":
         return [(capture_mode, rungs[capture_mode])]
-    names = ["fx", "dynamo", "fx+leaf", "hooks", "whole"]
+    names = list(RUNGS)
     if granularity == "aten":
         names.remove("fx")
     return [(name, rungs[name]) for name in names]

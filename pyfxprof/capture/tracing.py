@@ -18,10 +18,13 @@ from .model_state import InPlaceGuard
 
 #: Node ops that get timed; placeholders and the output are not work.
 TIMED_OPS = ("call_module", "call_function", "call_method", "get_attr")
-#: Valid values of profile(capture=...).
-CAPTURE_MODES = ("auto", "fx", "dynamo", "hooks", "whole")
-#: Valid values of capture(mode=...): the captures that need no inputs.
-STATIC_MODES = ("fx", "fx+leaf", "hooks", "whole")
+#: The capture ladder's rungs, in the order capture="auto" tries them (docs/capture.md).
+RUNGS = ("fx", "dynamo", "fx+leaf", "hooks", "whole")
+#: Valid values of profile(capture=...): "auto" (the ladder) or one rung forced; fx+leaf is
+#: the ladder's retry of a failed fx rung, not a rung to force.
+CAPTURE_MODES = ("auto",) + tuple(rung for rung in RUNGS if rung != "fx+leaf")
+#: Valid values of capture(mode=...): the rungs that need no inputs (dynamo traces a call).
+STATIC_MODES = tuple(rung for rung in RUNGS if rung != "dynamo")
 #: Retraces the leaf retry may try, each with one more submodule (or type) made a leaf.
 MAX_LEAF_ATTEMPTS = 8
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)

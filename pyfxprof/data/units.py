@@ -108,3 +108,12 @@ def format_flops(value, unit: str = "FLOP") -> str:
     """
     scaled = _scaled(value)
     return MISSING if scaled is None else f"{scaled[0]} {scaled[1]}{unit}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``count`` and ``noun``, with an s unless the count is 1.
+
+    >>> plural(1, "run"), plural(3, "node"), plural(0, "slow run")
+    ('1 run', '3 nodes', '0 slow runs')
+    """
+    return f"{count} {noun}{'' if count == 1 else 's'}"

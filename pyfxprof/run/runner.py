@@ -10,8 +10,10 @@ import pandas as pd
 import torch
 
 from ..capture.analysis import describe
+from ..capture.dynamo import GRANULARITIES
 from ..capture.ladder import Prepared, prepare, warn_fallback
 from ..capture.model_state import evaluation_mode, grad_context
+from ..capture.tracing import CAPTURE_MODES
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError
@@ -27,6 +29,10 @@ from ..timing.run_table import check_fits_in_memory
 from .metadata import run_meta
 from .noise import RunMeter
 from .progress import Progress
+
+#: The choices of profile()'s capture=, granularity= and mode=, defined in capture and timing
+#: and read from here by the CLI (which imports the run stage only).
+CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES}
 
 
 def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,

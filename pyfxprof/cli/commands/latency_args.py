@@ -7,7 +7,7 @@ import argparse
 
 from ...data.tail import SORT_KEYS
 from ...views.latency_text import render_tail
-from ...data.units import format_ns
+from ...data.units import format_ns, plural
 from .arg_types import open_unit_interval, positive_int
 
 
@@ -40,11 +40,6 @@ def add_latency_arguments(parser: argparse.ArgumentParser) -> None:
 def chosen_runs(profile, args: argparse.Namespace):
     """``profile`` without its preempted runs when --exclude-preempted was given."""
     return profile.without_preempted() if args.exclude_preempted else profile
-
-
-def plural(count: int, noun: str) -> str:
-    """'1 run', '3 runs'."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def print_latency(profile, args: argparse.Namespace) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ...errors import PyfxprofError, first_line
 from ...run.distributed import DEFAULT_TIMEOUT
-from ...run.runner import profile
+from ...run.runner import CHOICES, profile
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .arg_types import device_name
@@ -23,16 +23,15 @@ def add_parser(subparsers) -> None:
     add_model_arguments(parser)
     parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
-    parser.add_argument("--mode", choices=("codegen", "interpreter"), default="codegen")
+    parser.add_argument("--mode", choices=CHOICES["mode"], default="codegen")
     parser.add_argument("--device", default=None, type=device_name,
                         help="run on this device, e.g. cuda or cuda:1 (GPU runs also time "
                              "every node with CUDA events); default cpu")
-    parser.add_argument("--capture", choices=("auto", "fx", "dynamo", "hooks", "whole"),
-                        default="auto",
+    parser.add_argument("--capture", choices=CHOICES["capture"], default="auto",
                         help="how to capture the model (default auto: FX, then TorchDynamo, "
                              "then FX leafing the failing submodules, then module hooks, then "
                              "whole-model timing)")
-    parser.add_argument("--granularity", choices=("function", "aten"), default="function",
+    parser.add_argument("--granularity", choices=CHOICES["granularity"], default="function",
                         help="nodes are torch functions and methods (default) or aten ops "
                              "(through TorchDynamo)")
     add_table_arguments(parser)
@@ -53,12 +52,22 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def profile_arguments(args: argparse.Namespace) -> dict:
+    """profile()'s keyword arguments from the parsed options (every call site uses this).
+
+    >>> profile_arguments(argparse.Namespace(runs=5, warmup=1, mode="codegen", device=None,
+    ...                                      capture="auto", granularity="aten"))["granularity"]
+    'aten'
+    """
+    return {"runs": args.runs, "warmup": args.warmup, "mode": args.mode, "device": args.device,
+            "capture": args.capture, "granularity": args.granularity}
+
+
 def run(args: argparse.Namespace) -> int:
     if args.ranks_out:
         return run_ranks(args)
     model, inputs, name = model_and_inputs(args)
-    prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode, name=name,
-                   device=args.device, capture=args.capture, granularity=args.granularity)
+    prof = profile(model, inputs, name=name, **profile_arguments(args))
     print_table(chosen_runs(prof, args), args)
     print_latency(chosen_runs(prof, args), args)
     if args.advise:
@@ -110,7 +119,6 @@ def _profile_or_error(args: argparse.Namespace):
     """This rank's Profile, or the exception it got (reported to rank 0 by gather)."""
     try:
         model, inputs, name = model_and_inputs(args)
-        return profile(model, inputs, runs=args.runs, warmup=args.warmup, mode=args.mode,
-                       name=name, device=args.device, capture=args.capture, progress=False)
+        return profile(model, inputs, name=name, progress=False, **profile_arguments(args))
     except Exception as error:  # noqa: BLE001 — any failure is this rank's report
         return PyfxprofError(first_line(error))
