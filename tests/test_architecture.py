@@ -3,7 +3,7 @@
 Stages and the one-way rule (docs/architecture.md, "Stages and their import rule"):
 
     cli ─▶ run, tools, analyses, views, data
-    run ─▶ timing, capture, data, _C        timing ─▶ capture, _C
+    run ─▶ timing, capture, data            timing ─▶ capture, _C
     tools ─▶ run, timing, capture, views, data
     analyses ─▶ views, data                 views ─▶ data
 
@@ -12,6 +12,8 @@ Stages and the one-way rule (docs/architecture.md, "Stages and their import rule
   anywhere. ``views`` and ``analyses`` import neither torch nor ``_C`` either.
 - ``timing`` may use ``capture`` (its executors run captured graphs; capture never imports
   timing). ``errors.py`` is shared by all; ``pyfxprof`` itself (``__version__``) too.
+- ``_C`` is imported by ``timing/native.py`` only, the extension's one Python face (its
+  surface is ``pyfxprof/_C.pyi``); everything else imports ``_C`` from there.
 - No exception, function-level imports included: the plain-data classes' rendering methods
   (``Profile.table``, ``export``, ``plot``, ``advise``, ...) are served by the package root's
   ``_METHODS`` table (``@served_methods``), which names the view or analysis; the root serves
@@ -37,7 +39,7 @@ ALLOWED = {
     "analyses": {"views", "data"},
     "capture": set(),
     "timing": {"capture", "_C"},
-    "run": {"timing", "capture", "data", "_C"},
+    "run": {"timing", "capture", "data"},
     "tools": {"run", "timing", "capture", "views", "data"},
     "cli": {"run", "tools", "analyses", "views", "data"},
     "errors": set(),
@@ -186,6 +188,11 @@ def test_imports_point_one_way():
         "\n".join(wrong)
 
 
+def test_only_the_native_face_imports_the_extension():
+    importers = sorted({i.source for i in IMPORTS if i.target == "pyfxprof._C"})
+    assert importers == ["pyfxprof.timing.native"]
+
+
 def served_classes() -> dict[str, str]:
     """Class name -> module, for every class decorated with ``@served_methods``."""
     found = {}
@@ -318,7 +325,7 @@ def test_the_import_walk_sees_what_it_must():
     """The walk resolves relative imports, finds function-local and TYPE_CHECKING imports."""
     by_source = {(i.source, i.target, i.function, i.type_only) for i in IMPORTS}
     assert ("pyfxprof.data.profile", "pyfxprof.data.tail", "Profile.tail", False) in by_source
-    assert ("pyfxprof.run.metadata", "pyfxprof._C", "", False) in by_source
+    assert ("pyfxprof.run.metadata", "pyfxprof.timing.native", "", False) in by_source
     assert ("pyfxprof.run.metadata", "pyfxprof.capture.tracing", "", True) in by_source
     assert crosses_the_rule(Import("pyfxprof.data.x", "pyfxprof.views.report", "", False, 1))
     assert crosses_the_rule(Import("pyfxprof.views.x", "torch.fx", "", False, 1))

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import torch
 
-from .. import _C
+from ..timing.native import _C
 from ..capture.inputs import Binder, BoundInputs, split_inputs
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.profile import Profile

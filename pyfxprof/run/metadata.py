@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .. import __version__, _C
+from .. import __version__
+from ..timing.native import _C
 from .distributed import rank_meta
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from .. import _C
+from ..timing.native import _C
 
 _THREAD = getattr(resource, "RUSAGE_THREAD", None)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import _C
+from ..timing.native import _C
 from ..data.profile import Profile
 from ..errors import PyfxprofError
 from ..timing.calibration import summarise

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.fx as fx
 
-from .. import _C
+from .native import _C
 from .durations import RunTimings
 
 

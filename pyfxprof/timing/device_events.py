@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import _C
+from .native import _C
 from ..errors import PyfxprofError
 
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch.fx as fx
 
-from .. import _C
+from .native import _C
 from ..errors import PyfxprofError
 from .calibration import Calibration, calibrate_timed_calls
 from .device_events import DeviceEvents

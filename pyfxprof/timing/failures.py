@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import _C
+from .native import _C
 from ..errors import PyfxprofError, first_line
 from .recorder import Records
 

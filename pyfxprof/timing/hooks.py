@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .. import _C
+from .native import _C
 from ..capture.hooks import HookAnalysis, Leaves, hooked
 from .calibration import Calibration, consecutive_intervals, summarise
 from .durations import RunTimings

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch.fx as fx
 
-from .. import _C
+from .native import _C
 from ..capture.tracing import timed_nodes
 
 

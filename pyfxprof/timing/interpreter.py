@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.fx as fx
 
-from .. import _C
+from .native import _C
 from ..capture.tracing import capture, timed_nodes
 from .calibration import calibrate_timed_calls
 from .durations import RunTimings

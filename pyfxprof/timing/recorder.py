@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import _C
+from .native import _C
 from .durations import RunTimings
 
 _ID_LIMIT = 2**32

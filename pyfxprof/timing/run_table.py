@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .. import _C
+from .native import _C
 from ..errors import PyfxprofError
 from .durations import RunTimings
 

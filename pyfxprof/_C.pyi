@@ -1,0 +1,98 @@
+# Type stub of the native extension pyfxprof._C (csrc/python_module.cpp and the files it binds);
+# tests/test_native_stub.py checks its names and parameters against the built module.
+# Python code reaches the extension through pyfxprof.timing.native only.
+
+from typing import Any, Callable
+
+#: Size of one record in bytes (csrc/record.h).
+RECORD_BYTES: int
+#: Record kinds (csrc/record.h).
+KIND_MARK: int
+KIND_RANGE_BEGIN: int
+KIND_RANGE_END: int
+KIND_RUN_BEGIN: int
+KIND_RUN_END: int
+
+class CudaError(RuntimeError):
+    """A CUDA call failed while recording or resolving events."""
+
+class CudaUnavailable(RuntimeError):
+    """No usable CUDA runtime (the message says why)."""
+
+# ---- the hot path: one clock read and one lock-free record ----------------------------------
+def mark(id: int) -> None:
+    """Record a node-boundary timestamp tagged `id` (0 <= id < 2**32)."""
+
+def mark_cuda(id: int) -> None:
+    """mark(id), then record the next pool CUDA event on the stream set by cuda_set_stream()."""
+
+def mark_kind(id: int, kind: int) -> None:
+    """Record a timestamp with an explicit kind (ranges, run boundaries)."""
+
+def now_ns() -> int:
+    """Current time in ns on the profiler's clock."""
+
+def thread_number() -> int:
+    """The calling thread's record thread number."""
+
+# ---- the record buffer --------------------------------------------------------------------
+def drain() -> dict[str, Any]:
+    """Every record so far as numpy arrays (timestamp_ns, id, thread, kind) and 'dropped'."""
+
+def buffer_stats() -> dict[str, int]:
+    """Capacity, chunking, pending and dropped counts."""
+
+def configure_buffer(capacity_records: int, chunk_records: int = 65536) -> None:
+    """Discard all records and set the cap (a power of two, at most 2**40)."""
+
+def clock_info() -> dict[str, Any]:
+    """Clock name ('tsc' or 'steady_clock'), tsc_hz, resolution_ns, read_cost_ns, reason."""
+
+# ---- per-node timed calls into a runs x nodes table ----------------------------------------
+class SampleTable:
+    """Runs x nodes table of node durations (ns), written by TimedCalls.timed."""
+
+    def __init__(self, nodes: int) -> None: ...
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def stray_calls(self) -> int:
+        """Timed calls not stored: outside a run, or from another thread."""
+    def reserve(self, runs: int) -> None: ...
+    def begin_run(self) -> None: ...
+    def end_run(self) -> bool: ...
+    def abandon_run(self) -> None: ...
+    def clear(self) -> None: ...
+    def take(self) -> dict[str, Any]:
+        """samples (rows x nodes int64), begin_ns, end_ns, first_call_ns, last_call_end_ns."""
+
+class TimedCalls:
+    """The timed calls of one instrumented graph, one entry per SampleTable column."""
+
+    def __len__(self) -> int: ...
+    def set(self, node: int, target: Any, method: bool = False, cuda_event_id: int = -1,
+            cuda_event_after: bool = False, path: tuple[str, ...] | None = None) -> None: ...
+    def target(self, node: int) -> Any: ...
+    @property
+    def timed(self) -> Callable[..., Any]:
+        """timed(node, *args, **kwargs), the builtin instrumented nodes call."""
+
+def timed_calls(table: SampleTable) -> TimedCalls: ...
+
+# ---- CUDA events (the runtime loaded with dlopen) ------------------------------------------
+def cuda_available() -> bool: ...
+def cuda_load(path: str | None = None, pool_size: int = 256) -> str: ...
+def cuda_unload() -> None: ...
+def cuda_status() -> dict[str, Any]: ...
+def cuda_record(id: int, stream: int = 0) -> None: ...
+def cuda_set_stream(stream: int) -> None: ...
+def cuda_resolve() -> dict[str, Any]: ...
+def cuda_discard() -> None: ...
+
+# ---- for benchmarks and tests ---------------------------------------------------------------
+def _noop(id: int) -> None: ...
+def _mark_pybind11(id: int) -> None: ...
+def _busy_loop(iterations: int) -> None: ...
+def _spin_ns(duration_ns: int) -> int: ...
