@@ -14,7 +14,7 @@ from tests.models import Net, net_input
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: The public API: these names stay exactly as they are (DESIGN.md).
+#: The public API: these names stay exactly as they are (docs/architecture.md, "The package root").
 PUBLIC = {"profile", "Profile", "load", "diff", "ProfileDiff", "Profiler", "ProfilerAction",
           "schedule", "range", "ProfilingInterpreter", "fuse_conv_bn", "FusionError",
           "FusionReport", "max_abs_difference", "FusionBenchmark", "benchmark_fusion", "advise",
