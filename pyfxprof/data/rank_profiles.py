@@ -69,6 +69,8 @@ class RankProfiles:
 
     Attributes: ``profiles`` ({rank: Profile}, by rank), ``failures`` ({rank: error message}
     for ranks that could not profile), ``world_size``.
+    ``table``, ``export_html``, ``export_chrome_trace`` and ``export_rank_traces`` are served
+    by views.rank_table and views.rank_trace (pyfxprof/__init__.py's ``_METHODS``).
 
     >>> ranks = RankProfiles({0: prof0, 1: prof1}, world_size=2)   # doctest: +SKIP
     >>> print(ranks.table(top=10)); ranks.stragglers()             # doctest: +SKIP

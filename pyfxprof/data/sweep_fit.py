@@ -73,6 +73,8 @@ class SweepResult:
     ``profiles`` maps size -> Profile. Nodes are matched by name; nodes missing at some size
     are left out (``missing`` lists them). Preempted runs are left out of the medians; when
     they are half of the runs or more, the half of the runs least time off the CPU is used.
+    ``render`` (and ``str()``) and ``plot`` are served by views.latency_text and
+    views.latency_plots (pyfxprof/__init__.py's ``_METHODS``).
 
     >>> result = pyfxprof.sweep(model, lambda n: (torch.randn(n, 8),))  # doctest: +SKIP
     >>> print(result)  # doctest: +SKIP
