@@ -104,3 +104,7 @@ def export(profile, path, format: str | None = None, **options) -> None:
     else:
         raise PyfxprofError(f"unknown export format {format!r}: use one of {_listing()}")
     chosen.writer(profile, path, **options)
+
+
+export.__doc__ += "\n    Formats (name, suffixes: what):\n" + "".join(
+    f"      {f.name} ({' '.join(f.suffixes)}): {f.help}\n" for f in FORMATS)
