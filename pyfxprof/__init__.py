@@ -61,6 +61,8 @@ _METHODS = {
     "Profile.table": ("views.report", "profile_table"),
     "Profile._repr_html_": ("views.report", "profile_html"),
     "Profile.export": ("views.exporters", "export"),
+    "Profile.key_averages": ("views.key_averages", "key_averages"),
+    "Profile.export_memory_timeline": ("views.memory_timeline", "export_memory_timeline"),
     "Profile.plot": ("views.plot", "plot"),
     "Profile.plot_latency": ("views.latency_plots", "plot_latency"),
     "Profile.plot_tail": ("views.latency_plots", "plot_tail"),

@@ -352,8 +352,11 @@ def test_summary_and_generation_latency_of_a_decode_loop(tmp_path):
     assert prefill.meta["flops"] == 5 * decode.meta["flops"] > 0
     decode.save(tmp_path / "decode.json")
     loaded = load_profile(tmp_path / "decode.json")
+    step_starts = loaded.meta["loop"].pop("step_starts_ns")
+    assert len(step_starts) == 1 and loaded.run_starts.min() >= step_starts[0]
     assert loaded.meta["loop"] == {"window": 0, "steps": [0, 0], "schedule": "record_every_step",
-                                   "call_group": 1, "signature": "([1, 1] int64)"}
+                                   "call_group": 1, "signature": "([1, 1] int64)",
+                                   "step_num": 0}
     latency = p.generation_latency()
     assert latency["generations"] == 1
     assert latency["ttft_ns"]["count"] == 1 and latency["decode_ns"]["count"] == 4

@@ -3,6 +3,7 @@ clear error naming the node when the example inputs do not fit the model."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -10,7 +11,7 @@ import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
 from .flops import FlopMeter
-from .memory import cuda_device_of, cuda_node_memory
+from .memory import allocator_events, cuda_device_of, cuda_node_memory, memory_wanted, node_range
 from .node_table import target_name
 from .tracing import TIMED_OPS
 
@@ -53,6 +54,7 @@ class ShapeRecorder(fx.Interpreter):
         self.meter = meter
         self.cuda_device = cuda_device
         self.info: dict[str, dict[str, Any]] = {}
+        self.ranges = memory_wanted()  # a record_function range per node for allocator_events
 
     def run_node(self, n: fx.Node) -> Any:
         if n.op not in TIMED_OPS:
@@ -60,7 +62,8 @@ class ShapeRecorder(fx.Interpreter):
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         flops_before = self.meter.total()
         try:
-            with self._set_current_node(n), cuda_node_memory(self.cuda_device) as memory:
+            with self._set_current_node(n), cuda_node_memory(self.cuda_device) as memory, (
+                    node_range(n.name) if self.ranges else contextlib.nullcontext()):
                 result = getattr(self, n.op)(n.target, args, kwargs)
         except Exception as error:
             raise PyfxprofError(
@@ -79,7 +82,8 @@ class ShapeRecorder(fx.Interpreter):
 def analyse(gm: fx.GraphModule, args: tuple) -> tuple[Any, dict[str, dict[str, Any]]]:
     """Run `gm` once untimed; return (output, per-node info keyed by node name): input_shapes,
     output_shapes, out_bytes and flops; on CUDA also alloc_delta_bytes, peak_bytes (above the
-    allocation at the node's start) and model_peak_bytes (the allocator's peak so far).
+    allocation at the node's start) and model_peak_bytes (the allocator's peak so far); inside
+    memory.profiling_memory() also the ALLOCATOR_COLUMNS from torch.profiler's allocator events.
 
     Example:
         >>> gm = fx.symbolic_trace(torch.nn.Linear(4, 2))
@@ -87,10 +91,14 @@ def analyse(gm: fx.GraphModule, args: tuple) -> tuple[Any, dict[str, dict[str, A
         >>> info["linear"]["output_shapes"]
         '[3, 2] float32'
     """
+    cuda_device = cuda_device_of(args)
+    memory = allocator_events(cuda_device is not None) if memory_wanted() else contextlib.nullcontext({})
     try:
-        with FlopMeter() as meter:
-            recorder = ShapeRecorder(gm, meter, cuda_device_of(args))
+        with FlopMeter() as meter, memory as figures:
+            recorder = ShapeRecorder(gm, meter, cuda_device)
             output = recorder.run(*args)
     except PyfxprofError as error:  # Interpreter.run appends the FX node dump: keep one line
         raise PyfxprofError(first_line(error)) from None
+    for name, node_figures in figures.items():
+        recorder.info[name].update(node_figures)
     return output, recorder.info

@@ -27,6 +27,7 @@ from .dynamo import GRANULARITIES, dynamo_capture
 from .dynamo_frame import LiveCall, frame_capture
 from .hooks import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, split_inputs
+from .memory import ALLOCATOR_COLUMNS
 from .node_table import module_calls_frame, nodes_frame
 from .tracing import (CAPTURE_MODES, RUNGS, Capture, CaptureFallbackWarning, capture,
                       fallback_capture, leaf_trace, timed_nodes)
@@ -294,7 +295,7 @@ def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFram
         frame[column] = [info.get(column, "") for info in infos]
     for column in ("out_bytes", "flops"):
         frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
-    for column in ("alloc_delta_bytes", "peak_bytes"):  # CUDA allocator statistics only
+    for column in ("alloc_delta_bytes", "peak_bytes") + ALLOCATOR_COLUMNS:  # when measured
         if any(column in info for info in infos):
             frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
     return frame

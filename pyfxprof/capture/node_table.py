@@ -7,9 +7,11 @@ import pandas as pd
 import torch.fx as fx
 from torch.fx.node import _get_qualified_name
 
+from .source import node_source
+
 #: Columns of the frames built here, in order.
 COLUMNS = ["index", "name", "op", "target", "module_path", "module_type", "module_stack", "inputs",
-           "communication"]
+           "communication", "source", "source_stack"]
 #: Targets that are collective communication: c10d operator namespaces (functional
 #: collectives) and torch.distributed's collective functions (as traced by fx: see
 #: capture.collectives.BoundCollective).
@@ -68,8 +70,9 @@ def module_stack(node: fx.Node, root: fx.GraphModule) -> tuple[tuple[str, ...], 
 
 
 def nodes_frame(nodes: list[fx.Node], root: fx.GraphModule) -> pd.DataFrame:
-    """One row per timed node with the Profile's identity columns plus `inputs` (graph edges)
-    and `communication` (bool: a collective call, see is_communication).
+    """One row per timed node with the Profile's identity columns plus `inputs` (graph edges),
+    `communication` (bool: a collective call, see is_communication) and `source` /
+    `source_stack` (the model-code lines that created the node, see capture.source).
 
     Example:
         >>> import torch
@@ -86,6 +89,7 @@ def nodes_frame(nodes: list[fx.Node], root: fx.GraphModule) -> pd.DataFrame:
             "module_path": path, "module_type": module_type, "module_stack": stack,
             "inputs": tuple(n.name for n in node.all_input_nodes),
             "communication": _is_communication_node(node, target),
+            **dict(zip(("source", "source_stack"), node_source(node))),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -119,6 +123,6 @@ def module_calls_frame(calls: list[tuple[str, str]], root_type: str) -> pd.DataF
             "index": index, "name": f"{base}_{repeat}" if repeat else base, "op": "call_module",
             "target": path or root_type, "module_path": path, "module_type": module_type,
             "module_stack": tuple(".".join(parts[:k + 1]) for k in range(len(parts))),
-            "inputs": (), "communication": False,
+            "inputs": (), "communication": False, "source": "", "source_stack": (),
         })
     return pd.DataFrame(rows, columns=COLUMNS)

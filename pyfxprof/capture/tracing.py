@@ -47,6 +47,7 @@ class ProfilingTracer(fx.Tracer):
 
     def __init__(self, leaf_modules: Iterable = (), autowrap_functions: Iterable = ()) -> None:
         super().__init__(autowrap_functions=tuple(autowrap_functions))
+        self.record_stack_traces = True  # each node's source line (capture.source)
         leaves = list(leaf_modules)
         self.leaf_names = {leaf for leaf in leaves if isinstance(leaf, str)}
         self.leaf_types = tuple(leaf for leaf in leaves if isinstance(leaf, type))

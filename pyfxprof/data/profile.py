@@ -97,7 +97,8 @@ class Profile:
 
     Methods served by the modules that build on this class (imported on first use):
     ``table``, ``export`` (and the ``export_*`` wrappers), ``plot``, ``plot_latency``,
-    ``plot_tail``, ``advise``, the notebook's ``_repr_html_`` and ``save`` (data.persist).
+    ``plot_tail``, ``advise``, the notebook's ``_repr_html_``, ``save`` (data.persist),
+    torch.profiler's ``key_averages`` and ``export_memory_timeline``.
 
     Args:
         nodes: one row per timed node in execution order with the columns NODE_COLUMNS
@@ -163,6 +164,27 @@ class Profile:
         """Number of timed nodes (columns of ``samples``)."""
         return self.samples.shape[1]
 
+    @property
+    def step_num(self) -> int:
+        """torch.profiler's ``step_num`` as an on_trace_ready handler reads it: the Profiler's
+        step when this Profile's window was delivered (0 for a Profile not made by a loop)."""
+        return int((self.meta.get("loop") or {}).get("step_num", 0))
+
+    def run_steps(self) -> np.ndarray:
+        """The loop step each run (model call) was made in, as torch numbers its
+        ``ProfilerStep#N``; the run's index for a Profile not made by a loop.
+
+        >>> Profile(pd.DataFrame({c: [] for c in NODE_COLUMNS}).astype({"index": int}),
+        ...         np.zeros((3, 0), np.int64), np.zeros(3, np.int64)).run_steps().tolist()
+        [0, 1, 2]
+        """
+        loop = self.meta.get("loop") or {}
+        starts = loop.get("step_starts_ns")
+        if not starts or self.run_starts is None:
+            return np.arange(self.n_runs)
+        index = np.searchsorted(np.asarray(starts, np.int64), self.run_starts, side="right") - 1
+        return int(loop["steps"][0]) + np.clip(index, 0, None)
+
     def stats(self) -> pd.DataFrame:
         """Identity columns (NODE_COLUMNS) followed by host statistics (STAT_COLUMNS), in ns."""
         return pd.concat([self.nodes[list(NODE_COLUMNS)], node_statistics(self.samples)], axis=1)
@@ -212,13 +234,17 @@ class Profile:
         that ``torch.profiler.tensorboard_trace_handler(dir)`` works as ``on_trace_ready``."""
         self.export(path, "chrome_trace", runs=runs, max_runs=max_runs)
 
-    def export_stacks(self, path, metric: str = "median") -> None:
-        """Write folded stacks by module hierarchy (flamegraph.pl, speedscope); see views.stacks."""
-        self.export(path, "stacks", metric=metric)
+    def export_stacks(self, path, metric: str = "median", by: str = "module") -> None:
+        """Write folded stacks by module hierarchy or (``by="source"``) by model-code line
+        (flamegraph.pl, speedscope); torch's metrics (self_cpu_time_total...) work too; see
+        views.stacks."""
+        self.export(path, "stacks", metric=metric, by=by)
 
-    def export_flamegraph(self, path, metric: str = "median", title: str | None = None) -> None:
-        """Write a self-contained, interactive SVG flame graph; see views.flamegraph."""
-        self.export(path, "flamegraph", metric=metric, title=title)
+    def export_flamegraph(self, path, metric: str = "median", title: str | None = None,
+                          by: str = "module") -> None:
+        """Write a self-contained, interactive SVG flame graph, by module or (``by="source"``)
+        by model-code line; see views.flamegraph."""
+        self.export(path, "flamegraph", metric=metric, title=title, by=by)
 
     def export_speedscope(self, path, run: int | None = None, metric: str = "median") -> None:
         """Write a speedscope file: the timeline of one run (default: the median run) and the

@@ -50,6 +50,56 @@ def module_keys(nodes: pd.DataFrame, depth: int) -> list[str]:
             for key in keys]
 
 
+def op_kind_keys(nodes: pd.DataFrame) -> list[str]:
+    """One op kind per node: the module type for module calls (every Conv2d call is one kind,
+    as every aten::convolution is one row of torch.profiler's key_averages) and the target
+    otherwise.
+
+    Example:
+        >>> op_kind_keys(pd.DataFrame({"op": ["call_module", "call_function"],
+        ...     "target": ["layer1.conv", "torch.relu"], "module_type": ["Conv2d", "Net"]}))
+        ['Conv2d', 'torch.relu']
+    """
+    return nodes["module_type"].where(nodes["op"] == "call_module",
+                                      nodes["target"]).astype(str).tolist()
+
+
+def parent_nodes(nodes: pd.DataFrame) -> np.ndarray:
+    """Per node, the row of the module call it ran inside (-1 for none). Nodes nest only when
+    module calls are timed whole around their submodules' calls (the module-hooks capture);
+    an FX graph's nodes are leaves, so all are -1 there.
+
+    Example:
+        >>> parent_nodes(pd.DataFrame({"op": ["call_module"] * 4,
+        ...     "module_path": ["", "layer1", "layer1.relu", "fc"]})).tolist()
+        [-1, 0, 1, 0]
+    """
+    parents = np.full(len(nodes), -1, dtype=np.int64)
+    open_calls: list[tuple[int, str]] = []
+    for j, (op, path) in enumerate(zip(nodes["op"], nodes["module_path"].astype(str))):
+        while open_calls and not (open_calls[-1][1] == "" or path.startswith(open_calls[-1][1] + ".")):
+            open_calls.pop()
+        parents[j] = open_calls[-1][0] if open_calls else -1
+        if op == "call_module":
+            open_calls.append((j, path))
+    return parents
+
+
+def self_values(values: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """``values`` (nodes along the last axis) minus their direct children's: what a node did
+    itself, outside the module calls nested in it.
+
+    Example:
+        >>> self_values(np.array([10, 4, 1, 3]), np.array([-1, 0, 1, 0])).tolist()
+        [3, 3, 1, 3]
+    """
+    result = np.array(values, copy=True)
+    for child, parent in enumerate(parents):
+        if parent >= 0:
+            result[..., parent] -= values[..., child]
+    return result
+
+
 def input_shape_keys(nodes: pd.DataFrame) -> list[str]:
     """One key per node: its op and input shapes, split again by `split_shape_key`. The op is
     the module type for module calls (all Conv2d calls on one shape group together, as
@@ -65,7 +115,7 @@ def input_shape_keys(nodes: pd.DataFrame) -> list[str]:
     if "input_shapes" not in nodes:
         raise ValueError("group_by='input_shape' needs an input_shapes column "
                          "(profiles made by pyfxprof.profile have one)")
-    ops = nodes["module_type"].where(nodes["op"] == "call_module", nodes["target"]).astype(str)
+    ops = op_kind_keys(nodes)
     shapes = nodes["input_shapes"].astype(str)
     return [f"{op}{SHAPE_SEPARATOR}{shape}" for op, shape in zip(ops, shapes)]
 

@@ -316,7 +316,7 @@ class Profiler:
             return
         schedule_name = getattr(self.schedule, "__name__", None) or repr(self.schedule)
         context = {"model": self.name, "module": self.module, "window": self._windows,
-                   "schedule": schedule_name}
+                   "schedule": schedule_name, "step_num": self.step_num}
         profiles = window_profiles(window, collected, records, context)
         if profiles:
             self._windows += 1

@@ -12,6 +12,7 @@ import torch
 from ..capture.analysis import describe
 from ..capture.dynamo import GRANULARITIES
 from ..capture.ladder import Prepared, prepare, warn_fallback
+from ..capture.memory import profiling_memory
 from ..capture.model_state import evaluation_mode, grad_context
 from ..capture.tracing import CAPTURE_MODES
 from ..data.profile import Profile
@@ -40,7 +41,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             name: str | None = None, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
             concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,
             device: str | None = None, device_events: bool | None = None,
-            granularity: str = "function", **torch_profiler_options) -> Profile:
+            granularity: str = "function", profile_memory: bool = False,
+            **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
     The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
@@ -60,6 +62,9 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             as a copy moved there (the original stays put). None: where the model is.
         device_events: also time each node on the GPU with CUDA events (default: on for
             CUDA models). Needs a usable CUDA runtime (see docs/gpu.md).
+        profile_memory: torch.profiler's keyword: the analysis run (never a timed one) also
+            records each node's allocated, freed, peak and live bytes, CPU and CUDA, from
+            torch's allocator events (docs/profile.md, "Memory per node").
 
     Example:
         >>> prof = profile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()),
@@ -71,8 +76,9 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     model, example_inputs = place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
     with evaluation_mode(model), grad_context(grad):
-        prepared = prepare(model, example_inputs, capture,
-                           (leaf_modules, autowrap_functions, concrete_args), granularity)
+        with profiling_memory(profile_memory):
+            prepared = prepare(model, example_inputs, capture,
+                               (leaf_modules, autowrap_functions, concrete_args), granularity)
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)

@@ -74,8 +74,8 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
                     context: dict) -> list[Profile]:
     """One Profile per group with complete calls in the window, in the groups' order.
 
-    `context` holds the Profiler's part of the metadata: model, module, window (number)
-    and schedule (name). User ranges are rows of every Profile; a step's ranges are carried
+    `context` holds the Profiler's part of the metadata: model, module, window (number),
+    schedule (name) and step_num (the Profiler's, as on_trace_ready sees it). User ranges are rows of every Profile; a step's ranges are carried
     by the step's first call over all groups (so they are counted once).
     """
     used = [c for c in collected if c.timings.intervals.shape[0] > 0]
@@ -108,4 +108,5 @@ def _meta(window: Window, found: Collected, context: dict) -> dict[str, Any]:
         training=first.get("training"), flops=group.flops,
         loop={"window": context["window"], "steps": [window.steps[0], window.steps[-1]],
               "schedule": context["schedule"], "call_group": group.index,
-              "signature": group.label})
+              "signature": group.label, "step_num": context["step_num"],
+              "step_starts_ns": [int(start) for start in window.step_starts]})

@@ -62,6 +62,8 @@ class ProfilingInterpreter(fx.Interpreter):
         general_fetch = overridden & {"fetch_args_kwargs_from_env", "map_nodes_to_values"}
         self._plans = {node: None if general_fetch else _flat_plan(node) for node in self.timed}
         self._kept: RunTimings | None = None
+        self._owns_totals = type(self).run is ProfilingInterpreter.run
+        self._forget_runs()
 
     def _set_timed_call(self, gm: fx.GraphModule, k: int, node: fx.Node,
                         overridden: set[str]) -> bool:
@@ -81,6 +83,7 @@ class ProfilingInterpreter(fx.Interpreter):
             enable_io_processing: bool = True) -> Any:
         """Run the model once, timing each node; returns the model's output."""
         self.table.begin()
+        self._running = True
         try:
             if self._fast is not None and initial_env is None and enable_io_processing:
                 output = self._fast(*args)
@@ -89,7 +92,10 @@ class ProfilingInterpreter(fx.Interpreter):
         except BaseException:
             self.table.abandon()
             raise
+        finally:
+            self._running = False
         self.table.end()
+        self._runs_done += 1
         return output
 
     def _interpret(self, args: tuple, initial_env: dict | None, io: bool) -> Any:
@@ -141,6 +147,39 @@ class ProfilingInterpreter(fx.Interpreter):
         """Forget the runs so far (e.g. after warm-up)."""
         self.table.clear()
         self._kept = None
+        self._forget_runs()
+
+    def _forget_runs(self) -> None:
+        """Empty containers behind total_runtime_sec / runtimes_sec, filled natively again."""
+        self._totals: list[float] = []
+        self._runtimes: dict[fx.Node, list[float]] = {}
+        self._filled = 0  # runs pyfxprof wrote into each list of _runtimes
+        self._owns_runtimes = True
+        self._runs_done = self._synced = self._rows = 0
+        self._running = False
+
+    def _sync(self) -> None:
+        """Write the native timings of runs finished since the last access into the two
+        containers, unless someone else writes them: `runtimes_sec` once it holds entries
+        pyfxprof did not put there, `total_runtime_sec` when a subclass overrides run()
+        (its run() measures the whole, as the tutorial's does)."""
+        if self._synced == self._runs_done or self._running:
+            return  # nothing new, or a run in progress (its row is not complete)
+        self._synced = self._runs_done
+        timings = self.timings()
+        first, self._rows = self._rows, timings.intervals.shape[0]
+        self._owns_runtimes = self._owns_runtimes and all(
+            node in self._position and len(times) == self._filled
+            for node, times in self._runtimes.items())
+        overhead = self.calibration.overhead_ns
+        if self._owns_runtimes:
+            seconds = np.clip(timings.intervals[first:] - overhead, 0, None) / 1e9
+            for k, node in enumerate(self.timed):
+                self._runtimes.setdefault(node, []).extend(seconds[:, k].tolist())
+            self._filled += seconds.shape[0]
+        if self._owns_totals:
+            totals = timings.run_totals[first:] - len(self.timed) * overhead
+            self._totals.extend((np.clip(totals, 0, None) / 1e9).tolist())
 
     @property
     def incomplete_runs(self) -> int:
@@ -148,34 +187,50 @@ class ProfilingInterpreter(fx.Interpreter):
         return self.timings().incomplete_runs
 
     def node_seconds(self) -> np.ndarray:
-        """Overhead-corrected node times in seconds, runs x nodes."""
+        """Overhead-corrected node times in seconds, runs x nodes (pyfxprof's native timings,
+        whatever a subclass writes into runtimes_sec)."""
         corrected = self.timings().intervals - self.calibration.overhead_ns
         return np.clip(corrected, 0, None) / 1e9
 
     @property
     def total_runtime_sec(self) -> list[float]:
-        """Per-run total time in seconds, as in the tutorial."""
-        totals = self.timings().run_totals - len(self.timed) * self.calibration.overhead_ns
-        return (np.clip(totals, 0, None) / 1e9).tolist()
+        """Per-run total time in seconds, as in the tutorial: a list pyfxprof fills from its
+        native timings; a subclass may assign it or append to it (a subclass overriding run()
+        fills it itself)."""
+        self._sync()
+        return self._totals
+
+    @total_runtime_sec.setter
+    def total_runtime_sec(self, value: list[float]) -> None:
+        self._sync()
+        self._totals = value
 
     @property
     def runtimes_sec(self) -> dict[fx.Node, list[float]]:
-        """Per-node list of run times in seconds, keyed by node, as in the tutorial."""
-        seconds = self.node_seconds()
-        return {node: seconds[:, k].tolist() for k, node in enumerate(self.timed)}
+        """Per-node list of run times in seconds, keyed by torch.fx.Node, as in the tutorial:
+        a dict pyfxprof fills from its native timings until someone else writes into it (a
+        subclass's run_node, as the tutorial's); the same dict on every access."""
+        self._sync()
+        return self._runtimes
+
+    @runtimes_sec.setter
+    def runtimes_sec(self, value: dict[fx.Node, list[float]]) -> None:
+        self._sync()
+        self._runtimes, self._filled, self._owns_runtimes = value, 0, True
 
     def summary(self, should_sort: bool = False) -> str:
         """The tutorial's table: Op type, Op, Average runtime (s), Pct total runtime.
 
         Sorted by average runtime, largest first, when `should_sort`.
         """
-        seconds = self.node_seconds()
-        if seconds.shape[0] == 0:
+        runtimes = {node: times for node, times in self.runtimes_sec.items() if times}
+        if not runtimes:
             return "no runs recorded yet: call run(*args) first"
-        mean_node = seconds.mean(axis=0)
-        mean_total = float(np.mean(self.total_runtime_sec)) or float(mean_node.sum()) or 1.0
-        rows = [(node.op, node.name, float(mean_node[k]), float(mean_node[k] / mean_total * 100))
-                for k, node in enumerate(self.timed)]
+        means = {node: float(np.mean(times)) for node, times in runtimes.items()}
+        totals = self.total_runtime_sec
+        mean_total = float(np.mean(totals)) if totals else sum(means.values())
+        mean_total = mean_total or 1.0
+        rows = [(node.op, node.name, mean, mean / mean_total * 100) for node, mean in means.items()]
         if should_sort:
             rows.sort(key=lambda row: row[2], reverse=True)
         return _format_summary(rows)

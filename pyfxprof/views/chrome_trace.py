@@ -3,7 +3,8 @@
 The trace reads like a Kineto (torch.profiler) trace, so Perfetto, chrome://tracing,
 speedscope, Holistic Trace Analysis and torch-tb-profiler all open it:
 
-- one ``ProfilerStep#N`` slice (cat ``user_annotation``) per exported run N on the host track,
+- one ``ProfilerStep#N`` slice (cat ``user_annotation``) per exported run, N the loop step it was
+  made in (as torch numbers its steps; the run's index outside a loop), on the host track,
   lasting exactly from its first node's start to its last node's end;
 - inside it, one slice per module call level (cat ``python_function``, named by module path),
   bracketing the contiguous nodes under that module;
@@ -164,10 +165,10 @@ def _track_events(profile, chosen, layout, track: str, where: tuple, node_args) 
                 ("user_annotation" if a.get("op") == "range" else "cpu_op") for a in node_args]
     step_cat, step_name = (("gpu_user_annotation", "device step {}") if device
                            else ("user_annotation", "ProfilerStep#{}"))
-    events = []
+    events, steps = [], profile.run_steps()
     for k, run in enumerate(chosen.tolist()):
         run_start = int(layout["run_start"][k])
-        events.append(_complete(step_name.format(run), step_cat, where, run_start,
+        events.append(_complete(step_name.format(int(steps[run])), step_cat, where, run_start,
                                 int(layout[f"{track}_end"][k]),
                                 {"run": run, "run_total_ns": int(profile.run_totals[run])}))
         for block in blocks:

@@ -100,19 +100,20 @@ def _controls(height: int, title: str, subtitle: str) -> list[str]:
     ]
 
 
-def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None = None) -> str:
+def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None = None,
+                   by: str = "module") -> str:
     """The flame graph as an SVG document (root at the bottom, widths by inclusive weight).
 
     >>> flamegraph_svg(prof)[:5]  # doctest: +SKIP
     '<?xml'
     """
-    root = stack_tree(stack_weights(profile, metric))
+    root = stack_tree(stack_weights(profile, metric, by))
     frames = _layout(root)
     depth = max(d for d, _, _ in frames)
     height = HEADER + (depth + 1) * FRAME_HEIGHT + FOOTER
     scale = (WIDTH - 2 * PAD) / root["weight"] if root["weight"] else 0.0
     title = title or f"pyfxprof flame graph: {profile.meta.get('model', '?')}"
-    subtitle = (f"{metric} per node, inclusive by module · total {format_ns(root['weight'])} · "
+    subtitle = (f"{metric} per node, inclusive by {by} · total {format_ns(root['weight'])} · "
                 f"{profile.n_nodes} nodes · {profile.n_runs} runs · click to zoom")
     geometry = {"width": WIDTH, "pad": PAD, "charWidth": _CHAR_WIDTH, "total": root["weight"]}
     script = resources.files(__package__).joinpath("flamegraph_script.js").read_text("utf-8")
@@ -137,15 +138,16 @@ def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None =
 
 
 def export_flamegraph(profile: Profile, path, metric: str = "median",
-                      title: str | None = None) -> None:
+                      title: str | None = None, by: str = "module") -> None:
     """Write a self-contained, interactive SVG flame graph of ``profile`` to ``path``.
 
     One rectangle per module and node, width proportional to its inclusive ``metric`` time;
     labels are cut to fit and every frame has a tooltip with its name, time and percent.
-    Open it in a browser to zoom (click) and search (Ctrl+F).
+    Open it in a browser to zoom (click) and search (Ctrl+F). ``by="source"``: frames are
+    the model-code lines that created the nodes instead of modules.
 
     >>> export_flamegraph(prof, "flame.svg", metric="median", title="ResNet-18")  # doctest: +SKIP
     """
-    svg = flamegraph_svg(profile, metric=metric, title=title)
+    svg = flamegraph_svg(profile, metric=metric, title=title, by=by)
     with open_output(path) as stream:
         stream.write(svg)

@@ -22,9 +22,21 @@ from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, cumulative_pct, 
                           node_statistics, noisy_mask, relative_iqr, summary_of_totals,
                           with_flop_rate)
 from ..data.units import MISSING, format_flops, format_ns, format_pct, format_si
+from ..errors import PyfxprofError
 
 SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
-GROUP_KEYS = ("op", "target", "module_type", "module", "input_shape")
+#: torch.profiler's sort keys accepted by table(): the column each sorts the nodes by (a node's
+#: self and total time are the same node time; "count" is equal for every node: order kept).
+TORCH_SORT_KEYS = {
+    "cpu_time_total": "total", "self_cpu_time_total": "total", "cpu_time": "mean",
+    "count": "order", "cpu_memory_usage": "cpu_alloc_bytes",
+    "self_cpu_memory_usage": "cpu_alloc_bytes",
+    **{f"{p}{d}_time_total": "device_total" for d in ("cuda", "device") for p in ("", "self_")},
+    **{f"{d}_time": "device_mean" for d in ("cuda", "device")},
+    **{f"{p}{d}_memory_usage": "cuda_alloc_bytes" for d in ("cuda", "device")
+       for p in ("", "self_")},
+}
+GROUP_KEYS = ("op", "target", "module_type", "module", "input_shape", "source")
 NODE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path",
                         "median", "mean", "iqr", "pct_total", "cum_pct")
 #: Node columns by default when the profile has device (GPU) samples.
@@ -48,9 +60,12 @@ _TITLES = {
     "launch_bound": "Launch-bound", "input_shapes": "Input shapes",
     "output_shapes": "Output shapes", "flops": "FLOPs", "flop_per_s": "FLOP/s",
     "out_bytes": "Out bytes", "peak_bytes": "Peak bytes", "alloc_delta_bytes": "Alloc delta",
+    "cpu_alloc_bytes": "CPU alloc", "cpu_freed_bytes": "CPU freed", "cpu_peak_bytes": "CPU peak",
+    "cuda_alloc_bytes": "CUDA alloc", "cuda_freed_bytes": "CUDA freed",
+    "cuda_peak_bytes": "CUDA peak", "source": "Source",
 }
 _GROUP_TITLES = {"op": "Op type", "target": "Op", "module_type": "Module type",
-                 "module": "Module", "input_shape": "Op"}
+                 "module": "Module", "input_shape": "Op", "source": "Source"}
 _NOISE_HINT = "consider more runs or pinning threads"
 #: Noisy rows named in the one-line note.
 NOISY_NAMES = 4
@@ -158,6 +173,9 @@ def _group_keys(nodes: pd.DataFrame, group_by: str, depth: int) -> list:
         return rollup.module_keys(nodes, depth)
     if group_by == "input_shape":
         return rollup.input_shape_keys(nodes)
+    if group_by == "source" and "source" not in nodes:
+        raise PyfxprofError("group_by='source' needs source lines: profiles made by this "
+                            "pyfxprof version have a source column (FX and Dynamo captures)")
     return nodes[group_by].tolist()
 
 
@@ -258,8 +276,20 @@ def _check_depth(group_by: str | None, depth) -> None:
         raise ValueError(f"depth must be None or a positive int, got {depth!r}")
 
 
+def _torch_sort_key(sort_by, frame: pd.DataFrame):
+    """The column a torch.profiler sort key sorts by, or ``sort_by`` unchanged."""
+    column = TORCH_SORT_KEYS.get(sort_by)
+    if column is None:
+        return sort_by
+    if column not in SORT_KEYS and column not in frame.columns:
+        needs = ("profile(..., profile_memory=True)" if column.endswith("_bytes")
+                 else "device times (a profile of a CUDA model)")
+        raise PyfxprofError(f"sort_by={sort_by!r} needs {needs}; this profile has none")
+    return column
+
+
 def _check_args(sort_by, top, columns, valid_columns) -> None:
-    _choice("sort_by", sort_by, SORT_KEYS)
+    _choice("sort_by", sort_by, SORT_KEYS + tuple(TORCH_SORT_KEYS))
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise ValueError(f"top must be None or a positive int, got {top!r}")
     if columns is not None:
@@ -299,6 +329,7 @@ def build_view(profile, sort_by: str = "total", top: int | None = None,
         valid = tuple(frame.columns) + ("cum_pct",)
         default = NODE_DEFAULT_COLUMNS if profile.device_samples is None else DEVICE_DEFAULT_COLUMNS
     _check_args(sort_by, top, columns, valid)
+    sort_by = _torch_sort_key(sort_by, frame)
     frame = _sorted(frame, sort_by, name_column).reset_index(drop=True)
     frame["cum_pct"] = cumulative_pct(frame["pct_total"])
     shown = len(frame) if top is None else min(top, len(frame))
@@ -441,7 +472,8 @@ def render_html(view: View) -> str:
 
 def profile_table(profile, sort_by: str = "total", top: int | None = None,
                   columns: list[str] | None = None, group_by: str | None = None,
-                  depth: int | None = None, width: int | str | None = "auto") -> str:
+                  depth: int | None = None, width: int | str | None = "auto",
+                  row_limit: int | None = None) -> str:
     """``Profile.table``: the report as aligned text: header block, table, truncation and
     noise notes.
 
@@ -451,9 +483,13 @@ def profile_table(profile, sort_by: str = "total", top: int | None = None,
     "flop_per_s" (group view: "group", "nodes", statistics, "cum_pct", "flops",
     "flop_per_s"). group_by: None | "op" | "target" | "module_type" | "module" (inclusive
     time per module cut at ``depth``, default 1; see rollup) | "input_shape" (per op and
-    input shapes, like torch.profiler's group_by_input_shape). width: fit into this many
+    input shapes, like torch.profiler's group_by_input_shape) | "source" (per model-code
+    line that created the nodes, see capture.source). width: fit into this many
     characters (text columns cut, then columns dropped with a note); "auto": the
     terminal's width when stdout is one, else no limit; None: no limit.
+    torch.profiler's names work too: ``row_limit`` for ``top`` (-1: all rows) and its sort
+    keys (``cpu_time_total``, ``self_cpu_time_total``, ``cpu_time``, ``count``, memory and
+    CUDA keys: TORCH_SORT_KEYS; see docs/torch_profiler.md).
 
     >>> import numpy as np, pandas as pd
     >>> from pyfxprof.data.profile import Profile
@@ -464,6 +500,10 @@ def profile_table(profile, sort_by: str = "total", top: int | None = None,
     >>> text.splitlines()[-3:]
     ['Node  Median', '----  ------', 'x       5 ns']
     """
+    if row_limit is not None:
+        if top is not None:
+            raise PyfxprofError("give top or row_limit (torch.profiler's name for it), not both")
+        top = None if row_limit < 0 else row_limit
     view = build_view(profile, sort_by=sort_by, top=top, columns=columns, group_by=group_by,
                       depth=depth)
     return render_text(view, width=terminal_width() if width == "auto" else width)

@@ -1,4 +1,5 @@
-"""Folded stacks by module hierarchy, for flamegraph.pl, speedscope and pyfxprof's own SVG.
+"""Folded stacks by module hierarchy (or by source line), for flamegraph.pl, speedscope and
+pyfxprof's own SVG.
 
 Each node is one stack ``root;<module_stack...>;<node name>`` weighted by a per-node
 statistic of its host samples, in integer **ns** (tell flamegraph.pl so:
@@ -17,6 +18,12 @@ from ..data.profile import Profile
 from ..data.stats import node_statistics
 
 METRICS = ("median", "mean", "total", "min", "max")
+#: torch.profiler's export_stacks metrics: a node's time summed over the runs (host, device).
+TORCH_METRICS = {"self_cpu_time_total": "total", "cpu_time_total": "total",
+                 **{f"{p}{d}_time_total": "device_total" for d in ("cuda", "device")
+                    for p in ("", "self_")}}
+#: What the frames under root are: the module hierarchy, or the model-code source lines.
+STACK_KINDS = ("module", "source")
 ROOT = "root"
 
 
@@ -25,22 +32,43 @@ def _frame(text: str) -> str:
     return str(text).replace(";", ":").replace("\n", " ").replace("\r", " ")
 
 
-def stack_weights(profile: Profile, metric: str = "median") -> list[tuple[list[str], int]]:
+def stack_weights(profile: Profile, metric: str = "median", by: str = "module"
+                  ) -> list[tuple[list[str], int]]:
     """Per node, in execution order: (frames root..node name, weight in integer ns).
+    ``by="source"``: the frames are the model-code lines that created the node (capture.source).
 
     >>> stack_weights(prof)[0]  # doctest: +SKIP
     (['root', 'layer1', 'layer1.0', 'layer1.0.conv1'], 41250)
     """
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
-    values = node_statistics(profile.samples)[metric].to_numpy(dtype=np.float64)
-    weights = np.rint(np.nan_to_num(values, nan=0.0)).astype(np.int64).tolist()
+    if by not in STACK_KINDS:
+        raise ValueError(f"by must be one of {list(STACK_KINDS)}, got {by!r}")
+    weights = np.rint(np.nan_to_num(_metric_values(profile, metric), nan=0.0)).astype(
+        np.int64).tolist()
     nodes = profile.nodes
+    if by == "source":
+        sources = nodes["source_stack"] if "source_stack" in nodes else [()] * len(nodes)
+        stacks = [[ROOT] + [_frame(f) for f in frames] + [_frame(name)]
+                  for frames, name in zip(sources, nodes["name"])]
+        return list(zip(stacks, weights))
     stacks = [_stack(tuple(modules), name, op == "call_module" and bool(modules)
                      and modules[-1] == path)
               for modules, name, op, path in zip(nodes["module_stack"], nodes["name"],
                                                  nodes["op"], nodes["module_path"])]
     return list(zip(stacks, weights))
+
+
+def _metric_values(profile: Profile, metric: str) -> np.ndarray:
+    """Per-node ns of ``metric`` (METRICS, or a torch.profiler metric of TORCH_METRICS)."""
+    metric = TORCH_METRICS.get(metric, metric)
+    samples = profile.samples
+    if metric == "device_total":  # without device times all zero, as torch.profiler's on CPU
+        samples, metric = profile.device_samples, "total"
+        if samples is None:
+            return np.zeros(profile.n_nodes)
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {list(METRICS) + list(TORCH_METRICS)}, "
+                         f"got {metric!r}")
+    return node_statistics(samples)[metric].to_numpy(dtype=np.float64)
 
 
 def _stack(modules: tuple, name: str, module_call: bool) -> list[str]:
@@ -49,24 +77,26 @@ def _stack(modules: tuple, name: str, module_call: bool) -> list[str]:
     return frames if module_call else frames + [_frame(name)]
 
 
-def folded_stacks(profile: Profile, metric: str = "median") -> list[str]:
+def folded_stacks(profile: Profile, metric: str = "median", by: str = "module") -> list[str]:
     """One folded line per node: ``root;mod;mod.sub;node <weight ns>``.
 
     >>> folded_stacks(prof)[:1]  # doctest: +SKIP
     ['root;layer1;layer1.0;layer1.0.conv1 41250']
     """
-    return [f"{';'.join(frames)} {weight}" for frames, weight in stack_weights(profile, metric)]
+    return [f"{';'.join(frames)} {weight}" for frames, weight in stack_weights(profile, metric, by)]
 
 
-def export_stacks(profile: Profile, path, metric: str = "median") -> None:
+def export_stacks(profile: Profile, path, metric: str = "median", by: str = "module") -> None:
     """Write folded stacks (one line per node, weights in ns of ``metric``) to ``path``.
 
-    ``metric``: median | mean | total | min | max. Read by ``flamegraph.pl --countname ns
+    ``metric``: median | mean | total | min | max, or torch.profiler's self_cpu_time_total /
+    cpu_time_total (= total) and the CUDA ones (device total). ``by``: "module" (module
+    hierarchy) or "source" (model-code lines). Read by ``flamegraph.pl --countname ns
     stacks.txt > fg.svg`` and by https://www.speedscope.app (whose "samples" are ns here).
 
-    >>> export_stacks(prof, "stacks.txt", metric="total")  # doctest: +SKIP
+    >>> export_stacks(prof, "stacks.txt", metric="self_cpu_time_total", by="source")  # doctest: +SKIP
     """
-    lines = folded_stacks(profile, metric)
+    lines = folded_stacks(profile, metric, by)
     with open_output(path) as stream:
         stream.write("".join(line + "\n" for line in lines))
 

@@ -1,0 +1,80 @@
+"""Memory per node (profile_memory=True): torch's allocator events in the untimed analysis run,
+checked against torch.profiler's own figures for the same model in the same test."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+
+import pyfxprof
+from pyfxprof.errors import PyfxprofError
+
+
+@pytest.fixture(scope="module")
+def resnet_memory():
+    model, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, 64, 64)
+    prof = pyfxprof.profile(model, (x,), runs=2, warmup=0, profile_memory=True, progress=False)
+    with torch.inference_mode(), torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as torch_prof:
+        model(x)
+    return prof, torch_prof
+
+
+def test_allocations_per_node_add_up_to_torch_profilers_within_5_percent(resnet_memory):
+    prof, torch_prof = resnet_memory
+    events = torch_prof.profiler.kineto_results.events()
+    torch_alloc = sum(e.nbytes() for e in events if e.name() == "[memory]" and e.nbytes() > 0)
+    ours = int(prof.nodes["cpu_alloc_bytes"].sum())
+    assert torch_alloc > 0 and abs(ours - torch_alloc) / torch_alloc < 0.05, (ours, torch_alloc)
+    # the difference: fx traces torchvision's `out += identity` as an out-of-place add
+    adds = prof.nodes[prof.nodes["target"] == "_operator.add"]
+    assert abs(ours - torch_alloc - int(adds["out_bytes"].sum())) <= 0.01 * torch_alloc
+    conv1 = prof.nodes.set_index("name").loc["conv1"]
+    assert conv1["cpu_alloc_bytes"] >= conv1["out_bytes"]  # its output, at least
+    assert (prof.nodes["cpu_peak_bytes"] <= prof.nodes["cpu_alloc_bytes"]).all()
+    assert "cuda_alloc_bytes" not in prof.nodes  # a CPU model: no CUDA columns
+
+
+def test_key_averages_memory_columns_sort_like_torch(resnet_memory):
+    prof, _ = resnet_memory
+    averages = prof.key_averages()
+    lines = averages.table(sort_by="self_cpu_memory_usage", row_limit=3).splitlines()
+    assert "CPU Mem" in lines[1] and "Self CPU Mem" in lines[1] and "CUDA Mem" not in lines[1]
+    usage = sorted((row.self_cpu_memory_usage for row in averages), reverse=True)
+    first = max(averages, key=lambda row: row.self_cpu_memory_usage)
+    assert lines[3].split()[0] == first.key and first.self_cpu_memory_usage == usage[0]
+    net = prof.nodes["cpu_alloc_bytes"] - prof.nodes["cpu_freed_bytes"]
+    assert sum(row.self_cpu_memory_usage for row in averages) == int(net.sum())
+
+
+def test_memory_timeline_exports(resnet_memory, tmp_path):
+    prof, _ = resnet_memory
+    prof.export_memory_timeline(tmp_path / "memory.json")
+    rows = json.loads((tmp_path / "memory.json").read_text())["nodes"]
+    assert [r["name"] for r in rows] == prof.nodes["name"].tolist()
+    starts = np.array([r["live_start_bytes"] for r in rows])
+    ends = np.array([r["live_end_bytes"] for r in rows])
+    assert (np.array([r["peak_bytes"] for r in rows]) >= starts).all()
+    assert (starts[1:] <= ends[:-1]).all()  # between nodes, only dead values are freed
+    prof.export_memory_timeline(tmp_path / "memory.html")
+    assert "data:image/png;base64," in (tmp_path / "memory.html").read_text()
+    prof.export_memory_timeline(tmp_path / "memory.png")
+    assert (tmp_path / "memory.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(PyfxprofError, match="no cuda memory figures"):
+        prof.export_memory_timeline(tmp_path / "cuda.json", device="cuda")
+
+
+def test_without_profile_memory_there_are_no_allocator_columns():
+    prof = pyfxprof.profile(torch.nn.Linear(4, 4), (torch.randn(2, 4),), runs=1, warmup=0,
+                            progress=False)
+    assert "cpu_alloc_bytes" not in prof.nodes
+    with pytest.raises(PyfxprofError, match="profile_memory=True"):
+        prof.table(sort_by="self_cpu_memory_usage")
+
+
+def test_memory_columns_survive_save_and_load(resnet_memory, tmp_path):
+    prof, _ = resnet_memory
+    prof.save(tmp_path / "rn18.json")
+    assert pyfxprof.load(tmp_path / "rn18.json") == prof

@@ -1,0 +1,68 @@
+"""Source lines per node: the model-code line that created each node (FX and Dynamo), grouped,
+in key_averages, folded stacks and flame graphs."""
+
+import pytest
+import torch
+import torchvision
+
+import pyfxprof
+from pyfxprof.capture.source import is_internal, source_frames
+from tests.hf_models import gpt2
+
+TRACE = ('File "/env/site-packages/torchvision/models/resnet.py", line 285, in forward\n'
+         '    return self._forward_impl(x)\n'
+         f'  File "{torch.__file__}", line 10, in call_module\n    x\n'
+         '  File "/env/site-packages/transformers/modeling_utils.py", line 5, in wrapper\n    y\n'
+         '  File "/env/site-packages/transformers/models/gpt2/modeling_gpt2.py", line 7, in forward\n')
+
+
+def test_source_frames_keep_model_code_and_leave_internals_out():
+    assert source_frames(TRACE) == ("resnet.py:285 in forward", "modeling_gpt2.py:7 in forward")
+    assert len(source_frames(TRACE, internal=True)) == 4
+    assert source_frames(None) == ()
+    assert is_internal("<eval_with_key>.3") and not is_internal("/home/me/net.py")
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    return pyfxprof.profile(torchvision.models.resnet18().eval(), (torch.randn(1, 3, 32, 32),),
+                            runs=2, warmup=0, progress=False)
+
+
+def test_resnet18_nodes_name_their_torchvision_lines(resnet):
+    nodes = resnet.nodes.set_index("name")
+    assert resnet.meta["capture_mode"] == "fx"
+    assert nodes.loc["conv1", "source"].startswith("resnet.py:") and \
+        nodes.loc["conv1", "source"].endswith("in _forward_impl")
+    assert nodes.loc["layer1_0_conv1", "source_stack"][-1].endswith("in forward")
+    assert all(s.startswith("resnet.py:") for s in resnet.nodes["source"])
+    # every residual add of a BasicBlock comes from one line
+    adds = nodes[nodes["target"] == "_operator.add"]["source"]
+    assert len(adds) == 8 and adds.nunique() == 1
+
+
+def test_group_by_source_stacks_and_flame_graph(resnet, tmp_path):
+    lines = resnet.table(group_by="source", width=None, sort_by="order").splitlines()
+    header = next(k for k, line in enumerate(lines) if line.startswith("Source"))
+    assert lines[header + 2].split()[0] == resnet.nodes["source"][0].split()[0]
+    averages = resnet.key_averages(group_by_stack_n=2)
+    assert all(1 <= len(row.stack) <= 2 for row in averages)
+    assert "Source Location" in averages.table().splitlines()[1]
+    resnet.export_stacks(tmp_path / "stacks.txt", metric="self_cpu_time_total", by="source")
+    folded = (tmp_path / "stacks.txt").read_text().splitlines()
+    assert len(folded) == resnet.n_nodes
+    frames, weight = folded[0].rsplit(" ", 1)
+    assert frames.split(";")[:2] == ["root", resnet.nodes["source_stack"][0][0]]
+    assert int(weight) == int(resnet.samples[:, 0].sum())  # total over runs, in ns
+    resnet.export_flamegraph(tmp_path / "flame.svg", by="source")
+    assert "resnet.py:" in (tmp_path / "flame.svg").read_text()
+
+
+def test_tiny_gpt2_dynamo_nodes_name_modeling_gpt2_lines():
+    model, inputs = gpt2()
+    prof = pyfxprof.profile(model.eval(), inputs, runs=1, warmup=0, progress=False)
+    assert prof.meta["capture_mode"] == "dynamo"
+    sources = prof.nodes["source"]
+    assert (sources != "").mean() > 0.9
+    named = sources[sources != ""]
+    assert named.str.startswith("modeling_gpt2.py:").all()  # no transformers/torch internals
