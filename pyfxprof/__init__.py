@@ -62,6 +62,7 @@ _METHODS = {
     "Profile._repr_html_": ("views.report", "profile_html"),
     "Profile.export": ("views.exporters", "export"),
     "Profile.key_averages": ("views.key_averages", "key_averages"),
+    "Profile.events": ("views.key_averages", "events"),
     "Profile.export_memory_timeline": ("views.memory_timeline", "export_memory_timeline"),
     "Profile.plot": ("views.plot", "plot"),
     "Profile.plot_latency": ("views.latency_plots", "plot_latency"),

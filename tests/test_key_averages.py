@@ -106,3 +106,23 @@ def test_profile_table_accepts_torchs_row_limit_and_sort_keys():
         prof.table(sort_by="self_cuda_time_total")
     with pytest.raises(PyfxprofError, match="not both"):
         prof.table(top=2, row_limit=2)
+
+
+def test_events_are_one_row_per_node_call_with_its_run_and_loop_step():
+    prof = nested_profile(memory=True)
+    events = prof.events()
+    assert len(events) == prof.n_nodes * prof.n_runs
+    first = events[0]
+    assert (first.key, first.node, first.run, first.step, first.count) == ("Net", "Net", 0, 0, 1)
+    assert first.cpu_time_total == pytest.approx(10.0) and first.self_cpu_time_total == \
+        pytest.approx(10.0 - 6.0 - 1.0 - 2.0)
+    assert events[5].run == 1 and events[5].cpu_time_total == pytest.approx(12.0)
+    totals = {row.key: row.self_cpu_time_total for row in prof.key_averages()}
+    assert sum(e.self_cpu_time_total for e in events if e.key == "ReLU") == pytest.approx(
+        totals["ReLU"])
+    assert first.cpu_memory_usage == 600 and "CPU Mem" in events.table().splitlines()[1]
+    looped = Profile(prof.nodes, prof.samples, prof.run_totals,
+                     {"loop": {"steps": [6, 7], "step_starts_ns": [100, 200]}},
+                     run_starts=np.array([150, 250]))
+    assert looped.run_steps().tolist() == [6, 7]
+    assert {e.step for e in looped.events() if e.run == 1} == {7}

@@ -128,5 +128,6 @@ def test_step7_the_recipes_trace_handler_runs_unchanged_and_numbers_steps_as_tor
             model(inputs)
             p.step()
     assert seen["pyfxprof"] == seen["torch"]
+    assert {event.step for event in p.profiles[-1].events()} == {6, 7}
     assert [step_num for step_num, _, _ in seen["torch"]] == [4, 8]
     assert seen["torch"][1][1] == ["ProfilerStep#6", "ProfilerStep#7"]

@@ -45,6 +45,9 @@ class KeyAverage:
     self_device_memory_usage: int = 0
     input_shapes: str = ""
     stack: list[str] = field(default_factory=list)
+    node: str = ""  # events() only: the node, the run and the loop step of this one call
+    run: int = -1
+    step: int = -1
 
     @property
     def cpu_time(self) -> float:
@@ -127,16 +130,55 @@ def key_averages(profile, group_by_input_shape: bool = False,
                        group_by_stack_n)
 
 
+def events(profile) -> KeyAverages:
+    """torch.profiler's events(): one row per node call (node x run), its ``key`` the op kind,
+    ``node``, ``run`` and loop ``step`` named, times in µs, memory the node's (measured once,
+    in the analysis run).
+
+    Example:
+        >>> [(e.key, e.node, e.step) for e in prof.events()][:1]  # doctest: +SKIP
+        [('Conv2d', 'conv1', 0)]
+    """
+    nodes, parents = profile.nodes, rollup.parent_nodes(profile.nodes)
+    per_call = {}
+    for name, samples in _time_samples(profile).items():
+        per_call[f"{name}_time_total"] = samples / 1e3
+        per_call[f"self_{name}_time_total"] = rollup.self_values(samples, parents) / 1e3
+    memory = _memory(profile, parents)
+    kinds, names, steps = rollup.op_kind_keys(nodes), nodes["name"].tolist(), profile.run_steps()
+    rows = []
+    for run in range(profile.n_runs):
+        for k, kind in enumerate(kinds):
+            row = KeyAverage(kind, count=1, node=str(names[k]), run=run, step=int(steps[run]))
+            for attribute, values in per_call.items():
+                setattr(row, attribute, float(values[run, k]))
+            for attribute, values in memory.items():
+                setattr(row, attribute, values[k])
+            rows.append(row)
+    return KeyAverages(rows, profile.device_samples is not None, CPU_MEMORY in nodes,
+                       DEVICE_MEMORY in nodes, False, 0)
+
+
+def _time_samples(profile) -> dict[str, np.ndarray]:
+    """Host ("cpu") and, when measured, device ns per run and node."""
+    if profile.device_samples is None:
+        return {"cpu": profile.samples}
+    return {"cpu": profile.samples, "device": profile.device_samples}
+
+
 def _per_node(profile, parents: np.ndarray) -> dict[str, list]:
     """Row attributes per node: µs over all runs (total and self), memory bytes net of frees."""
     per_node = {}
-    columns = {"cpu": profile.samples}
-    if profile.device_samples is not None:
-        columns["device"] = profile.device_samples
-    for name, samples in columns.items():
+    for name, samples in _time_samples(profile).items():
         total = samples.sum(axis=0)
         per_node[f"{name}_time_total"] = (total / 1e3).tolist()
         per_node[f"self_{name}_time_total"] = (rollup.self_values(total, parents) / 1e3).tolist()
+    return {**per_node, **_memory(profile, parents)}
+
+
+def _memory(profile, parents: np.ndarray) -> dict[str, list]:
+    """Memory attributes per node (bytes allocated minus freed, and self), when measured."""
+    per_node = {}
     for name, prefix in (("cpu", "cpu"), ("device", "cuda")):
         if f"{prefix}_alloc_bytes" in profile.nodes:
             net = (profile.nodes[f"{prefix}_alloc_bytes"].to_numpy(np.int64)
