@@ -4,11 +4,13 @@ checked against torch.profiler's own figures for the same model in the same test
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torchvision
 
 import pyfxprof
+from pyfxprof.data import rollup
 from pyfxprof.errors import PyfxprofError
 
 
@@ -78,3 +80,20 @@ def test_memory_columns_survive_save_and_load(resnet_memory, tmp_path):
     prof, _ = resnet_memory
     prof.save(tmp_path / "rn18.json")
     assert pyfxprof.load(tmp_path / "rn18.json") == prof
+
+
+def test_module_rows_carry_memory_including_their_children(resnet_memory):
+    prof, _ = resnet_memory
+    nodes = prof.nodes
+    keys = rollup.module_keys(nodes, 1)
+    memory = rollup.group_memory(nodes, keys, ["layer1", "layer2"])
+    inside = nodes[[key == "layer1" for key in keys]]
+    assert memory["cpu_alloc_bytes"][0] == inside["cpu_alloc_bytes"].sum()
+    assert memory["cpu_peak_bytes"][0] >= inside["cpu_peak_bytes"].max() > 0
+    text = prof.table(group_by="module", sort_by="cpu_memory_usage", width=None,
+                      columns=["group", "cpu_alloc_bytes", "cpu_peak_bytes"]).splitlines()
+    header = next(k for k, line in enumerate(text) if line.startswith("Module"))
+    assert "CPU alloc" in text[header] and "CPU peak" in text[header]
+    allocated = [row.split()[0] for row in text[header + 2:header + 4]]
+    top = nodes.groupby(pd.Series(keys), sort=False)["cpu_alloc_bytes"].sum().nlargest(2)
+    assert allocated == list(top.index)

@@ -100,6 +100,31 @@ def self_values(values: np.ndarray, parents: np.ndarray) -> np.ndarray:
     return result
 
 
+def group_memory(nodes: pd.DataFrame, keys: list, names: list, device: str = "cpu"
+                 ) -> dict[str, np.ndarray]:
+    """Per group (``names``, in that order) of the nodes sharing ``keys``: bytes allocated and
+    freed inside its nodes (summed) and the peak live bytes reached inside them above the live
+    bytes at its first node's start (a module's peak including its children, for the
+    contiguous groups of group_by="module"); from the ``{device}_*_bytes`` columns.
+
+    Example:
+        >>> nodes = pd.DataFrame({"cpu_alloc_bytes": [100, 50, 10], "cpu_freed_bytes": [0, 100, 0],
+        ...     "cpu_peak_bytes": [100, 50, 10], "cpu_live_bytes": [100, 50, 60]})
+        >>> {k: v.tolist() for k, v in group_memory(nodes, ["a", "a", "b"], ["a", "b"]).items()}
+        {'cpu_alloc_bytes': [150, 10], 'cpu_freed_bytes': [100, 0], 'cpu_peak_bytes': [150, 10]}
+    """
+    column = lambda figure: nodes[f"{device}_{figure}_bytes"].to_numpy(np.int64)  # noqa: E731
+    alloc, freed, peak, live = column("alloc"), column("freed"), column("peak"), column("live")
+    start = live - alloc + freed
+    frame = pd.DataFrame({"key": pd.Series(keys, dtype=object), "alloc": alloc, "freed": freed,
+                          "top": start + peak, "start": start})
+    grouped = frame.groupby("key", sort=False)
+    sums, first = grouped[["alloc", "freed"]].sum().reindex(names), grouped["start"].first()
+    return {f"{device}_alloc_bytes": sums["alloc"].to_numpy(np.int64),
+            f"{device}_freed_bytes": sums["freed"].to_numpy(np.int64),
+            f"{device}_peak_bytes": (grouped["top"].max() - first).reindex(names).to_numpy(np.int64)}
+
+
 def input_shape_keys(nodes: pd.DataFrame) -> list[str]:
     """One key per node: its op and input shapes, split again by `split_shape_key`. The op is
     the module type for module calls (all Conv2d calls on one shape group together, as

@@ -196,6 +196,10 @@ def _group_frame(profile, group_by: str, depth: int = 1) -> pd.DataFrame:
         flops = pd.to_numeric(profile.nodes["flops"], errors="coerce")
         frame["flops"] = flops.groupby(np.asarray(keys, dtype=object), sort=False).sum().reindex(
             names).to_numpy()
+    for device in ("cpu", "cuda"):  # profile_memory=True: allocated, freed, peak per group
+        if f"{device}_live_bytes" in profile.nodes:
+            for column, values in rollup.group_memory(profile.nodes, keys, names, device).items():
+                frame[column] = values
     return with_flop_rate(frame)
 
 
