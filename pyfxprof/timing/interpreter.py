@@ -31,7 +31,12 @@ class ProfilingInterpreter(fx.Interpreter):
     """Times every node of a model with native timers around the node's own call.
 
     Drop-in for the tutorial's ``ProfilingInterpreter``: ``run(*args)`` as often as wanted,
-    then ``summary(should_sort)``, ``runtimes_sec`` and ``total_runtime_sec``. The
+    then ``summary(should_sort)``, ``runtimes_sec`` and ``total_runtime_sec``; the tutorial's
+    own class subclasses it unchanged. ``runtimes_sec`` (a dict keyed by torch.fx.Node) and
+    ``total_runtime_sec`` (a list) behave as plain attributes: the same containers on every
+    access, which a subclass may assign, append to or fill itself; pyfxprof fills them from its
+    native timings (on access, after each run) until a subclass writes its own numbers (or, for
+    the totals, overrides run()), and ``summary()`` shows what they hold. The
     interpreter's bookkeeping (fetching arguments, looking up a call_module's submodule)
     happens outside the timed call; the calibrated cost of a timed call is subtracted from
     every node. A subclass that overrides ``call_module`` (or another ``call_*`` method) gets
