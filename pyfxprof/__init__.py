@@ -29,6 +29,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "Advice": ("analyses.advisor", "Advice"),
     "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
+    "CompiledDiff": ("analyses.compiled", "CompiledDiff"),  # eager vs compiled, per module
     "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
     "FusionError": ("tools.fusion", "FusionError"),
     "FusionReport": ("tools.fusion", "FusionReport"),
@@ -45,6 +46,7 @@ _PUBLIC = {
     "diff": ("analyses.diff", "diff"),
     "fuse_conv_bn": ("tools.fusion", "fuse_conv_bn"),
     "gather": ("run.distributed", "gather"),  # every rank's Profile on one rank
+    "kernel_table": ("analyses.compiled", "kernel_table"),  # a compiled profile's kernels
     "load": ("data.persist", "load_profile"),  # a profile saved by Profile.save (JSON, gzip)
     "load_rank_profiles": ("data.rank_profiles", "load_rank_profiles"),
     "max_abs_difference": ("tools.fusion", "max_abs_difference"),

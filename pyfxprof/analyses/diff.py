@@ -27,6 +27,7 @@ from ..data.units import MISSING, format_ns, format_pct
 from ..errors import PyfxprofError
 from ..views import report
 from ..views.diff_plots import node_label
+from .compiled import CompiledDiff, is_compiled_profile
 
 #: Views of :meth:`ProfileDiff.compare`: one row per node, or per value of a node column,
 #: or per module (optionally cut at a depth).
@@ -396,12 +397,16 @@ def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
     alpha: significance level of the two-sided Mann–Whitney U test over per-run samples.
     min_runs: fewest runs per side for p-values; with fewer, p_value is NaN and categories
     use the relative change alone (like TraceDiff). Host times only.
+    An eager profile against a compiled one (profile(torch.compile(m))) gives a
+    analyses.compiled.CompiledDiff instead: per module path, eager vs kernel time.
 
     >>> d = diff("base.json", "pr.json", labels=("main", "pr"))   # doctest: +SKIP
     >>> print(d.table(top=10))                                     # doctest: +SKIP
     """
-    return ProfileDiff(load_input(control), load_input(test), labels, min_change, alpha,
-                       min_runs)
+    control, test = load_input(control), load_input(test)
+    if is_compiled_profile(test) and not is_compiled_profile(control):
+        return CompiledDiff(control, test, labels)
+    return ProfileDiff(control, test, labels, min_change, alpha, min_runs)
 
 
 def _signed_pct(fraction) -> str:

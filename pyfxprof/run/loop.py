@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from ..timing.native import _C
+from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs, split_inputs
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.profile import Profile
@@ -109,6 +110,10 @@ class Profiler:
         if not isinstance(model, torch.nn.Module):
             raise PyfxprofError(
                 f"expected a torch.nn.Module to profile, got {type(model).__name__}")
+        if is_compiled(model):
+            raise PyfxprofError("Profiler loops do not time torch.compile'd models: use "
+                                "pyfxprof.profile(compiled_model, inputs) for per-kernel times, "
+                                "or pass model._orig_mod to profile the loop eagerly")
         for label, value in (("schedule", schedule), ("on_trace_ready", on_trace_ready)):
             if value is not None and not callable(value):
                 raise PyfxprofError(f"{label} must be callable, got {type(value).__name__}")

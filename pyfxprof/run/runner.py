@@ -11,6 +11,7 @@ import torch
 
 from ..capture.analysis import describe
 from ..capture.dynamo import GRANULARITIES
+from ..capture.inductor import compile_settings, is_compiled
 from ..capture.ladder import Prepared, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.model_state import evaluation_mode, grad_context
@@ -27,6 +28,7 @@ from ..timing.failures import node_kind, run_failure
 from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
+from .compiled import profile_compiled
 from .metadata import run_meta
 from .noise import RunMeter
 from .progress import Progress
@@ -42,6 +44,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,
             device: str | None = None, device_events: bool | None = None,
             granularity: str = "function", profile_memory: bool = False,
+            compile: bool | dict | None = None,
             **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
@@ -53,7 +56,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     Args:
         example_inputs: a tuple of positional arguments, a dict of keyword arguments, a
             pyfxprof.BoundInputs (both), or one tensor; copied, never run on themselves.
-        runs, warmup: timed runs kept, and untimed runs before them.
+        runs, warmup: timed runs kept, and untimed runs before them. compile: docs/compiled.md.
         mode: "codegen" (one native mark per node boundary, recompiled) or "interpreter".
         capture: "auto" (the ladder of docs/capture.md) or one forced rung: "fx", "dynamo",
             "hooks" or "whole". granularity: "function" (default) or "aten" (dynamo).
@@ -73,6 +76,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         (2, 5)
     """
     _check_arguments(model, runs, warmup, mode, torch_profiler_options)
+    if is_compiled(model) or compile not in (None, False):
+        return _profile_compiled(**locals())  # the arguments as given
     model, example_inputs = place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
     with evaluation_mode(model), grad_context(grad):
@@ -91,6 +96,18 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
                          dropped_records=RECORDER.dropped_total - drops_before,
                          warmup_totals_ns=warmup_totals)
     return build_profile(prepared.frame, timings, meta, executor.device_samples(), run_noise)
+
+
+def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, warmup: int, *,
+                      compile: bool | dict | None, name: str | None, progress: bool, grad: bool,
+                      device: str | None, device_events: bool | None, **_: Any) -> Profile:
+    """profile() of a torch.compile'd model, or of `model` compiled as `compile` says (True
+    or dict(mode=, dynamic=, options=); docs/compiled.md). Other profile() arguments (capture,
+    mode, tracer options) do not apply to compiled models."""
+    eager, settings = compile_settings(model, compile)
+    return profile_compiled(model, eager, settings, example_inputs, runs, warmup, name=name,
+                            progress=progress, grad=grad, placement=(device, device_events),
+                            timed_runs=_timed_runs, device=device_of(eager, ()))
 
 
 def _profile_meta(model: torch.nn.Module, name: str | None, prepared: Prepared, executor,

@@ -12,6 +12,7 @@ from ...run.runner import CHOICES, profile
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .arg_types import device_name
+from .compile_args import add_compile_arguments, compile_option, print_compiled
 from .model_args import add_model_arguments, model_and_inputs
 from .report import (add_export_arguments, add_table_arguments, print_ranks, print_table,
                      write_exports)
@@ -34,6 +35,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--granularity", choices=CHOICES["granularity"], default="function",
                         help="nodes are torch functions and methods (default) or aten ops "
                              "(through TorchDynamo)")
+    add_compile_arguments(parser)
     add_table_arguments(parser)
     add_latency_arguments(parser)
     parser.add_argument("--advise", action="store_true",
@@ -56,20 +58,27 @@ def profile_arguments(args: argparse.Namespace) -> dict:
     """profile()'s keyword arguments from the parsed options (every call site uses this).
 
     >>> profile_arguments(argparse.Namespace(runs=5, warmup=1, mode="codegen", device=None,
-    ...                                      capture="auto", granularity="aten"))["granularity"]
+    ...     capture="auto", granularity="aten", compile=False, compile_mode=None,
+    ...     compare_eager=False))["granularity"]
     'aten'
     """
     return {"runs": args.runs, "warmup": args.warmup, "mode": args.mode, "device": args.device,
-            "capture": args.capture, "granularity": args.granularity}
+            "capture": args.capture, "granularity": args.granularity,
+            "compile": compile_option(args)}
 
 
 def run(args: argparse.Namespace) -> int:
     if args.ranks_out:
         return run_ranks(args)
     model, inputs, name = model_and_inputs(args)
-    prof = profile(model, inputs, name=name, **profile_arguments(args))
+    options = profile_arguments(args)
+    prof = profile(model, inputs, name=name, **options)
     print_table(chosen_runs(prof, args), args)
     print_latency(chosen_runs(prof, args), args)
+    if options["compile"] is not None:
+        eager = (profile(model, inputs, name=name, **dict(options, compile=None))
+                 if args.compare_eager else None)
+        print_compiled(prof, eager, args.top)
     if args.advise:
         print()
         print(prof.advise())

@@ -1,0 +1,196 @@
+"""Compiled profiles (capture_mode "inductor"): the kernel table with each kernel's provenance,
+and the eager-vs-compiled comparison per module path (what compiling saved in each module and
+which kernels replaced which ops). See docs/compiled.md.
+
+Example:
+    >>> d = pyfxprof.diff(eager_profile, compiled_profile)   # doctest: +SKIP
+    >>> print(d.table(top=10))                               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..data.profile import Profile
+from ..data.units import format_ns, format_pct
+from ..errors import PyfxprofError
+
+#: The capture mode of a compiled profile.
+INDUCTOR = "inductor"
+#: Row of the time no node (eager) or kernel (compiled) covers, in both tables.
+OUTSIDE = "(outside kernels)"
+
+
+def is_compiled_profile(profile: Profile) -> bool:
+    """True for a profile of a torch.compile'd model (one row per Inductor kernel)."""
+    return profile.meta.get("capture_mode") == INDUCTOR
+
+
+def _medians(profile: Profile) -> np.ndarray:
+    return np.median(profile.samples.astype(np.float64), axis=0)
+
+
+def _cell(values, limit: int = 4) -> str:
+    """Up to `limit` distinct values of a tuple cell, "(root)" for the empty module path."""
+    items = list(dict.fromkeys("(root)" if v == "" else str(v) for v in (values or ())))
+    more = f" +{len(items) - limit}" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def kernel_frame(profile: Profile) -> pd.DataFrame:
+    """One row per kernel call (and the outside row), slowest first: name, kind, median_ns,
+    pct (of the median total), modules, source_nodes, aten_ops, source_lines.
+
+    Example:
+        >>> kernel_frame(compiled_profile).iloc[0]["name"]     # doctest: +SKIP
+        'extern_kernels.convolution#2'
+    """
+    if not is_compiled_profile(profile):
+        raise PyfxprofError("kernel tables need a compiled profile: profile(torch.compile(m), "
+                            "...) or profile(m, ..., compile=True)")
+    nodes, medians = profile.nodes, _medians(profile)
+    total = float(np.median(profile.run_totals))
+    frame = pd.DataFrame({
+        "name": nodes["name"], "kind": nodes["op"], "median_ns": medians,
+        "pct": 100.0 * medians / total if total else np.nan,
+        "modules": nodes["source_modules"].map(_cell),
+        "source_nodes": nodes["source_nodes"].map(_cell),
+        "aten_ops": nodes["aten_ops"].map(_cell), "source_lines": nodes["source_lines"].map(_cell)})
+    return frame.sort_values("median_ns", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def kernel_table(profile: Profile, top: int | None = 20) -> str:
+    """The kernel table as text: each kernel's median, share and provenance.
+
+    Example:
+        >>> print(kernel_table(compiled_profile, top=5))     # doctest: +SKIP
+    """
+    frame = kernel_frame(profile).head(top)
+    shown = pd.DataFrame({"Kernel": frame["name"].map(lambda s: _cut(s, 44)),
+                          "Kind": frame["kind"], "Median": frame["median_ns"].map(format_ns),
+                          "%": frame["pct"].map(format_pct),
+                          "Modules": frame["modules"].map(lambda s: _cut(s, 40)),
+                          "Source nodes": frame["source_nodes"].map(lambda s: _cut(s, 36)),
+                          "Aten ops": frame["aten_ops"].map(lambda s: _cut(s, 40))})
+    coverage = format_pct(100.0 * profile.meta.get("coverage", np.nan))
+    known = format_pct(100.0 * provenance_coverage(profile))
+    head = (f"kernels of {profile.meta.get('model', 'the model')}: median total "
+            f"{format_ns(float(np.median(profile.run_totals)))} · kernels {coverage} of it · "
+            f"modules known for {known} of kernel time")
+    return head + "\n" + shown.to_string(index=False)
+
+
+def provenance_coverage(profile: Profile) -> float:
+    """Share of the kernels' time whose source modules are known (some source node has a
+    module path, the root included).
+
+    Example:
+        >>> 0.0 <= provenance_coverage(compiled_profile) <= 1.0   # doctest: +SKIP
+        True
+    """
+    nodes, medians = profile.nodes, _medians(profile)
+    kernels = (nodes["op"] != "outside_kernels").to_numpy()
+    known = nodes["source_nodes"].map(lambda v: len(v or ()) > 0).to_numpy() & kernels
+    kernel_time = medians[kernels].sum()
+    return float(medians[known].sum() / kernel_time) if kernel_time else float("nan")
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _prefix(path: str, depth: int | None) -> str:
+    return path if depth is None else ".".join(path.split(".")[:depth]) if path else ""
+
+
+def compiled_by_module(profile: Profile, depth: int | None = None) -> pd.DataFrame:
+    """Each kernel's median split over the modules of its source nodes (an equal share per
+    source node; a kernel without source nodes goes to its own module path): columns module,
+    compiled_ns, kernels (names), shared (a kernel there also covers another module)."""
+    rows = []
+    for name, op, path, modules, median in zip(
+            profile.nodes["name"], profile.nodes["op"], profile.nodes["module_path"],
+            profile.nodes["source_modules"], _medians(profile)):
+        owners = [OUTSIDE] if op == "outside_kernels" else [
+            _prefix(m, depth) for m in (modules or (path,))]
+        for owner in owners:
+            rows.append((owner, median / len(owners), name, len(set(owners)) > 1))
+    frame = pd.DataFrame(rows, columns=["module", "compiled_ns", "kernel", "shared"])
+    return frame.groupby("module", sort=False).agg(
+        compiled_ns=("compiled_ns", "sum"), kernels=("kernel", lambda k: tuple(dict.fromkeys(k))),
+        shared=("shared", "any")).reset_index()
+
+
+def eager_by_module(profile: Profile, depth: int | None = None) -> pd.DataFrame:
+    """Each eager node's median summed per module path (`depth` first parts), plus the time
+    outside every node: columns module, eager_ns, ops (node names)."""
+    medians = _medians(profile)
+    frame = pd.DataFrame({"module": [_prefix(p, depth) for p in profile.nodes["module_path"]],
+                          "eager_ns": medians, "op": profile.nodes["name"]})
+    grouped = frame.groupby("module", sort=False).agg(
+        eager_ns=("eager_ns", "sum"), ops=("op", tuple)).reset_index()
+    outside = float(np.median(profile.run_totals - profile.samples.sum(axis=1)))
+    return pd.concat([grouped, pd.DataFrame([{"module": OUTSIDE, "eager_ns": max(outside, 0.0),
+                                              "ops": ()}])], ignore_index=True)
+
+
+class CompiledDiff:
+    """An eager profile against a compiled one of the same model, per module path: eager time,
+    compiled time (kernel time split over the modules they cover), saving, and the ops and
+    kernels of each module. `frame` holds the numbers; table() prints them.
+
+    Example:
+        >>> d = CompiledDiff(eager_profile, compiled_profile)   # doctest: +SKIP
+        >>> d.frame.columns.tolist()                             # doctest: +SKIP
+        ['module', 'eager_ns', 'compiled_ns', 'saving_ns', 'saving_pct', 'ops', 'kernels', 'shared']
+    """
+
+    def __init__(self, eager: Profile, compiled: Profile, labels=("eager", "compiled"),
+                 depth: int | None = None) -> None:
+        if is_compiled_profile(eager) or not is_compiled_profile(compiled):
+            raise PyfxprofError("CompiledDiff takes an eager profile first, then a compiled one")
+        self.eager, self.compiled, self.labels, self.depth = eager, compiled, labels, depth
+        frame = eager_by_module(eager, depth).merge(
+            compiled_by_module(compiled, depth), on="module", how="outer", sort=False)
+        frame[["eager_ns", "compiled_ns"]] = frame[["eager_ns", "compiled_ns"]].fillna(0.0)
+        frame["ops"] = frame["ops"].map(lambda v: v if isinstance(v, tuple) else ())
+        frame["kernels"] = frame["kernels"].map(lambda v: v if isinstance(v, tuple) else ())
+        frame["shared"] = frame["shared"].fillna(False).astype(bool)
+        frame["saving_ns"] = frame["eager_ns"] - frame["compiled_ns"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frame["saving_pct"] = 100.0 * frame["saving_ns"] / frame["eager_ns"]
+        self.frame = frame[["module", "eager_ns", "compiled_ns", "saving_ns", "saving_pct",
+                            "ops", "kernels", "shared"]].sort_values(
+            "saving_ns", ascending=False, kind="stable").reset_index(drop=True)
+
+    def totals(self) -> dict:
+        """Median run totals of both sides (ns) and the saving."""
+        eager = float(np.median(self.eager.run_totals))
+        compiled = float(np.median(self.compiled.run_totals))
+        return {"eager_ns": eager, "compiled_ns": compiled, "saving_ns": eager - compiled}
+
+    def table(self, top: int | None = 20) -> str:
+        """Per module: eager, compiled, saving; the ops and the kernels that replaced them
+        ("*": a kernel shared with other modules, its time split)."""
+        frame = self.frame.head(top)
+        shown = pd.DataFrame({
+            "Module": frame["module"].map(lambda m: "(root)" if m == "" else _cut(m, 36)),
+            self.labels[0].capitalize(): frame["eager_ns"].map(format_ns),
+            self.labels[1].capitalize(): frame["compiled_ns"].map(format_ns),
+            "Saving": frame["saving_ns"].map(format_ns), "Saving %": frame["saving_pct"].map(
+                format_pct),
+            "Eager ops": frame["ops"].map(lambda v: _cut(_cell(v, 3), 30)),
+            "Kernels": [_cut(_cell(k, 2), 46) + ("*" if s else "")
+                        for k, s in zip(frame["kernels"], frame["shared"])]})
+        t = self.totals()
+        head = (f"{self.labels[0]} {format_ns(t['eager_ns'])} -> {self.labels[1]} "
+                f"{format_ns(t['compiled_ns'])} (median run totals; saving "
+                f"{format_ns(t['saving_ns'])}); per module, * = kernel shared with other "
+                "modules, its time split evenly over its source nodes")
+        return head + "\n" + shown.to_string(index=False)
+
+    def __repr__(self) -> str:
+        t = self.totals()
+        return (f"<CompiledDiff {len(self.frame)} modules: {format_ns(t['eager_ns'])} -> "
+                f"{format_ns(t['compiled_ns'])}>")

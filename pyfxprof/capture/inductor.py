@@ -1,0 +1,158 @@
+"""Capturing a torch.compile'd model per Inductor kernel: the user's compile settings (an
+OptimizedModule's own, or profile(compile=...)'s), compiled again by Inductor with provenance
+tracking through an inner compile that keeps each compiled graph with its Dynamo graph."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from ..errors import PyfxprofError, first_line
+from .inputs import BoundInputs
+
+#: The Inductor setting added to the user's: comments naming each kernel call site and a
+#: kernel -> source node mapping (generated code and kernels are otherwise the same).
+PROVENANCE_CONFIG = {"trace.provenance_tracking_level": 1}
+#: Keys profile(compile={...}) accepts, as torch.compile names them.
+COMPILE_KEYS = ("mode", "dynamic", "options")
+
+
+@dataclass
+class CompileSettings:
+    """What torch.compile was (or is to be) given: Inductor config patches (a mode's options
+    included), `dynamic`, and where they came from (for the notes)."""
+
+    config: dict
+    dynamic: bool | None
+    origin: str
+
+    def describe(self) -> str:
+        """One line for the Profile's notes.
+
+        Example:
+            >>> CompileSettings({"max_autotune": True}, None, "profile(compile=...)").describe()
+            "inductor from profile(compile=...) (options {'max_autotune': True}, dynamic=None)"
+        """
+        return f"inductor from {self.origin} (options {self.config}, dynamic={self.dynamic})"
+
+
+def is_compiled(model: Any) -> bool:
+    """True for a module torch.compile returned (an OptimizedModule).
+
+    Example:
+        >>> is_compiled(torch.nn.ReLU())
+        False
+    """
+    return isinstance(model, torch._dynamo.eval_frame.OptimizedModule)
+
+
+def compile_settings(model: torch.nn.Module, compile: Any) -> tuple[torch.nn.Module,
+                                                                    CompileSettings | None]:
+    """(the eager module to compile, its settings), or (model, None) when nothing is compiled.
+
+    An OptimizedModule gives its `_orig_mod` and the options it was compiled with;
+    `compile` True or a dict with keys of COMPILE_KEYS compiles an eager model.
+
+    Example:
+        >>> module, settings = compile_settings(torch.nn.ReLU(), {"mode": "max-autotune"})
+        >>> settings.config["max_autotune"]
+        True
+    """
+    if is_compiled(model):
+        if compile not in (None, False, True):
+            raise PyfxprofError("the model is already torch.compile'd: its own options are used; "
+                                "pass compile= only with an eager model")
+        return model._orig_mod, _settings_of(model)
+    if compile is None or compile is False:
+        return model, None
+    options = {} if compile is True else compile
+    if not isinstance(options, dict) or set(options) - set(COMPILE_KEYS):
+        raise PyfxprofError(f"compile= takes True or a dict with keys {', '.join(COMPILE_KEYS)}, "
+                            f"got {compile!r}")
+    try:
+        wrapper = torch._TorchCompileInductorWrapper(options.get("mode"), options.get("options"),
+                                                     options.get("dynamic"))
+    except (RuntimeError, TypeError, KeyError) as error:
+        raise PyfxprofError(f"compile options rejected by Inductor: {first_line(error)}") from None
+    return model, CompileSettings(dict(wrapper.config), wrapper.dynamic, "profile(compile=...)")
+
+
+def _settings_of(optimized: torch.nn.Module) -> CompileSettings:
+    """The Inductor settings an OptimizedModule was compiled with (the backend found at the
+    end of Dynamo's `_torchdynamo_orig_backend` chain); other backends are refused."""
+    backend = optimized.dynamo_ctx.callback
+    while hasattr(backend, "_torchdynamo_orig_backend"):
+        backend = backend._torchdynamo_orig_backend
+    if not isinstance(backend, torch._TorchCompileInductorWrapper):
+        name = getattr(backend, "__name__", type(backend).__name__)
+        raise PyfxprofError(f"per-kernel profiling needs torch.compile's inductor backend, this "
+                            f"model was compiled with {name!r}; profile its _orig_mod eagerly or "
+                            "compile it with backend='inductor'")
+    return CompileSettings(dict(backend.config), backend.dynamic, "the torch.compile'd model")
+
+
+@dataclass
+class CompiledGraph:
+    """One graph Inductor compiled: the Dynamo graph (source nodes with modules and stack
+    traces), the post-grad aten graph and the compiled output (a CompiledFxGraph)."""
+
+    index: int
+    dynamo_gm: fx.GraphModule
+    aten_gm: fx.GraphModule
+    output: Any
+
+
+@dataclass
+class InductorCapture:
+    """`module` compiled by Inductor with `settings` plus provenance tracking; `graphs` fills
+    in as Dynamo compiles (at the first call, and again at each recompile).
+
+    Example:
+        >>> capture = InductorCapture(torch.nn.ReLU(), CompileSettings({}, None, "test"))
+        >>> capture.graphs
+        []
+    """
+
+    module: torch.nn.Module
+    settings: CompileSettings
+    graphs: list[CompiledGraph] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.compiled = torch.compile(self.module, backend=self._backend,
+                                      dynamic=self.settings.dynamic)
+
+    def _backend(self, gm: fx.GraphModule, example_inputs: list) -> Any:
+        from torch._inductor.compile_fx import compile_fx
+        return compile_fx(gm, example_inputs, config_patches={**self.settings.config,
+                                                              **PROVENANCE_CONFIG},
+                          inner_compile=functools.partial(self._inner, gm))
+
+    def _inner(self, dynamo_gm: fx.GraphModule, gm: fx.GraphModule, example_inputs: list,
+               **kwargs: Any) -> Any:
+        from torch._inductor.compile_fx import compile_fx_inner
+        output = compile_fx_inner(gm, example_inputs, **kwargs)
+        self.graphs.append(CompiledGraph(len(self.graphs), dynamo_gm, gm, output))
+        return output
+
+    def first_call(self, bound: BoundInputs) -> Any:
+        """Compile (Dynamo and Inductor) by calling on `bound`; AOTAutograd's cache is off
+        for it, as a hit there would skip the inner compile that keeps the graphs (Inductor's
+        own FX graph cache still serves kernels compiled before)."""
+        import torch._functorch.config as functorch_config
+        try:
+            with functorch_config.patch(enable_autograd_cache=False):
+                output = bound.call(self.compiled)
+        except PyfxprofError:
+            raise
+        except Exception as error:  # Dynamo / Inductor failed on the user's model
+            raise PyfxprofError(f"torch.compile failed: {type(error).__name__}: "
+                                f"{first_line(error)}") from None
+        if not self.graphs:
+            raise PyfxprofError("torch.compile produced no Inductor graph for these inputs (the "
+                                "forward ran eagerly; after many compiles of the same code "
+                                "Dynamo's recompile limit does that: torch._dynamo.reset())")
+        return output

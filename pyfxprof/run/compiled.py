@@ -1,0 +1,126 @@
+"""profile() of a torch.compile'd model: compile with the user's Inductor settings (plus
+provenance tracking), time each kernel call of every compiled graph, and build a Profile whose
+rows are kernels with their source nodes and modules, plus the time outside kernels."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..capture.inductor import CompileSettings, InductorCapture
+from ..capture.inputs import BoundInputs, split_inputs
+from ..capture.model_state import evaluation_mode, grad_context
+from ..capture.analysis import describe
+from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
+from ..capture.tracing import Capture
+from ..data.profile import Profile
+from ..data.validate import run_coverage
+from ..errors import PyfxprofError
+from ..timing.compiled import CompiledExecutor, GraphPlan, plan_graph
+from ..timing.durations import RunTimings
+from ..timing.recorder import RECORDER
+from ..timing.run_table import check_fits_in_memory
+from .metadata import run_meta
+
+#: Name of the row holding each run's time outside every kernel.
+OUTSIDE = "(outside kernels)"
+
+
+def graph_rows(plan: GraphPlan, root_type: str) -> list[dict]:
+    """The nodes-table rows of one compiled graph: a row per timed kernel call, or one
+    "compiled graph N" row covering all its source nodes when it is timed whole."""
+    mapping = provenance_mapping(plan.graph)
+    if plan.sites:
+        return [kernel_row(plan.graph, site, mapping, root_type) for site in plan.sites]
+    handles = list(mapping.get("cppCodeToPost", {}))
+    mapping = {**mapping, "cppCodeToPost": {"graph": [
+        post for handle in handles for post in mapping["cppCodeToPost"][handle]]}}
+    row = kernel_row(plan.graph, CallSite(0, "compiled graph", "graph:0"), mapping, root_type)
+    row.update(name=f"compiled graph {plan.graph.index}", op="compiled_graph")
+    return [row]
+
+
+def _outside_row(root_type: str) -> dict:
+    return {"name": OUTSIDE, "op": "outside_kernels", "target": "wrapper Python, allocations, "
+            "Dynamo guards, eager code between graphs", "module_path": "",
+            "module_type": root_type, "module_stack": (), "inputs": (), "communication": False,
+            "source_nodes": (), "source_modules": (), "aten_ops": (), "source_lines": (),
+            "graph": -1}
+
+
+def _notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
+    notes = [settings.describe(), f"{len(plans)} compiled graph(s), "
+             f"{sum(len(p.sites) for p in plans)} kernel calls timed"]
+    whole = [p.graph.index for p in plans if not p.sites]
+    if whole:
+        notes.append(f"graph(s) {whole} timed whole: no Python wrapper to time per kernel "
+                     "(cpp_wrapper or CUDA graphs)")
+    return notes
+
+
+def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: CompileSettings,
+                     example_inputs: Any, runs: int, warmup: int, *, name: str | None,
+                     progress: bool, grad: bool, placement: tuple = (None, None),
+                     timed_runs: Callable, device: str = "cpu") -> Profile:
+    """pyfxprof.profile() for a compiled model (`module`: the eager module compiled with
+    `settings`; `model`: what the user passed). It runs where the model is (`device`):
+    `placement`, profile()'s (device, device_events), must be unset. `timed_runs` is
+    run.runner's loop of warm-up and timed runs. See docs/compiled.md.
+
+    Example:
+        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        >>> from pyfxprof.capture.inductor import compile_settings
+        >>> prof = profile_compiled(net, *compile_settings(net, True), (torch.ones(2, 4),),
+        ...     3, 1, name=None, progress=False, grad=False, timed_runs=_timed_runs)  # doctest: +SKIP
+    """
+    if placement[0] is not None or placement[1]:
+        raise PyfxprofError("compiled models are profiled where they are, host times only: "
+                            "move the model and inputs first and leave device= and "
+                            "device_events= unset")
+    args, kwargs = copy.deepcopy(split_inputs(example_inputs))
+    with evaluation_mode(module), grad_context(grad):
+        capture = InductorCapture(module, settings)
+        capture.first_call(BoundInputs(args, kwargs))
+        plans = [plan_graph(graph) for graph in capture.graphs]
+        root_type = type(module).__name__
+        frame = kernels_frame([row for plan in plans for row in graph_rows(plan, root_type)]
+                              + [_outside_row(root_type)])
+        drops_before = RECORDER.start()
+        check_fits_in_memory(runs, len(frame))
+        executor = CompiledExecutor(capture.compiled, kwargs, plans)
+        with executor:
+            timings, run_noise, warmup_totals = timed_runs(executor, args, runs, warmup,
+                                                           progress, frame)
+        if len(capture.graphs) != len(plans):
+            raise PyfxprofError("the compiled model recompiled while it was profiled (inputs "
+                                "or guards changed between runs); profile it on fixed inputs")
+    captured = Capture(None, "inductor", _notes(settings, plans))
+    meta = run_meta(model, name or f"{type(module).__name__} (compiled)", device=device, device_events=False,
+                    executor=executor, captured=captured, timings=timings, warmup=warmup,
+                    mode="inductor", grad=grad, input_shapes=describe(example_inputs),
+                    dropped_records=RECORDER.dropped_total - drops_before,
+                    warmup_totals_ns=warmup_totals, flops=0)
+    return _with_outside(frame, timings, meta, run_noise)
+
+
+def _with_outside(frame: pd.DataFrame, timings: RunTimings, meta: dict,
+                  run_noise: np.ndarray | None) -> Profile:
+    """The Profile, its last column each run's total minus its kernels (the outside row);
+    `coverage` stays the kernels' share of the run."""
+    if timings.intervals.shape[0] == 0:
+        raise PyfxprofError("no complete run was recorded; lower runs")
+    kernels, totals = timings.intervals, timings.run_totals
+    outside = np.maximum(totals - kernels.sum(axis=1), 0)[:, None]
+    meta["coverage"] = run_coverage(kernels, totals)
+    if timings.between_nodes is not None:
+        meta["between_nodes_ns"] = float(np.median(timings.between_nodes))
+    if run_noise is not None and (timings.incomplete_runs or len(run_noise) != len(totals)):
+        run_noise = None
+    return Profile(frame, np.hstack([kernels, outside]).astype(np.int64), totals, meta,
+                   run_starts=timings.run_starts, run_noise=run_noise)
+
+

@@ -1,0 +1,194 @@
+"""The executor of torch.compile'd models: each graph's Inductor wrapper `call` is made again from
+its own source with every kernel call going through the native timed call (same kernels, buffers
+and wrapper code, same globals), swapped in while profiling; a graph without a Python wrapper
+(cpp_wrapper, CUDA graphs) is timed whole."""
+
+from __future__ import annotations
+
+import functools
+import re
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .native import _C
+from ..capture.inductor import CompiledGraph
+from ..capture.provenance import CALL, CallSite, call_sites
+from .calibration import Calibration, calibrate_timed_calls
+from .durations import RunTimings
+from .run_table import RunTable
+
+#: The name the rewritten wrapper calls the native timed builtin by (a fast local default).
+TIMED_NAME = "pyfxprof_timed"
+#: The wrapper's entry point: `def call(args)` at module level or `def call(self, args)`.
+_DEF_CALL = re.compile(r"^(?P<indent>\s*)def call\((?P<params>(?:self, )?args)\):\s*$")
+
+
+@dataclass
+class GraphPlan:
+    """How one compiled graph is timed: its kernel `sites` with their callables (`targets`),
+    or, with no sites, the whole graph as one call."""
+
+    graph: CompiledGraph
+    sites: list[CallSite]
+    targets: list[Any]
+
+    @property
+    def columns(self) -> int:
+        """Timed calls (columns) this graph takes: one per kernel call, or one when whole."""
+        return len(self.sites) or 1
+
+
+def _resolve(callee: str, namespace: dict) -> Any:
+    """The object a dotted callee names in the wrapper's globals (None when it is local)."""
+    first, *rest = callee.split(".")
+    if first not in namespace:
+        return None
+    value = namespace[first]
+    for part in rest:
+        value = getattr(value, part, None)
+    return value
+
+
+def plan_graph(graph: CompiledGraph) -> GraphPlan:
+    """The kernel calls of `graph`'s wrapper that can be timed (those whose callee is a
+    global of the wrapper module); none when per-kernel timing is impossible.
+
+    Example:
+        >>> from types import SimpleNamespace as Fake
+        >>> plan_graph(Fake(output=Fake(source_code="", cudagraph_info=None))).columns
+        1
+    """
+    output = graph.output
+    source = getattr(output, "source_code", "") or ""
+    if getattr(output, "cudagraph_info", None) is not None or not _call_def(source):
+        return GraphPlan(graph, [], [])
+    namespace = output.current_callable.__globals__
+    resolved = [(site, _resolve(site.callee, namespace)) for site in call_sites(source)]
+    kept = [(site, target) for site, target in resolved if callable(target)]
+    return GraphPlan(graph, [site for site, _ in kept], [target for _, target in kept])
+
+
+def _call_def(source: str) -> tuple[int, int, re.Match] | None:
+    """(first line, end line, match) of the wrapper's `def call`, None when absent."""
+    lines = source.splitlines()
+    for start, text in enumerate(lines):
+        found = _DEF_CALL.match(text)
+        if found:
+            indent = len(found["indent"])
+            end = start + 1
+            while end < len(lines) and (not lines[end].strip()
+                                        or len(lines[end]) - len(lines[end].lstrip()) > indent):
+                end += 1
+            return start, end, found
+    return None
+
+
+def timed_call_source(source: str, sites: list[CallSite], first_column: int) -> str:
+    """The wrapper's `call` at module level, site k's call made `pyfxprof_timed(first_column
+    + k, ...)`, with the builtin bound as a keyword default.
+
+    Example:
+        >>> src = ("def call(args):\\n    # [Provenance debug handles] k_0:1\\n"
+        ...        "    k_0(args[0])\\n    return args")
+        >>> print(timed_call_source(src, call_sites(src), 3))
+        def call(args, pyfxprof_timed=pyfxprof_timed):
+            # [Provenance debug handles] k_0:1
+            pyfxprof_timed(3, args[0])
+            return args
+    """
+    start, end, found = _call_def(source)
+    lines = source.splitlines()
+    for k, site in enumerate(sites):
+        call = CALL.match(lines[site.line])
+        rest = call["rest"]
+        comma = "" if rest.lstrip().startswith(")") else ", "
+        lines[site.line] = f"{call['head']}{TIMED_NAME}({first_column + k}{comma}{rest}"
+    indent = len(found["indent"])
+    body = [text[indent:] for text in lines[start + 1:end]]
+    head = f"def call({found['params']}, {TIMED_NAME}={TIMED_NAME}):"
+    return "\n".join([head, *body])
+
+
+class CompiledExecutor:
+    """Runs a torch.compile'd callable with its graphs' kernel calls timed into one table
+    (columns: the graphs' plans in order); `with executor:` swaps the timed wrappers in and
+    restores Inductor's own afterwards. Follows timing.executors.Executor."""
+
+    mode = "inductor"
+    device = None  # host times: kernel launches on a GPU (see docs/compiled.md)
+
+    def __init__(self, compiled: Any, kwargs: dict, plans: list[GraphPlan]) -> None:
+        self.compiled, self.kwargs, self.plans = compiled, kwargs, plans
+        self.calls_per_run = sum(plan.columns for plan in plans)
+        self.table = RunTable(self.calls_per_run)
+        self.calls = _C.timed_calls(self.table.native)
+        self.calibration: Calibration = calibrate_timed_calls()
+        self._plain = [plan.graph.output.current_callable for plan in plans]
+        self._timed = self._timed_callables()
+
+    def _timed_callables(self) -> list[Any]:
+        timed, column, made = self.calls.timed, 0, []
+        for plan, plain in zip(self.plans, self._plain):
+            if not plan.sites:
+                self.calls.set(column, plain)
+                made.append(functools.partial(timed, column))
+            else:
+                for k, target in enumerate(plan.targets):
+                    self.calls.set(column + k, target)
+                made.append(_compile_call(plan, plain, column, timed))
+            column += plan.columns
+        return made
+
+    def instrumented(self, on: bool) -> None:
+        """Swap the timed wrappers in (on) or Inductor's own back (off)."""
+        for plan, plain, timed in zip(self.plans, self._plain, self._timed):
+            plan.graph.output.current_callable = timed if on else plain
+
+    def __enter__(self) -> "CompiledExecutor":
+        self.instrumented(True)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.instrumented(False)
+        self.table.abandon()
+
+    def run(self, args: tuple) -> Any:
+        table = self.table
+        table.begin()
+        try:
+            output = self.compiled(*args, **self.kwargs)
+        except BaseException:
+            table.abandon()
+            raise
+        table.end()
+        return output
+
+    def failed_node(self, names: list[str]) -> str | None:
+        """The name of the kernel the last run raised in (None: outside every kernel)."""
+        return self.table.failed_node(names)
+
+    def reset(self, runs: int = 0) -> None:
+        self.table.clear()
+        self.table.reserve(runs)
+
+    def timings(self) -> RunTimings:
+        return self.calibration.correct(self.table.take(), self.calls_per_run)
+
+    def device_samples(self) -> np.ndarray | None:
+        """Host times only."""
+        return None
+
+
+def _compile_call(plan: GraphPlan, plain: Any, first_column: int, timed: Any) -> Any:
+    """The timed `call` of one graph, executed in (a copy of) its wrapper module's globals
+    and bound like Inductor's own (a Runner's method or a module function)."""
+    source = timed_call_source(plan.graph.output.source_code, plan.sites, first_column)
+    namespace = {**plain.__globals__, TIMED_NAME: timed}
+    code = compile(source, f"<pyfxprof timed wrapper of graph {plan.graph.index}>", "exec")
+    exec(code, namespace)  # noqa: S102 - Inductor's own generated code, with timed calls
+    call = namespace["call"]
+    owner = getattr(plain, "__self__", None)
+    return types.MethodType(call, owner) if owner is not None else call

@@ -1,0 +1,207 @@
+"""Profiling torch.compile'd models per Inductor kernel (pyfxprof/run/compiled.py and the capture,
+timing and analyses files it uses): kernel rows with provenance, outputs of the timed wrapper,
+its overhead, the eager-vs-compiled diff and the refusals. Compiles on CPU (needs a C++
+compiler); Inductor's cache lives in a temporary directory per module."""
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof.analyses.compiled import CompiledDiff, kernel_frame, provenance_coverage
+from pyfxprof.capture.inductor import InductorCapture, compile_settings
+from pyfxprof.capture.inputs import BoundInputs
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.timing.compiled import CompiledExecutor, plan_graph
+from tests.models import Net, net_input
+
+RUNS = dict(runs=5, warmup=2, progress=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def inductor_cache(tmp_path_factory):
+    """Inductor's on-disk caches in this module's own temporary directory, one thread."""
+    before, threads = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), torch.get_num_threads()
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("inductor"))
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    if before is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
+
+
+@pytest.fixture(scope="module")
+def net_profiles():
+    """(eager, compiled) profiles of the small CNN (tests.models.Net)."""
+    model, x = Net().eval(), net_input()
+    return pyfxprof.profile(model, (x,), **RUNS), pyfxprof.profile(torch.compile(model), (x,),
+                                                                    **RUNS)
+
+
+def _kernels(prof):
+    return prof.nodes[prof.nodes["op"] != "outside_kernels"]
+
+
+def test_compiled_model_is_profiled_per_kernel_with_provenance(net_profiles):
+    eager, compiled = net_profiles
+    kernels = _kernels(compiled)
+    assert compiled.meta["capture_mode"] == "inductor"
+    assert 0 < len(kernels) < eager.n_nodes
+    assert set(kernels["op"]) <= {"fused_kernel", "extern_kernel", "fallback_op"}
+    assert all(len(nodes) > 0 for nodes in kernels["source_nodes"])
+    modules = {m for ms in kernels["source_modules"] for m in ms}
+    assert {"block1.conv", "block2.conv", "bn", "head"} <= modules
+    assert "extern_kernels.convolution" in set(kernels["target"])
+    assert provenance_coverage(compiled) == 1.0
+    assert compiled.nodes["name"].is_unique and compiled.nodes["name"].iloc[-1] == (
+        "(outside kernels)")
+    totals = compiled.samples.sum(axis=1)
+    assert np.array_equal(totals, np.maximum(compiled.run_totals, compiled.samples[:, :-1].sum(1)))
+
+
+def test_timed_wrapper_gives_the_compiled_models_outputs():
+    model, x = Net().eval(), net_input()
+    with torch.inference_mode():
+        expected = torch.compile(model)(x)
+        capture = InductorCapture(*compile_settings(model, True))
+        capture.first_call(BoundInputs((x,)))
+        executor = CompiledExecutor(capture.compiled, {}, [plan_graph(g) for g in capture.graphs])
+        executor.reset(2)
+        with executor:
+            timed = executor.run((x,))
+        timings = executor.timings()
+    assert torch.equal(timed, expected)
+    assert timings.intervals.shape == (1, executor.calls_per_run)
+    assert (timings.intervals > 0).all()
+
+
+def _median_call_ns(call, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        call()
+        times.append(time.perf_counter_ns() - start)
+    return float(np.median(times))
+
+
+@pytest.mark.timing(attempts=3)
+def test_instrumented_compiled_run_within_5_percent_of_plain():
+    model, x = Net().eval(), torch.randn(2, 3, 8, 8)
+    with torch.inference_mode():
+        capture = InductorCapture(*compile_settings(model, True))
+        capture.first_call(BoundInputs((x,)))
+        executor = CompiledExecutor(capture.compiled, {}, [plan_graph(g) for g in capture.graphs])
+        plain, timed = [], []
+        executor.reset(20 * 50)
+        with executor:
+            for _ in range(20):  # interleaved blocks
+                executor.instrumented(False)
+                plain.append(_median_call_ns(lambda: capture.compiled(x), 50))
+                executor.instrumented(True)
+                timed.append(_median_call_ns(lambda: executor.run((x,)), 50))
+    ratio = np.median(timed) / np.median(plain)
+    assert ratio < 1.05, f"instrumented/plain {ratio:.3f} ({executor.calls_per_run} kernels)"
+
+
+def test_compiled_diff_matches_modules(net_profiles):
+    eager, compiled = net_profiles
+    d = pyfxprof.diff(eager, compiled)
+    assert isinstance(d, CompiledDiff)
+    frame = d.frame.set_index("module")
+    assert {"block1.conv", "bn", "head", "(outside kernels)"} <= set(frame.index)
+    assert np.allclose(frame["saving_ns"], frame["eager_ns"] - frame["compiled_ns"])
+    assert frame.loc["block1.conv", "eager_ns"] == pytest.approx(
+        float(np.median(eager.samples[:, eager.nodes["module_path"] == "block1.conv"].sum(1))))
+    kernel_sum = float(np.median(compiled.samples, axis=0).sum())
+    assert frame["compiled_ns"].sum() == pytest.approx(kernel_sum)
+    assert "block1.conv" in d.table() and "Saving" in d.table()
+
+
+def test_compiled_profile_saves_exports_and_advises(net_profiles, tmp_path):
+    _, compiled = net_profiles
+    compiled.save(tmp_path / "c.json")
+    loaded = pyfxprof.load(tmp_path / "c.json")
+    assert loaded.nodes["source_nodes"].tolist() == compiled.nodes["source_nodes"].tolist()
+    assert provenance_coverage(loaded) == provenance_coverage(compiled)
+    compiled.export_chrome_trace(tmp_path / "t.json")
+    names = {e.get("name") for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]}
+    assert set(_kernels(compiled)["name"]) <= names
+    top = kernel_frame(compiled).iloc[0]
+    rules = {s.rule for s in compiled.advise()}
+    assert rules & {"compiled_kernels", "compiled_outside"}, (top["name"], top["pct"])
+    assert "block1.conv" in pyfxprof.kernel_table(compiled)
+
+
+class Broken(torch.nn.Module):
+    """Two linear layers with a graph break between them."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = torch.relu(self.a(x))
+        torch._dynamo.graph_break()
+        return torch.sigmoid(self.b(x))
+
+
+def test_graph_breaks_profile_each_graph():
+    prof = pyfxprof.profile(Broken().eval(), (torch.randn(4, 8),), compile=True, **RUNS)
+    kernels = _kernels(prof)
+    assert set(kernels["graph"]) == {0, 1}
+    assert {"a", "b"} <= {m for ms in kernels["source_modules"] for m in ms}
+    assert "2 compiled graph(s)" in " ".join(prof.meta["capture_notes"])
+
+
+def test_refusals_are_one_line():
+    model = torch.nn.Linear(2, 2)
+    with pytest.raises(PyfxprofError, match="compile= takes"):
+        pyfxprof.profile(model, (torch.ones(1, 2),), compile={"bogus": 1}, **RUNS)
+    with pytest.raises(PyfxprofError, match="inductor backend"):
+        pyfxprof.profile(torch.compile(model, backend="eager"), (torch.ones(1, 2),), **RUNS)
+    with pytest.raises(PyfxprofError, match="already torch.compile'd"):
+        pyfxprof.profile(torch.compile(model), (torch.ones(1, 2),), compile={"mode": None}, **RUNS)
+    with pytest.raises(PyfxprofError, match="leave device= and device_events= unset"):
+        pyfxprof.profile(model, (torch.ones(1, 2),), compile=True, device="cpu", **RUNS)
+    with pytest.raises(PyfxprofError, match="Profiler loops do not time"):
+        pyfxprof.Profiler(torch.compile(model))
+
+
+def test_compile_mode_options_are_used():
+    _, settings = compile_settings(torch.nn.ReLU(), {"mode": "max-autotune-no-cudagraphs"})
+    assert settings.config["max_autotune"] is True
+    _, reused = compile_settings(torch.compile(torch.nn.ReLU(), mode="max-autotune-no-cudagraphs"),
+                                 None)
+    assert reused.config == settings.config and reused.origin == "the torch.compile'd model"
+
+
+@pytest.mark.slow
+def test_resnet18_compiled_against_eager():
+    torchvision = pytest.importorskip("torchvision")
+    model, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, 32, 32)
+    eager = pyfxprof.profile(model, (x,), **RUNS)
+    compiled = pyfxprof.profile(model, (x,), compile=True, **RUNS)
+    assert len(_kernels(compiled)) < eager.n_nodes
+    assert provenance_coverage(compiled) > 0.95
+    frame = CompiledDiff(eager, compiled).frame.set_index("module")
+    assert {"conv1", "layer1.0.conv1", "layer4.1.bn2", "fc"} <= set(frame.index)
+
+
+@pytest.mark.slow
+def test_tiny_gpt2_with_dict_inputs():
+    pytest.importorskip("transformers")
+    from tests.tiny_transformers import tiny_gpt2
+    model, inputs = tiny_gpt2(), {"input_ids": torch.randint(0, 100, (1, 16))}
+    compiled = pyfxprof.profile(model, inputs, compile=True, **RUNS)
+    eager = pyfxprof.profile(model, inputs, **RUNS)
+    assert 0 < len(_kernels(compiled)) < eager.n_nodes
+    modules = {m for ms in _kernels(compiled)["source_modules"] for m in ms}
+    assert any(m.startswith("model.h.0.attn") for m in modules), sorted(modules)[:10]
+    assert provenance_coverage(compiled) > 0.9
+    assert "model.h.0.mlp.c_fc" in set(CompiledDiff(eager, compiled).frame["module"])
