@@ -39,7 +39,7 @@ def run_failing(argv, capsys) -> str:
 def test_defaults():
     args = parse([])
     assert (args.model, args.input, args.bench, args.runs, args.warmup, args.threads) == (
-        "torchvision.models:resnet18", None, False, 30, 5, None)
+        "pyfxprof.cli.default_model:resnet18", None, False, 30, 5, None)
     assert args.func is fuse.run
 
 

@@ -14,7 +14,7 @@ import torch
 from ..errors import PyfxprofError, first_line
 
 #: The model `pyfxprof profile` uses when none is given.
-DEFAULT_MODEL = "torchvision.models:resnet18"
+DEFAULT_MODEL = "pyfxprof.cli.default_model:resnet18"
 #: Its input shape.
 DEFAULT_INPUT = "5x3x224x224"
 

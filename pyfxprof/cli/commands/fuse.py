@@ -21,7 +21,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         >>> _ = add_parser(parser.add_subparsers())
         >>> args = parser.parse_args(["fuse", "--bench"])
         >>> args.model, args.bench, args.runs
-        ('torchvision.models:resnet18', True, 30)
+        ('pyfxprof.cli.default_model:resnet18', True, 30)
     """
     parser = subparsers.add_parser(
         "fuse", help="fold eval-mode BatchNorm into the preceding conv/linear and verify it",
