@@ -9,9 +9,11 @@ from pyfxprof.errors import PyfxprofError
 from pyfxprof.views.chrome_trace import DEVICE_TID, HOST_TID, chrome_trace, export_chrome_trace
 from pyfxprof.data.profile import Profile
 
-# Three runs of three nodes; overhead 10 ns per node boundary. Host layout of run 0:
-#   a: start 0,   dur 100     b: start 110, dur 200     c: start 320, dur 300  -> ends at 620
-# run totals 700, 600, 900: run 1's nodes end at 640 > 600, so run 1 lasts 640 ns.
+# Three runs of three nodes; overhead 10 ns per node boundary. Each node starts on the first whole
+# µs after the previous one's end + 10 ns (so HTA, which rounds fractional timestamps, keeps every
+# duration to the ns). Host layout of run 0, in ns:
+#   a: start 0, dur 100     b: start 1000, dur 200     c: start 2000, dur 300  -> ends at 2300
+# the next run starts on the next whole µs (3000); a zero-length ProfilerStep closes the trace.
 SAMPLES = np.array([[100, 200, 300], [110, 210, 300], [100, 200, 500]], dtype=np.int64)
 TOTALS = np.array([700, 600, 900], dtype=np.int64)
 
@@ -74,6 +76,15 @@ def steps(events):
     return [e for e in events if e["name"].startswith(("ProfilerStep#", "device step"))]
 
 
+def run_steps(events):
+    """The steps of exported runs (without the zero-length step that closes the trace)."""
+    return [e for e in steps(events) if not e["args"].get("closes_trace")]
+
+
+def node_names(events):
+    return [e["args"]["node"] for e in events if e["cat"] == "cpu_op"]
+
+
 def test_top_level_and_metadata_events():
     trace = chrome_trace(make_profile(device=SAMPLES * 2))
     assert set(trace) == {"schemaVersion", "distributedInfo", "traceEvents", "displayTimeUnit",
@@ -104,29 +115,35 @@ def test_display_unit_fits_the_runs():
 def test_host_events_hand_computed_layout():
     events = complete_events(chrome_trace(make_profile()))
     got = [(e["name"], e["ts"], e["dur"]) for e in events]
-    # runs exactly bracket their nodes: run 0 ends at 620 ns (c ends), run 1 at 640 ns
+    # runs exactly bracket their nodes: run 0 ends at 2300 ns (c ends); slices named by op
     assert got == [
-        ("ProfilerStep#0", 0.0, 0.62), ("a", 0.0, 0.1), ("b", 0.11, 0.2),
-        ("blk", 0.32, 0.3), ("c", 0.32, 0.3),
-        ("ProfilerStep#1", 0.62, 0.64), ("a", 0.62, 0.11), ("b", 0.74, 0.21),
-        ("blk", 0.96, 0.3), ("c", 0.96, 0.3),
-        ("ProfilerStep#2", 1.26, 0.82), ("a", 1.26, 0.1), ("b", 1.37, 0.2),
-        ("blk", 1.58, 0.5), ("c", 1.58, 0.5),
+        ("ProfilerStep#0", 0, 2.3), ("Conv2d", 0, 0.1), ("torch.relu", 1, 0.2),
+        ("blk", 2, 0.3), ("Tensor.view", 2, 0.3),
+        ("ProfilerStep#1", 3, 2.3), ("Conv2d", 3, 0.11), ("torch.relu", 4, 0.21),
+        ("blk", 5, 0.3), ("Tensor.view", 5, 0.3),
+        ("ProfilerStep#2", 6, 2.5), ("Conv2d", 6, 0.1), ("torch.relu", 7, 0.2),
+        ("blk", 8, 0.5), ("Tensor.view", 8, 0.5),
+        ("ProfilerStep#3", 9, 0.0),
     ]
+    assert all(isinstance(e["ts"], int) for e in events)  # whole µs: HTA does not round them
+    assert node_names(events) == ["a", "b", "c"] * 3
+    assert steps(events)[-1]["args"] == {"closes_trace": True}
     assert all(e["pid"] == 0 for e in events)
-    assert {e["cat"] for e in steps(events)} == {"user_annotation"}
+    assert {e["cat"] for e in run_steps(events)} == {"user_annotation"}
+    assert steps(events)[-1]["cat"] == "trace_end"
     assert steps(events)[1]["args"] == {"run": 1, "run_total_ns": 600}
 
 
-def test_fractional_overhead_gives_ns_precision():
-    events = complete_events(chrome_trace(make_profile(overhead=52.4)))
-    assert [e["ts"] for e in events[1:5]] == [0.0, 0.152, 0.405, 0.405]  # 100+52.4, 300+104.8
+def test_durations_keep_ns_and_overhead_moves_starts():
+    events = complete_events(chrome_trace(make_profile(overhead=952.4)))
+    # a: 100 + 952.4 -> b starts at 2 µs; b: 200 + 952.4 -> c starts at 4 µs
+    assert [(e["ts"], e["dur"]) for e in events[1:5]] == [(0, 0.1), (2, 0.2), (4, 0.3), (4, 0.3)]
 
 
 def test_node_args_with_and_without_extra_columns():
     plain = complete_events(chrome_trace(make_profile()))[1]
-    assert plain["args"] == {"op": "call_module", "target": "conv", "module_path": "conv",
-                             "module_type": "Conv2d"}
+    assert plain["args"] == {"node": "a", "op": "call_module", "target": "conv",
+                             "module_path": "conv", "module_type": "Conv2d"}
     assert plain["cat"] == "cpu_op"
     nodes = make_nodes(input_shapes=["([1, 3] float32, int)", "[2] int64", None],
                        flops=[64, 0, 0], inputs=[("x",), ("a",), ("b",)],
@@ -164,17 +181,17 @@ def test_module_levels_are_nested_slices():
     events = complete_events(chrome_trace(prof))
     modules = [(e["name"], e["ts"], e["dur"], e["args"]["level"]) for e in events
                if e["cat"] == "python_function"]
-    assert modules == [("seq", 0.0, 0.33, 0), ("seq.0", 0.0, 0.11, 1),
-                       ("seq.1", 0.11, 0.22, 1)]
+    assert modules == [("seq", 0, 3.02, 0), ("seq.0", 0, 1.01, 1), ("seq.1", 2, 1.02, 1)]
+    assert node_names(events) == ["c0", "add0", "c1", "add1", "relu", "relu_1"]
     assert [e["name"] for e in events if e["cat"] == "cpu_op"] == [
-        "c0", "add0", "c1", "add1", "relu", "relu_1"]
+        "Conv2d", "add", "Conv2d", "add", "ReLU", "ReLU"]
     assert_strictly_nested(events)
 
 
 def test_overlapping_run_starts_are_pushed_back():
     # runs 1 and 2 claim to start before run 0 ended: they move to its end, never overlap
     trace = chrome_trace(make_profile(run_starts=np.array([1000, 1100, 1200])))
-    assert [e["ts"] for e in steps(complete_events(trace))] == [0.0, 0.62, 1.26]
+    assert [e["ts"] for e in run_steps(complete_events(trace))] == [0, 3, 6]
     assert_strictly_nested(trace["traceEvents"])
 
 
@@ -183,8 +200,8 @@ def test_every_slice_nests_strictly(run_starts):
     trace = chrome_trace(random_profile(run_starts=run_starts))
     for tid in (HOST_TID, DEVICE_TID):
         events = complete_events(trace, tid)
-        assert len(events) == 20 * 16
-        for step in steps(events):  # a run lasts exactly until its last node ends
+        assert len(events) == 20 * 16 + (tid == HOST_TID)  # + the step closing the trace
+        for step in run_steps(events):  # a run lasts exactly until its last node ends
             inside = [e for e in events if step["ts"] <= e["ts"] < step["ts"] + step["dur"] - 1e-6
                       and e is not step]
             assert max(e["ts"] + e["dur"] for e in inside) == pytest.approx(
@@ -195,7 +212,8 @@ def test_every_slice_nests_strictly(run_starts):
 def test_run_starts_place_runs():
     starts = np.array([5_000_000, 5_002_000, 5_010_500])
     trace = chrome_trace(make_profile(run_starts=starts))
-    assert [e["ts"] for e in steps(complete_events(trace))] == [0.0, 2.0, 10.5]
+    # run 1 wants 2 µs but run 0 lasts until 3 µs; run 2 wants 10.5 µs, rounded up to 11
+    assert [e["ts"] for e in run_steps(complete_events(trace))] == [0, 3, 11]
     assert trace["otherData"]["time_origin_ns"] == 5_000_000
 
 
@@ -204,19 +222,20 @@ def test_device_track_laid_back_to_back():
     trace = chrome_trace(make_profile(device=device))
     events = complete_events(trace, DEVICE_TID)
     assert [(e["name"], e["ts"], e["dur"]) for e in events[:5]] == [
-        ("device step 0", 0.0, 6.0), ("a", 0.0, 1.0), ("b", 1.0, 2.0), ("blk", 3.0, 3.0),
-        ("c", 3.0, 3.0)]
+        ("device step 0", 0, 6.0), ("Conv2d", 0, 1.0), ("torch.relu", 1, 2.0), ("blk", 3, 3.0),
+        ("Tensor.view", 3, 3.0)]
     assert {e["cat"] for e in events} == {"gpu_user_annotation", "python_function"}
     host_steps = steps(complete_events(trace))
-    assert host_steps[0]["dur"] == 0.62 and host_steps[1]["ts"] == 6.0  # after device work
+    assert host_steps[0]["dur"] == 2.3 and host_steps[1]["ts"] == 6  # after device work
     assert not complete_events(chrome_trace(make_profile()), DEVICE_TID)
 
 
 def test_runs_selection():
     events = complete_events(chrome_trace(make_profile(), runs=[2, 0, 2]))
-    assert [e["name"] for e in steps(events)] == ["ProfilerStep#0", "ProfilerStep#2"]
-    assert [e["ts"] for e in steps(events)] == [0.0, 0.62]
-    assert len(complete_events(chrome_trace(make_profile(), runs=range(1, 3)))) == 10
+    assert [e["name"] for e in steps(events)] == ["ProfilerStep#0", "ProfilerStep#2",
+                                                  "ProfilerStep#3"]
+    assert [e["ts"] for e in steps(events)] == [0, 3, 6]
+    assert len(complete_events(chrome_trace(make_profile(), runs=range(1, 3)))) == 11
     assert not complete_events(chrome_trace(make_profile(), runs=[]))
     for bad in ([3], [-1], [0.5]):
         with pytest.raises(ValueError, match=r"runs must be indices in 0..2"):
@@ -227,7 +246,8 @@ def test_cap_on_runs_warns():
     with pytest.warns(UserWarning, match="exporting the first 5 of 20 runs"):
         trace = chrome_trace(random_profile(), max_runs=5)
     assert trace["otherData"]["runs_exported"] == [0, 1, 2, 3, 4]
-    assert len(complete_events(chrome_trace(random_profile(runs=150), max_runs=None))) == 150 * 16
+    assert len(complete_events(chrome_trace(random_profile(runs=150), max_runs=None))) == (
+        150 * 16 + 1)
 
 
 @pytest.mark.parametrize("name", ["t.json", "t.json.gz"])
@@ -237,7 +257,8 @@ def test_written_file_is_valid_json(tmp_path, name):
     raw = path.read_bytes()
     text = gzip.decompress(raw) if name.endswith(".gz") else raw
     trace = json.loads(text)
-    assert [e["name"] for e in complete_events(trace)] == ["ProfilerStep#1", "a", "b", "blk", "c"]
+    assert [e["name"] for e in complete_events(trace)] == [
+        "ProfilerStep#1", "Conv2d", "torch.relu", "blk", "Tensor.view", "ProfilerStep#2"]
     export_chrome_trace(make_profile(), tmp_path / "plain.json")
     assert '"rank": 0' in (tmp_path / "plain.json").read_text()  # HTA looks for this text
 

@@ -79,8 +79,9 @@ def _own_trace(data: dict) -> bool:
 def _rows(events: list, own: bool) -> list[tuple]:
     """(name, cat, ts, dur) of the op events: every complete event of a torch.profiler trace
     but its session span; only the node slices (cpu_op, user ranges) of a pyfxprof trace,
-    whose steps, module slices and device track are not ops. Old pyfxprof traces: "run N"
-    events left out."""
+    whose steps, module slices and device track are not ops, named by their node (``args.node``;
+    the slice name is the op, shared by many nodes). Old pyfxprof traces: "run N" events left
+    out."""
     keep = []
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X":
@@ -91,6 +92,9 @@ def _rows(events: list, own: bool) -> list[tuple]:
             continue
         if cat in SKIPPED_CATEGORIES or (cat == "run" and name.startswith("run ")):
             continue
+        if own:
+            args = e.get("args")
+            name = str(args.get("node", name)) if isinstance(args, dict) else name
         keep.append((name if own else _STEP.sub(r"\1", name), str(cat or ""), e.get("ts"),
                      e.get("dur", 0)))
     return keep

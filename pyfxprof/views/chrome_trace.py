@@ -5,22 +5,31 @@ speedscope, Holistic Trace Analysis and torch-tb-profiler all open it:
 
 - one ``ProfilerStep#N`` slice (cat ``user_annotation``) per exported run, N the loop step it was
   made in (as torch numbers its steps; the run's index outside a loop), on the host track,
-  lasting exactly from its first node's start to its last node's end;
+  lasting exactly from its first node's start to its last node's end, and a zero-length
+  ``ProfilerStep#<last+1>`` (cat ``trace_end``, args ``closes_trace``) after the last run: HTA
+  drops everything from the last step's start on, as Kineto's last step is incomplete, so every
+  run survives, and TensorBoard does not count it as a step;
 - inside it, one slice per module call level (cat ``python_function``, named by module path),
   bracketing the contiguous nodes under that module;
-- inside those, one slice per node (cat ``cpu_op``; ``user_annotation`` for user ranges) with
-  the node's columns as args, and Kineto's ``Input Dims`` / ``Input type`` lists;
+- inside those, one slice per node (cat ``cpu_op``; ``user_annotation`` for user ranges) named by
+  its op as profilers name ops (``aten::addmm``, ``Conv2d``, ``torch.addmm``, ``Tensor.view``:
+  `views.trace_slices.op_name`), so HTA, TensorBoard's operator view and Perfetto aggregate by op;
+  the node's name (``node``), op type, target, module path and type, shapes and every other node
+  column are its args, with Kineto's ``Input Dims`` / ``Input type`` lists;
 - a device track with the same layout (cat ``gpu_user_annotation``) when the Profile has
   ``device_samples``;
 - ``distributedInfo`` (rank and world size) at the top level; the process id is the rank.
 
-Timeline (an approximation: the Profile keeps durations, not per-node timestamps): node i of
-a run starts at the run start + the sum of the durations of nodes 0..i-1 + i x
-``meta["overhead_ns"]`` (the calibrated cost of one mark, subtracted from the samples, added
-back once per node boundary), rounded to whole ns. Device nodes are laid back to back from the
-run start (launch latency is not recorded). Runs are placed at ``run_starts`` (relative to the
-first exported run) when the Profile has them, else back to back; a run never starts before
-the previous one ended on either track, so every slice nests strictly.
+Timeline (an approximation: the Profile keeps durations, not per-node timestamps): every slice
+starts on a whole µs and lasts exactly its measured duration (ns precision). HTA rounds
+fractional timestamps to whole µs (start up, end down), which would turn sub-µs nodes into 0 or
+negative durations; integer starts leave its durations exact. Node i + 1 starts on the first
+whole µs at or after node i's end + ``meta["overhead_ns"]`` (the calibrated cost of one mark,
+subtracted from the samples), so the timeline stretches by less than 1 µs per node boundary;
+each step's args keep the measured ``run_total_ns``. Device nodes are laid out the same way from
+the run start (launch latency is not recorded). Runs are placed at ``run_starts`` (relative to
+the first exported run, rounded up to a whole µs) when the Profile has them, else back to back; a
+run never starts before the previous one ended on either track, so every slice nests strictly.
 """
 
 from __future__ import annotations
@@ -34,13 +43,16 @@ import pandas as pd
 
 from ..data.persist import open_output
 from ..data.profile import NODE_COLUMNS, Profile
-from .trace_slices import input_dims, module_blocks
+from .trace_slices import input_dims, module_blocks, op_names
 
 HOST_TID = 1
 DEVICE_TID = 2
 #: Median run at least this long (ns): the viewer shows ms, else ns (the only two choices).
 MS_DISPLAY_FROM_NS = 100_000
-_NODE_ARGS = ("op", "target", "module_path", "module_type")
+#: Category of the zero-length step closing the trace: HTA reads steps by name whatever their
+#: category; TensorBoard, which would count it as a step, ignores a category it does not know.
+CLOSING_CAT = "trace_end"
+_NODE_ARGS = ("name", "op", "target", "module_path", "module_type")
 
 
 def _plain(value):
@@ -60,15 +72,19 @@ def _plain(value):
 
 
 def _node_args(profile: Profile) -> list[dict]:
-    """Per node: op, target, module path and type, every known extra column value, and
-    Kineto's ``Input Dims`` / ``Input type`` when the node has input shapes."""
+    """Per node: its name (as ``node``), op type, target, module path and type, every known extra
+    column value (shapes, source, flops...), and Kineto's ``Input Dims`` / ``Input type`` when the
+    node has input shapes."""
     extra = [c for c in profile.nodes.columns if c not in NODE_COLUMNS]
-    args = []
+    args, dims = [], {}
     for row in profile.nodes[list(_NODE_ARGS) + extra].itertuples(index=False):
         values = {k: _plain(v) for k, v in zip(_NODE_ARGS + tuple(extra), row)}
-        node = {k: v for k, v in values.items() if v is not None}
-        if isinstance(node.get("input_shapes"), str):
-            node["Input Dims"], node["Input type"] = input_dims(node["input_shapes"])
+        node = {("node" if k == "name" else k): v for k, v in values.items() if v is not None}
+        shapes = node.get("input_shapes")
+        if isinstance(shapes, str):
+            if shapes not in dims:
+                dims[shapes] = input_dims(shapes)
+            node["Input Dims"], node["Input type"] = dims[shapes]
         args.append(node)
     return args
 
@@ -90,10 +106,16 @@ def select_runs(profile: Profile, runs=None, max_runs: int | None = 100) -> np.n
     return chosen.astype(np.int64)
 
 
+def _whole_us(ns: np.ndarray) -> np.ndarray:
+    """``ns`` rounded up to a whole µs, in ns."""
+    return (-(-np.asarray(ns, dtype=np.int64) // 1000)) * 1000
+
+
 def _offsets(durations: np.ndarray, per_boundary: float) -> np.ndarray:
-    """Start of each node relative to its run start, int64 ns, (runs, nodes)."""
-    before = np.cumsum(durations, axis=1) - durations
-    return np.rint(before + per_boundary * np.arange(durations.shape[1])).astype(np.int64)
+    """Start of each node relative to its run start, int64 ns on whole µs, (runs, nodes): each
+    node starts at the first whole µs after the previous one's end plus ``per_boundary``."""
+    advance = _whole_us(np.ceil(durations + per_boundary))
+    return np.cumsum(advance, axis=1) - advance
 
 
 def _ends(starts: np.ndarray, durations: np.ndarray) -> np.ndarray:
@@ -106,35 +128,72 @@ def timeline(profile: Profile, chosen: np.ndarray) -> dict:
 
     Keys: run_start (k,), host_start (k, n), host_end (k,), device_start (k, n) and
     device_end (k,) or None, origin (profiler-clock ns of time 0, or None without
-    run_starts); see the module docstring. Runs never overlap: run k+1 starts at or after
-    the end of run k on both tracks.
+    run_starts); see the module docstring. Runs and nodes start on whole µs; runs never
+    overlap: run k+1 starts at or after the end of run k on both tracks.
     """
     overhead = profile.meta.get("overhead_ns")
     overhead = float(overhead) if overhead is not None and math.isfinite(overhead) else 0.0
-    host = profile.samples[chosen]
+    host = np.maximum(profile.samples[chosen], 0)
     host_start = _offsets(host, overhead)
     layout = {"host_start": host_start, "host_end": _ends(host_start, host),
               "device_start": None, "device_end": None, "origin": None}
     span = layout["host_end"]
     if profile.device_samples is not None:
-        device = profile.device_samples[chosen]
+        device = np.maximum(profile.device_samples[chosen], 0)
         layout["device_start"] = _offsets(device, 0.0)
         layout["device_end"] = _ends(layout["device_start"], device)
         span = np.maximum(span, layout["device_end"])
+    span = _whole_us(span)
     back_to_back = np.cumsum(span) - span
     if profile.run_starts is not None and len(chosen):
         layout["origin"] = int(profile.run_starts[chosen].min())
-        wanted = profile.run_starts[chosen] - layout["origin"]
+        wanted = _whole_us(profile.run_starts[chosen] - layout["origin"])
         layout["run_start"] = np.maximum.accumulate(wanted - back_to_back) + back_to_back
     else:
         layout["run_start"] = back_to_back
     return layout
 
 
-def _complete(name: str, cat: str, where: tuple, ts_ns: int, dur_ns: int, args: dict) -> dict:
-    pid, tid = where
-    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
-            "ts": round(ts_ns / 1000.0, 3), "dur": round(dur_ns / 1000.0, 3), "args": args}
+def _event_head(name: str, cat: str, where: tuple) -> str:
+    """The JSON text of a complete event up to its ``ts`` value."""
+    return (f'{{"ph": "X", "cat": {json.dumps(cat)}, "name": {json.dumps(name)}, '
+            f'"pid": {where[0]}, "tid": {where[1]}, "ts": ')
+
+
+def _event_tail(args: dict) -> str:
+    """The JSON text of a complete event after its ``dur`` value."""
+    return f', "args": {json.dumps(args, allow_nan=False)}}}'
+
+
+class _Events:
+    """Complete events as parallel arrays (track, ts ns, dur ns, depth, template) plus one
+    (head, tail) text template per distinct name/args, written in (track, ts, -dur, depth)
+    order, parents first."""
+
+    def __init__(self) -> None:
+        self.columns: list[tuple] = []
+        self.heads: list[str] = []
+        self.tails: list[str] = []
+
+    def template(self, name: str, cat: str, where: tuple, args: dict) -> int:
+        self.heads.append(_event_head(name, cat, where))
+        self.tails.append(_event_tail(args))
+        return len(self.heads) - 1
+
+    def add(self, tid: int, ts, dur, depth: int, template) -> None:
+        ts, dur, template = (a.ravel() for a in np.broadcast_arrays(
+            np.asarray(ts, np.int64), np.asarray(dur, np.int64), np.asarray(template, np.int64)))
+        self.columns.append((np.full(ts.size, tid), ts, dur, np.full(ts.size, depth), template))
+
+    def texts(self) -> list[str]:
+        if not self.columns:
+            return []
+        tid, ts, dur, depth, template = (np.concatenate(c) for c in zip(*self.columns))
+        order = np.lexsort((depth, -dur, ts, tid))
+        heads, tails = self.heads, self.tails
+        return [f"{heads[t]}{s // 1000}, \"dur\": {d // 1000}.{d % 1000:03d}{tails[t]}"
+                for t, s, d in zip(template[order].tolist(), ts[order].tolist(),
+                                   dur[order].tolist())]
 
 
 def _metadata_events(profile: Profile, pid: int, rank: int) -> list[dict]:
@@ -153,32 +212,42 @@ def _metadata_events(profile: Profile, pid: int, rank: int) -> list[dict]:
     return events
 
 
-def _track_events(profile, chosen, layout, track: str, where: tuple, node_args) -> list[dict]:
+def _track_events(profile, chosen, layout, track: str, where: tuple, events: _Events,
+                  node_args) -> None:
     """Per run: its step slice, its module slices and its node slices on one track."""
     device = track == "device"
     samples = profile.device_samples if device else profile.samples
-    durations = samples[chosen]
-    starts = layout["run_start"][:, None] + layout[f"{track}_start"]
-    ends, names = starts + durations, profile.nodes["name"].tolist()
-    blocks = module_blocks(profile.nodes)
-    node_cat = ["gpu_user_annotation" if device else
-                ("user_annotation" if a.get("op") == "range" else "cpu_op") for a in node_args]
+    durations = np.maximum(samples[chosen], 0)
+    run_start = layout["run_start"]
+    starts = run_start[:, None] + layout[f"{track}_start"]
+    ends = starts + durations
     step_cat, step_name = (("gpu_user_annotation", "device step {}") if device
                            else ("user_annotation", "ProfilerStep#{}"))
-    events, steps = [], profile.run_steps()
-    for k, run in enumerate(chosen.tolist()):
-        run_start = int(layout["run_start"][k])
-        events.append(_complete(step_name.format(int(steps[run])), step_cat, where, run_start,
-                                int(layout[f"{track}_end"][k]),
-                                {"run": run, "run_total_ns": int(profile.run_totals[run])}))
-        for block in blocks:
-            first, last = block["first"], block["last"]
-            events.append(_complete(block["path"], "python_function", where,
-                                    int(starts[k, first]), int(ends[k, last] - starts[k, first]),
-                                    {"module_type": block["type"], "level": block["level"]}))
-        events.extend(_complete(name, cat, where, int(s), int(e - s), args) for name, cat, s, e,
-                      args in zip(names, node_cat, starts[k], ends[k], node_args))
-    return events
+    loop_steps = profile.run_steps()
+    steps = [events.template(step_name.format(int(loop_steps[run])), step_cat, where,
+                             {"run": run, "run_total_ns": int(profile.run_totals[run])})
+             for run in chosen.tolist()]
+    events.add(where[1], run_start, layout[f"{track}_end"], 0, steps)
+    blocks = module_blocks(profile.nodes)
+    for block in blocks:
+        first, last = block["first"], block["last"]
+        template = events.template(block["path"], "python_function", where,
+                                   {"module_type": block["type"], "level": block["level"]})
+        events.add(where[1], starts[:, first], ends[:, last] - starts[:, first],
+                   1 + block["level"], template)
+    names = op_names(profile.nodes)
+    first = len(events.heads)
+    for name, args in zip(names, node_args):
+        cat = "gpu_user_annotation" if device else (
+            "user_annotation" if args.get("op") == "range" else "cpu_op")
+        events.template(name, cat, where, args)
+    depth = 2 + max((b["level"] for b in blocks), default=0)
+    events.add(where[1], starts, durations, depth, first + np.arange(len(names)))
+    if not device and len(chosen):
+        closing = int(loop_steps[chosen].max()) + 1
+        events.add(where[1], _whole_us(run_start[-1] + layout["host_end"][-1]), 0, 0,
+                   events.template(f"ProfilerStep#{closing}", CLOSING_CAT, where,
+                                   {"closes_trace": True}))
 
 
 def _display_unit(profile: Profile) -> str:
@@ -193,6 +262,34 @@ def _backend(profile: Profile) -> str:
     return str((profile.meta.get("distributed") or {}).get("backend") or "none")
 
 
+def trace_text(profile: Profile, runs=None, max_runs: int | None = 100, rank: int = 0,
+               world_size: int = 1) -> str:
+    """The trace of one process as JSON text (what `export_chrome_trace` writes, `chrome_trace`
+    parsed), one event a line: top-level keys first (HTA finds ``"rank": N`` there), then
+    ``traceEvents``, parents before children.
+
+    >>> trace_text(prof).count("ProfilerStep#")  # doctest: +SKIP
+    51
+    """
+    chosen = select_runs(profile, runs, max_runs)
+    layout = timeline(profile, chosen)
+    node_args = _node_args(profile)
+    events = _Events()
+    _track_events(profile, chosen, layout, "host", (rank, HOST_TID), events, node_args)
+    if profile.device_samples is not None:
+        _track_events(profile, chosen, layout, "device", (rank, DEVICE_TID), events, node_args)
+    other = {key: _plain(profile.meta.get(key)) for key in ("model", "device", "overhead_ns")}
+    other.update(producer="pyfxprof", runs_exported=chosen.tolist(), runs_total=profile.n_runs,
+                 time_origin_ns=layout["origin"])
+    top = {"schemaVersion": 1,
+           "distributedInfo": {"backend": _backend(profile), "rank": rank,
+                               "world_size": world_size},
+           "displayTimeUnit": _display_unit(profile), "otherData": other}
+    lines = [json.dumps(e) for e in _metadata_events(profile, rank, rank)] + events.texts()
+    head = json.dumps(top, separators=(",", ": "), allow_nan=False)[:-1]
+    return head + ',\n"traceEvents": [\n' + ",\n".join(lines) + "\n]}\n"
+
+
 def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100, rank: int = 0,
                  world_size: int = 1) -> dict:
     """The trace of one process as a dict: {"traceEvents": [...], "displayTimeUnit": ...,
@@ -202,21 +299,7 @@ def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100, rank: 
     >>> chrome_trace(prof, rank=1, world_size=4)["distributedInfo"]  # doctest: +SKIP
     {'backend': 'none', 'rank': 1, 'world_size': 4}
     """
-    chosen = select_runs(profile, runs, max_runs)
-    layout = timeline(profile, chosen)
-    node_args = _node_args(profile)
-    events = _track_events(profile, chosen, layout, "host", (rank, HOST_TID), node_args)
-    if profile.device_samples is not None:
-        events += _track_events(profile, chosen, layout, "device", (rank, DEVICE_TID), node_args)
-    events.sort(key=lambda e: (e["tid"], e["ts"], -e["dur"]))  # parents first (stable sort)
-    other = {key: _plain(profile.meta.get(key)) for key in ("model", "device", "overhead_ns")}
-    other.update(producer="pyfxprof", runs_exported=chosen.tolist(), runs_total=profile.n_runs,
-                 time_origin_ns=layout["origin"])
-    return {"schemaVersion": 1,
-            "distributedInfo": {"backend": _backend(profile), "rank": rank,
-                                "world_size": world_size},
-            "traceEvents": _metadata_events(profile, rank, rank) + events,
-            "displayTimeUnit": _display_unit(profile), "otherData": other}
+    return json.loads(trace_text(profile, runs, max_runs, rank, world_size))
 
 
 def export_chrome_trace(profile: Profile, path, runs=None, max_runs: int | None = 100,
@@ -229,8 +312,6 @@ def export_chrome_trace(profile: Profile, path, runs=None, max_runs: int | None 
 
     >>> export_chrome_trace(prof, "trace.json.gz", runs=range(10))  # doctest: +SKIP
     """
-    trace = chrome_trace(profile, runs=runs, max_runs=max_runs, rank=rank,
-                         world_size=world_size)
-    text = json.dumps(trace, separators=(",", ": "), allow_nan=False)  # HTA finds "rank": N
+    text = trace_text(profile, runs=runs, max_runs=max_runs, rank=rank, world_size=world_size)
     with open_output(path) as stream:
         stream.write(text)

@@ -1,5 +1,6 @@
-"""Pieces of the Chrome trace that come from the nodes table alone: module call levels as
-blocks of contiguous nodes, and Kineto-style input dimension lists parsed from shape text."""
+"""Pieces of the Chrome trace and flame graph that come from the nodes table alone: op names as
+Kineto and the torch.profiler tables spell them, module call levels as blocks of contiguous nodes,
+and Kineto-style input dimension lists parsed from shape text."""
 
 from __future__ import annotations
 
@@ -9,6 +10,44 @@ import pandas as pd
 
 _TENSOR = re.compile(r"^\[([0-9, ]*)\] (\w+)$")
 _OPEN, _CLOSE = "([{", ")]}"
+
+
+def op_name(op: str, target: str, module_type: str) -> str:
+    """The op a node runs, named as profilers name ops: ``aten::addmm`` for an aten overload,
+    the module class for a module call, ``Tensor.view`` for a method, the qualified function
+    (``torch.addmm``, ``operator.add``) for a function, ``range:NAME`` for a user range (its
+    node name), the target for anything else (kernels, ops read from a torch.profiler trace).
+
+    >>> op_name("call_function", "torch.ops.aten.addmm.default", "Linear")
+    'aten::addmm'
+    >>> op_name("call_module", "layer1.0.conv1", "Conv2d"), op_name("call_method", "view", "")
+    ('Conv2d', 'Tensor.view')
+    >>> op_name("call_function", "_operator.add", "Net")
+    'operator.add'
+    """
+    if op == "call_module":
+        return module_type or target
+    if op == "call_method":
+        return f"Tensor.{target}"
+    if op == "call_function" and target.startswith("torch.ops."):
+        namespace, _, rest = target[len("torch.ops."):].partition(".")
+        return f"{namespace}::{rest.partition('.')[0]}" if rest else target
+    if op == "call_function" and target.startswith("_operator."):
+        return target[1:]
+    return f"range:{target}" if op == "range" else target
+
+
+def op_names(nodes: pd.DataFrame) -> list[str]:
+    """`op_name` of every node of a nodes table (computed once per distinct op).
+
+    >>> op_names(pd.DataFrame({"op": ["call_method"] * 2, "target": ["view"] * 2,
+    ...                        "module_type": ["", ""]}))
+    ['Tensor.view', 'Tensor.view']
+    """
+    keys = list(zip(nodes["op"].astype(str), nodes["target"].astype(str),
+                    nodes["module_type"].astype(str)))
+    names = {key: op_name(*key) for key in set(keys)}
+    return [names[key] for key in keys]
 
 
 def _top_level_items(text: str) -> list[str]:
@@ -50,11 +89,6 @@ def input_dims(shapes: str) -> tuple[list[list[int]], list[str]]:
     return dims, types
 
 
-def _own_call(nodes: pd.DataFrame, i: int, path: str) -> bool:
-    """True when node ``i`` is itself the call of module ``path`` (a call_module node)."""
-    return nodes["op"].iat[i] == "call_module" and nodes["module_path"].iat[i] == path
-
-
 def module_blocks(nodes: pd.DataFrame) -> list[dict]:
     """Module call levels: per depth, each run of contiguous nodes under one module path, as
     {"path", "type", "level", "first", "last"} (node positions). A call_module node is its own
@@ -69,12 +103,14 @@ def module_blocks(nodes: pd.DataFrame) -> list[dict]:
     """
     stacks = [tuple(s) if isinstance(s, (tuple, list)) else () for s in nodes["module_stack"]]
     types = dict(zip(nodes["module_path"], nodes["module_type"]))
+    calls = [path if op == "call_module" else None  # the module each node itself calls
+             for op, path in zip(nodes["op"], nodes["module_path"])]
     blocks = []
     for level in range(max(map(len, stacks), default=0)):
         current = None
         for i, stack in enumerate(stacks):
             key = stack[:level + 1] if len(stack) > level else None
-            own = key is not None and _own_call(nodes, i, key[-1])
+            own = key is not None and calls[i] == key[-1]
             if key is not None and current is not None and current["key"] == key \
                     and not own and not current["own"]:
                 current["last"] = i
