@@ -55,8 +55,9 @@ def complete_events(trace, tid=HOST_TID):
 
 
 def assert_strictly_nested(events):
-    """Trace Event Format nesting on each (pid, tid): two slices either nest or do not touch;
-    events already sorted parents first (by ts, then longer first)."""
+    """Trace Event Format nesting on each (pid, tid): two slices either nest or do not touch,
+    with ends computed in floating point as TensorBoard does; events already sorted parents first
+    (by ts, then longer first)."""
     tracks = {}
     for event in events:
         if event["ph"] == "X":
@@ -65,7 +66,7 @@ def assert_strictly_nested(events):
         assert track == sorted(track, key=lambda e: (e["ts"], -e["dur"]))
         open_ends = []
         for event in track:
-            start, end = round(event["ts"] * 1000), round((event["ts"] + event["dur"]) * 1000)
+            start, end = event["ts"], event["ts"] + event["dur"]  # float sums, as readers do
             while open_ends and open_ends[-1] <= start:
                 open_ends.pop()
             assert not open_ends or end <= open_ends[-1], event
@@ -117,13 +118,13 @@ def test_host_events_hand_computed_layout():
     got = [(e["name"], e["ts"], e["dur"]) for e in events]
     # runs exactly bracket their nodes: run 0 ends at 2300 ns (c ends); slices named by op
     assert got == [
-        ("ProfilerStep#0", 0, 2.3), ("Conv2d", 0, 0.1), ("torch.relu", 1, 0.2),
-        ("blk", 2, 0.3), ("Tensor.view", 2, 0.3),
-        ("ProfilerStep#1", 3, 2.3), ("Conv2d", 3, 0.11), ("torch.relu", 4, 0.21),
-        ("blk", 5, 0.3), ("Tensor.view", 5, 0.3),
-        ("ProfilerStep#2", 6, 2.5), ("Conv2d", 6, 0.1), ("torch.relu", 7, 0.2),
-        ("blk", 8, 0.5), ("Tensor.view", 8, 0.5),
-        ("ProfilerStep#3", 9, 0.0),
+        ("ProfilerStep#0", 0, 2.3005), ("Conv2d", 0, 0.1), ("torch.relu", 1, 0.2),
+        ("blk", 2, 0.3005), ("Tensor.view", 2, 0.3),
+        ("ProfilerStep#1", 3, 2.3005), ("Conv2d", 3, 0.11), ("torch.relu", 4, 0.21),
+        ("blk", 5, 0.3005), ("Tensor.view", 5, 0.3),
+        ("ProfilerStep#2", 6, 2.5005), ("Conv2d", 6, 0.1), ("torch.relu", 7, 0.2),
+        ("blk", 8, 0.5005), ("Tensor.view", 8, 0.5),
+        ("ProfilerStep#3", 9, 0.0005),
     ]
     assert all(isinstance(e["ts"], int) for e in events)  # whole µs: HTA does not round them
     assert node_names(events) == ["a", "b", "c"] * 3
@@ -137,7 +138,7 @@ def test_host_events_hand_computed_layout():
 def test_durations_keep_ns_and_overhead_moves_starts():
     events = complete_events(chrome_trace(make_profile(overhead=952.4)))
     # a: 100 + 952.4 -> b starts at 2 µs; b: 200 + 952.4 -> c starts at 4 µs
-    assert [(e["ts"], e["dur"]) for e in events[1:5]] == [(0, 0.1), (2, 0.2), (4, 0.3), (4, 0.3)]
+    assert [(e["ts"], e["dur"]) for e in events[1:5]] == [(0, 0.1), (2, 0.2), (4, 0.3005), (4, 0.3)]
 
 
 def test_node_args_with_and_without_extra_columns():
@@ -181,7 +182,7 @@ def test_module_levels_are_nested_slices():
     events = complete_events(chrome_trace(prof))
     modules = [(e["name"], e["ts"], e["dur"], e["args"]["level"]) for e in events
                if e["cat"] == "python_function"]
-    assert modules == [("seq", 0, 3.02, 0), ("seq.0", 0, 1.01, 1), ("seq.1", 2, 1.02, 1)]
+    assert modules == [("seq", 0, 3.0205, 0), ("seq.0", 0, 1.0105, 1), ("seq.1", 2, 1.0205, 1)]
     assert node_names(events) == ["c0", "add0", "c1", "add1", "relu", "relu_1"]
     assert [e["name"] for e in events if e["cat"] == "cpu_op"] == [
         "Conv2d", "add", "Conv2d", "add", "ReLU", "ReLU"]
@@ -201,11 +202,11 @@ def test_every_slice_nests_strictly(run_starts):
     for tid in (HOST_TID, DEVICE_TID):
         events = complete_events(trace, tid)
         assert len(events) == 20 * 16 + (tid == HOST_TID)  # + the step closing the trace
-        for step in run_steps(events):  # a run lasts exactly until its last node ends
+        for step in run_steps(events):  # a run lasts until its last node ends (+ half a ns)
             inside = [e for e in events if step["ts"] <= e["ts"] < step["ts"] + step["dur"] - 1e-6
                       and e is not step]
             assert max(e["ts"] + e["dur"] for e in inside) == pytest.approx(
-                step["ts"] + step["dur"], abs=1e-6)
+                step["ts"] + step["dur"] - 0.0005, abs=1e-6)
     assert_strictly_nested(trace["traceEvents"])
 
 
@@ -222,11 +223,11 @@ def test_device_track_laid_back_to_back():
     trace = chrome_trace(make_profile(device=device))
     events = complete_events(trace, DEVICE_TID)
     assert [(e["name"], e["ts"], e["dur"]) for e in events[:5]] == [
-        ("device step 0", 0, 6.0), ("Conv2d", 0, 1.0), ("torch.relu", 1, 2.0), ("blk", 3, 3.0),
+        ("device step 0", 0, 6.0005), ("Conv2d", 0, 1.0), ("torch.relu", 1, 2.0), ("blk", 3, 3.0005),
         ("Tensor.view", 3, 3.0)]
     assert {e["cat"] for e in events} == {"gpu_user_annotation", "python_function"}
     host_steps = steps(complete_events(trace))
-    assert host_steps[0]["dur"] == 2.3 and host_steps[1]["ts"] == 6  # after device work
+    assert host_steps[0]["dur"] == 2.3005 and host_steps[1]["ts"] == 6  # after device work
     assert not complete_events(chrome_trace(make_profile()), DEVICE_TID)
 
 

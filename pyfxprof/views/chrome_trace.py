@@ -21,7 +21,9 @@ speedscope, Holistic Trace Analysis and torch-tb-profiler all open it:
 - ``distributedInfo`` (rank and world size) at the top level; the process id is the rank.
 
 Timeline (an approximation: the Profile keeps durations, not per-node timestamps): every slice
-starts on a whole µs and lasts exactly its measured duration (ns precision). HTA rounds
+starts on a whole µs and lasts exactly its measured duration (ns precision; steps and module
+levels, which bracket nodes, are written half a ns longer so that readers adding ts and dur in
+binary floating point still see their last node inside them). HTA rounds
 fractional timestamps to whole µs (start up, end down), which would turn sub-µs nodes into 0 or
 negative durations; integer starts leave its durations exact. Node i + 1 starts on the first
 whole µs at or after node i's end + ``meta["overhead_ns"]`` (the calibrated cost of one mark,
@@ -168,7 +170,10 @@ def _event_tail(args: dict) -> str:
 class _Events:
     """Complete events as parallel arrays (track, ts ns, dur ns, depth, template) plus one
     (head, tail) text template per distinct name/args, written in (track, ts, -dur, depth)
-    order, parents first."""
+    order, parents first. Parents (depth below ``leaf_depth``: steps, module levels) are
+    written half a ns longer than they last: readers add ts and dur in binary floating point,
+    where a parent ending exactly with its last child could end an ulp before it (TensorBoard
+    then drops the child)."""
 
     def __init__(self) -> None:
         self.columns: list[tuple] = []
@@ -180,6 +185,8 @@ class _Events:
         self.tails.append(_event_tail(args))
         return len(self.heads) - 1
 
+    leaf_depth = 1 << 30
+
     def add(self, tid: int, ts, dur, depth: int, template) -> None:
         ts, dur, template = (a.ravel() for a in np.broadcast_arrays(
             np.asarray(ts, np.int64), np.asarray(dur, np.int64), np.asarray(template, np.int64)))
@@ -190,24 +197,28 @@ class _Events:
             return []
         tid, ts, dur, depth, template = (np.concatenate(c) for c in zip(*self.columns))
         order = np.lexsort((depth, -dur, ts, tid))
-        heads, tails = self.heads, self.tails
-        return [f"{heads[t]}{s // 1000}, \"dur\": {d // 1000}.{d % 1000:03d}{tails[t]}"
-                for t, s, d in zip(template[order].tolist(), ts[order].tolist(),
-                                   dur[order].tolist())]
+        heads, tails, pad = self.heads, self.tails, ("", "5")
+        return [f"{heads[t]}{s // 1000}, \"dur\": {d // 1000}.{d % 1000:03d}{pad[p]}{tails[t]}"
+                for t, s, d, p in zip(template[order].tolist(), ts[order].tolist(),
+                                      dur[order].tolist(),
+                                      (depth[order] < self.leaf_depth).tolist())]
 
 
 def _metadata_events(profile: Profile, pid: int, rank: int) -> list[dict]:
+    """Process and thread names and sort order; each with ``"ts": 0`` as Kineto writes them (a
+    missing ts would make HTA read every timestamp as a float and round it)."""
     meta = profile.meta
     threads = [(HOST_TID, "host")]
     if profile.device_samples is not None:
         threads.append((DEVICE_TID, f"device {meta.get('device', '?')}"))
-    events = [{"name": "process_name", "ph": "M", "pid": pid,
+    events = [{"name": "process_name", "ph": "M", "ts": 0, "pid": pid,
                "args": {"name": f"pyfxprof {meta.get('model', '?')} (rank {rank})"}},
-              {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": rank}}]
+              {"name": "process_sort_index", "ph": "M", "ts": 0, "pid": pid,
+               "args": {"sort_index": rank}}]
     for tid, name in threads:
-        events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+        events.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": pid, "tid": tid,
                        "args": {"name": name}})
-        events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+        events.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": pid, "tid": tid,
                        "args": {"sort_index": tid}})
     return events
 
@@ -241,8 +252,7 @@ def _track_events(profile, chosen, layout, track: str, where: tuple, events: _Ev
         cat = "gpu_user_annotation" if device else (
             "user_annotation" if args.get("op") == "range" else "cpu_op")
         events.template(name, cat, where, args)
-    depth = 2 + max((b["level"] for b in blocks), default=0)
-    events.add(where[1], starts, durations, depth, first + np.arange(len(names)))
+    events.add(where[1], starts, durations, events.leaf_depth, first + np.arange(len(names)))
     if not device and len(chosen):
         closing = int(loop_steps[chosen].max()) + 1
         events.add(where[1], _whole_us(run_start[-1] + layout["host_end"][-1]), 0, 0,
