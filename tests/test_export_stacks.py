@@ -105,7 +105,7 @@ def test_svg_is_well_formed_and_holds_every_frame(tmp_path):
     assert root.tag == f"{SVG}svg"
     _, found = frames(path.read_text())
     names = [frame_name(title) for title, _, _ in found]
-    assert sorted(names) == sorted(["root"] + MODULES + ["add"])  # module calls are frames
+    assert sorted(names) == sorted(["root"] + MODULES + ["operator.add"])  # module calls too
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
     assert "toy <net> & co" in texts
 
@@ -121,18 +121,40 @@ def test_svg_widths_follow_inclusive_weight():
     assert by_name["layer1"][0] == "layer1: 2.35 µs, 68.31%"
     assert by_name["layer1.0.conv1"][0].startswith("layer1.0.conv1 (Conv2d): ")
     x = {name: float(attrib["x"]) for name, (_, attrib) in by_name.items()}
-    assert x["conv1"] < x["layer1"] < x["add"]  # execution order, left to right
+    assert x["conv1"] < x["layer1"] < x["operator.add"]  # execution order, left to right
+
+
+def in_module(path, target, samples=SAMPLES):
+    """The toy profile with its last node (a function) moved into module ``path``."""
+    nodes = toy_nodes()
+    nodes.loc[3, ["module_path", "target"]] = [path, target]
+    nodes.at[3, "module_stack"] = (path,)
+    return Profile(nodes, samples, samples.sum(axis=1), {"model": "toy"})
 
 
 def test_labels_cut_to_fit():
-    long = "a_very_long_node_name_that_cannot_fit_in_a_narrow_frame"
-    _, found = frames(flamegraph_svg(make_profile(names=NODES[:3] + [long])))
-    title, attrib, label = next(f for f in found if frame_name(f[0]) == long)
+    long = "a_very_long_module_name_that_cannot_fit_in_a_narrow_frame"
+    _, found = frames(flamegraph_svg(in_module(long, "torch.addmm")))
+    title, attrib, label = next(f for f in found if f[0].startswith(f"{long} · "))
     assert float(attrib["width"]) < 20 and label is None
-    _, found = frames(flamegraph_svg(make_profile(
-        samples=np.array([[1000, 1000, 1000, 1000]]), names=NODES[:3] + [long])))
-    label = next(f[2] for f in found if frame_name(f[0]) == long)
+    _, found = frames(flamegraph_svg(in_module(long, "torch.addmm",
+                                               np.array([[1000, 1000, 1000, 1000]]))))
+    label = next(f[2] for f in found if f[0].startswith(f"{long} · "))
     assert label.endswith("..") and long.startswith(label[:-2]) and len(label) < len(long)
+
+
+def test_leaf_frames_name_module_and_op_and_search_reads_both():
+    wide = np.array([[1000, 1000, 1000, 100_000]], dtype=np.int64)
+    root, found = frames(flamegraph_svg(in_module("h.0.mlp.c_fc", "torch.addmm", wide)))
+    leaf = next(f for f in found if f[0].startswith("h.0.mlp.c_fc · "))
+    assert leaf[2] == "c_fc · addmm"                               # not the FX variable
+    assert leaf[0].startswith("h.0.mlp.c_fc · torch.addmm (node add): ")
+    search = {g.get("data-name"): g.get("data-search") for g in root.iter(f"{SVG}g")
+              if g.get("class") == "frame"}
+    assert search["add"] == "h.0.mlp.c_fc torch.addmm"
+    assert search["layer1.0.conv1"] == "layer1.0.conv1 Conv2d"    # "conv" finds module calls
+    script = root.find(f"{SVG}script").text
+    assert 'new RegExp(term, "i")' in script and "Invalid regular expression" in script
 
 
 def test_custom_title_and_method(tmp_path):

@@ -113,11 +113,15 @@ def _whole_us(ns: np.ndarray) -> np.ndarray:
     return (-(-np.asarray(ns, dtype=np.int64) // 1000)) * 1000
 
 
-def _offsets(durations: np.ndarray, per_boundary: float) -> np.ndarray:
-    """Start of each node relative to its run start, int64 ns on whole µs, (runs, nodes): each
-    node starts at the first whole µs after the previous one's end plus ``per_boundary``."""
-    advance = _whole_us(np.ceil(durations + per_boundary))
-    return np.cumsum(advance, axis=1) - advance
+def _offsets(durations: np.ndarray, per_boundary: float, whole_us: bool) -> np.ndarray:
+    """Start of each node relative to its run start, int64 ns, (runs, nodes): after the previous
+    nodes' durations and ``per_boundary`` per boundary; with ``whole_us``, each node on the
+    first whole µs at or after the previous node's end + ``per_boundary``."""
+    if whole_us:
+        advance = _whole_us(np.ceil(durations + per_boundary))
+        return np.cumsum(advance, axis=1) - advance
+    before = np.cumsum(durations, axis=1) - durations
+    return np.rint(before + per_boundary * np.arange(durations.shape[1])).astype(np.int64)
 
 
 def _ends(starts: np.ndarray, durations: np.ndarray) -> np.ndarray:
@@ -125,31 +129,33 @@ def _ends(starts: np.ndarray, durations: np.ndarray) -> np.ndarray:
     return (starts + durations).max(axis=1, initial=0)
 
 
-def timeline(profile: Profile, chosen: np.ndarray) -> dict:
+def timeline(profile: Profile, chosen: np.ndarray, whole_us: bool = False) -> dict:
     """Integer-ns layout of the ``chosen`` runs: run starts, node starts, per-track run ends.
 
     Keys: run_start (k,), host_start (k, n), host_end (k,), device_start (k, n) and
     device_end (k,) or None, origin (profiler-clock ns of time 0, or None without
-    run_starts); see the module docstring. Runs and nodes start on whole µs; runs never
-    overlap: run k+1 starts at or after the end of run k on both tracks.
+    run_starts); see the module docstring (``whole_us``: runs and nodes start on whole µs, as
+    in the Chrome trace; else to the ns, as speedscope shows them). Runs never overlap: run
+    k+1 starts at or after the end of run k on both tracks.
     """
     overhead = profile.meta.get("overhead_ns")
     overhead = float(overhead) if overhead is not None and math.isfinite(overhead) else 0.0
+    grid = _whole_us if whole_us else np.asarray
     host = np.maximum(profile.samples[chosen], 0)
-    host_start = _offsets(host, overhead)
+    host_start = _offsets(host, overhead, whole_us)
     layout = {"host_start": host_start, "host_end": _ends(host_start, host),
               "device_start": None, "device_end": None, "origin": None}
     span = layout["host_end"]
     if profile.device_samples is not None:
         device = np.maximum(profile.device_samples[chosen], 0)
-        layout["device_start"] = _offsets(device, 0.0)
+        layout["device_start"] = _offsets(device, 0.0, whole_us)
         layout["device_end"] = _ends(layout["device_start"], device)
         span = np.maximum(span, layout["device_end"])
-    span = _whole_us(span)
+    span = grid(span)
     back_to_back = np.cumsum(span) - span
     if profile.run_starts is not None and len(chosen):
         layout["origin"] = int(profile.run_starts[chosen].min())
-        wanted = _whole_us(profile.run_starts[chosen] - layout["origin"])
+        wanted = grid(profile.run_starts[chosen] - layout["origin"])
         layout["run_start"] = np.maximum.accumulate(wanted - back_to_back) + back_to_back
     else:
         layout["run_start"] = back_to_back
@@ -282,7 +288,7 @@ def trace_text(profile: Profile, runs=None, max_runs: int | None = 100, rank: in
     51
     """
     chosen = select_runs(profile, runs, max_runs)
-    layout = timeline(profile, chosen)
+    layout = timeline(profile, chosen, whole_us=True)
     node_args = _node_args(profile)
     events = _Events()
     _track_events(profile, chosen, layout, "host", (rank, HOST_TID), events, node_args)

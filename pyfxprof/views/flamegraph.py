@@ -1,9 +1,12 @@
 """The built-in flame graph: one self-contained, interactive SVG (no Perl, no network).
 
 Frames come from the folded stacks (``views.stacks``): root at the bottom, one row per module
-level, widths by inclusive weight. Click a frame to zoom into it, "Reset zoom" to go back,
-"Search" (or Ctrl+F) to highlight frames by regular expression with the share they cover;
-hovering shows a frame's full name, time and percent. The height fits the tree's depth.
+level, widths by inclusive weight; a node that is not a module call is a leaf frame named by its
+module and op (``c_fc · addmm``; the tooltip adds the op in full and the node). Click a frame to
+zoom into it, "Reset zoom" to go back, "Search" (or Ctrl+F) to highlight frames whose module
+path or op matches a regular expression (case-insensitive), with the share they cover; an
+invalid expression is reported in the bottom bar. Hovering shows a frame's full name, time and
+percent. The height fits the tree's depth.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from importlib import resources
 from ..data.persist import open_output
 from ..data.profile import Profile
 from ..data.units import format_ns
-from .stacks import stack_tree, stack_weights
+from .stacks import frame_name, stack_tree, stack_weights
+from .trace_slices import op_names
 
 #: SVG geometry in px: width, one frame's height, margins, title block, bottom bar, font.
 WIDTH, FRAME_HEIGHT, PAD, HEADER, FOOTER, FONT_SIZE = 1200, 18, 10, 56, 22, 12
@@ -64,17 +68,46 @@ def _short_name(name: str) -> str:
     return ".".join(parts[-keep:])
 
 
-def _frame_svg(frame: tuple, total: int, scale: float, y: float, types: dict) -> str:
+def _op_short(op: str) -> str:
+    """An op without its namespace: 'aten::addmm', 'torch.addmm' -> 'addmm'.
+
+    >>> _op_short("aten::addmm"), _op_short("torch.nn.functional.gelu"), _op_short("Conv2d")
+    ('addmm', 'gelu', 'Conv2d')
+    """
+    return op.rpartition("::")[2].rpartition(".")[2] or op
+
+
+def _leaf_ops(profile: Profile) -> dict:
+    """Leaf frame name (a node that is not its module's call) -> (module path, op)."""
+    nodes = profile.nodes
+    return {frame_name(name): (str(path), op)
+            for name, call, path, op in zip(nodes["name"], nodes["op"], nodes["module_path"],
+                                            op_names(nodes)) if call != "call_module"}
+
+
+def _names(name: str, types: dict, leaf_ops: dict) -> tuple[str, str, str]:
+    """(tooltip name, visible label, text that search matches) of one frame."""
+    if name in leaf_ops and name not in types:
+        path, op = leaf_ops[name]
+        short = f"{_short_name(path)} · {_op_short(op)}" if path else op
+        return f"{path + ' · ' if path else ''}{op} (node {name})", short, f"{path} {op}"
+    kind = types.get(name, "")
+    short = _short_name(name)
+    if short.isdigit() and kind:  # a container's child ("0") reads better with its type
+        short = f"{short} {kind}"
+    return f"{name}{f' ({kind})' if kind else ''}", short, f"{name} {kind}"
+
+
+def _frame_svg(frame: tuple, total: int, scale: float, y: float, names: tuple) -> str:
     depth, offset, node = frame
     name, weight = node["name"], node["weight"]
     x, width = PAD + offset * scale, weight * scale
     pct = 100.0 * weight / total if total else 0.0
-    kind = types.get(name, "")
-    tip = html.escape(f"{name}{f' ({kind})' if kind else ''}: {format_ns(weight)}, {pct:.2f}%")
-    short, color = _short_name(name), _color(name)
-    if short.isdigit() and kind:  # a container's child ("0") reads better with its type
-        short = f"{short} {kind}"
+    full, short, search = _names(name, *names)
+    tip = html.escape(f"{full}: {format_ns(weight)}, {pct:.2f}%")
+    color = _color(search)
     attrs = (f'class="frame" data-name="{html.escape(name)}" data-label="{html.escape(short)}" '
+             f'data-search="{html.escape(search)}" '
              f'data-x="{offset}" data-w="{weight}" data-d="{depth}" data-fill="{color}"')
     return (f"<g {attrs}><title>{tip}</title>"
             f'<rect x="{x:.2f}" y="{y:.1f}" width="{width:.2f}" height="{FRAME_HEIGHT - 1}" '
@@ -129,8 +162,9 @@ def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None =
     ]
     types = dict(zip(profile.nodes["module_path"].astype(str),
                      profile.nodes["module_type"].astype(str)))
+    names = (types, _leaf_ops(profile))
     lines += [_frame_svg(frame, root["weight"], scale,
-                         height - FOOTER - (frame[0] + 1) * FRAME_HEIGHT, types)
+                         height - FOOTER - (frame[0] + 1) * FRAME_HEIGHT, names)
               for frame in frames]
     lines.append(f"<script><![CDATA[\n{script}]]></script>")
     lines.append("</svg>")

@@ -1,5 +1,5 @@
 // pyfxprof flame graph: click a frame to zoom into it, "Reset zoom" to go back, "Search" (or
-// Ctrl+F) to highlight frames whose name matches a regular expression.
+// Ctrl+F) to highlight frames whose module path or op matches a regular expression.
 (function () {
   // this SVG: the document itself, or one <svg> inlined in an HTML report
   var own = document.currentScript, svg = (own && own.ownerSVGElement) || document.documentElement;
@@ -35,16 +35,22 @@
     reset.style.display = d0 > 0 ? "" : "none";
   }
   function search() {
-    var term = window.prompt("Search frames (regular expression)", "");
+    var term = window.prompt("Search module paths and ops (regular expression)", "");
     if (term === null) return;
-    var re = new RegExp(term), covered = -1, total = 0;
+    var re, covered = -1, total = 0;
+    try {
+      re = new RegExp(term, "i");
+    } catch (error) {
+      matched.textContent = "Invalid regular expression: " + term;
+      return;
+    }
+    function hit(g) { return term !== "" && re.test(g.getAttribute("data-search")); }
     frames.forEach(function (g) {
-      var hit = term !== "" && re.test(g.getAttribute("data-name"));
-      g.querySelector("rect").setAttribute("fill", hit ? "rgb(200,50,230)" : g.getAttribute("data-fill"));
+      g.querySelector("rect").setAttribute("fill", hit(g) ? "rgb(200,50,230)" : g.getAttribute("data-fill"));
     });
     frames.slice().sort(function (a, b) { return num(a, "x") - num(b, "x") || num(a, "d") - num(b, "d"); })
       .forEach(function (g) {
-        if (term === "" || !re.test(g.getAttribute("data-name")) || num(g, "x") < covered) return;
+        if (!hit(g) || num(g, "x") < covered) return;
         total += num(g, "w"); covered = num(g, "x") + num(g, "w");
       });
     matched.textContent = term === "" ? "" : "Matched: " + (100 * total / cfg.total).toFixed(1) + "%";

@@ -27,7 +27,7 @@ STACK_KINDS = ("module", "source")
 ROOT = "root"
 
 
-def _frame(text: str) -> str:
+def frame_name(text: str) -> str:
     """A frame name safe for the folded format (no ';' separators, no line breaks)."""
     return str(text).replace(";", ":").replace("\n", " ").replace("\r", " ")
 
@@ -73,8 +73,8 @@ def _metric_values(profile: Profile, metric: str) -> np.ndarray:
 
 def _stack(modules: tuple, name: str, module_call: bool) -> list[str]:
     """Frames root..leaf; the node's own name is left out when it is its module's call."""
-    frames = [ROOT] + [_frame(m) for m in modules]
-    return frames if module_call else frames + [_frame(name)]
+    frames = [ROOT] + [frame_name(m) for m in modules]
+    return frames if module_call else frames + [frame_name(name)]
 
 
 def folded_stacks(profile: Profile, metric: str = "median", by: str = "module") -> list[str]:
