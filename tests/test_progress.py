@@ -37,3 +37,13 @@ def test_shows_in_a_notebook_even_without_a_terminal(monkeypatch):
     bar.update(4)
     bar.close()
     assert "4/4" in stream.getvalue().split("\r")[-1]  # the finished bar stays
+
+
+def test_notebook_without_ipywidgets_writes_text_to_stdout_not_stderr(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(progress, "has_widgets", lambda: False)
+    bar = Progress(4, "profiling", expected_s=5.0)
+    bar.update(4)
+    bar.close()
+    out, err = capsys.readouterr()
+    assert err == "" and "4/4" in out.split("\r")[-1]  # Jupyter shows stderr in red

@@ -2,11 +2,13 @@
 
 The bar is updated between runs, never inside one, so it costs nothing the runs measure.
 Runs expected to be quick, and output that is neither a terminal nor a notebook (logs, CI),
-show nothing.
+show nothing. In Jupyter without ipywidgets the bar is text on stdout: on stderr every refresh
+would be a red line.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import warnings
 
@@ -25,9 +27,19 @@ def in_notebook() -> bool:
     return ipython is not None and "IPKernelApp" in getattr(ipython, "config", {})
 
 
+def has_widgets() -> bool:
+    """True when ipywidgets is installed (tqdm.auto then draws a widget in notebooks).
+
+    >>> isinstance(has_widgets(), bool)
+    True
+    """
+    return importlib.util.find_spec("ipywidgets") is not None
+
+
 class Progress:
     """A tqdm.auto bar over ``total`` runs, shown only when they are expected to take at least
-    SHOW_AFTER_S seconds and someone can see it (a terminal's stderr or a notebook).
+    SHOW_AFTER_S seconds and someone can see it (a terminal's stderr or a notebook: a widget,
+    or text on stdout without ipywidgets).
 
     Example:
         >>> bar = Progress(10, "runs", expected_s=0.0)   # silent: too quick
@@ -35,8 +47,9 @@ class Progress:
     """
 
     def __init__(self, total: int, label: str, expected_s: float, stream=None) -> None:
-        stream = stream if stream is not None else sys.stderr
         notebook = in_notebook()
+        if stream is None:
+            stream = sys.stdout if notebook and not has_widgets() else sys.stderr
         self.enabled = expected_s >= SHOW_AFTER_S and total > 0 and (
             notebook or _is_terminal(stream))
         self._bar = None
