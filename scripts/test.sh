@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: the C++ tests (ctest, including a ThreadSanitizer stress build), then pytest.
+# Runs every test: the C++ tests (ctest, including a ThreadSanitizer stress build), the packaging
+# check (sdist -> wheel -> fresh venv -> pyfxprof profile), then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -9,4 +10,5 @@ cmake -S . -B build/ctest -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   > build/ctest-configure.log || { cat build/ctest-configure.log; exit 1; }
 cmake --build build/ctest
 ctest --test-dir build/ctest --output-on-failure
+bash scripts/check_package.sh
 .venv/bin/python -m pytest -q "$@"
