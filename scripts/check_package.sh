@@ -27,13 +27,23 @@ stage "building the sdist"
 "$py" -m build --sdist --no-isolation --outdir "$work/dist" . > "$work/sdist.log" 2>&1 || { cat "$work/sdist.log"; exit 1; }
 sdist=$(ls "$work"/dist/pyfxprof-*.tar.gz)
 tar tzf "$sdist" > "$work/sdist.txt"
-for needed in CMakeLists.txt csrc/python_module.cpp LICENSE pyfxprof/py.typed; do
+for needed in CMakeLists.txt csrc/python_module.cpp LICENSE pyfxprof/py.typed pyfxprof/_C.pyi; do
   grep -q "^pyfxprof-[^/]*/$needed$" "$work/sdist.txt" || { echo "sdist lacks $needed"; exit 1; }
 done
 
 stage "building a wheel from the sdist"
 "$py" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$work/wheel" "$sdist" > "$work/wheel.log" 2>&1 \
   || { cat "$work/wheel.log"; exit 1; }
+
+"$py" - "$work"/wheel/pyfxprof-*.whl <<'PY' || exit 1
+import sys, zipfile
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+needed = ["pyfxprof/py.typed", "pyfxprof/_C.pyi", "pyfxprof/views/flamegraph_script.js"]
+missing = [n for n in needed if n not in names]
+missing += [] if any(n.startswith("pyfxprof/_C.") and n.endswith(".so") for n in names) else ["_C"]
+missing += [] if any(n.endswith("licenses/LICENSE") for n in names) else ["LICENSE"]
+sys.exit(f"the wheel lacks {missing}" if missing else 0)
+PY
 
 stage "installing the wheel and its dependencies into a fresh venv"
 grep '^torch==' requirements-dev.txt > "$work/constraints.txt"  # the pinned torch
