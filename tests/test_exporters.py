@@ -50,7 +50,7 @@ def test_export_by_suffix_and_by_name_write_the_same_as_the_wrappers(tmp_path):
     prof.export(tmp_path / "t.json", runs=[0])
     steps = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]
              if str(e.get("name", "")).startswith("ProfilerStep")]
-    assert len(steps) == 1
+    assert [e["cat"] for e in steps] == ["user_annotation", "trace_end"]  # run 0, closing step
 
 
 def test_cli_has_one_flag_per_format_and_writes_it(tmp_path, capsys):

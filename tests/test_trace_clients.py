@@ -107,7 +107,7 @@ def test_torch_tensorboard_handler_writes_traces_tensorboard_shows(tmp_path):
     profile = RunGenerator("worker0", "1", data).generate_run_profile()
     assert {"Overview", "Operator"} <= {view.display_name for view in profile.views}
     steps = profile.overview["steps"]["rows"]
-    assert [row[0] for row in steps] == ["0", "1", "2"]
+    assert [row[0] for row in steps] == ["2", "3", "4"]  # loop steps, as torch numbers them
     step_us = [row[3] for row in steps]  # CPU Exec per step, µs
     assert all(0 < t < 1e6 for t in step_us)
     ops = {row["name"]: row for row in profile.operation_table_by_name["data"]}

@@ -47,7 +47,7 @@ def stack_weights(profile: Profile, metric: str = "median", by: str = "module"
     nodes = profile.nodes
     if by == "source":
         sources = nodes["source_stack"] if "source_stack" in nodes else [()] * len(nodes)
-        stacks = [[ROOT] + [_frame(f) for f in frames] + [_frame(name)]
+        stacks = [[ROOT] + [frame_name(f) for f in frames] + [frame_name(name)]
                   for frames, name in zip(sources, nodes["name"])]
         return list(zip(stacks, weights))
     stacks = [_stack(tuple(modules), name, op == "call_module" and bool(modules)
