@@ -36,6 +36,14 @@ TORCH_SORT_KEYS = {
     **{f"{p}{d}_memory_usage": "cuda_alloc_bytes" for d in ("cuda", "device")
        for p in ("", "self_")},
 }
+#: Row order when none is asked for: the per-node median, which one preempted (or otherwise
+#: disturbed) run cannot move, unlike "total", a sum over every run (docs/profile.md).
+DEFAULT_SORT = "median"
+#: The header's line saying how rows are ordered, per sort key.
+_SORT_TEXT = {"total": "total over all runs, descending (one slow run moves it)",
+              "median": "median per run, descending",
+              "mean": "mean per run, descending (one slow run moves it)",
+              "max": "slowest run, descending", "name": "name", "order": "execution order"}
 GROUP_KEYS = ("op", "target", "module_type", "module", "input_shape", "source")
 NODE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path",
                         "median", "mean", "iqr", "pct_total", "cum_pct")
@@ -315,10 +323,20 @@ def _op_targets(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def build_view(profile, sort_by: str = "total", top: int | None = None,
+def _sort_text(column: str) -> str:
+    """What the header's "rows:" line says of the order by ``column``.
+
+    >>> _sort_text("median"), _sort_text("device_total")
+    ('median per run, descending', 'device_total, descending')
+    """
+    return _SORT_TEXT.get(column, f"{column}, descending")
+
+
+def build_view(profile, sort_by: str | None = None, top: int | None = None,
                columns=None, group_by: str | None = None, depth: int | None = None) -> View:
-    """Sort, cut and format a Profile (node view, or group view with ``group_by``; ``depth``
-    is the module depth of ``group_by="module"``, 1 by default)."""
+    """Sort (None: DEFAULT_SORT), cut and format a Profile (node view, or group view with
+    ``group_by``; ``depth`` is the module depth of ``group_by="module"``, 1 by default)."""
+    sort_by = DEFAULT_SORT if sort_by is None else sort_by
     if group_by is not None:
         _choice("group_by", group_by, GROUP_KEYS)
         _check_depth(group_by, depth)
@@ -343,7 +361,7 @@ def build_view(profile, sort_by: str = "total", top: int | None = None,
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
         header=header_lines(profile.meta, profile.n_runs, profile.n_nodes, profile.run_totals)
-        + latency_header(profile),
+        + latency_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
         notes=_notes(frame, shown, label, name_column, top),
         drop_order=[columns.index(c) for c in DROP_ORDER if c in columns],
@@ -474,7 +492,7 @@ def render_html(view: View) -> str:
     return "\n".join(parts)
 
 
-def profile_table(profile, sort_by: str = "total", top: int | None = None,
+def profile_table(profile, sort_by: str | None = None, top: int | None = None,
                   columns: list[str] | None = None, group_by: str | None = None,
                   depth: int | None = None, width: int | str | None = "auto",
                   row_limit: int | None = None) -> str:
@@ -482,8 +500,9 @@ def profile_table(profile, sort_by: str = "total", top: int | None = None,
     noise notes.
 
     sort_by: "total" | "median" | "mean" | "max" (descending), "name" (ascending) or
-    "order" (execution / first appearance). top: keep the first ``top`` rows.
-    columns: to_dataframe() column names plus "cum_pct" and, with a ``flops`` column,
+    "order" (execution / first appearance); None: DEFAULT_SORT ("median", which one
+    preempted run cannot move; the header's "rows:" line says the order). top: keep the
+    first ``top`` rows. columns: to_dataframe() column names plus "cum_pct" and, with a ``flops`` column,
     "flop_per_s" (group view: "group", "nodes", statistics, "cum_pct", "flops",
     "flop_per_s"). group_by: None | "op" | "target" | "module_type" | "module" (inclusive
     time per module cut at ``depth``, default 1; see rollup) | "input_shape" (per op and
