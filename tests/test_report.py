@@ -44,7 +44,7 @@ def table_rows(text):
 
 
 HEADER = """\
-pyfxprof — toynet on cpu · 4 runs (2 warmup) · mode codegen · capture fx
+pyfxprof — toynet on cpu · 4 runs (2 warmup) · mode codegen · capture fx · model ?, ?
 total: 2.55 ms median ± 350 µs IQR · 3 nodes · coverage 99.1%
 overhead: 52 ns/node, subtracted · clock tsc (resolution 1 ns) · dropped records: 0
 cpu Xeon · threads 2 · versions torch 2.5.1, python 3.12.3 · at 2025-01-02T03:04:05
@@ -91,7 +91,7 @@ def test_header_shows_subtracted_overhead_per_node():
 def test_header_with_missing_meta_renders_question_marks():
     lines = report.header_lines({}, n_runs=3, n_nodes=5, run_totals=[100, 200, 300])
     assert lines == [
-        "pyfxprof — ? on ? · 3 runs (? warmup) · mode ? · capture ?",
+        "pyfxprof — ? on ? · 3 runs (? warmup) · mode ? · capture ? · model ?, ?",
         "total: 200 ns median ± 100 ns IQR · 5 nodes · coverage ?",
         "overhead: ? · clock ? · dropped records: ?",
         "cpu ? · threads ? · versions ? · at ?",

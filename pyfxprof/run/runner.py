@@ -14,7 +14,7 @@ from ..capture.dynamo import GRANULARITIES
 from ..capture.inductor import compile_settings, is_compiled
 from ..capture.ladder import Prepared, prepare, warn_fallback
 from ..capture.memory import profiling_memory
-from ..capture.model_state import evaluation_mode, grad_context
+from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
 from ..capture.tracing import CAPTURE_MODES
 from ..data.profile import Profile
 from ..data.validate import run_coverage
@@ -29,6 +29,7 @@ from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
 from .compiled import profile_compiled
+from .eager import eager_forward_meta
 from .metadata import run_meta
 from .noise import RunMeter
 from .progress import Progress
@@ -49,7 +50,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     """Time every node of `model` on `example_inputs` and return a Profile.
 
     The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
-    and is never modified: every training flag is restored afterwards. Shapes and output sizes
+    and is never modified (meta "training", "given_training", "autograd"). On the dynamo rung
+    the plain eager forward is timed after the runs too (meta "eager_forward_median_ns"). Shapes and output sizes
     come from one separate untimed run. The calibrated cost of a mark is subtracted from every
     node and stated in the Profile's metadata.
 
@@ -80,7 +82,9 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         return _profile_compiled(**locals())  # the arguments as given
     model, example_inputs = place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
+    modes = {"given_training": model.training, "training": False}
     with evaluation_mode(model), grad_context(grad):
+        modes["autograd"] = autograd_mode()
         with profiling_memory(profile_memory):
             prepared = prepare(model, example_inputs, capture,
                                (leaf_modules, autowrap_functions, concrete_args), granularity)
@@ -91,7 +95,10 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         with executor:
             timings, run_noise, warmup_totals = _timed_runs(
                 executor, prepared.args, runs, warmup, progress, prepared.frame)
-    meta = _profile_meta(model, name, prepared, executor, timings, example_inputs,
+        if prepared.captured.mode == "dynamo":  # the graph leaves out Python around it
+            modes.update(eager_forward_meta(model, example_inputs, runs,
+                                            device_of(model, prepared.args)))
+    meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
                          warmup_totals_ns=warmup_totals)

@@ -135,9 +135,10 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
     return [
         f"pyfxprof — {_meta(meta, 'model')} on {_meta(meta, 'device')} · {runs} runs "
         f"({_meta(meta, 'warmup')} warmup) · mode {_meta(meta, 'mode')} · "
-        f"capture {_meta(meta, 'capture_mode')}",
-        f"total: {format_ns(totals['median'])} median ± {format_ns(totals['iqr'])} IQR · "
-        f"{n_nodes} nodes · coverage {cov_text}" + _between_text(meta) + _flops_text(meta),
+        f"capture {_meta(meta, 'capture_mode')} · {model_mode_text(meta)}",
+        f"total: {format_ns(totals['median'])} median ± {format_ns(totals['iqr'])} IQR"
+        f"{_eager_text(meta)} · {n_nodes} nodes · coverage {cov_text}" + _between_text(meta)
+        + _flops_text(meta),
         f"overhead: {ovh_text} · {_clock_text(meta.get('clock'))} · "
         f"dropped records: {_meta(meta, 'dropped_records')}",
         *_device_lines(meta),
@@ -145,6 +146,35 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"at {_meta(meta, 'timestamp')}",
         *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
     ]
+
+
+def model_mode_text(meta: dict) -> str:
+    """'model <eval|train> [(given in ... mode)], <autograd>': the mode the model ran in.
+
+    >>> model_mode_text({"training": False, "given_training": True, "autograd": "inference_mode"})
+    'model eval (given in train mode), inference_mode'
+    >>> model_mode_text({})
+    'model ?, ?'
+    """
+    def name(training) -> str:
+        return "?" if training is None else ("train" if training else "eval")
+
+    ran, given = meta.get("training"), meta.get("given_training")
+    given_text = "" if given is None or given == ran else f" (given in {name(given)} mode)"
+    return f"model {name(ran)}{given_text}, {_meta(meta, 'autograd')}"
+
+
+def _eager_text(meta: dict) -> str:
+    """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's.
+
+    >>> _eager_text({"eager_forward_median_ns": 2.3e6})
+    ' (graph; eager forward 2.30 ms median, timed after the runs)'
+    """
+    eager = meta.get("eager_forward_median_ns")
+    if eager is None:
+        error = meta.get("eager_forward_error")
+        return "" if error is None else f" (graph; eager forward failed: {error})"
+    return f" (graph; eager forward {format_ns(eager)} median, timed after the runs)"
 
 
 def _between_text(meta: dict) -> str:
