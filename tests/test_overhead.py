@@ -100,6 +100,13 @@ def test_cli_prints_the_chain_then_the_model(capsys):
                                       for r in rows)
 
 
+def test_a_model_without_operations_is_a_one_line_error(capsys):
+    assert cli.main(["overhead", "torch.nn:Identity", "--input", "4", "--chain", "0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "pyfxprof: error: Identity has no operations to time (its graph only passes inputs "
+        "through)")
+
+
 @pytest.mark.parametrize("argv", [["--rounds", "5"], ["--block", "0"], ["--chain", "-1"]])
 def test_cli_refuses_too_few_rounds_and_bad_counts(capsys, argv):
     with pytest.raises(SystemExit) as info:

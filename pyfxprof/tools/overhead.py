@@ -21,6 +21,7 @@ from ..capture.model_state import evaluation_mode
 from ..capture.tracing import Capture, capture, timed_nodes
 from ..data.latency import quantile_interval
 from ..data.units import format_ns
+from ..errors import PyfxprofError
 from ..timing.executors import CodegenExecutor
 from ..timing.interpreter import ProfilingInterpreter
 from .baseline import TimeTimeInterpreter
@@ -248,6 +249,9 @@ def compare_overhead(model: torch.nn.Module, example_inputs: Any, rounds: int = 
     with evaluation_mode(model), torch.inference_mode():
         gm, args = _captured(model, example_inputs, capture_mode)
         n_nodes = len(timed_nodes(gm.graph))
+        if not n_nodes:
+            raise PyfxprofError(f"{name or type(model).__name__} has no operations to time "
+                                "(its graph only passes inputs through)")
         methods, executors = _methods(gm, args, n_nodes)
         plain = lambda k: _block_median(lambda: gm(*args), k)  # noqa: E731
         with _gc_paused():
