@@ -50,10 +50,9 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     """Time every node of `model` on `example_inputs` and return a Profile.
 
     The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
-    and is never modified (meta "training", "given_training", "autograd"). On the dynamo rung
-    the plain eager forward is timed after the runs too (meta "eager_forward_median_ns"). Shapes and output sizes
-    come from one separate untimed run. The calibrated cost of a mark is subtracted from every
-    node and stated in the Profile's metadata.
+    and is never modified; meta says so (see _modes_meta). Shapes and output sizes come from
+    one separate untimed run. The calibrated cost of a mark is subtracted from every node and
+    stated in the Profile's metadata.
 
     Args:
         example_inputs: a tuple of positional arguments, a dict of keyword arguments, a
@@ -82,9 +81,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         return _profile_compiled(**locals())  # the arguments as given
     model, example_inputs = place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
-    modes = {"given_training": model.training, "training": False}
+    given_training = model.training
     with evaluation_mode(model), grad_context(grad):
-        modes["autograd"] = autograd_mode()
         with profiling_memory(profile_memory):
             prepared = prepare(model, example_inputs, capture,
                                (leaf_modules, autowrap_functions, concrete_args), granularity)
@@ -95,9 +93,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         with executor:
             timings, run_noise, warmup_totals = _timed_runs(
                 executor, prepared.args, runs, warmup, progress, prepared.frame)
-        if prepared.captured.mode == "dynamo":  # the graph leaves out Python around it
-            modes.update(eager_forward_meta(model, example_inputs, runs,
-                                            device_of(model, prepared.args)))
+        modes = _modes_meta(model, given_training, example_inputs, runs, prepared)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
@@ -115,6 +111,19 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
     return profile_compiled(model, eager, settings, example_inputs, runs, warmup, name=name,
                             progress=progress, grad=grad, placement=(device, device_events),
                             timed_runs=_timed_runs, device=device_of(eager, ()))
+
+
+def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any, runs: int,
+                prepared: Prepared) -> dict:
+    """The modes the model ran in (``training`` False: profile() runs it in eval mode;
+    ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode) and,
+    on the dynamo rung, whose graph leaves out the Python around it, the plain eager
+    forward's time (run.eager). Called inside profile()'s eval and grad contexts."""
+    modes = {"training": False, "given_training": given_training, "autograd": autograd_mode()}
+    if prepared.captured.mode == "dynamo":
+        modes.update(eager_forward_meta(model, example_inputs, runs,
+                                        device_of(model, prepared.args)))
+    return modes
 
 
 def _profile_meta(model: torch.nn.Module, name: str | None, prepared: Prepared, executor,
