@@ -49,10 +49,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
-    The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
-    and is never modified; meta says so (see _modes_meta). Shapes and output sizes come from
-    one separate untimed run. The calibrated cost of a mark is subtracted from every node and
-    stated in the Profile's metadata.
+    Runs the model in eval mode under torch.inference_mode() (``grad=True``: autograd), never
+    modified (meta: _modes_meta); shapes from one untimed run; mark cost subtracted (meta).
 
     Args:
         example_inputs: a tuple of positional arguments, a dict of keyword arguments, a
