@@ -4,7 +4,10 @@ interpreter and torch.profiler, on 300 `x + 1` tensor ops, 500 Python int adds, 
 batch 1 and 5, and one decode step of a tiny GPT-2 (random weights, built from a config),
 captured by TorchDynamo.
 
-Run: .venv/bin/python benchmarks/bench_overhead.py [--runs N] [--resnet-runs N]
+Each figure: the median of paired rounds' differences with a 95% interval, or "not resolved"
+(pyfxprof.tools.overhead, docs/overhead.md).
+
+Run: .venv/bin/python benchmarks/bench_overhead.py [--rounds N] [--resnet-rounds N]
 """
 
 import argparse
@@ -22,22 +25,24 @@ from pyfxprof.tools.overhead import compare_overhead  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=300, help="runs per method, tiny graphs")
-    parser.add_argument("--resnet-runs", type=int, default=20, help="runs per method, ResNet-18")
+    parser.add_argument("--rounds", type=int, default=60,
+                        help="paired rounds per method (blocks of 5 calls), tiny graphs")
+    parser.add_argument("--resnet-rounds", type=int, default=20,
+                        help="paired rounds per method, ResNet-18")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (default 1: thread-pool wake-ups are noise here)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(describe_machine())
-    for name, make, runs, mode in [
-            ("300 x + 1 (1-element tensor)", tensor_plus_one_chain, args.runs, "fx"),
-            ("500 Python int adds", int_add_chain, args.runs, "fx"),
-            ("ResNet-18, 1x3x224x224", lambda: resnet18_batch(1), args.resnet_runs, "fx"),
-            ("ResNet-18, 5x3x224x224", lambda: resnet18_batch(5), args.resnet_runs, "fx"),
-            ("tiny GPT-2, one decode step (dynamo)", gpt2_decode_step, args.runs, "dynamo")]:
+    for name, make, rounds, mode in [
+            ("300 x + 1 (1-element tensor)", tensor_plus_one_chain, args.rounds, "fx"),
+            ("500 Python int adds", int_add_chain, args.rounds, "fx"),
+            ("ResNet-18, 1x3x224x224", lambda: resnet18_batch(1), args.resnet_rounds, "fx"),
+            ("ResNet-18, 5x3x224x224", lambda: resnet18_batch(5), args.resnet_rounds, "fx"),
+            ("tiny GPT-2, one decode step (dynamo)", gpt2_decode_step, args.rounds, "dynamo")]:
         print()
         try:
-            report = compare_overhead(*make(), runs=runs, warmup=3, name=name,
+            report = compare_overhead(*make(), rounds=rounds, warmup=3, name=name,
                                       capture_mode=mode)
         except Exception as error:  # noqa: BLE001 - a workload capture cannot take: say so
             print(f"{name}: not compared: {type(error).__name__}: {str(error)[:200]}")

@@ -187,3 +187,16 @@ def test_16bit_outputs_flagged_on_cpu():
     assert item.nodes == ["half", "split"]
     assert "float16/bfloat16" in item.evidence[0]
     assert item.severity == "medium"
+
+
+@pytest.mark.parametrize("meta, says_eval", [
+    ({"training": False, "given_training": True}, True),   # profile() of a train-mode model
+    ({"training": True, "given_training": True}, True),    # a Profiler loop in train mode
+    ({"training": False, "given_training": False}, False),
+    ({}, False),                                           # a profile saved before the keys
+])
+def test_fusion_fix_says_to_call_eval_first_when_the_model_is_in_train_mode(meta, says_eval):
+    item = only(advise(make_profile(conv_bn_specs(), meta=meta), ["fusible_conv_bn"]),
+                "fusible_conv_bn")
+    assert item.action.startswith("call model.eval() first") == says_eval
+    assert "pyfxprof.fuse_conv_bn(model)" in item.action

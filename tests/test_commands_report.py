@@ -44,7 +44,11 @@ def test_prints_the_table(saved, capsys):
     assert run_report([saved]) == 0
     out = capsys.readouterr().out
     assert out.startswith("pyfxprof — toy on cpu")
-    assert table_names(out) == ["alpha", "delta", "bravo"]  # by total: 120, 90, 60 ns
+    # by median (10, 30, 20 ns): alpha's one 100 ns run does not put it first
+    assert table_names(out) == ["delta", "bravo", "alpha"]
+    assert "rows: by median per run, descending" in out
+    run_report([saved, "--sort", "total"])
+    assert table_names(capsys.readouterr().out) == ["alpha", "delta", "bravo"]  # 120, 90, 60
 
 
 def test_sort_top_and_group_by(saved, capsys):

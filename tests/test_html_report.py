@@ -72,3 +72,10 @@ def test_page_renders_in_headless_chromium(tmp_path):
                    check=True, timeout=120, capture_output=True)
     assert (tmp_path / "shots" / "r.png").read_bytes()[:4] == b"\x89PNG"
     assert not png.exists()
+
+
+def test_report_table_ranks_by_median_not_by_a_preempted_run():
+    from tests.test_report import preempted_profile
+    page = html_report(preempted_profile())
+    table = page[page.index("<table>"):]
+    assert table.index(">logits<") < table.index(">layer_norm<")

@@ -648,3 +648,16 @@ def test_a_buffer_forward_assigns_advances_in_a_profiled_loop_as_without_it():
                 torch.testing.assert_close(p.model(x), reference(x))
     assert model.steps.item() == reference.steps.item() == 5
     assert p.profiles[0].meta["capture_mode"] == "hooks" and p.profiles[0].n_runs == 5
+
+
+def test_meta_and_header_state_the_callers_model_and_autograd_modes():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout()).train()
+    with torch.no_grad(), Profiler(model) as p:
+        model(torch.randn(2, 4))
+    meta = p.profiles[0].meta
+    assert (meta["training"], meta["given_training"], meta["autograd"]) == \
+        (True, True, "no_grad")
+    assert p.profiles[0].table().splitlines()[0].endswith("model train, no_grad")
+    with torch.inference_mode(), Profiler(model.eval()) as p:
+        model(torch.randn(2, 4))
+    assert p.profiles[0].meta["autograd"] == "inference_mode"

@@ -11,7 +11,8 @@ from tests.models import Net, net_input
 
 # The keys every Profile's meta has, whether profile() or the Profiler loop made it.
 SHARED_KEYS = {"model", "device", "device_events", "runs", "warmup", "mode", "capture_mode",
-               "capture_notes", "grad", "input_shapes", "incomplete_runs", "dropped_records",
+               "capture_notes", "grad", "training", "given_training", "autograd",
+               "input_shapes", "incomplete_runs", "dropped_records",
                "overhead_ns", "versions", "platform", "cpu", "cores", "threads", "clock",
                "timestamp", "argv"}
 
@@ -28,7 +29,7 @@ def test_run_meta_states_the_run_the_calibration_and_the_environment():
     meta = run_meta(torch.nn.ReLU(), "relu-net", device="cpu", device_events=False,
                     executor=executor, captured=SimpleNamespace(mode="hooks", notes=["a note"]),
                     timings=timings, warmup=3, mode="hooks", grad=True, input_shapes="[2] f32",
-                    dropped_records=5)
+                    dropped_records=5, training=True, given_training=True, autograd="grad")
     assert SHARED_KEYS <= set(meta)
     assert (meta["model"], meta["runs"], meta["incomplete_runs"], meta["warmup"]) == \
         ("relu-net", 4, 2, 3)
@@ -72,5 +73,5 @@ def test_profile_and_profiler_loop_write_the_same_shared_keys():
             p.step()
     by_loop = p.profiles[0].meta
     assert SHARED_KEYS <= set(by_profile) and SHARED_KEYS <= set(by_loop)
-    assert set(by_loop) - set(by_profile) == {"training", "loop"}
+    assert set(by_loop) - set(by_profile) == {"loop"}
     assert by_profile["flops"] == by_loop["flops"] > 0  # each call group's own analysis

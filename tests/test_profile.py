@@ -185,6 +185,7 @@ def test_not_equal_to_other_types_and_unhashable():
     ("max", ["alpha", "charlie", "delta", "bravo"]),
     ("name", ["alpha", "bravo", "charlie", "delta"]),
     ("order", ["alpha", "delta", "bravo", "charlie"]),
+    (None, ["delta", "bravo", "alpha", "charlie"]),  # the default: median
 ])
 def test_table_sort_orders(sort_by, order):
     assert shown_names(make_profile().table(sort_by=sort_by, columns=["name"])) == order

@@ -44,11 +44,12 @@ def table_rows(text):
 
 
 HEADER = """\
-pyfxprof — toynet on cpu · 4 runs (2 warmup) · mode codegen · capture fx
+pyfxprof — toynet on cpu · 4 runs (2 warmup) · mode codegen · capture fx · model ?, ?
 total: 2.55 ms median ± 350 µs IQR · 3 nodes · coverage 99.1%
 overhead: 52 ns/node, subtracted · clock tsc (resolution 1 ns) · dropped records: 0
 cpu Xeon · threads 2 · versions torch 2.5.1, python 3.12.3 · at 2025-01-02T03:04:05
 latency: p50 2.55 ms · p90 2.84 ms · p99 2.90 ms [2.70 ms–unbounded] · max 2.90 ms
+rows: by median per run, descending
 """
 
 GOLDEN_NODES = HEADER + """
@@ -90,7 +91,7 @@ def test_header_shows_subtracted_overhead_per_node():
 def test_header_with_missing_meta_renders_question_marks():
     lines = report.header_lines({}, n_runs=3, n_nodes=5, run_totals=[100, 200, 300])
     assert lines == [
-        "pyfxprof — ? on ? · 3 runs (? warmup) · mode ? · capture ?",
+        "pyfxprof — ? on ? · 3 runs (? warmup) · mode ? · capture ? · model ?, ?",
         "total: 200 ns median ± 100 ns IQR · 5 nodes · coverage ?",
         "overhead: ? · clock ? · dropped records: ?",
         "cpu ? · threads ? · versions ? · at ?",
@@ -248,3 +249,31 @@ def test_width_auto_is_the_terminal_only_when_printing_to_one(monkeypatch):
     assert report.terminal_width(Terminal()) == 72
     monkeypatch.setattr("sys.stdout", Terminal())
     assert max(map(len, make_profile().table().splitlines())) <= 72
+
+
+def preempted_profile():
+    """Ten runs of logits (100 µs) and layer_norm (10 µs); in run 3 the thread was preempted
+    and layer_norm took 2 ms, so its total (2.09 ms) beats logits' (1 ms)."""
+    nodes = pd.DataFrame({
+        "index": [0, 1], "name": ["layer_norm", "logits"], "op": ["call_module"] * 2,
+        "target": ["ln", "lm_head"], "module_path": ["ln", "lm_head"],
+        "module_type": ["LayerNorm", "Linear"], "module_stack": [("ln",), ("lm_head",)]})
+    samples = np.array([[10_000, 100_000]] * 10, dtype=np.int64)
+    samples[3, 0] = 2_000_000
+    noise = np.array([[0, 0, 110_000, 110_000]] * 10, dtype=np.int64)
+    noise[3] = [5, 0, 110_000, 2_110_000]  # 2 ms off the CPU: preempted
+    return Profile(nodes, samples, samples.sum(axis=1), {"model": "gpt2"}, run_noise=noise)
+
+
+def test_default_order_is_not_led_by_a_preempted_run():
+    prof = preempted_profile()
+    assert prof.noise()["preempted"].sum() == 1
+    assert prof.to_dataframe().sort_values("total")["name"].iloc[-1] == "layer_norm"
+    text = prof.table()
+    assert [row[1] for row in table_rows(text)] == ["logits", "layer_norm"]
+    assert "rows: by median per run, descending" in text.splitlines()
+    assert [row[1] for row in table_rows(prof.table(sort_by="total"))][0] == "layer_norm"
+    assert "rows: by total over all runs" in prof.table(sort_by="total")
+    page = prof._repr_html_()  # the notebook view
+    assert page.index(">logits<") < page.index(">layer_norm<")
+    assert "rows: by median" in page

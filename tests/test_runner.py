@@ -5,8 +5,9 @@ import pytest
 import torch
 
 import pyfxprof
+from pyfxprof.data.units import format_ns
 from pyfxprof.errors import PyfxprofError
-from tests.models import Net, Spin, net_input
+from tests.models import Net, Spin, net_input, spin
 
 
 def test_profile_returns_one_column_per_node_and_one_row_per_run():
@@ -117,3 +118,42 @@ def test_a_finished_profile_is_not_a_context_manager():
     with pytest.raises(PyfxprofError, match=r"not a context manager.*pyfxprof\.Profiler"):
         with prof:
             pass
+
+
+def test_meta_and_header_state_the_mode_the_model_ran_in():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout()).train()
+    prof = pyfxprof.profile(model, (torch.randn(2, 4),), runs=2, warmup=0, progress=False)
+    meta = prof.meta
+    assert (meta["training"], meta["given_training"], meta["autograd"]) == \
+        (False, True, "inference_mode")
+    assert "model eval (given in train mode), inference_mode" in prof.table().splitlines()[0]
+    with torch.no_grad():
+        meta = pyfxprof.profile(model.eval(), (torch.randn(2, 4),), runs=2, warmup=0,
+                                grad=True, progress=False).meta
+    assert (meta["given_training"], meta["autograd"]) == (False, "no_grad")
+    meta = pyfxprof.profile(model, (torch.randn(2, 4),), runs=2, warmup=0, grad=True,
+                            progress=False).meta
+    assert meta["autograd"] == "grad" and "eager_forward_median_ns" not in meta  # fx rung
+
+
+class SlowTail(torch.nn.Module):
+    """A graph of one matmul, then 3 ms of Python that Dynamo's graph does not contain."""
+
+    def forward(self, x):
+        y = x @ x
+        _python_spin(3_000_000)
+        return y
+
+
+@torch._dynamo.disable
+def _python_spin(ns):
+    spin(None, ns)
+
+
+def test_dynamo_rung_states_the_eager_forward_beside_the_graph():
+    prof = pyfxprof.profile(SlowTail(), (torch.randn(8, 8),), runs=3, warmup=1,
+                            capture="dynamo", progress=False)
+    eager, graph = prof.meta["eager_forward_median_ns"], np.median(prof.run_totals)
+    assert prof.meta["eager_forward_runs"] == 3
+    assert eager >= 3e6 > graph  # the eager forward runs the Python the graph leaves out
+    assert f"(graph; eager forward {format_ns(eager)} median" in prof.table().splitlines()[1]

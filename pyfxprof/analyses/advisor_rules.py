@@ -98,9 +98,21 @@ def fusible_conv_bn(profile, context: Context) -> list[Suggestion]:
         "fusible_conv_bn", _severity(context.pct(bn_ns)),
         f"Fold {plural(len(pairs), 'eval-mode BatchNorm')} into the preceding "
         "convolution/linear", evidence,
-        "pyfxprof.fuse_conv_bn(model) / pyfxprof fuse MODEL --bench (inference only; the "
-        "fusion report lists every pair it folds or skips and why)",
+        _eval_first(profile.meta) + "pyfxprof.fuse_conv_bn(model) / pyfxprof fuse MODEL "
+        "--bench (inference only; the fusion report lists every pair it folds or skips and why)",
         bn_ns, [name for pair in pairs for name in context.names(pair)])]
+
+
+def _eval_first(meta: dict) -> str:
+    """The start of a fix that needs an eval-mode model, when the profiled one was not.
+
+    >>> _eval_first({"training": False, "given_training": True})
+    'call model.eval() first (your model is in train mode, which fuse_conv_bn refuses: folding uses the running statistics only eval mode reads), then '
+    """
+    if not (meta.get("given_training") or meta.get("training")):
+        return ""
+    return ("call model.eval() first (your model is in train mode, which fuse_conv_bn "
+            "refuses: folding uses the running statistics only eval mode reads), then ")
 
 
 @register_rule("overhead_bound")

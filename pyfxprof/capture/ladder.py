@@ -84,7 +84,7 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
     if granularity not in GRANULARITIES:
         raise PyfxprofError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
                             f"got {granularity!r}")
-    bound = _copied(bind_inputs(model, *split_inputs(example_inputs)))
+    bound = copied_inputs(model, example_inputs)
     rungs = _rungs(capture_mode, granularity, exact_outputs)
     notes: list[str] = []
     for name, rung in rungs:
@@ -112,6 +112,16 @@ def _rungs(capture_mode: str, granularity: str, exact_outputs: LiveCall | None) 
     if granularity == "aten":
         names.remove("fx")
     return [(name, rungs[name]) for name in names]
+
+
+def copied_inputs(model: torch.nn.Module, example_inputs: Any) -> BoundInputs:
+    """`example_inputs` (as prepare() takes them) bound to `model`'s forward, as a deep copy.
+
+    Example:
+        >>> copied_inputs(torch.nn.ReLU(), torch.zeros(2)).args
+        (tensor([0., 0.]),)
+    """
+    return _copied(bind_inputs(model, *split_inputs(example_inputs)))
 
 
 def _copied(bound: BoundInputs) -> BoundInputs:

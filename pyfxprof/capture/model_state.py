@@ -152,3 +152,16 @@ def _version(tensor: torch.Tensor) -> int | None:
 def grad_context(grad: bool) -> contextlib.AbstractContextManager:
     """torch.inference_mode() unless `grad` asks to keep autograd."""
     return contextlib.nullcontext() if grad else torch.inference_mode()
+
+
+def autograd_mode() -> str:
+    """The autograd mode calls made now run in: "inference_mode", "no_grad" or "grad".
+
+    Example:
+        >>> with torch.no_grad():
+        ...     autograd_mode()
+        'no_grad'
+    """
+    if torch.is_inference_mode_enabled():
+        return "inference_mode"
+    return "grad" if torch.is_grad_enabled() else "no_grad"

@@ -151,16 +151,17 @@ class Field:
 #: NaN field (unknown) is always allowed.
 META_FIELDS = tuple(Field(k, check, expected) for keys, check, expected in (
     (("model", "device", "mode", "capture_mode", "input_shapes", "overhead_method", "platform",
-      "cpu", "timestamp"), is_str, "a string"),
+      "cpu", "timestamp", "eager_forward_error", "autograd"), is_str, "a string"),
     (("device_events",), is_str_or_none, "a string or null"),
     (("runs", "warmup", "incomplete_runs", "dropped_records", "flops", "overhead_samples",
-      "cores", "threads", "cuda_peak_bytes", "excluded_runs"), is_count,
+      "cores", "threads", "cuda_peak_bytes", "excluded_runs", "eager_forward_runs"), is_count,
      "a non-negative integer"),
     (("warmup_totals_ns",), lambda v: isinstance(v, list) and all(
         v_ is None or is_count(v_) for v_ in v), "a list of non-negative integers or nulls"),
-    (("overhead_ns", "overhead_iqr_ns", "coverage", "device_busy_share"), is_amount,
+    (("overhead_ns", "overhead_iqr_ns", "coverage", "device_busy_share",
+      "eager_forward_median_ns"), is_amount,
      "a finite non-negative number"),
-    (("grad",), lambda v: isinstance(v, bool), "true or false"),
+    (("grad", "training", "given_training"), lambda v: isinstance(v, bool), "true or false"),
     (("capture_notes", "argv", "ranges"), is_str_list, "a list of strings"),
     (("versions",), is_str_dict, "an object of strings"),
     (("clock",), is_clock, "an object with a name and non-negative figures"),

@@ -14,7 +14,7 @@ from ..capture.dynamo import GRANULARITIES
 from ..capture.inductor import compile_settings, is_compiled
 from ..capture.ladder import Prepared, prepare, warn_fallback
 from ..capture.memory import profiling_memory
-from ..capture.model_state import evaluation_mode, grad_context
+from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
 from ..capture.tracing import CAPTURE_MODES
 from ..data.profile import Profile
 from ..data.validate import run_coverage
@@ -29,6 +29,7 @@ from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
 from .compiled import profile_compiled
+from .eager import eager_forward_meta
 from .metadata import run_meta
 from .noise import RunMeter
 from .progress import Progress
@@ -48,10 +49,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
-    The model runs in eval mode under torch.inference_mode() (``grad=True`` keeps autograd)
-    and is never modified: every training flag is restored afterwards. Shapes and output sizes
-    come from one separate untimed run. The calibrated cost of a mark is subtracted from every
-    node and stated in the Profile's metadata.
+    Runs the model in eval mode under torch.inference_mode() (``grad=True``: autograd), never
+    modified (meta: _modes_meta); shapes from one untimed run; mark cost subtracted (meta).
 
     Args:
         example_inputs: a tuple of positional arguments, a dict of keyword arguments, a
@@ -80,6 +79,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         return _profile_compiled(**locals())  # the arguments as given
     model, example_inputs = place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
+    given_training = model.training
     with evaluation_mode(model), grad_context(grad):
         with profiling_memory(profile_memory):
             prepared = prepare(model, example_inputs, capture,
@@ -91,7 +91,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         with executor:
             timings, run_noise, warmup_totals = _timed_runs(
                 executor, prepared.args, runs, warmup, progress, prepared.frame)
-    meta = _profile_meta(model, name, prepared, executor, timings, example_inputs,
+        modes = _modes_meta(model, given_training, example_inputs, runs, prepared)
+    meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
                          warmup_totals_ns=warmup_totals)
@@ -108,6 +109,19 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
     return profile_compiled(model, eager, settings, example_inputs, runs, warmup, name=name,
                             progress=progress, grad=grad, placement=(device, device_events),
                             timed_runs=_timed_runs, device=device_of(eager, ()))
+
+
+def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any, runs: int,
+                prepared: Prepared) -> dict:
+    """The modes the model ran in (``training`` False: profile() runs it in eval mode;
+    ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode) and,
+    on the dynamo rung, whose graph leaves out the Python around it, the plain eager
+    forward's time (run.eager). Called inside profile()'s eval and grad contexts."""
+    modes = {"training": False, "given_training": given_training, "autograd": autograd_mode()}
+    if prepared.captured.mode == "dynamo":
+        modes.update(eager_forward_meta(model, example_inputs, runs,
+                                        device_of(model, prepared.args)))
+    return modes
 
 
 def _profile_meta(model: torch.nn.Module, name: str | None, prepared: Prepared, executor,

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from ..capture.analysis import describe
+from ..capture.model_state import autograd_mode
 from ..data.profile import Profile
 from ..timing.durations import RunTimings
 from ..timing.recorder import RECORDER, Records
@@ -47,6 +48,7 @@ class Window:
             shapes = describe(args) if not kwargs else describe({**dict(enumerate(args)),
                                                                  **kwargs})
             self.first_calls[group.index] = {"grad": torch.is_grad_enabled(),
+                                             "autograd": autograd_mode(),
                                              "training": module.training,
                                              "input_shapes": shapes}
 
@@ -105,7 +107,8 @@ def _meta(window: Window, found: Collected, context: dict) -> dict[str, Any]:
         mode=group.executor.mode, grad=first.get("grad"),
         input_shapes=first.get("input_shapes", ""),
         dropped_records=RECORDER.dropped_total - window.dropped_before,
-        training=first.get("training"), flops=group.flops,
+        training=first.get("training"), given_training=first.get("training"),
+        autograd=first.get("autograd"), flops=group.flops,
         loop={"window": context["window"], "steps": [window.steps[0], window.steps[-1]],
               "schedule": context["schedule"], "call_group": group.index,
               "signature": group.label, "step_num": context["step_num"],

@@ -36,6 +36,14 @@ TORCH_SORT_KEYS = {
     **{f"{p}{d}_memory_usage": "cuda_alloc_bytes" for d in ("cuda", "device")
        for p in ("", "self_")},
 }
+#: Row order when none is asked for: the per-node median, which one preempted (or otherwise
+#: disturbed) run cannot move, unlike "total", a sum over every run (docs/profile.md).
+DEFAULT_SORT = "median"
+#: The header's line saying how rows are ordered, per sort key.
+_SORT_TEXT = {"total": "total over all runs, descending (one slow run moves it)",
+              "median": "median per run, descending",
+              "mean": "mean per run, descending (one slow run moves it)",
+              "max": "slowest run, descending", "name": "name", "order": "execution order"}
 GROUP_KEYS = ("op", "target", "module_type", "module", "input_shape", "source")
 NODE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path",
                         "median", "mean", "iqr", "pct_total", "cum_pct")
@@ -127,9 +135,10 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
     return [
         f"pyfxprof — {_meta(meta, 'model')} on {_meta(meta, 'device')} · {runs} runs "
         f"({_meta(meta, 'warmup')} warmup) · mode {_meta(meta, 'mode')} · "
-        f"capture {_meta(meta, 'capture_mode')}",
-        f"total: {format_ns(totals['median'])} median ± {format_ns(totals['iqr'])} IQR · "
-        f"{n_nodes} nodes · coverage {cov_text}" + _between_text(meta) + _flops_text(meta),
+        f"capture {_meta(meta, 'capture_mode')} · {model_mode_text(meta)}",
+        f"total: {format_ns(totals['median'])} median ± {format_ns(totals['iqr'])} IQR"
+        f"{_eager_text(meta)} · {n_nodes} nodes · coverage {cov_text}" + _between_text(meta)
+        + _flops_text(meta),
         f"overhead: {ovh_text} · {_clock_text(meta.get('clock'))} · "
         f"dropped records: {_meta(meta, 'dropped_records')}",
         *_device_lines(meta),
@@ -137,6 +146,35 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"at {_meta(meta, 'timestamp')}",
         *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
     ]
+
+
+def model_mode_text(meta: dict) -> str:
+    """'model <eval|train> [(given in ... mode)], <autograd>': the mode the model ran in.
+
+    >>> model_mode_text({"training": False, "given_training": True, "autograd": "inference_mode"})
+    'model eval (given in train mode), inference_mode'
+    >>> model_mode_text({})
+    'model ?, ?'
+    """
+    def name(training) -> str:
+        return "?" if training is None else ("train" if training else "eval")
+
+    ran, given = meta.get("training"), meta.get("given_training")
+    given_text = "" if given is None or given == ran else f" (given in {name(given)} mode)"
+    return f"model {name(ran)}{given_text}, {_meta(meta, 'autograd')}"
+
+
+def _eager_text(meta: dict) -> str:
+    """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's.
+
+    >>> _eager_text({"eager_forward_median_ns": 2.3e6})
+    ' (graph; eager forward 2.30 ms median, timed after the runs)'
+    """
+    eager = meta.get("eager_forward_median_ns")
+    if eager is None:
+        error = meta.get("eager_forward_error")
+        return "" if error is None else f" (graph; eager forward failed: {error})"
+    return f" (graph; eager forward {format_ns(eager)} median, timed after the runs)"
 
 
 def _between_text(meta: dict) -> str:
@@ -315,10 +353,20 @@ def _op_targets(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def build_view(profile, sort_by: str = "total", top: int | None = None,
+def _sort_text(column: str) -> str:
+    """What the header's "rows:" line says of the order by ``column``.
+
+    >>> _sort_text("median"), _sort_text("device_total")
+    ('median per run, descending', 'device_total, descending')
+    """
+    return _SORT_TEXT.get(column, f"{column}, descending")
+
+
+def build_view(profile, sort_by: str | None = None, top: int | None = None,
                columns=None, group_by: str | None = None, depth: int | None = None) -> View:
-    """Sort, cut and format a Profile (node view, or group view with ``group_by``; ``depth``
-    is the module depth of ``group_by="module"``, 1 by default)."""
+    """Sort (None: DEFAULT_SORT), cut and format a Profile (node view, or group view with
+    ``group_by``; ``depth`` is the module depth of ``group_by="module"``, 1 by default)."""
+    sort_by = DEFAULT_SORT if sort_by is None else sort_by
     if group_by is not None:
         _choice("group_by", group_by, GROUP_KEYS)
         _check_depth(group_by, depth)
@@ -343,7 +391,7 @@ def build_view(profile, sort_by: str = "total", top: int | None = None,
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
         header=header_lines(profile.meta, profile.n_runs, profile.n_nodes, profile.run_totals)
-        + latency_header(profile),
+        + latency_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
         notes=_notes(frame, shown, label, name_column, top),
         drop_order=[columns.index(c) for c in DROP_ORDER if c in columns],
@@ -474,7 +522,7 @@ def render_html(view: View) -> str:
     return "\n".join(parts)
 
 
-def profile_table(profile, sort_by: str = "total", top: int | None = None,
+def profile_table(profile, sort_by: str | None = None, top: int | None = None,
                   columns: list[str] | None = None, group_by: str | None = None,
                   depth: int | None = None, width: int | str | None = "auto",
                   row_limit: int | None = None) -> str:
@@ -482,8 +530,9 @@ def profile_table(profile, sort_by: str = "total", top: int | None = None,
     noise notes.
 
     sort_by: "total" | "median" | "mean" | "max" (descending), "name" (ascending) or
-    "order" (execution / first appearance). top: keep the first ``top`` rows.
-    columns: to_dataframe() column names plus "cum_pct" and, with a ``flops`` column,
+    "order" (execution / first appearance); None: DEFAULT_SORT ("median", which one
+    preempted run cannot move; the header's "rows:" line says the order). top: keep the
+    first ``top`` rows. columns: to_dataframe() column names plus "cum_pct" and, with a ``flops`` column,
     "flop_per_s" (group view: "group", "nodes", statistics, "cum_pct", "flops",
     "flop_per_s"). group_by: None | "op" | "target" | "module_type" | "module" (inclusive
     time per module cut at ``depth``, default 1; see rollup) | "input_shape" (per op and

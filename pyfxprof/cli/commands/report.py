@@ -14,7 +14,7 @@ from ...data.rank_profiles import RankProfiles, load_profile_or_ranks
 from ...data.units import format_ns
 from ...errors import PyfxprofError, first_line
 from ...views.exporters import FORMATS
-from ...views.report import GROUP_KEYS, SORT_KEYS
+from ...views.report import DEFAULT_SORT, GROUP_KEYS, SORT_KEYS
 from ...views.stacks import METRICS
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
@@ -25,8 +25,9 @@ RANK_FORMATS = ("chrome_trace", "html")
 
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
     """--sort, --top, --group-by, --depth and --tree, as Profile.table and tree take them."""
-    parser.add_argument("--sort", choices=SORT_KEYS, default="total",
-                        help="row order (default: total, descending)")
+    parser.add_argument("--sort", choices=SORT_KEYS, default=DEFAULT_SORT,
+                        help=f"row order (default: {DEFAULT_SORT} per node, descending, which "
+                             "one preempted run cannot move; total sums over all runs)")
     parser.add_argument("--top", type=positive_int, default=None, metavar="N",
                         help="show only the first N rows (default: all)")
     parser.add_argument("--group-by", choices=GROUP_KEYS, default=None,
