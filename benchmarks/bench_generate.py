@@ -62,7 +62,7 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
         print(f"  [{group.index}] {prof.meta['input_shapes'][:34]}...: capture "
               f"{prof.meta['capture_mode']} in {group.capture_ns / 1e9:.2f} s, "
               f"{prof.n_nodes} nodes, {prof.n_runs} calls, coverage {prof.meta['coverage']:.1%}")
-    own_ns = [row[4] for row in p._log][1:]  # the first call's includes the captures
+    own_ns = [row[3] for row in p._log][1:]  # the first call's includes the captures
     print(f"  Dynamo's guard check per call: median {statistics.median(guard_checks) / 1e3:.1f} µs "
           f"over {len(guard_checks)} calls; the Profiler's own time per call (binding, "
           f"grouping, guard check, bookkeeping): median {statistics.median(own_ns) / 1e3:.1f} µs")

@@ -13,6 +13,7 @@ from torch.profiler import ProfilerAction
 from pyfxprof import _C
 from pyfxprof.capture.tracing import CaptureFallbackWarning, capture, timed_nodes
 from pyfxprof.data.persist import load_profile
+from pyfxprof.data.run_noise import NOISE_COLUMNS
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run.loop import Profiler
 from pyfxprof.run.runner import profile
@@ -354,6 +355,10 @@ def test_summary_and_generation_latency_of_a_decode_loop(tmp_path):
     loaded = load_profile(tmp_path / "decode.json")
     step_starts = loaded.meta["loop"].pop("step_starts_ns")
     assert len(step_starts) == 1 and loaded.run_starts.min() >= step_starts[0]
+    noise = loaded.meta["loop"].pop("noise")  # read once per window, not per call
+    assert decode.run_noise is None
+    assert noise is None or (noise["wall_ns"] > 0 and noise["cpu_ns"] > 0
+                             and set(noise) == set(NOISE_COLUMNS))
     assert loaded.meta["loop"] == {"window": 0, "steps": [0, 0], "schedule": "record_every_step",
                                    "call_group": 1, "signature": "([1, 1] int64)",
                                    "step_num": 0}

@@ -13,7 +13,7 @@ import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
 from .collectives import bind_constants
-from .inputs import BoundInputs, bind_inputs, input_tensors
+from .inputs import Binder, BoundInputs, input_tensors
 from .model_state import InPlaceGuard
 
 #: Node ops that get timed; placeholders and the output are not work.
@@ -96,6 +96,7 @@ class Capture:
     leaves: list[tuple[str, torch.nn.Module]] = field(default_factory=list)
     graph_inputs: list | None = None
     frame: Any = None
+    _binder: Binder | None = field(default=None, init=False, repr=False, compare=False)
 
     def graph_args(self, args: tuple = (), kwargs: dict | None = None) -> tuple:
         """The graph's positional inputs for the call `model(*args, **kwargs)`.
@@ -109,7 +110,9 @@ class Capture:
         if self.graph_inputs is not None:
             tensors = input_tensors(bound)
             return tuple(tensors[k] if isinstance(k, int) else k for k in self.graph_inputs)
-        bound = bind_inputs(self.graph_module, bound.args, bound.kwargs)
+        if self._binder is None:  # the graph's signature, read once (calls reuse its plans)
+            self._binder = Binder(inspect.signature(self.graph_module.forward))
+        bound = self._binder(bound.args, bound.kwargs)
         if bound.kwargs:
             raise PyfxprofError(f"keywords {', '.join(bound.kwargs)} reach forward only "
                                 "through **kwargs, which a traced graph cannot receive — use "

@@ -8,8 +8,8 @@ caller owns is not appended to and in-place state is untouched.
 
 from __future__ import annotations
 
-import contextlib
 import copy
+import inspect
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -50,17 +50,38 @@ def signature_key(bound: BoundInputs) -> tuple:
         >>> signature_key(BoundInputs((ids, mask), {"use_cache": True}))
         ((0, 'int64', (1, 8)), (1, 'float32', 2), ('use_cache', True))
     """
+    return call_key(bound.args, bound.kwargs)
+
+
+def call_key(args: tuple, kwargs: dict) -> tuple:
+    """signature_key of a call as given (positional arguments by position): the same as
+    signature_key for a call whose binding is its arguments as they are.
+
+    Example:
+        >>> call_key((torch.zeros(2),), {})
+        ((0, 'float32', (2,)),)
+    """
     key, primary_seen = [], False
-    for name, value in [*enumerate(bound.args), *bound.kwargs.items()]:
-        if isinstance(value, torch.Tensor):
-            dtype = str(value.dtype).replace("torch.", "")
-            key.append((name, dtype, tuple(value.shape) if not primary_seen else value.dim()))
-            primary_seen = True
-        elif isinstance(value, _FLAGS):
-            key.append((name, value))
-        else:
-            key.append((name, type(value).__name__))
+    for items in (enumerate(args), kwargs.items()):
+        for name, value in items:
+            if isinstance(value, torch.Tensor):
+                dtype = _DTYPE_NAMES.get(value.dtype) or _dtype_name(value.dtype)
+                key.append((name, dtype, value.dim() if primary_seen else tuple(value.shape)))
+                primary_seen = True
+            elif isinstance(value, _FLAGS):
+                key.append((name, value))
+            else:
+                key.append((name, type(value).__name__))
     return tuple(key)
+
+
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    """"float32" for torch.float32 (kept: signature_key runs at every call of the loop)."""
+    name = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+    return name
 
 
 def next_variant(key: tuple) -> tuple:
@@ -128,15 +149,13 @@ class CallGroup:
     training: bool
     device: str
     capture_ns: int = 0  # the Profiler's time spent capturing and analysing the group
+    graph_takes_bound: bool = False  # a graph whose inputs are the call bound to forward
 
-    @property
-    def hooks(self) -> bool:
-        """True when the model runs itself with marking hooks (hooks or whole capture)."""
-        return self.executor.mode == "hooks"
-
-    def armed(self) -> contextlib.AbstractContextManager:
-        """The block timed calls run in: module hooks, if any, exist only during it."""
-        return self.executor
+    def __post_init__(self) -> None:
+        #: True when the model runs itself with marking hooks (hooks or whole capture).
+        self.hooks = self.executor.mode == "hooks"
+        #: A traced graph run by its executor on the call's positional arguments.
+        self.graph_run = not self.hooks and self.capture.frame is None
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether the group's capture is valid for this call (bound to the model's forward):
@@ -148,17 +167,18 @@ class CallGroup:
         model's forward (what a Dynamo capture takes as it is)."""
         if self.hooks:
             return BoundInputs(args, kwargs)
-        if self.capture.frame is not None:
+        if self.capture.frame is not None or self.graph_takes_bound:
             return bound
         return BoundInputs(self.capture.graph_args(args, kwargs))
 
     def run(self, inputs: BoundInputs) -> Any:
-        """One timed call (inside `armed()`)."""
+        """One timed call (module hooks, under a hooks capture, exist only during it)."""
+        if self.graph_run:
+            return self.executor.run(inputs.args)
         if self.hooks:
-            return self.executor.run(inputs.args, inputs.kwargs)
-        if self.capture.frame is not None:  # Dynamo's code runs the executor's graph
-            return self.capture.frame.call(inputs)
-        return self.executor.run(inputs.args)
+            with self.executor:
+                return self.executor.run(inputs.args, inputs.kwargs)
+        return self.capture.frame.call(inputs)  # Dynamo's code runs the executor's graph
 
 
 def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
@@ -202,7 +222,24 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
         prepared.captured.frame.run_graph_with(executor.run)
     return CallGroup(index, key, label, prepared.captured,
                      prepared.frame, prepared.flops, executor, model.training,
-                     device, time.perf_counter_ns() - started)
+                     device, time.perf_counter_ns() - started,
+                     _graph_takes_bound(prepared.captured, call_target or model.forward))
+
+
+def _graph_takes_bound(captured: Capture, target: Callable) -> bool:
+    """Whether a traced graph's forward has `target`'s parameters (names and kinds, all
+    positional): then a call bound to `target` is what the graph takes, with no second
+    binding per call."""
+    if captured.graph_module is None or captured.graph_inputs is not None:
+        return False
+    try:
+        graph = inspect.signature(captured.graph_module.forward).parameters.values()
+        own = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return ([(p.name, p.kind) for p in graph] == [(p.name, p.kind) for p in own]
+            and all(p.kind in positional for p in own))
 
 
 class _Call(torch.nn.Module):

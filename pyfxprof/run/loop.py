@@ -40,7 +40,7 @@ from ..errors import PyfxprofError
 from ..timing.failures import node_kind, note_failure
 from ..timing.recorder import RECORDER
 from . import ranges
-from .call_groups import (MAX_CALL_GROUPS, CallGroup, capture_group, next_variant,
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, call_key, capture_group, next_variant,
                           primary_shape, signature_key, too_many_groups_warning)
 from .generation import CallLog, format_latency, generation_latency
 from .model_patch import ForwardPatch
@@ -128,6 +128,7 @@ class Profiler:
         self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._groups: dict[tuple, CallGroup] = {}
+        self._direct: dict[tuple, CallGroup] = {}  # call_key -> graph group, calls bound as given
         self._uncaptured: set[tuple] = set()  # signatures whose capture failed
         self._window: Window | None = None
         self._patch: ForwardPatch | None = None
@@ -230,9 +231,15 @@ class Profiler:
             >>> p.generation_latency()["decode_ns"]["median"]  # doctest: +SKIP
             1043210.0
         """
-        columns = np.array(self._log, dtype=np.float64).reshape(-1, 7).T
-        return generation_latency(CallLog(columns[0], columns[1], columns[2] > 0, columns[3],
-                                          columns[4], columns[5], columns[6] > 0))
+        log = np.array(self._log, dtype=np.int64).reshape(-1, 6).T
+        groups = {group.index: group for group in self._groups.values()}
+        single = {index: _single_position(group) for index, group in groups.items()}
+        cost = {index: group.executor.calls_per_run * group.executor.calibration.overhead_ns
+                for index, group in groups.items()}
+        return generation_latency(CallLog(
+            log[0], log[1], np.array([single[g] for g in log[2]], dtype=bool),
+            np.array([cost[g] for g in log[2]], dtype=np.float64), log[3], log[4],
+            log[5] > 0))
 
     def summary(self) -> str:
         """The call groups (input signatures) with their recorded calls, nodes, capture
@@ -309,11 +316,13 @@ class Profiler:
         self._reset_executors()
         self._window = Window(self._warmup_calls, RECORDER.dropped_total)
         self._warmup_calls = 0
+        self._window.meter.read()
         ranges.start_recording()
 
     def _close_window(self, deliver: bool) -> None:
         """Collect the window's node and range records (the buffer keeps none of them)."""
         window, self._window = self._window, None
+        window.meter.read()
         ranges.stop_recording()
         collected = collect(list(self._groups.values()))
         records = ranges.collect()
@@ -352,28 +361,25 @@ class Profiler:
 
     def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """One call of the model: itself in NONE steps, else its group's instrumented capture
-        (captured first when its signature is new)."""
+        (captured first when its signature is new). The hot path of the loop: besides the
+        timed run, a binding by plan, a signature key, two clock reads and one log entry."""
         action, entered = self.current_action, _C.now_ns()
         group, bound = self._group_for(args, kwargs, forward)
         if group is None or action == ProfilerAction.NONE:
             return forward(*args, **kwargs)
-        self._check_training_flag(group)
-        inputs = group.inputs(args, kwargs, bound)
+        if self.module.training != group.training:
+            self._warn_training_flag(group)
+        inputs = bound if group.graph_takes_bound else group.inputs(args, kwargs, bound)
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
-            with group.armed():
-                return self._run(group, inputs)
-        self._window.note_call(group, self.module, args, kwargs)
-        meter = self._window.meter(group)
-        with group.armed():
-            meter.read()
-            start = _C.now_ns()
-            try:
-                output = self._run(group, inputs)
-            finally:
-                end = _C.now_ns()
-                meter.read()
-        self._log_call(group, start, end, start - entered)
+            return self._run(group, inputs)
+        if group.index not in self._window.first_calls:
+            self._window.note_call(group, self.module, args, kwargs)
+        start = _C.now_ns()
+        output = self._run(group, inputs)
+        end = _C.now_ns()
+        self._log.append((start, end, group.index, start - entered + self._own_ns_after,
+                          self._calls, self._calls == self._first_call))
         self._own_ns_after = _C.now_ns() - end
         return output
 
@@ -382,6 +388,8 @@ class Profiler:
         the caller unchanged (type and object), with a note naming the call, step and node;
         the failed call's records are drained (runs before it stay in the window)."""
         try:
+            if group.graph_run:  # (the loop's hot path: one call less)
+                return group.executor.run(inputs.args)
             return group.run(inputs)
         except PyfxprofError:
             raise
@@ -392,16 +400,6 @@ class Profiler:
             note_failure(error, node, call, node_kind(group.frame, node))
             raise
 
-    def _log_call(self, group: CallGroup, start: int, end: int, own_ns_before: int) -> None:
-        """Log the call for generation_latency(), with the Profiler's own time between the
-        previous call's end and this call's start (binding, capturing a new signature,
-        adding and removing hooks), which is taken out of that gap."""
-        shape = primary_shape(group.key)
-        cost = group.executor.calls_per_run * group.executor.calibration.overhead_ns
-        own_ns = own_ns_before + (self._own_ns_after if self._log else 0)
-        self._log.append((start, end, 1.0 if shape and shape[-1] == 1 else 0.0, cost, own_ns,
-                          self._calls, 1.0 if self._calls == self._first_call else 0.0))
-
     def _group_for(self, args: tuple, kwargs: dict, forward: Callable, strict: bool = False
                    ) -> tuple[CallGroup | None, BoundInputs | None]:
         """(the call group of these arguments, captured and analysed on copies when new;
@@ -410,12 +408,22 @@ class Profiler:
         its signature could not be captured (the model raised on the copies, or they could
         not be made): warned once, and unless `strict` the call goes on, so the model
         raises its own exception, not pyfxprof's."""
+        if not kwargs:  # the loop's hot path: a graph taking the call as it is
+            group = self._direct.get(call_key(args, kwargs))
+            if group is not None:
+                return group, BoundInputs(args, kwargs)
         try:
-            bound = self._bound(args, kwargs)
+            bound = BoundInputs(args, kwargs) if self._binder is None else \
+                self._binder(args, kwargs)
         except PyfxprofError:  # not a valid call: the model raises its own error
             return None, None
         key = signature_key(bound)
         group = self._groups.get(key)
+        if group is not None and group.graph_run:
+            if (group.graph_takes_bound and bound.args is args and not kwargs
+                    and len(self._direct) < MAX_CALL_GROUPS):
+                self._direct[key] = group  # bound as given: next time, no binding
+            return group, bound
         while group is not None and not group.accepts(bound):
             key = next_variant(key)
             group = self._groups.get(key)
@@ -446,9 +454,9 @@ class Profiler:
             return BoundInputs(args, kwargs)
         return self._binder(args, kwargs)
 
-    def _check_training_flag(self, group: CallGroup) -> None:
-        if (self.module.training != group.training and not group.hooks
-                and "training" not in self._warned):
+    def _warn_training_flag(self, group: CallGroup) -> None:
+        """Warned once: the model's training flag is not the one it was captured in."""
+        if not group.hooks and "training" not in self._warned:
             self._warned.add("training")
             warnings.warn("the model's training flag changed since it was captured; leaf "
                           "modules follow it, but code branching on self.training elsewhere "
@@ -460,6 +468,13 @@ def _binder_of(model: torch.nn.Module) -> Binder | None:
         return Binder(inspect.signature(model.forward))
     except (TypeError, ValueError):  # a builtin or extension forward
         return None
+
+
+def _single_position(group: CallGroup) -> bool:
+    """Whether the group's first tensor argument holds one position along its last
+    dimension (one new token per sequence: a decode step)."""
+    shape = primary_shape(group.key)
+    return bool(shape) and shape[-1] == 1
 
 
 def _count(n: int, noun: str) -> str:

@@ -1,5 +1,11 @@
 """An active window of the Profiler and the Profiles it ends in: one per call group (input
-signature) with calls recorded in the window, each with the shapes and FLOPs of its group."""
+signature) with calls recorded in the window, each with the shapes and FLOPs of its group.
+
+The machine's noise (context switches, CPU and wall time of the profiling thread) is read
+once when the window opens and once when it closes, never per call: a read is two system
+calls, 1.5-6 µs, more than the rest of the loop's own work per call (benchmarks/README.md),
+so the Profiles carry the window's noise in ``meta["loop"]["noise"]`` and no per-call
+``run_noise``."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import torch
 from ..capture.analysis import describe
 from ..capture.model_state import autograd_mode
 from ..data.profile import Profile
+from ..data.run_noise import NOISE_COLUMNS
 from ..timing.durations import RunTimings
 from ..timing.recorder import RECORDER, Records
 from . import ranges
@@ -32,14 +39,7 @@ class Window:
     steps: list[int] = field(default_factory=list)
     step_starts: list[int] = field(default_factory=list)
     first_calls: dict[int, dict] = field(default_factory=dict)
-    meters: dict[int, RunMeter] = field(default_factory=dict)  # per-call noise, per group
-
-    def meter(self, group: CallGroup) -> RunMeter:
-        """The group's noise meter in this window (read before and after each call)."""
-        found = self.meters.get(group.index)
-        if found is None:
-            found = self.meters[group.index] = RunMeter()
-        return found
+    meter: RunMeter = field(default_factory=RunMeter)  # read at open and at close
 
     def note_call(self, group: CallGroup, module: torch.nn.Module, args: tuple,
                   kwargs: dict) -> None:
@@ -89,11 +89,12 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
     window_starts = np.concatenate([c.timings.run_starts for c in used])
     step_starts = np.asarray(window.step_starts, np.int64)
     profiles = []
+    noise = window.meter.paired()
+    noise = None if noise is None else dict(zip(NOISE_COLUMNS, noise[0].tolist()))
     for found in used:
         meta = _meta(window, found, context)
-        meter = window.meters.get(found.group.index)
-        profile = build_profile(found.group.frame, found.timings, meta, found.device_samples,
-                                None if meter is None else meter.paired())
+        meta["loop"]["noise"] = noise
+        profile = build_profile(found.group.frame, found.timings, meta, found.device_samples)
         profiles.append(ranges.with_ranges(profile, records, step_starts, window_starts))
     return profiles
 
