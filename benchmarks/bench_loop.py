@@ -8,7 +8,9 @@ block is not moved by a preempted call, and the Profiler's start/stop (capture, 
 collection) stays outside. A round is a plain block then a profiled block of the same model;
 the added time per call is the median over rounds of (profiled median - plain median), with
 its quartiles; the added time per node is the 300-node chain's figure minus the one-node
-model's, over the 299 further nodes, paired per round.
+model's, over the 299 further nodes, paired per round; beside it the same figure for the
+group's codegen executor run alone (what pyfxprof.profile() runs per timed run), in the
+same rounds.
 
 Run: .venv/bin/python benchmarks/bench_loop.py [--rounds R] [--calls N] [--only NAME]
 """
@@ -81,21 +83,27 @@ def block_medians(call, after, calls: int) -> float:
     return float(np.median(times))
 
 
-def measure(name: str, rounds: int, calls: int) -> tuple[list[float], list[float]]:
-    """(plain medians, profiled medians) per round."""
+def measure(name: str, rounds: int, calls: int) -> tuple[list[float], ...]:
+    """(plain medians, profiled medians, codegen executor medians or []) per round: the
+    last is the group's executor run alone, as pyfxprof.profile() runs it (fx captures)."""
     model, call, after = WORKLOADS[name]()
     profiler = pyfxprof.Profiler(model, keep_profiles=1)
     with profiler:  # the capture, outside every timed block
         call()
-    plain, profiled = [], []
+    group = next(iter(profiler._groups.values()))
+    executor = group.executor if group.graph_run else None
+    plain, profiled, alone = [], [], []
     for _ in range(rounds):
         plain.append(block_medians(call, after, calls))
         profiler.start()
         profiled.append(block_medians(call, after, calls))
         profiler.stop()
-    group = next(iter(profiler._groups.values()))
+        if executor is not None:
+            x = torch.zeros(1)
+            alone.append(block_medians(lambda: executor.run((x,)), None, calls))
+            executor.reset()
     print(f"  {name}: capture {group.capture.mode}, {len(group.frame)} nodes")
-    return plain, profiled
+    return plain, profiled, alone
 
 
 def main() -> None:
@@ -113,18 +121,19 @@ def main() -> None:
             found[name] = measure(name, options.rounds, options.calls)
     print(describe_machine())
     print(f"{'workload':14s} {'plain/call':>11s} {'added/call':>11s} {'quartiles':>20s}  ratio")
-    for name, (plain, profiled) in found.items():
+    for name, (plain, profiled, _) in found.items():
         added = np.subtract(profiled, plain)
         q1, q3 = np.percentile(added, [25, 75])
         base = statistics.median(plain)
         print(f"{name:14s} {base:9.0f} ns {np.median(added):8.0f} ns "
               f"{q1:9.0f} .. {q3:7.0f} ns  {statistics.median(profiled) / base:5.2f}x")
     if "one node" in found and "300 nodes" in found:
-        per_node = (np.subtract(*found["300 nodes"][::-1])
-                    - np.subtract(*found["one node"][::-1])) / 299
-        q1, q3 = np.percentile(per_node, [25, 75])
-        print(f"added per node beyond the first: {np.median(per_node):.0f} ns "
-              f"(quartiles {q1:.0f} .. {q3:.0f} ns over {len(per_node)} rounds)")
+        one, chain = found["one node"], found["300 nodes"]
+        for label, k in (("the Profiler loop", 1), ("the codegen executor alone", 2)):
+            per_node = (np.subtract(chain[k], chain[0]) - np.subtract(one[k], one[0])) / 299
+            q1, q3 = np.percentile(per_node, [25, 75])
+            print(f"added per node beyond the first, {label}: {np.median(per_node):.0f} ns "
+                  f"(quartiles {q1:.0f} .. {q3:.0f} ns over {len(per_node)} rounds)")
 
 
 if __name__ == "__main__":

@@ -632,12 +632,42 @@ class _ScaledByStep(torch.nn.Module):
         return x
 
 
-def test_a_signature_whose_guards_fail_at_every_call_ends_in_a_capture_taking_every_call():
+def test_a_python_int_the_guards_pin_is_captured_dynamic_by_the_second_capture():
+    """As torch.compile recompiles once: the first capture pins counter.step == 1, the
+    second (its guard variant) holds it as a symbolic int serving every later step."""
     model, x = _ScaledByStep().eval(), torch.randn(1, 3)
-    with pytest.warns(CaptureFallbackWarning, match="guards refused calls of this signature 3"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureFallbackWarning)
         with torch.no_grad(), Profiler(model) as p:
             found = [model(x, _Counter(step)) for step in range(1, 8)]
     assert all(torch.equal(out, model(x, _Counter(step))) for step, out in enumerate(found, 1))
+    assert [prof.n_runs for prof in p.profiles] == [1, 6]
+    assert [prof.meta["capture_mode"] for prof in p.profiles] == ["dynamo"] * 2
+
+
+class _Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _ByName(torch.nn.Module):
+    """Branches on a string of its argument: Dynamo pins strings at every capture."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x, named):
+        return self.lin(x) * 2 if named.name.endswith("0") else self.lin(x)
+
+
+def test_a_signature_whose_guards_fail_at_every_call_ends_in_a_capture_taking_every_call():
+    model, x = _ByName().eval(), torch.randn(1, 3)
+    with pytest.warns(CaptureFallbackWarning, match=r"guards refused calls of this signature "
+                      r"3 times \(the last time: .*name.*== 'step3'"):
+        with torch.no_grad(), Profiler(model) as p:
+            found = [model(x, _Named(f"step{k}")) for k in range(1, 8)]
+    assert all(torch.equal(out, model(x, _Named(f"step{k}"))) for k, out in enumerate(found, 1))
     assert [prof.n_runs for prof in p.profiles] == [1, 1, 1, 4]
     assert [prof.meta["capture_mode"] for prof in p.profiles] == ["dynamo"] * 3 + ["hooks"]
 

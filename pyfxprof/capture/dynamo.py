@@ -46,13 +46,19 @@ def module_path(dynamo_path: str) -> str:
     return path.lstrip(".").replace("..", ".")
 
 
-def _entry() -> types.FunctionType:
+def _entry(family: str | None = None) -> types.FunctionType:
     """A new function object with its own code object and globals, so Dynamo's cache (kept
     per code object) starts empty and is not shared with the user's own compiled calls, and
-    what Dynamo installs for the call (its compiled graph, imports) stays in our globals."""
+    what Dynamo installs for the call (its compiled graph, imports) stays in our globals.
+
+    Entries of one `family` share their code's name, which is what Dynamo keys its
+    automatic-dynamic state on (torch/_dynamo/pgo.py, CodeId): a Python int or a dimension
+    that differed between two captures of the family is captured dynamic from then on, as
+    torch.compile recompiles a function once, not at every new value."""
     def call(target, args, kwargs):
         return target(*args, **kwargs)
-    code = call.__code__.replace(co_name=f"pyfxprof_capture_{next(_FRESH)}")
+    name = f"pyfxprof_capture_{family if family else next(_FRESH)}"
+    code = call.__code__.replace(co_name=name)
     return types.FunctionType(code, {"__builtins__": __builtins__}, code.co_name)
 
 
@@ -71,11 +77,12 @@ class DynamoRun:
 
 
 def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
-               dynamic: Any = None) -> DynamoRun:
+               dynamic: Any = None, family: str | None = None) -> DynamoRun:
     """Run ``target(*args, **kwargs)`` once under Dynamo on a deep copy of `bound`; refuse a
     call Dynamo splits into several graphs. `backend(gm, example_inputs)` returns what runs
     the graph (default: the graph itself); `dynamic(copied)` may mark dimensions of the
-    copied tensors dynamic (then shapes not marked stay static where Dynamo can)."""
+    copied tensors dynamic (then shapes not marked stay static where Dynamo can); `family`:
+    see _entry."""
     import torch._dynamo  # noqa: F401  (imported lazily: it is slow to import)
     from torch._dynamo.utils import counters
 
@@ -89,7 +96,7 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     if dynamic is not None:
         dynamic(copied)
     breaks_before = dict(counters["graph_break"])
-    entry, eval_frame = _entry(), torch._C._dynamo.eval_frame
+    entry, eval_frame = _entry(family), torch._C._dynamo.eval_frame
     try:
         torch.compile(entry, backend=recording, dynamic=None if dynamic else False)(
             target, copied.args, copied.kwargs)

@@ -49,6 +49,7 @@ class LiveCall:
     inference: bool
     training: bool
     refused: str | None = None  # why the dynamo rung may not serve these calls (None: it may)
+    family: str | None = None  # captures of one signature share Dynamo's automatic dynamic
 
     @classmethod
     def of(cls, target: Callable, model: torch.nn.Module) -> "LiveCall":
@@ -109,6 +110,14 @@ class DynamoFrame:
         return bool(self.guards.check({"target": self.target, "args": bound.args,
                                        "kwargs": bound.kwargs}))
 
+    def refusal(self, bound: BoundInputs) -> str:
+        """The first of Dynamo's guards that refuses this call, as Dynamo prints it
+        (e.g. ``L['args'][3].layers[0].cumulative_length == 8``)."""
+        failure = self.guards.check_verbose({"target": self.target, "args": bound.args,
+                                             "kwargs": bound.kwargs})
+        parts = getattr(failure, "verbose_code_parts", None) or ["an unnamed guard"]
+        return parts[0].split("  #")[0].strip()
+
     def call(self, bound: BoundInputs) -> Any:
         """The call ``target(*bound.args, **bound.kwargs)`` made by the captured code."""
         return self.function(self.target, bound.args, bound.kwargs)
@@ -143,7 +152,7 @@ def frame_capture(live: LiveCall, bound: BoundInputs,
 
     try:
         with live.mode():
-            found = run_dynamo(live.target, bound, backend, _dynamic_beyond_first)
+            found = run_dynamo(live.target, bound, backend, _dynamic_beyond_first, live.family)
         entries = found.cache_entries
         if found.breaks or len(entries) != 1:
             raise PyfxprofError(f"TorchDynamo breaks the graph of {name} "

@@ -150,6 +150,7 @@ class CallGroup:
     device: str
     capture_ns: int = 0  # the Profiler's time spent capturing and analysing the group
     graph_takes_bound: bool = False  # a graph whose inputs are the call bound to forward
+    cached: bool = False  # taken from the capture cache (capture_ns: the look-up)
 
     def __post_init__(self) -> None:
         #: True when the model runs itself with marking hooks (hooks or whole capture).
@@ -183,11 +184,16 @@ class CallGroup:
 
 def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
                   call_target: Callable | None = None,
-                  tracer_options: tuple = ((), (), None)) -> CallGroup:
+                  tracer_options: tuple = ((), (), None), refusal: str | None = None
+                  ) -> CallGroup:
     """Capture ``model`` for calls like ``model(*args, **kwargs)`` as
     ``pyfxprof.profile(capture="auto")`` does, run the untimed analysis on copies of the
     arguments in eval mode without grad (flags restored), and build the executor.
-    `call_target` is what a hooks executor calls (default: the model).
+    `call_target` is what a hooks executor calls (default: the model). Captures of one
+    signature (its guard variants) share Dynamo's automatic-dynamic state (capture/dynamo.py
+    _entry): a Python int the first capture's guards pinned (a sliding-window cache's
+    length) is captured dynamic by the second. `refusal`: the guard that refused the call
+    a variant is captured for, named in the warning of the last variant.
 
     Example:
         >>> g = capture_group(torch.nn.Linear(2, 2), (torch.zeros(1, 2),), {}, (), 0)
@@ -196,12 +202,15 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     """
     started = time.perf_counter_ns()
     label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
-    live = LiveCall.of(call_target or model.forward, model)
+    base = key[:-1] if key and key[-1][0] == _VARIANT else key
+    live = replace(LiveCall.of(call_target or model.forward, model),
+                   family=f"{id(model):x}_{hash(base) & 0xFFFFFFFF:x}")
     if key and key[-1][0] == _VARIANT:
         label += f" ({_VARIANT} {key[-1][1]})"
         if key[-1][1] >= MAX_GUARD_VARIANTS:
             live = replace(live, refused=f"Dynamo's guards refused calls of this "
-                                       f"signature {key[-1][1] - 1} times")
+                                       f"signature {key[-1][1] - 1} times (the last time: "
+                                       f"{refusal or 'an unnamed guard'})")
     with evaluation_mode(model), torch.inference_mode():
         prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), "auto",
                            tracer_options, exact_outputs=live)

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import inspect
 import threading
+import time
 import warnings
 from collections import deque
+from dataclasses import replace
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -43,6 +45,7 @@ from . import ranges
 from .call_groups import (MAX_CALL_GROUPS, CallGroup, call_key, capture_group, next_variant,
                           primary_shape, signature_key, too_many_groups_warning)
 from .generation import CallLog, format_latency, generation_latency
+from .capture_cache import CAPTURES
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .window import Window, collect, window_profiles
@@ -265,7 +268,8 @@ class Profiler:
                       if calls[group.index] else "")
             lines.append(f"  [{group.index}] {group.label}: {_count(calls[group.index], 'call')}"
                          f"{median}, {_count(len(group.frame), 'node')} (capture "
-                         f"{group.capture.mode} in {format_ns(group.capture_ns)}), "
+                         f"{group.capture.mode}{' from the cache' if group.cached else ''} in "
+                         f"{format_ns(group.capture_ns)}), "
                          f"{group.flops:,} FLOPs")
         latency = self.generation_latency()
         if latency["decode_ns"]["count"]:
@@ -424,7 +428,9 @@ class Profiler:
                     and len(self._direct) < MAX_CALL_GROUPS):
                 self._direct[key] = group  # bound as given: next time, no binding
             return group, bound
+        refusal = None
         while group is not None and not group.accepts(bound):
+            refusal = group.capture.frame.refusal(bound)
             key = next_variant(key)
             group = self._groups.get(key)
         if group is not None or key in self._uncaptured:
@@ -435,8 +441,7 @@ class Profiler:
                 too_many_groups_warning(self.name)
             return None, bound
         try:
-            group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
-                                  self._tracer_options)
+            group = self._captured(args, kwargs, key, forward, refusal)
         except PyfxprofError as error:
             if strict:
                 raise
@@ -446,6 +451,28 @@ class Profiler:
             return None, bound
         self._groups[key] = group
         return group, bound
+
+    def _captured(self, args: tuple, kwargs: dict, key: tuple, forward: Callable,
+                  refusal: str | None) -> CallGroup:
+        """The call group of signature `key`: captured now, or taken from the process's
+        capture cache (run/capture_cache.py) when this model was captured for it before,
+        with the same tracer options and autograd mode (a Dynamo capture runs in it).
+        `refusal`: the Dynamo guard that refused the call (for a variant's warning)."""
+        started, built = time.perf_counter_ns(), []
+
+        def build() -> CallGroup:
+            built.append(capture_group(self.module, args, kwargs, key, 0, forward,
+                                       self._tracer_options, refusal))
+            return built[0]
+
+        leaves, autowrap, concrete = self._tracer_options
+        cache_key = (key, tuple(leaves), tuple(autowrap), repr(concrete),
+                     torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+        group = CAPTURES.get(self.module, cache_key, build)
+        if built:
+            return replace(group, index=len(self._groups))
+        return replace(group, index=len(self._groups), cached=True,
+                       capture_ns=time.perf_counter_ns() - started)
 
     def _bound(self, args: tuple, kwargs: dict) -> BoundInputs:
         """The call's inputs bound to the model's forward (as given when it has no signature

@@ -1,0 +1,113 @@
+"""Captures kept across Profiler blocks in one process: a model's call group (its capture,
+analysis and instrumented executor) is reused while the model is the same object with the
+same code, structure, dtypes, devices and training flags, for the same input signature and
+capture options.
+
+What a capture depends on is the model's *fingerprint*: per module its path, class,
+``forward`` code (class and instance), training flag and plain attributes (ints, floats,
+bools, strings, None: a traced graph bakes them in), and per parameter and buffer its name,
+identity, dtype, device, shape and ``requires_grad``. Values are not part of it: a captured
+graph reads the parameters at every call, so an optimizer step or ``load_state_dict`` (which
+update the same tensors in place) keeps the capture valid, while replacing a parameter,
+``.to(dtype)``, ``.to(device)``, ``.train()``/``.eval()`` or changing an attribute or the
+code does not. A Dynamo capture also checks Dynamo's own guards at every call.
+
+Memory stays bounded: at most MAX_MODELS models (least recently used first out) with at
+most MAX_ENTRIES captures each. A cached capture refers to the model's modules, so a model
+the user dropped stays alive until MAX_MODELS others have been profiled, or until
+``clear()``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable
+
+import torch
+
+#: Models whose captures are kept (least recently used first out).
+MAX_MODELS = 4
+#: Captures kept per model (input signatures x options; oldest first out).
+MAX_ENTRIES = 32
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def fingerprint(model: torch.nn.Module) -> tuple:
+    """What a capture of `model` depends on besides the inputs (see the module docstring).
+
+    Example:
+        >>> model = torch.nn.Linear(2, 2)
+        >>> before = fingerprint(model)
+        >>> fingerprint(model) == before, fingerprint(model.double()) == before
+        (True, False)
+    """
+    modules = []
+    for path, module in model.named_modules(remove_duplicate=False):
+        own = vars(module)
+        code = _code_of(type(module).forward)
+        instance = _code_of(own.get("forward"))  # (the Profiler's wrapper: the class's code)
+        plain = tuple(sorted((name, value) for name, value in own.items()
+                             if type(value) in _PLAIN and not name.startswith("_")))
+        modules.append((path, type(module), code, None if instance is code else instance,
+                        module.training, plain))
+    tensors = tuple((name, id(tensor), tensor.dtype, tensor.device, tuple(tensor.shape),
+                     tensor.requires_grad)
+                    for name, tensor in (*model.named_parameters(remove_duplicate=False),
+                                         *model.named_buffers(remove_duplicate=False))
+                    if tensor is not None)
+    return tuple(modules), tensors
+
+
+def _code_of(function: Any) -> Any:
+    """The code object behind a (wrapped, bound) function (None for None); the Profiler's
+    own forward wrapper counts as the function it wraps."""
+    if function is None:
+        return None
+    while hasattr(function, "__wrapped__"):
+        function = function.__wrapped__
+    function = getattr(function, "__func__", function)
+    return getattr(function, "__code__", function)
+
+
+class CaptureCache:
+    """Per model, the captures made for it, valid while its fingerprint is unchanged.
+
+    Example:
+        >>> cache, model = CaptureCache(), torch.nn.ReLU()
+        >>> cache.get(model, ("x",), lambda: "captured")
+        'captured'
+        >>> cache.get(model, ("x",), lambda: "again"), cache.get(model.eval(), ("x",), lambda: "again")
+        ('captured', 'again')
+    """
+
+    def __init__(self) -> None:
+        self._models: OrderedDict[int, tuple[torch.nn.Module, tuple, OrderedDict]] = \
+            OrderedDict()
+
+    def get(self, model: torch.nn.Module, key: tuple, build: Callable[[], Any]) -> Any:
+        """The capture cached for `model` under `key`, else ``build()`` (kept when it
+        returns; an exception is not cached)."""
+        found = self._models.get(id(model))
+        current = fingerprint(model)
+        if found is None or found[0] is not model or found[1] != current:
+            found = (model, current, OrderedDict())
+        self._models[id(model)] = found
+        self._models.move_to_end(id(model))
+        while len(self._models) > MAX_MODELS:
+            self._models.popitem(last=False)
+        entries = found[2]
+        if key in entries:
+            entries.move_to_end(key)
+            return entries[key]
+        value = entries[key] = build()
+        while len(entries) > MAX_ENTRIES:
+            entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        """Forget every capture (the models they refer to can then be freed)."""
+        self._models.clear()
+
+
+#: The process's capture cache (the Profiler's call groups).
+CAPTURES = CaptureCache()

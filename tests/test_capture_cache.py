@@ -1,0 +1,95 @@
+"""Tests of the capture cache (pyfxprof.run.capture_cache): a second Profiler block reuses
+the model's capture; a change of the model's code, structure, dtype, device, training flag or
+plain attributes captures again; memory stays bounded."""
+
+import warnings
+
+import pytest
+import torch
+
+from pyfxprof.run import capture_cache
+from pyfxprof.run.capture_cache import CAPTURES, CaptureCache, fingerprint
+from pyfxprof.run.loop import Profiler
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.scale = 2.0  # a traced graph bakes it in
+
+    def forward(self, x):
+        return self.linear(x) * self.scale
+
+
+class Subtracted(Scaled):
+    def forward(self, x):
+        return self.linear(x) - self.scale
+
+
+def _block(model, x):
+    """(the output, whether the group came from the cache) of one Profiler block."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Profiler(model) as p:
+            out = model(x)
+    group = next(iter(p._groups.values()))
+    return out, group.cached, p
+
+
+def test_a_second_block_reuses_the_capture_and_gives_the_same_output():
+    model, x = Scaled().eval(), torch.randn(2, 4)
+    first, cached, _ = _block(model, x)
+    assert not cached
+    second, cached, p = _block(model, x)
+    assert cached and torch.equal(first, second) and torch.equal(second, model(x))
+    assert "(capture fx from the cache in " in p.summary()
+    assert p.profiles[0].n_runs == 1 and p.profiles[0].n_nodes == 2
+    _, cached, _ = _block(model, torch.randn(3, 4))  # another signature
+    assert not cached
+
+
+@pytest.mark.parametrize("change", ["code", "structure", "parameter", "dtype", "training",
+                                   "attribute"])
+def test_a_changed_model_is_captured_again(change):
+    model, x = Scaled().eval(), torch.randn(2, 4)
+    _block(model, x)
+    if change == "code":
+        model.__class__ = Subtracted
+    elif change == "structure":
+        model.linear = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    elif change == "parameter":  # replaced, not updated in place
+        model.linear.weight = torch.nn.Parameter(torch.ones(4, 4))
+    elif change == "dtype":
+        model.double()
+        x = x.double()
+    elif change == "training":
+        model.train()
+    else:
+        model.scale = 3.0
+    out, cached, _ = _block(model, x)
+    assert not cached
+    with torch.no_grad():
+        assert torch.allclose(out, model(x))
+
+
+def test_the_fingerprint_follows_the_device_not_the_values():
+    model = Scaled()
+    before = fingerprint(model)
+    with torch.no_grad():
+        model.linear.weight.add_(1.0)  # an optimizer step: same tensor, new values
+    assert fingerprint(model) == before
+    assert fingerprint(model.to("meta")) != before
+
+
+def test_memory_is_bounded(monkeypatch):
+    cache = CaptureCache()
+    monkeypatch.setattr(capture_cache, "MAX_ENTRIES", 2)
+    models = [torch.nn.ReLU() for _ in range(capture_cache.MAX_MODELS + 2)]
+    for model in models:
+        for key in range(3):
+            cache.get(model, (key,), lambda: object())
+    assert len(cache._models) == capture_cache.MAX_MODELS
+    assert all(len(entries) == 2 for _, _, entries in cache._models.values())
+    cache.clear()
+    assert not cache._models and CAPTURES is not cache
