@@ -91,7 +91,8 @@ def measure(name: str, rounds: int, calls: int) -> tuple[list[float], ...]:
     with profiler:  # the capture, outside every timed block
         call()
     group = next(iter(profiler._groups.values()))
-    executor = group.executor if group.graph_run else None
+    graph = getattr(group, "graph_run", group.capture.frame is None and not group.hooks)
+    executor = group.executor if graph else None  # (getattr: also runs on older checkouts)
     plain, profiled, alone = [], [], []
     for _ in range(rounds):
         plain.append(block_medians(call, after, calls))

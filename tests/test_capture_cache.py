@@ -88,8 +88,27 @@ def test_memory_is_bounded(monkeypatch):
     models = [torch.nn.ReLU() for _ in range(capture_cache.MAX_MODELS + 2)]
     for model in models:
         for key in range(3):
-            cache.get(model, (key,), lambda: object())
+            cache.keep(model, (key,), object())
     assert len(cache._models) == capture_cache.MAX_MODELS
     assert all(len(entries) == 2 for _, _, entries in cache._models.values())
     cache.clear()
     assert not cache._models and CAPTURES is not cache
+
+
+def test_profile_reuses_a_graph_capture_for_the_same_signature(monkeypatch):
+    from pyfxprof.run import runner
+    prepares = []
+    real = runner.prepare
+    monkeypatch.setattr(runner, "prepare", lambda *a, **k: prepares.append(1) or real(*a, **k))
+    model = Scaled().eval()
+
+    def shapes(x):
+        prof = runner.profile(model, (x,), runs=3, warmup=1, progress=False)
+        return prof.nodes["output_shapes"].tolist()
+
+    assert shapes(torch.randn(2, 4)) == ["[2, 4] float32"] * 2 and len(prepares) == 1
+    assert shapes(torch.randn(2, 4)) == ["[2, 4] float32"] * 2 and len(prepares) == 1
+    assert shapes(torch.randn(3, 4)) == ["[3, 4] float32"] * 2 and len(prepares) == 2
+    model.double()
+    assert shapes(torch.randn(3, 4).double()) == ["[3, 4] float64"] * 2
+    assert len(prepares) == 3

@@ -11,6 +11,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from pyfxprof.capture.tracing import CaptureFallbackWarning  # noqa: E402
 from pyfxprof.run.loop import Profiler  # noqa: E402
 
 PROMPT, NEW_TOKENS = 6, 8
@@ -161,3 +162,29 @@ def test_a_one_token_prompt_gets_its_decode_steps_captured_after_it():
     assert torch.equal(out, expected)
     assert [prof.n_runs for prof in p.profiles] == [1, 1, NEW_TOKENS - 2]
     assert all(prof.meta["capture_mode"] == "dynamo" for prof in p.profiles)
+
+
+_SLIDING = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                num_key_value_heads=1, vocab_size=64, max_position_embeddings=32,
+                bos_token_id=0, eos_token_id=0, sliding_window=4)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: transformers.MistralForCausalLM(transformers.MistralConfig(**_SLIDING)),
+    lambda: transformers.Gemma2ForCausalLM(transformers.Gemma2Config(**_SLIDING, head_dim=16)),
+    lambda: transformers.Starcoder2ForCausalLM(transformers.Starcoder2Config(**_SLIDING)),
+], ids=["mistral", "gemma2", "starcoder2"])
+def test_sliding_window_models_decode_on_the_dynamo_rung_in_one_profile(build):
+    """A sliding-window cache keeps its length in a Python int (cumulative_length) that
+    Dynamo would pin: captured dynamic, one capture serves every decode step."""
+    model = _model(build)
+    ids = torch.randint(1, 64, (1, PROMPT), generator=torch.Generator().manual_seed(0))
+    expected = _generate(model, ids, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureFallbackWarning)
+        with Profiler(model) as p:
+            out = _generate(model, ids, None)
+    assert torch.equal(out, expected)
+    assert [prof.meta["capture_mode"] for prof in p.profiles] == ["dynamo", "dynamo"]
+    assert [prof.n_runs for prof in p.profiles] == [1, NEW_TOKENS - 1]
+    assert all(prof.meta["coverage"] > 0.5 for prof in p.profiles)

@@ -632,17 +632,18 @@ class _ScaledByStep(torch.nn.Module):
         return x
 
 
-def test_a_python_int_the_guards_pin_is_captured_dynamic_by_the_second_capture():
-    """As torch.compile recompiles once: the first capture pins counter.step == 1, the
-    second (its guard variant) holds it as a symbolic int serving every later step."""
+def test_a_python_int_of_an_argument_is_captured_dynamic():
+    """counter.step (an attribute of an argument, as a cache's length) is a symbolic int
+    in the first capture, which serves every later step (torch.compile would pin it, then
+    recompile once)."""
     model, x = _ScaledByStep().eval(), torch.randn(1, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CaptureFallbackWarning)
         with torch.no_grad(), Profiler(model) as p:
             found = [model(x, _Counter(step)) for step in range(1, 8)]
     assert all(torch.equal(out, model(x, _Counter(step))) for step, out in enumerate(found, 1))
-    assert [prof.n_runs for prof in p.profiles] == [1, 6]
-    assert [prof.meta["capture_mode"] for prof in p.profiles] == ["dynamo"] * 2
+    assert [prof.n_runs for prof in p.profiles] == [7]
+    assert [prof.meta["capture_mode"] for prof in p.profiles] == ["dynamo"]
 
 
 class _Named:

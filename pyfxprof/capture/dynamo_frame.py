@@ -151,7 +151,7 @@ def frame_capture(live: LiveCall, bound: BoundInputs,
         return relay
 
     try:
-        with live.mode():
+        with live.mode(), _argument_ints_dynamic():
             found = run_dynamo(live.target, bound, backend, _dynamic_beyond_first, live.family)
         entries = found.cache_entries
         if found.breaks or len(entries) != 1:
@@ -178,3 +178,21 @@ def _dynamic_beyond_first(copied: BoundInputs) -> None:
             continue
         for dim in range(tensor.dim()):
             torch._dynamo.maybe_mark_dynamic(tensor, dim)
+
+
+#: Dynamo sources of the call's arguments' attributes (a cache's lengths and offsets, at any
+#: depth): ``L['args'][3].layers[0].cumulative_length``, ``L['kwargs']['cache'].offset``.
+ARGUMENT_ATTRIBUTES = r"L\['(args|kwargs)'\]\[[^]]+\]\..+"
+
+
+def _argument_ints_dynamic() -> Any:
+    """Dynamo's config for one capture: Python ints read from attributes of the call's
+    arguments are symbolic from the first capture (torch.compiler.config.dynamic_sources),
+    where Dynamo would pin them and recompile once they change: a sliding-window cache
+    keeps its length in such an int (transformers' DynamicSlidingWindowLayer
+    ``cumulative_length``), so each decode step would otherwise need a capture of its own."""
+    import torch.compiler
+
+    current = torch.compiler.config.dynamic_sources
+    return torch.compiler.config.patch(
+        dynamic_sources=f"{current},{ARGUMENT_ATTRIBUTES}" if current else ARGUMENT_ATTRIBUTES)

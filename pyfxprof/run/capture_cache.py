@@ -1,7 +1,7 @@
-"""Captures kept across Profiler blocks in one process: a model's call group (its capture,
-analysis and instrumented executor) is reused while the model is the same object with the
-same code, structure, dtypes, devices and training flags, for the same input signature and
-capture options.
+"""Captures kept across Profiler blocks and profile() calls in one process: a model's
+capture, analysis and instrumented executor are reused while the model is the same object
+with the same code, structure, dtypes, devices and training flags, for the same input
+signature and capture options.
 
 What a capture depends on is the model's *fingerprint*: per module its path, class,
 ``forward`` code (class and instance), training flag and plain attributes (ints, floats,
@@ -21,7 +21,7 @@ the user dropped stays alive until MAX_MODELS others have been profiled, or unti
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -74,19 +74,36 @@ class CaptureCache:
 
     Example:
         >>> cache, model = CaptureCache(), torch.nn.ReLU()
-        >>> cache.get(model, ("x",), lambda: "captured")
+        >>> cache.lookup(model, ("x",)) is None
+        True
+        >>> cache.keep(model, ("x",), "captured"); cache.lookup(model, ("x",))
         'captured'
-        >>> cache.get(model, ("x",), lambda: "again"), cache.get(model.eval(), ("x",), lambda: "again")
-        ('captured', 'again')
+        >>> cache.lookup(model.eval(), ("x",)) is None  # another training flag
+        True
     """
 
     def __init__(self) -> None:
         self._models: OrderedDict[int, tuple[torch.nn.Module, tuple, OrderedDict]] = \
             OrderedDict()
 
-    def get(self, model: torch.nn.Module, key: tuple, build: Callable[[], Any]) -> Any:
-        """The capture cached for `model` under `key`, else ``build()`` (kept when it
-        returns; an exception is not cached)."""
+    def lookup(self, model: torch.nn.Module, key: tuple) -> Any:
+        """The capture kept for `model` under `key`, or None (also when the model changed
+        since: its captures are then forgotten)."""
+        entries = self._entries(model)
+        if key not in entries:
+            return None
+        entries.move_to_end(key)
+        return entries[key]
+
+    def keep(self, model: torch.nn.Module, key: tuple, value: Any) -> None:
+        """Keep `value` as `model`'s capture under `key`."""
+        entries = self._entries(model)
+        entries[key] = value
+        while len(entries) > MAX_ENTRIES:
+            entries.popitem(last=False)
+
+    def _entries(self, model: torch.nn.Module) -> OrderedDict:
+        """The model's captures (emptied when its fingerprint changed), most recent last."""
         found = self._models.get(id(model))
         current = fingerprint(model)
         if found is None or found[0] is not model or found[1] != current:
@@ -95,19 +112,12 @@ class CaptureCache:
         self._models.move_to_end(id(model))
         while len(self._models) > MAX_MODELS:
             self._models.popitem(last=False)
-        entries = found[2]
-        if key in entries:
-            entries.move_to_end(key)
-            return entries[key]
-        value = entries[key] = build()
-        while len(entries) > MAX_ENTRIES:
-            entries.popitem(last=False)
-        return value
+        return found[2]
 
     def clear(self) -> None:
         """Forget every capture (the models they refer to can then be freed)."""
         self._models.clear()
 
 
-#: The process's capture cache (the Profiler's call groups).
+#: The process's capture cache (the Profiler's call groups, profile()'s graph captures).
 CAPTURES = CaptureCache()

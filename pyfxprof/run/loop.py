@@ -458,21 +458,18 @@ class Profiler:
         capture cache (run/capture_cache.py) when this model was captured for it before,
         with the same tracer options and autograd mode (a Dynamo capture runs in it).
         `refusal`: the Dynamo guard that refused the call (for a variant's warning)."""
-        started, built = time.perf_counter_ns(), []
-
-        def build() -> CallGroup:
-            built.append(capture_group(self.module, args, kwargs, key, 0, forward,
-                                       self._tracer_options, refusal))
-            return built[0]
-
+        started = time.perf_counter_ns()
         leaves, autowrap, concrete = self._tracer_options
-        cache_key = (key, tuple(leaves), tuple(autowrap), repr(concrete),
+        cache_key = ("loop", key, tuple(leaves), tuple(autowrap), repr(concrete),
                      torch.is_grad_enabled(), torch.is_inference_mode_enabled())
-        group = CAPTURES.get(self.module, cache_key, build)
-        if built:
-            return replace(group, index=len(self._groups))
-        return replace(group, index=len(self._groups), cached=True,
-                       capture_ns=time.perf_counter_ns() - started)
+        group = CAPTURES.lookup(self.module, cache_key)
+        if group is not None:
+            return replace(group, index=len(self._groups), cached=True,
+                           capture_ns=time.perf_counter_ns() - started)
+        group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
+                              self._tracer_options, refusal)
+        CAPTURES.keep(self.module, cache_key, group)
+        return group
 
     def _bound(self, args: tuple, kwargs: dict) -> BoundInputs:
         """The call's inputs bound to the model's forward (as given when it has no signature

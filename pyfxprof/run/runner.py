@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import time
-from typing import Any, Iterable
+from dataclasses import replace
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ import torch
 from ..capture.analysis import describe
 from ..capture.dynamo import GRANULARITIES
 from ..capture.inductor import compile_settings, is_compiled
+from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
 from ..capture.ladder import Prepared, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
@@ -28,6 +31,7 @@ from ..timing.failures import node_kind, run_failure
 from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
+from .capture_cache import CAPTURES
 from .compiled import profile_compiled
 from .eager import eager_forward_meta
 from .metadata import run_meta
@@ -77,17 +81,17 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     _check_arguments(model, runs, warmup, mode, torch_profiler_options)
     if is_compiled(model) or compile not in (None, False):
         return _profile_compiled(**locals())  # the arguments as given
-    model, example_inputs = place_on_device(model, example_inputs, device)
+    own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
     given_training = model.training
     with evaluation_mode(model), grad_context(grad):
-        with profiling_memory(profile_memory):
-            prepared = prepare(model, example_inputs, capture,
-                               (leaf_modules, autowrap_functions, concrete_args), granularity)
+        prepared, executor, keep = _prepared(
+            model, own, example_inputs, (device_events, profile_memory),
+            (capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
-        executor = executor_for(model, prepared, mode, device_events)
+        executor = executor or keep(executor_for(model, prepared, mode, device_events))
         with executor:
             timings, run_noise, warmup_totals = _timed_runs(
                 executor, prepared.args, runs, warmup, progress, prepared.frame)
@@ -122,6 +126,54 @@ def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: An
         modes.update(eager_forward_meta(model, example_inputs, runs,
                                         device_of(model, prepared.args)))
     return modes
+
+
+def _cache_key(example_inputs: Any, cacheable: bool, options: tuple) -> tuple | None:
+    """What a graph capture of profile() is reused for (run/capture_cache.py): every
+    argument's dtype, shape, device and requires_grad (plain values by value) and the
+    options; None (not cached) when not `cacheable` or an argument is anything else (a
+    cache object, a list of tensors), whose contents the capture may depend on."""
+    if not cacheable:
+        return None
+    key = []
+    args, kwargs = split_inputs(example_inputs)
+    for name, value in [*enumerate(args), *kwargs.items()]:
+        if isinstance(value, torch.Tensor):
+            key.append((name, value.dtype, tuple(value.shape), value.device,
+                        value.requires_grad))
+        elif type(value) in (int, float, bool, str, type(None)):
+            key.append((name, value))
+        else:
+            return None
+    return ("profile", tuple(key), *(repr(option) for option in options))
+
+
+def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
+              flags: tuple[bool, bool], options: tuple) -> tuple[Prepared, Any, Callable]:
+    """(a Prepared, its executor or None, keep): a graph capture cached for these inputs'
+    signature and `options` (capture, tracer options, granularity, mode, grad) with the
+    graph arguments of these inputs and its executor, else prepare()'s capture, None and
+    ``keep(executor)`` that keeps a graph capture (not hooks, whole or a Dynamo frame) with
+    its executor for the next calls and returns the executor. Nothing is cached for a
+    `model` that is not the user's `own` (a copy moved to the device asked for) or with
+    `flags` (device events, profile_memory) on."""
+    profile_memory = flags[1]
+    key = _cache_key(example_inputs, model is own and not any(flags), options)
+    found = None if key is None else CAPTURES.lookup(model, key)
+    if found is not None:
+        prepared, executor = found
+        bound = bind_inputs(model, *split_inputs(example_inputs))
+        bound = BoundInputs(*copy.deepcopy((bound.args, bound.kwargs)))  # as prepare() does
+        args = prepared.captured.graph_args(bound.args, bound.kwargs)
+        return replace(prepared, args=args), executor, None
+    with profiling_memory(profile_memory):
+        prepared = prepare(model, example_inputs, *options[:3])
+
+    def keep(executor: Any) -> Any:
+        if key is not None and prepared.analysis is None and prepared.captured.frame is None:
+            CAPTURES.keep(model, key, (prepared, executor))
+        return executor
+    return prepared, None, keep
 
 
 def _profile_meta(model: torch.nn.Module, name: str | None, prepared: Prepared, executor,
