@@ -20,6 +20,7 @@ the user dropped stays alive until MAX_MODELS others have been profiled, or unti
 
 from __future__ import annotations
 
+import atexit
 from collections import OrderedDict
 from typing import Any
 
@@ -121,3 +122,6 @@ class CaptureCache:
 
 #: The process's capture cache (the Profiler's call groups, profile()'s graph captures).
 CAPTURES = CaptureCache()
+# Freed before the interpreter tears modules down: Dynamo's weak-reference callbacks on the
+# cached graphs then still find their modules (else "Exception ignored" lines at exit).
+atexit.register(CAPTURES.clear)
