@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import replace
 from typing import Any, Callable, Iterable
@@ -14,8 +13,8 @@ import torch
 from ..capture.analysis import describe
 from ..capture.dynamo import GRANULARITIES
 from ..capture.inductor import compile_settings, is_compiled
-from ..capture.inputs import BoundInputs, bind_inputs, split_inputs
-from ..capture.ladder import Prepared, prepare, warn_fallback
+from ..capture.inputs import split_inputs
+from ..capture.ladder import Prepared, copied_inputs, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
 from ..capture.tracing import CAPTURE_MODES
@@ -162,8 +161,7 @@ def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
     found = None if key is None else CAPTURES.lookup(model, key)
     if found is not None:
         prepared, executor = found
-        bound = bind_inputs(model, *split_inputs(example_inputs))
-        bound = BoundInputs(*copy.deepcopy((bound.args, bound.kwargs)))  # as prepare() does
+        bound = copied_inputs(model, example_inputs)  # as prepare() copies them
         args = prepared.captured.graph_args(bound.args, bound.kwargs)
         return replace(prepared, args=args), executor, None
     with profiling_memory(profile_memory):
