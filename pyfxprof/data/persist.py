@@ -328,8 +328,10 @@ def from_document(doc) -> Profile:
     nodes = _decode_nodes(doc)
     if "op" in nodes.columns:
         mask = validate.model_nodes(nodes)
+        timed = arrays["samples"] + (0 if arrays["backward_samples"] is None
+                                     else arrays["backward_samples"])
         validate.check_runs(arrays["samples"], arrays["run_totals"], meta, mask)
-        validate.recompute_derived(arrays["samples"], arrays["run_totals"], meta, mask)
+        validate.recompute_derived(timed, arrays["run_totals"], meta, mask)
     try:
         return Profile(nodes, meta=meta, **arrays)
     except ValueError as error:

@@ -18,13 +18,15 @@ import pandas as pd
 from .. import served_methods
 from ..errors import PyfxprofError
 from .run_noise import check_run_noise, noise_frame, preempted_mask
-from .stats import STAT_COLUMNS, node_statistics, summary_of_totals
+from .stats import STAT_COLUMNS, backward_statistics, node_statistics, summary_of_totals
 from .units import format_ns
 
 #: Identity columns every ``nodes`` frame has, in order.
 NODE_COLUMNS = ("index", "name", "op", "target", "module_path", "module_type", "module_stack")
 #: Prefix of the device-time statistics columns (present only with ``device_samples``).
 DEVICE_PREFIX = "device_"
+#: Prefix of the backward-time statistics columns (present only with ``backward_samples``).
+BACKWARD_PREFIX = "backward_"
 
 
 def _int_array(value, name: str, ndim: int) -> np.ndarray:
@@ -45,7 +47,8 @@ def _check_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise ValueError(f"nodes is missing columns {missing}; required: {list(NODE_COLUMNS)}")
     reserved = [c for c in nodes.columns
-                if c in STAT_COLUMNS or c == "cum_pct" or str(c).startswith(DEVICE_PREFIX)]
+                if c in STAT_COLUMNS or c == "cum_pct"
+                or str(c).startswith((DEVICE_PREFIX, BACKWARD_PREFIX))]
     if reserved:
         raise ValueError(f"nodes columns {reserved} clash with statistics column names")
     index = nodes["index"].to_numpy()
@@ -114,6 +117,8 @@ class Profile:
             (used to place runs on a timeline in traces; see docs/profile.md).
         run_noise: int64 (runs, 4) per-run context switches and CPU/wall ns of the profiling
             thread (columns run_noise.NOISE_COLUMNS), or None; see docs/latency.md.
+        backward_samples: int64 (runs, n_nodes) host ns of each node's backward per run
+            (training steps, ``profile(backward=True)``), or None.
 
     >>> nodes = pd.DataFrame({"index": [0, 1], "name": ["conv", "relu"],
     ...     "op": ["call_module", "call_function"], "target": ["conv", "torch.relu"],
@@ -127,7 +132,8 @@ class Profile:
 
     def __init__(self, nodes: pd.DataFrame, samples: np.ndarray, run_totals: np.ndarray,
                  meta: dict | None = None, device_samples: np.ndarray | None = None,
-                 run_starts: np.ndarray | None = None, run_noise: np.ndarray | None = None):
+                 run_starts: np.ndarray | None = None, run_noise: np.ndarray | None = None,
+                 backward_samples: np.ndarray | None = None):
         self.nodes = _check_nodes(nodes)
         self.samples = _int_array(samples, "samples", 2)
         if self.samples.shape[1] != len(self.nodes):
@@ -143,6 +149,12 @@ class Profile:
             if self.device_samples.shape != self.samples.shape:
                 raise ValueError(f"device_samples shape {self.device_samples.shape} differs "
                                  f"from samples shape {self.samples.shape}")
+        self.backward_samples = None
+        if backward_samples is not None:
+            self.backward_samples = _int_array(backward_samples, "backward_samples", 2)
+            if self.backward_samples.shape != self.samples.shape:
+                raise ValueError(f"backward_samples shape {self.backward_samples.shape} "
+                                 f"differs from samples shape {self.samples.shape}")
         self.run_starts = None
         if run_starts is not None:
             self.run_starts = _int_array(run_starts, "run_starts", 1)
@@ -199,6 +211,8 @@ class Profile:
           pct_total (percent of the sum of all node totals);
           device_<stat> for each statistic above computed on ``device_samples`` (only when
           present; device_pct_total is percent of device time);
+          backward_<stat> likewise on ``backward_samples`` (training steps only), then
+          backward_ratio (backward_median / median; NaN where the median is 0);
           then the extra columns of ``nodes`` unchanged.
 
         >>> nodes = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
@@ -211,6 +225,8 @@ class Profile:
         parts = [self.stats()]
         if self.device_samples is not None:
             parts.append(node_statistics(self.device_samples).add_prefix(DEVICE_PREFIX))
+        if self.backward_samples is not None:
+            parts.append(backward_statistics(self.samples, self.backward_samples))
         extra = [c for c in self.nodes.columns if c not in NODE_COLUMNS]
         parts.append(self.nodes[extra])
         return pd.concat(parts, axis=1)
@@ -309,7 +325,8 @@ class Profile:
                     excluded_runs=int(self.meta.get("excluded_runs", 0)) + int((~keep).sum()))
         pick = lambda array: None if array is None else array[keep]  # noqa: E731
         return Profile(self.nodes, self.samples[keep], self.run_totals[keep], meta,
-                       pick(self.device_samples), pick(self.run_starts), pick(self.run_noise))
+                       pick(self.device_samples), pick(self.run_starts), pick(self.run_noise),
+                       pick(self.backward_samples))
 
     def warmup(self):
         """Warm-up of the run totals: timed runs still warming up, the warm-up this model
@@ -352,6 +369,7 @@ class Profile:
                 and _arrays_equal(self.device_samples, other.device_samples)
                 and _arrays_equal(self.run_starts, other.run_starts)
                 and _arrays_equal(self.run_noise, other.run_noise)
+                and _arrays_equal(self.backward_samples, other.backward_samples)
                 and _values_equal(self.meta, other.meta))
 
     __hash__ = None

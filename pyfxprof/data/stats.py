@@ -193,3 +193,19 @@ def with_flop_rate(frame: pd.DataFrame) -> pd.DataFrame:
         rate = flops * 1e9 / median
     frame["flop_per_s"] = rate.where((flops > 0) & (median > 0))
     return frame
+
+
+def backward_statistics(forward, backward) -> pd.DataFrame:
+    """STAT_COLUMNS of the ``backward`` (runs, nodes) samples prefixed ``backward_``, plus
+    ``backward_ratio``: backward median / forward median (NaN where the forward's is 0).
+
+    >>> backward_statistics(np.array([[10, 0]]), np.array([[30, 5]]))[
+    ...     ["backward_median", "backward_ratio"]].values.tolist()
+    [[30.0, 3.0], [5.0, nan]]
+    """
+    frame = node_statistics(backward).add_prefix("backward_")
+    forward_median = node_statistics(forward)["median"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = frame["backward_median"].to_numpy() / forward_median
+    frame["backward_ratio"] = np.where(forward_median > 0, ratio, np.nan)
+    return frame

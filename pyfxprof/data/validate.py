@@ -210,6 +210,7 @@ ARRAY_FIELDS = (
     ArrayField("device_samples", ("runs", "nodes"), required=False),
     ArrayField("run_starts", ("runs",), required=False, non_negative=False),
     ArrayField("run_noise", ("runs", "noise"), required=False),  # since format version 2
+    ArrayField("backward_samples", ("runs", "nodes"), required=False),  # training steps
 )
 
 #: Integer fields of the document itself.

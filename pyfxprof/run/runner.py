@@ -36,6 +36,7 @@ from .eager import eager_forward_meta
 from .metadata import run_meta
 from .noise import RunMeter
 from .progress import Progress
+from .training import TrainingExecutor, training_frame, with_backward
 
 #: The choices of profile()'s capture=, granularity= and mode=, defined in capture and timing
 #: and read from here by the CLI (which imports the run stage only).
@@ -49,6 +50,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             device: str | None = None, device_events: bool | None = None,
             granularity: str = "function", profile_memory: bool = False,
             compile: bool | dict | None = None,
+            backward: bool = False, loss_fn: Callable | None = None,
             **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
@@ -70,6 +72,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         profile_memory: torch.profiler's keyword: the analysis run (never a timed one) also
             records each node's allocated, freed, peak and live bytes, CPU and CUDA, from
             torch's allocator events (docs/profile.md, "Memory per node").
+        backward, loss_fn: time training steps, forward + loss + backward per node, in the
+            model's own train/eval mode, gradients dropped (docs/profile.md, "Training steps").
 
     Example:
         >>> prof = profile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()),
@@ -83,14 +87,15 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
     given_training = model.training
-    with evaluation_mode(model), grad_context(grad):
+    with evaluation_mode(model, not backward), grad_context(grad or backward):
         prepared, executor, keep = _prepared(
-            model, own, example_inputs, (device_events, profile_memory),
+            model, own, example_inputs, (device_events, profile_memory, backward),
             (capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
         executor = executor or keep(executor_for(model, prepared, mode, device_events))
+        executor = _training(executor, backward, prepared, model, loss_fn, example_inputs)
         with executor:
             timings, run_noise, warmup_totals = _timed_runs(
                 executor, prepared.args, runs, warmup, progress, prepared.frame)
@@ -99,7 +104,25 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
                          warmup_totals_ns=warmup_totals)
-    return build_profile(prepared.frame, timings, meta, executor.device_samples(), run_noise)
+    return _built(prepared.frame, timings, meta, executor, run_noise, model if backward else None)
+
+
+def _built(frame: pd.DataFrame, timings: RunTimings, meta: dict, executor, run_noise,
+           trained: torch.nn.Module | None) -> Profile:
+    """build_profile of a run, and of a training run (`trained`: the model) its backward."""
+    if trained is None:
+        return build_profile(frame, timings, meta, executor.device_samples(), run_noise)
+    return with_backward(build_profile(training_frame(frame, trained), timings, meta,
+                                       executor.device_samples(), run_noise), executor, trained)
+
+
+def _training(executor, backward: bool, prepared: Prepared, model: torch.nn.Module,
+              loss_fn: Callable | None, example_inputs: Any):
+    """`executor` wrapped to run training steps (run.training) when `backward`, else itself
+    (the wrapper is never cached: only the graph executor inside it)."""
+    if not backward:
+        return executor
+    return TrainingExecutor(executor, prepared, model, loss_fn, example_inputs)
 
 
 def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, warmup: int, *,
@@ -148,14 +171,14 @@ def _cache_key(example_inputs: Any, cacheable: bool, options: tuple) -> tuple | 
 
 
 def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
-              flags: tuple[bool, bool], options: tuple) -> tuple[Prepared, Any, Callable]:
+              flags: tuple[bool, ...], options: tuple) -> tuple[Prepared, Any, Callable]:
     """(a Prepared, its executor or None, keep): a graph capture cached for these inputs'
     signature and `options` (capture, tracer options, granularity, mode, grad) with the
     graph arguments of these inputs and its executor, else prepare()'s capture, None and
     ``keep(executor)`` that keeps a graph capture (not hooks, whole or a Dynamo frame) with
     its executor for the next calls and returns the executor. Nothing is cached for a
     `model` that is not the user's `own` (a copy moved to the device asked for) or with
-    `flags` (device events, profile_memory) on."""
+    `flags` (device events, profile_memory, backward: a train-mode capture) on."""
     profile_memory = flags[1]
     key = _cache_key(example_inputs, model is own and not any(flags), options)
     found = None if key is None else CAPTURES.lookup(model, key)

@@ -1,0 +1,178 @@
+"""Training steps in `profile(backward=True)`: the default loss, the user's gradients kept aside,
+and an executor running forward, loss and backward with the backward timed per forward node."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..data.profile import Profile
+from ..data.validate import run_coverage
+from ..errors import PyfxprofError
+from ..timing.backward import (ACCUMULATE_ROW, ENGINE_ROW, EXTRA_ROWS, BackwardMarks,
+                               calibrate_backward_hook, row_of_positions)
+from ..timing.durations import RunTimings
+
+
+def default_loss(output: Any) -> torch.Tensor:
+    """The loss of a model's output: the output itself when a scalar, else its ``loss``
+    (attribute or key, as Hugging Face models return it with ``labels``), else the first
+    element of a tuple or list, else ``output.float().sum()``.
+
+    Example:
+        >>> default_loss(torch.ones(2, 3)).item(), default_loss((torch.tensor(2.0), 1)).item()
+        (6.0, 2.0)
+    """
+    loss = getattr(output, "loss", None)
+    if loss is None and isinstance(output, dict):
+        loss = output.get("loss")
+    if loss is None and isinstance(output, (tuple, list)) and output:
+        loss = output[0]
+    loss = output if loss is None else loss
+    if not isinstance(loss, torch.Tensor):
+        raise PyfxprofError(f"cannot find a loss in the model's output ({type(output).__name__}); "
+                            "pass loss_fn=lambda output: ... returning a tensor")
+    return loss if loss.dim() == 0 else loss.float().sum()
+
+
+class TrainingExecutor:
+    """Wraps a graph executor: each run is forward (timed by `inner`), the loss and the
+    backward (timed per autograd node and joined to the forward node that created it).
+    Inside `with`, the parameters' ``.grad`` are set aside and every run's gradients are
+    dropped; on exit the user's own ``.grad`` tensors are put back.
+
+    Example:
+        >>> from pyfxprof.capture.ladder import prepare
+        >>> from pyfxprof.timing.executors import CodegenExecutor
+        >>> model = torch.nn.Linear(2, 2)
+        >>> prepared = prepare(model, (torch.ones(1, 2),))
+        >>> inner = CodegenExecutor(prepared.captured.graph_module, len(prepared.frame))
+        >>> executor = TrainingExecutor(inner, prepared, model)
+        >>> with executor:
+        ...     _ = executor.run((torch.ones(1, 2),))
+        >>> executor.timings().intervals.shape, model.weight.grad is None
+        ((1, 6), True)
+    """
+
+    def __init__(self, inner, prepared, model: torch.nn.Module,
+                 loss_fn: Callable | None = None) -> None:
+        gm, args = prepared.captured.graph_module, prepared.args
+        if gm is None:
+            raise PyfxprofError("backward=True needs a graph capture (fx or dynamo); this model "
+                                "was only captured with module hooks: see the capture notes")
+        self.inner, self.model = inner, model
+        self.loss_fn = loss_fn or default_loss
+        self.n_nodes = inner.calls_per_run
+        rows = row_of_positions(gm, args, self._checked_loss, self.n_nodes)
+        self.marks = BackwardMarks(rows, self.n_nodes, calibrate_backward_hook())
+        self._user_grads: list = []
+        self._backward: np.ndarray | None = None
+
+    def _checked_loss(self, output: Any) -> torch.Tensor:
+        loss = self.loss_fn(output)
+        if not isinstance(loss, torch.Tensor) or loss.dim() or not loss.requires_grad:
+            raise PyfxprofError("loss_fn must return a scalar tensor that requires grad (a "
+                                "parameter or input of the model requiring grad); got "
+                                f"{type(loss).__name__}")
+        return loss
+
+    def __getattr__(self, name: str) -> Any:  # mode, calibration, device, ...: the inner's
+        return getattr(self.__dict__["inner"], name)
+
+    def __enter__(self) -> "TrainingExecutor":
+        self._user_grads = [(p, p.grad) for p in self.model.parameters()]
+        for parameter, _ in self._user_grads:
+            parameter.grad = None
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.inner.__exit__(*exc_info)
+        for parameter, grad in self._user_grads:
+            parameter.grad = grad
+
+    def run(self, args: tuple) -> Any:
+        try:
+            return self.marks.step(lambda: self.inner.run(args), self.loss_fn)
+        finally:
+            for parameter, _ in self._user_grads:
+                parameter.grad = None
+
+    def reset(self, runs: int = 0) -> None:
+        self.inner.reset(runs)
+        self.marks.collect()
+
+    def timings(self) -> RunTimings:
+        """Forward columns, then the loss and zero forward time for the backward-only rows;
+        run totals cover the whole step. backward_samples() holds the backward."""
+        forward = self.inner.timings()
+        loss, backward, totals = self.marks.durations(self.marks.collect())
+        if len(loss) != forward.intervals.shape[0]:
+            raise PyfxprofError(f"{forward.intervals.shape[0]} forward runs but {len(loss)} "
+                                "complete backward runs were recorded; profile again")
+        extra = np.zeros((len(loss), len(EXTRA_ROWS)), np.int64)
+        extra[:, 0] = loss
+        self._backward = backward
+        return RunTimings(np.hstack([forward.intervals, extra]),
+                          forward.run_totals + loss + totals, forward.run_starts,
+                          forward.incomplete_runs)
+
+    def backward_samples(self) -> np.ndarray | None:
+        """Backward ns (runs, nodes + 3) of the runs timings() handed over."""
+        return self._backward
+
+
+def training_frame(frame: pd.DataFrame, model: torch.nn.Module) -> pd.DataFrame:
+    """The nodes table plus the rows of timing.backward.EXTRA_ROWS (ops "loss", "backward").
+
+    Example:
+        >>> f = pd.DataFrame({"index": [0], "name": ["x"], "op": ["call_function"],
+        ...     "target": ["add"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
+        >>> training_frame(f, torch.nn.ReLU())["name"].tolist()
+        ['x', '(loss)', '(accumulate grad)', '(autograd engine)']
+    """
+    targets = {ACCUMULATE_ROW: "AccumulateGrad", ENGINE_ROW: "autograd engine"}
+    extra = pd.DataFrame({
+        "index": range(len(frame), len(frame) + len(EXTRA_ROWS)), "name": list(EXTRA_ROWS),
+        "op": ["loss", "backward", "backward"],
+        "target": [targets.get(row, "loss_fn") for row in EXTRA_ROWS],
+        "module_path": "", "module_type": type(model).__name__,
+        "module_stack": [()] * len(EXTRA_ROWS)})
+    for column in frame.columns.difference(extra.columns):
+        extra[column] = _blank(frame[column])
+    return pd.concat([frame, extra[frame.columns]], ignore_index=True)
+
+
+def _blank(column: pd.Series) -> Any:
+    """The empty value of a nodes column: False, 0, () or "" as its first cell's type."""
+    if pd.api.types.is_bool_dtype(column):
+        return False
+    if pd.api.types.is_integer_dtype(column):
+        return 0
+    first = column.iloc[0] if len(column) else ""
+    return [()] * len(EXTRA_ROWS) if isinstance(first, tuple) else ""
+
+
+def with_backward(frame: pd.DataFrame, model: torch.nn.Module, timings: RunTimings,
+                  meta: dict, executor: TrainingExecutor, run_noise: np.ndarray | None):
+    """The Profile of a TrainingExecutor's runs: the extra rows, backward samples, the
+    coverage of forward plus backward over whole steps and the train flag in the metadata.
+
+    Example:
+        >>> prof = pyfxprof.profile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), runs=2,
+        ...                         warmup=0, backward=True)  # doctest: +SKIP
+    """
+    from .runner import build_profile  # runner calls this module: import at call time
+    device = executor.device_samples()
+    if device is not None:
+        device = np.hstack([device, np.zeros((device.shape[0], len(EXTRA_ROWS)), np.int64)])
+    meta.update(grad=True, training=model.training, backward_hook_overhead_ns=(
+        executor.marks.calibration.overhead_ns))
+    p = build_profile(training_frame(frame, model), timings, meta, device, run_noise)
+    backward = executor.backward_samples()[:p.n_runs]
+    p.meta["coverage"] = run_coverage(p.samples + backward, p.run_totals)
+    return Profile(p.nodes, p.samples, p.run_totals, p.meta, p.device_samples, p.run_starts,
+                   p.run_noise, backward_samples=backward)
