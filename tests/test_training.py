@@ -1,0 +1,132 @@
+"""Training steps: profile(backward=True) against known truths, and the model left as it was."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof import _C
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.run.training import default_loss
+from pyfxprof.timing.backward import autograd_nodes, row_of_positions
+
+FORWARD_NS, BACKWARD_NS = 50_000, 300_000
+
+
+class _Spin(torch.autograd.Function):
+    """Forward spins 50 µs, backward 300 µs, on the profiler clock."""
+
+    @staticmethod
+    def forward(ctx, x):
+        _C._spin_ns(FORWARD_NS)
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        _C._spin_ns(BACKWARD_NS)
+        return grad
+
+
+class Spin(torch.nn.Module):
+    def forward(self, x):
+        return _Spin.apply(x)
+
+
+def _spin_model():
+    return torch.nn.Sequential(torch.nn.Linear(8, 8), Spin(), torch.nn.ReLU())
+
+
+@pytest.mark.timing(attempts=3)
+def test_backward_of_a_known_node_is_measured():
+    prof = pyfxprof.profile(_spin_model(), (torch.randn(4, 8),), runs=15, warmup=2,
+                            backward=True, leaf_modules=(Spin,), progress=False)
+    row = prof.to_dataframe().set_index("module_type").loc["Spin"]
+    assert abs(row["backward_median"] - BACKWARD_NS) <= 0.05 * BACKWARD_NS + 20_000
+    assert row["median"] >= 0.95 * FORWARD_NS  # plus the Function's own Python calls
+    assert row["backward_ratio"] == pytest.approx(row["backward_median"] / row["median"])
+
+
+def test_every_autograd_node_lands_in_a_row_and_the_model_is_left_as_it_was():
+    model = torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.BatchNorm1d(6),
+                                torch.nn.Dropout(0.5), torch.nn.Linear(6, 2)).train()
+    model[0].weight.grad = torch.full_like(model[0].weight, 7.0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    prof = pyfxprof.profile(model, (torch.randn(5, 6),), runs=3, warmup=1, backward=True,
+                            progress=False)
+    assert model.training and all(m.training for m in model.modules())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert torch.equal(model[0].weight.grad, torch.full_like(model[0].weight, 7.0))
+    assert model[3].weight.grad is None
+    frame = prof.to_dataframe().set_index("name")
+    assert frame.loc["(accumulate grad)", "median"] == 0
+    assert prof.meta["training"] is True and 0.5 < prof.meta["coverage"] <= 1.05
+
+
+def test_each_autograd_node_is_joined_to_the_forward_node_that_created_it():
+    model = torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.BatchNorm1d(6),
+                                torch.nn.Dropout(0.5), torch.nn.Linear(6, 2)).train()
+    gm = torch.fx.symbolic_trace(model)
+    rows = row_of_positions(gm, (torch.randn(5, 6),), lambda y: y.sum(), 4)
+    names = [type(n).__name__ for n in autograd_nodes(model(torch.randn(5, 6)).sum().grad_fn)]
+    assert len(rows) == len(names)
+    joined = {(name, int(row)) for name, row in zip(names, rows)}
+    assert {("SumBackward0", 4), ("NativeBatchNormBackward0", 1), ("AddmmBackward0", 3),
+            ("AddmmBackward0", 0), ("MulBackward0", 2)} <= joined
+    assert {row for name, row in joined if name == "AccumulateGrad"} == {5}
+    assert set(rows.tolist()) == {0, 1, 2, 3, 4, 5}  # nothing left to the engine row
+
+
+def test_backward_samples_survive_save_and_load(tmp_path):
+    prof = pyfxprof.profile(torch.nn.Linear(3, 3), (torch.randn(2, 3),), runs=2, warmup=0,
+                            backward=True, progress=False)
+    prof.save(tmp_path / "p.json")
+    loaded = pyfxprof.load(tmp_path / "p.json")
+    assert loaded == prof and loaded.backward_samples.shape == prof.samples.shape
+
+
+def test_default_loss_and_a_loss_that_cannot_be_differentiated():
+    class Out:
+        loss = torch.tensor(3.0)
+    assert default_loss(Out()).item() == 3.0
+    assert default_loss({"loss": torch.tensor(4.0)}).item() == 4.0
+    with pytest.raises(PyfxprofError, match="loss_fn must return a scalar"):
+        pyfxprof.profile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), runs=1, warmup=0,
+                         backward=True, loss_fn=lambda y: y, progress=False)
+
+
+def _plain_step_ns(model, x) -> int:
+    begin = time.perf_counter_ns()
+    model(x).float().sum().backward()
+    elapsed = time.perf_counter_ns() - begin
+    model.zero_grad(set_to_none=True)
+    return elapsed
+
+
+@pytest.mark.timing(attempts=3)
+def test_resnet18_step_rows_add_up_to_an_uninstrumented_step():
+    torchvision = pytest.importorskip("torchvision")
+    model = torchvision.models.resnet18(num_classes=10).train()
+    x = torch.randn(2, 3, 32, 32)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # two threads on a loaded 2-core machine thrash
+    try:
+        plain, rows = _plain_and_profiled(model, x)
+    finally:
+        torch.set_num_threads(threads)
+    assert np.median(rows) == pytest.approx(np.median(plain), rel=0.05)
+
+
+def _plain_and_profiled(model, x) -> tuple[list, list]:
+    """Step times without and (rows summed) with the profiler, interleaved."""
+    for _ in range(3):
+        _plain_step_ns(model, x)
+    plain, rows = [], []
+    for _ in range(3):  # interleaved: plain steps, then a profile, and again
+        plain += [_plain_step_ns(model, x) for _ in range(4)]
+        prof = pyfxprof.profile(model, (x,), runs=4, warmup=1, backward=True, progress=False)
+        rows += (prof.samples.sum(axis=1) + prof.backward_samples.sum(axis=1)).tolist()
+    return plain, rows
