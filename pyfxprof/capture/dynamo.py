@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+import logging
 import re
 import types
 from dataclasses import dataclass
@@ -76,6 +77,14 @@ class DynamoRun:
     breaks: list[str]
 
 
+def _logging_methods() -> set:
+    """Logger methods Dynamo skips instead of breaking the graph on (a model's warning
+    during the capture is not printed; the timed runs execute the graph, which has no
+    logging in it): the standard levels below error, and transformers' ``warning_once``."""
+    names = ("debug", "info", "warning", "warning_once", "info_once")
+    return {getattr(logging.Logger, n) for n in names if hasattr(logging.Logger, n)}
+
+
 def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
                dynamic: Any = None, family: str | None = None) -> DynamoRun:
     """Run ``target(*args, **kwargs)`` once under Dynamo on a deep copy of `bound`; refuse a
@@ -98,8 +107,9 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     breaks_before = dict(counters["graph_break"])
     entry, eval_frame = _entry(family), torch._C._dynamo.eval_frame
     try:
-        torch.compile(entry, backend=recording, dynamic=None if dynamic else False)(
-            target, copied.args, copied.kwargs)
+        with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods()):
+            torch.compile(entry, backend=recording, dynamic=None if dynamic else False)(
+                target, copied.args, copied.kwargs)
         cache_entries = list(eval_frame._debug_get_cache_entry_list(entry.__code__))
     finally:
         if hasattr(eval_frame, "_reset_code"):

@@ -3,12 +3,15 @@ and an executor running forward, loss and backward with the backward timed per f
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from ..capture.inputs import split_inputs
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError
@@ -38,6 +41,42 @@ def default_loss(output: Any) -> torch.Tensor:
     return loss if loss.dim() == 0 else loss.float().sum()
 
 
+def graph_loss(prepared, model: torch.nn.Module, example_inputs: Any,
+               loss_fn: Callable) -> Callable:
+    """`loss_fn` of what the captured graph returns. An FX graph returns the model's own
+    output; a Dynamo graph returns a flat tuple, so the model's output is rebuilt from it:
+    each tensor of the model's output (one eager call, on copies) is matched to the graph
+    output equal to it, both run from the same random seed (dropout in train mode).
+
+    Example:
+        >>> from pyfxprof.capture.ladder import prepare
+        >>> m = torch.nn.Linear(2, 2)
+        >>> graph_loss(prepare(m, (torch.ones(1, 2),)), m, (torch.ones(1, 2),), sum) is sum
+        True
+    """
+    if prepared.captured.graph_inputs is None:
+        return loss_fn
+    args, kwargs = copy.deepcopy(split_inputs(example_inputs))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        leaves, spec = tree_flatten(model(*args, **kwargs))
+        torch.manual_seed(0)
+        flat = list(prepared.captured.graph_module(*prepared.args))
+    picks = [next((k for k, out in enumerate(flat) if _same_tensor(leaf, out)), None)
+             for leaf in leaves]
+    constants = [leaf.detach() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+
+    def loss_of_graph_outputs(outputs):
+        return loss_fn(tree_unflatten([constants[j] if k is None else outputs[k]
+                                       for j, k in enumerate(picks)], spec))
+    return loss_of_graph_outputs
+
+
+def _same_tensor(a: Any, b: Any) -> bool:
+    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+            and a.dtype == b.dtype and bool(torch.equal(a, b)))
+
+
 class TrainingExecutor:
     """Wraps a graph executor: each run is forward (timed by `inner`), the loss and the
     backward (timed per autograd node and joined to the forward node that created it).
@@ -58,13 +97,13 @@ class TrainingExecutor:
     """
 
     def __init__(self, inner, prepared, model: torch.nn.Module,
-                 loss_fn: Callable | None = None) -> None:
+                 loss_fn: Callable | None = None, example_inputs: Any = ()) -> None:
         gm, args = prepared.captured.graph_module, prepared.args
         if gm is None:
             raise PyfxprofError("backward=True needs a graph capture (fx or dynamo); this model "
                                 "was only captured with module hooks: see the capture notes")
         self.inner, self.model = inner, model
-        self.loss_fn = loss_fn or default_loss
+        self.loss_fn = graph_loss(prepared, model, example_inputs, loss_fn or default_loss)
         self.n_nodes = inner.calls_per_run
         rows = row_of_positions(gm, args, self._checked_loss, self.n_nodes)
         self.marks = BackwardMarks(rows, self.n_nodes, calibrate_backward_hook())

@@ -1,0 +1,33 @@
+"""Hugging Face models with labels (the loss inside the model) in train mode: profiled as
+training steps on a graph rung, forward and backward of each node."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pyfxprof
+
+from tests.hf_models import gpt2, llama, token_ids
+
+
+@pytest.mark.parametrize("build", [llama, gpt2], ids=["llama", "gpt2"])
+def test_causal_lm_with_labels_in_train_mode_is_on_a_graph_rung(build):
+    model, _ = build()
+    model.train()
+    ids = token_ids(16)
+    before = [p.detach().clone() for p in model.parameters()]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        prof = pyfxprof.profile(model, {"input_ids": ids, "labels": ids}, runs=3, warmup=1,
+                                backward=True, progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert prof.meta["capture_mode"] in ("fx", "dynamo") and prof.meta["training"]
+    assert prof.meta["coverage"] >= 0.85  # forward + backward over whole steps
+    frame = prof.to_dataframe()
+    model_rows = frame[~frame["op"].isin(["loss", "backward"])]
+    assert (model_rows["backward_median"] > 0).sum() >= len(model_rows) // 4
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert all(p.grad is None for p in model.parameters())
