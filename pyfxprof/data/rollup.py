@@ -175,7 +175,8 @@ def inclusive_medians(samples: np.ndarray, paths: list[str], max_depth: int | No
 
 def module_tree(profile, max_depth: int | None = None) -> str:
     """The module hierarchy as an indented tree: per module its median inclusive time (median
-    over runs of the sum of its nodes) and percent of the root's.
+    over runs of the sum of its nodes) and percent of the root's; for training steps also its
+    backward's median inclusive time and the backward/forward ratio.
 
     Example:
         >>> print(module_tree(prof, max_depth=1))  # doctest: +SKIP
@@ -193,20 +194,31 @@ def module_tree(profile, max_depth: int | None = None) -> str:
     for path in list(medians)[1:]:
         children.setdefault(cut(path, _depth(path) - 1), []).append(path)
     root = str(profile.meta.get("model") or types.get("", "model"))
-    rows = [(root, medians[""])] + _tree_rows("", children, medians, types, "")
-    return _render_rows(rows, medians[""])
+    rows = [(root, "")] + _tree_rows("", children, types, "")
+    text = _render_rows([(label, medians[path]) for label, path in rows], medians[""])
+    if profile.backward_samples is None:
+        return text
+    backward = inclusive_medians(profile.backward_samples, paths, max_depth)
+    return "\n".join(f"{line}  backward {_with_ratio(backward.get(path, 0.0), medians[path])}"
+                     for line, (_, path) in zip(text.splitlines(), rows))
 
 
-def _tree_rows(parent: str, children: dict, medians: dict, types: dict,
-               prefix: str) -> list[tuple[str, float]]:
+def _with_ratio(backward: float, forward: float) -> str:
+    """"1.2 ms (2.1x)": a backward median and its ratio to the forward's."""
+    ratio = f"{backward / forward:.1f}x" if forward else "-"
+    return f"{format_ns(backward):>9} ({ratio})"
+
+
+def _tree_rows(parent: str, children: dict, types: dict, prefix: str) -> list[tuple[str, str]]:
+    """(label, module path) of each module under `parent`, depth first."""
     rows = []
     kids = children.get(parent, [])
     for i, path in enumerate(kids):
         last = i == len(kids) - 1
         name = path.rpartition(".")[2]
         label = f"{name} ({types[path]})" if path in types else name
-        rows.append((f"{prefix}{'└─' if last else '├─'} {label}", medians[path]))
-        rows += _tree_rows(path, children, medians, types, prefix + ("   " if last else "│  "))
+        rows.append((f"{prefix}{'└─' if last else '├─'} {label}", path))
+        rows += _tree_rows(path, children, types, prefix + ("   " if last else "│  "))
     return rows
 
 

@@ -18,9 +18,9 @@ import pandas as pd
 
 from ..data import rollup
 from ..data.latency import latency_header
-from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, cumulative_pct, group_samples,
-                          node_statistics, noisy_mask, relative_iqr, summary_of_totals,
-                          with_flop_rate)
+from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statistics,
+                          cumulative_pct, group_samples, node_statistics, noisy_mask,
+                          relative_iqr, summary_of_totals, with_flop_rate)
 from ..data.units import MISSING, format_flops, format_ns, format_pct, format_si
 from ..errors import PyfxprofError
 
@@ -51,6 +51,9 @@ NODE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path",
 DEVICE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path", "median",
                           "device_median", "device_pct_total", "launch_bound", "pct_total",
                           "cum_pct")
+#: Node columns by default for training steps (profiles with backward samples).
+BACKWARD_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path", "median",
+                            "backward_median", "backward_ratio", "pct_total", "cum_pct")
 GROUP_COLUMNS = ("group", "nodes") + STAT_COLUMNS + ("cum_pct",)
 GROUP_DEFAULT_COLUMNS = ("group", "nodes", "median", "mean", "iqr", "pct_total", "cum_pct")
 #: Rows shown by Profile._repr_html_ (notebooks).
@@ -71,6 +74,7 @@ _TITLES = {
     "cpu_alloc_bytes": "CPU alloc", "cpu_freed_bytes": "CPU freed", "cpu_peak_bytes": "CPU peak",
     "cuda_alloc_bytes": "CUDA alloc", "cuda_freed_bytes": "CUDA freed",
     "cuda_peak_bytes": "CUDA peak", "source": "Source",
+    "backward_ratio": "Bwd/Fwd",
 }
 _GROUP_TITLES = {"op": "Op type", "target": "Op", "module_type": "Module type",
                  "module": "Module", "input_shape": "Op", "source": "Source"}
@@ -224,6 +228,9 @@ def _group_frame(profile, group_by: str, depth: int = 1) -> pd.DataFrame:
     names, grouped = group_samples(profile.samples, keys)
     counts = pd.Series(keys, dtype=object).value_counts(sort=False)
     frame = node_statistics(grouped)
+    if profile.backward_samples is not None:
+        frame = pd.concat([frame, backward_statistics(
+            grouped, group_samples(profile.backward_samples, keys)[1])], axis=1)
     frame.insert(0, "group", pd.Series(names, dtype=object))
     frame.insert(1, "nodes", counts.reindex(names).to_numpy(dtype=np.int64))
     if group_by == "input_shape":
@@ -252,7 +259,9 @@ def _sorted(frame: pd.DataFrame, sort_by: str, name_column: str) -> pd.DataFrame
 
 def _cell(column: str, value) -> str:
     """One formatted cell: time stats in auto units, percentages, tuples joined."""
-    stat = column[len("device_"):] if column.startswith("device_") else column
+    stat = column.split("_", 1)[1] if column.startswith(("device_", "backward_")) else column
+    if column == "backward_ratio":
+        return MISSING if value is None or np.isnan(value) else f"{value:.2f}x"
     if STAT_UNITS.get(stat) == "ns":
         return format_ns(value)
     if STAT_UNITS.get(stat) == "%" or stat == "cum_pct":
@@ -286,8 +295,9 @@ def _truncate(column: str, text: str) -> str:
 def _title(column: str, group_by: str | None) -> str:
     if column == "group":
         return _GROUP_TITLES[group_by]
-    if column.startswith("device_") and column[len("device_"):] in _TITLES:
-        return "Device " + _TITLES[column[len("device_"):]].lower()
+    for prefix in ("device_", "backward_"):
+        if column.startswith(prefix) and column[len(prefix):] in _TITLES:
+            return prefix[:-1].capitalize() + " " + _TITLES[column[len(prefix):]].lower()
     return _TITLES.get(column, column)
 
 
@@ -362,6 +372,12 @@ def _sort_text(column: str) -> str:
     return _SORT_TEXT.get(column, f"{column}, descending")
 
 
+def _node_default_columns(profile) -> tuple:
+    if profile.backward_samples is not None:
+        return BACKWARD_DEFAULT_COLUMNS
+    return NODE_DEFAULT_COLUMNS if profile.device_samples is None else DEVICE_DEFAULT_COLUMNS
+
+
 def build_view(profile, sort_by: str | None = None, top: int | None = None,
                columns=None, group_by: str | None = None, depth: int | None = None) -> View:
     """Sort (None: DEFAULT_SORT), cut and format a Profile (node view, or group view with
@@ -375,11 +391,13 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
         valid = GROUP_COLUMNS + tuple(c for c in frame.columns if c not in GROUP_COLUMNS)
         default = (("group", "input_shapes") + GROUP_DEFAULT_COLUMNS[1:]
                    if group_by == "input_shape" else GROUP_DEFAULT_COLUMNS)
+        if profile.backward_samples is not None:
+            default = default[:-4] + ("backward_median", "backward_ratio") + default[-4:]
     else:
         _check_depth(group_by, depth)
         frame, name_column, label = with_flop_rate(profile.to_dataframe()), "name", "nodes"
         valid = tuple(frame.columns) + ("cum_pct",)
-        default = NODE_DEFAULT_COLUMNS if profile.device_samples is None else DEVICE_DEFAULT_COLUMNS
+        default = _node_default_columns(profile)
     _check_args(sort_by, top, columns, valid)
     sort_by = _torch_sort_key(sort_by, frame)
     frame = _sorted(frame, sort_by, name_column).reset_index(drop=True)

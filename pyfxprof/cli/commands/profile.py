@@ -36,6 +36,10 @@ def add_parser(subparsers) -> None:
                         help="nodes are torch functions and methods (default) or aten ops "
                              "(through TorchDynamo)")
     add_compile_arguments(parser)
+    parser.add_argument("--backward", action="store_true",
+                        help="time training steps: the model in train mode, forward, loss "
+                             "(the output if scalar, its .loss, else output.sum()) and backward, "
+                             "with a backward column per node")
     add_table_arguments(parser)
     add_latency_arguments(parser)
     parser.add_argument("--advise", action="store_true",
@@ -71,8 +75,10 @@ def run(args: argparse.Namespace) -> int:
     if args.ranks_out:
         return run_ranks(args)
     model, inputs, name = model_and_inputs(args)
+    if args.backward:
+        model.train()
     options = profile_arguments(args)
-    prof = profile(model, inputs, name=name, **options)
+    prof = profile(model, inputs, name=name, backward=args.backward, **options)
     print_table(chosen_runs(prof, args), args)
     print_latency(chosen_runs(prof, args), args)
     if options["compile"] is not None:
