@@ -46,6 +46,7 @@ from .call_groups import (MAX_CALL_GROUPS, CallGroup, call_key, capture_group, n
                           primary_shape, signature_key, too_many_groups_warning)
 from .generation import CallLog, format_latency, generation_latency
 from .capture_cache import CAPTURES
+from .loop_training import optimizer_hooks, wrap_for_backward
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .window import Window, collect, window_profiles
@@ -93,6 +94,8 @@ class Profiler:
         leaf_modules, autowrap_functions, concrete_args: as for pyfxprof.profile.
         name: the model name in the Profiles (default: its class name).
         keep_profiles: how many of the latest Profiles ``profiles`` keeps (None: all).
+        backward: also time each recorded call's backward per node and the optimizer steps
+            after it (run/loop_training.py; docs/loop.md "Training loops").
 
     Example:
         >>> from pyfxprof.run.schedule import schedule
@@ -109,7 +112,8 @@ class Profiler:
                  on_trace_ready: Callable[[Profile], Any] | None = None,
                  example_inputs: Any = None, leaf_modules: Iterable = (),
                  autowrap_functions: Iterable = (), concrete_args: dict | None = None,
-                 name: str | None = None, keep_profiles: int | None = 100) -> None:
+                 name: str | None = None, keep_profiles: int | None = 100,
+                 backward: bool = False) -> None:
         if not isinstance(model, torch.nn.Module):
             raise PyfxprofError(
                 f"expected a torch.nn.Module to profile, got {type(model).__name__}")
@@ -147,6 +151,7 @@ class Profiler:
         self._own_ns_after = 0  # the Profiler's time after the last logged call's end
         self._calls = 0  # calls of the model seen while open (numbers the logged ones)
         self._first_call = 1  # the number of the block's first call
+        self._backward = backward
 
     @property
     def profiles(self) -> list[Profile]:
@@ -187,6 +192,7 @@ class Profiler:
         self._thread = None
         self._patch = ForwardPatch(self.module, self._forward)
         self._open = True
+        optimizer_hooks(self._groups.values(), True)
         try:
             self.current_action = checked_action(self.schedule(0), 0)
             self._transit(ProfilerAction.NONE, self.current_action)
@@ -278,6 +284,7 @@ class Profiler:
 
     def _close(self) -> None:
         self._open = False
+        optimizer_hooks(self._groups.values(), False)
         if self._patch is not None:
             self._patch.restore()
             self._patch = None
@@ -450,6 +457,8 @@ class Profiler:
                           f"unprofiled: {error}", CaptureFallbackWarning, stacklevel=5)
             return None, bound
         self._groups[key] = group
+        if self._backward:
+            wrap_for_backward(group, self._open)
         return group, bound
 
     def _captured(self, args: tuple, kwargs: dict, key: tuple, forward: Callable,

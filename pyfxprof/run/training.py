@@ -15,7 +15,7 @@ from ..capture.inputs import split_inputs
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError
-from ..timing.backward import (ACCUMULATE_ROW, ENGINE_ROW, EXTRA_ROWS, BackwardMarks,
+from ..timing.backward import (EXTRA_ROWS, BackwardMarks,
                                calibrate_backward_hook, row_of_positions)
 from ..timing.durations import RunTimings
 
@@ -173,26 +173,30 @@ def training_frame(frame: pd.DataFrame, model: torch.nn.Module) -> pd.DataFrame:
         >>> training_frame(f, torch.nn.ReLU())["name"].tolist()
         ['x', '(loss)', '(accumulate grad)', '(autograd engine)']
     """
-    targets = {ACCUMULATE_ROW: "AccumulateGrad", ENGINE_ROW: "autograd engine"}
+    return extra_rows(frame, model, EXTRA_ROWS, ["loss", "backward", "backward"],
+                      ["loss_fn", "AccumulateGrad", "autograd engine"])
+
+
+def extra_rows(frame: pd.DataFrame, model: torch.nn.Module, names, ops, targets
+               ) -> pd.DataFrame:
+    """`frame` plus one row per name (at the root module; other columns blank)."""
     extra = pd.DataFrame({
-        "index": range(len(frame), len(frame) + len(EXTRA_ROWS)), "name": list(EXTRA_ROWS),
-        "op": ["loss", "backward", "backward"],
-        "target": [targets.get(row, "loss_fn") for row in EXTRA_ROWS],
-        "module_path": "", "module_type": type(model).__name__,
-        "module_stack": [()] * len(EXTRA_ROWS)})
+        "index": range(len(frame), len(frame) + len(names)), "name": list(names),
+        "op": list(ops), "target": list(targets), "module_path": "",
+        "module_type": type(model).__name__, "module_stack": [()] * len(names)})
     for column in frame.columns.difference(extra.columns):
-        extra[column] = _blank(frame[column])
+        extra[column] = _blank(frame[column], len(names))
     return pd.concat([frame, extra[frame.columns]], ignore_index=True)
 
 
-def _blank(column: pd.Series) -> Any:
+def _blank(column: pd.Series, rows: int) -> Any:
     """The empty value of a nodes column: False, 0, () or "" as its first cell's type."""
     if pd.api.types.is_bool_dtype(column):
         return False
     if pd.api.types.is_integer_dtype(column):
         return 0
     first = column.iloc[0] if len(column) else ""
-    return [()] * len(EXTRA_ROWS) if isinstance(first, tuple) else ""
+    return [()] * rows if isinstance(first, tuple) else ""
 
 
 def with_backward(frame: pd.DataFrame, model: torch.nn.Module, timings: RunTimings,

@@ -24,6 +24,7 @@ from ..timing.durations import RunTimings
 from ..timing.recorder import RECORDER, Records
 from . import ranges
 from .call_groups import CallGroup
+from .loop_training import LoopBackwardExecutor, loop_frame, with_loop_backward
 from .metadata import run_meta
 from .noise import RunMeter
 from .runner import build_profile
@@ -94,7 +95,12 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
     for found in used:
         meta = _meta(window, found, context)
         meta["loop"]["noise"] = noise
-        profile = build_profile(found.group.frame, found.timings, meta, found.device_samples)
+        training = isinstance(found.group.executor, LoopBackwardExecutor)
+        frame = loop_frame(found.group.frame, context["module"]) if training else found.group.frame
+        profile = build_profile(frame, found.timings, meta, found.device_samples)
+        if training:
+            profile = with_loop_backward(profile, found.group.executor, window.steps,
+                                         window.step_starts)
         profiles.append(ranges.with_ranges(profile, records, step_starts, window_starts))
     return profiles
 

@@ -24,8 +24,8 @@ EXTRA_ROWS = (LOSS_ROW, ACCUMULATE_ROW, ENGINE_ROW)
 _LOSS_BEGIN, _LOSS_END, _BACKWARD_BEGIN, _BACKWARD_END = range(4)
 
 
-def autograd_nodes(root: Any) -> list:
-    """The autograd nodes reachable from `root` (a grad_fn), depth first in the order of
+def autograd_nodes(*roots: Any) -> list:
+    """The autograd nodes reachable from `roots` (grad_fns), depth first in the order of
     ``next_functions``: the same order for the same graph in every run.
 
     Example:
@@ -33,7 +33,7 @@ def autograd_nodes(root: Any) -> list:
         >>> [type(n).__name__ for n in autograd_nodes(((x * 2).sum()).grad_fn)]
         ['SumBackward0', 'MulBackward0', 'AccumulateGrad']
     """
-    order, seen, stack = [], set(), [root]
+    order, seen, stack = [], set(), list(reversed(roots))
     while stack:
         node = stack.pop()
         if node is None or node in seen:
@@ -42,6 +42,16 @@ def autograd_nodes(root: Any) -> list:
         order.append(node)
         stack.extend(child for child, _ in reversed(node.next_functions))
     return order
+
+
+def output_roots(value: Any) -> list:
+    """The grad_fns of the tensors in `value` (any nesting), first appearance order."""
+    roots = []
+    for tensor in tree_leaves(value):
+        if isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None \
+                and tensor.grad_fn not in roots:
+            roots.append(tensor.grad_fn)
+    return roots
 
 
 def _claim(value: Any, row: int, owner: dict) -> None:
@@ -71,12 +81,13 @@ class _ClaimingInterpreter(fx.Interpreter):
         return result
 
 
-def row_of_positions(gm: fx.GraphModule, args: tuple, loss_fn: Callable,
+def row_of_positions(gm: fx.GraphModule, args: tuple, loss_fn: Callable | None,
                      n_nodes: int) -> np.ndarray:
-    """For each autograd node of one step (in autograd_nodes order), its row: the timed
-    forward node that created it (0..n_nodes-1), or n_nodes + 0/1/2 for the loss,
-    accumulate and engine rows (nodes nobody claimed go to the engine row). One untimed
-    forward through fx.Interpreter; no backward is run.
+    """For each autograd node of one step (in autograd_nodes order from the loss, or from
+    the graph's outputs when `loss_fn` is None), its row: the timed forward node that created
+    it (0..n_nodes-1), or n_nodes + 0/1/2 for the loss, accumulate and engine rows (nodes
+    nobody claimed go to the engine row). One untimed forward through fx.Interpreter; no
+    backward is run.
 
     Example:
         >>> gm = fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()))
@@ -84,9 +95,13 @@ def row_of_positions(gm: fx.GraphModule, args: tuple, loss_fn: Callable,
         [2, 1, 0, 3, 0, 3]
     """
     owner: dict = {}
-    loss = loss_fn(_ClaimingInterpreter(gm, owner).run(*args))
-    _claim(loss, n_nodes, owner)
-    nodes = autograd_nodes(loss.grad_fn)
+    output = _ClaimingInterpreter(gm, owner).run(*args)
+    if loss_fn is None:
+        nodes = autograd_nodes(*output_roots(output))
+    else:
+        loss = loss_fn(output)
+        _claim(loss, n_nodes, owner)
+        nodes = autograd_nodes(loss.grad_fn)
     accumulate, engine = n_nodes + 1, n_nodes + 2
     return np.array([owner.get(node, accumulate if type(node).__name__ == "AccumulateGrad"
                                else engine) for node in nodes], dtype=np.int64)

@@ -1,0 +1,91 @@
+"""Training loops under Profiler(backward=True): the user's training is unchanged bit for bit,
+each call gets its backward per node and the optimizer step as a row."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import pyfxprof
+from torch.optim.optimizer import _global_optimizer_pre_hooks
+
+
+def _model_and_optimizer():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16),
+                                torch.nn.Dropout(0.2), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 2)).train()
+    return model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+def _train(model, optimizer, batches, profiler=None) -> None:
+    torch.manual_seed(1)  # the dropout masks
+    for x in batches:
+        optimizer.zero_grad()
+        loss = (profiler.model if profiler else model)(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        if profiler:
+            profiler.step()
+
+
+def test_weights_after_profiled_steps_are_bit_identical_and_rows_are_filled():
+    batches = [torch.randn(6, 8, generator=torch.Generator().manual_seed(i)) for i in range(4)]
+    plain, plain_optimizer = _model_and_optimizer()
+    _train(plain, plain_optimizer, batches)
+    profiled, optimizer = _model_and_optimizer()
+    with pyfxprof.Profiler(profiled, backward=True) as p:
+        _train(profiled, optimizer, batches, p)
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(),
+                                                 profiled.state_dict().values()))
+    assert all(torch.equal(a.grad, b.grad) for a, b in zip(plain.parameters(),
+                                                           profiled.parameters()))
+    prof = p.profiles[-1]
+    assert prof.n_runs == 4 and prof.backward_samples is not None
+    frame = prof.to_dataframe().set_index("name")
+    assert (frame.loc[["_0", "_1", "_4"], "backward_min"] > 0).all()  # linear, BN, linear
+    assert frame.loc["(optimizer step)", "min"] > 0
+    assert frame.loc["(optimizer step)", "op"] == "optimizer"
+    assert not _global_optimizer_pre_hooks  # removed on exit
+
+
+def test_calls_without_backward_leave_no_backward_columns():
+    model, _ = _model_and_optimizer()
+    with pyfxprof.Profiler(model.eval(), backward=True) as p:
+        with torch.no_grad():
+            model(torch.randn(3, 8))
+    assert p.profiles[-1].backward_samples is None
+    assert "no backward columns" in p.profiles[-1].meta["backward_note"]
+
+
+def _plain_step_ns(model, optimizer, x) -> int:
+    begin = time.perf_counter_ns()
+    optimizer.zero_grad()
+    model(x).float().sum().backward()
+    optimizer.step()
+    return time.perf_counter_ns() - begin
+
+
+@pytest.mark.timing(attempts=3)
+def test_resnet18_training_step_rows_add_up_to_an_uninstrumented_step():
+    torchvision = pytest.importorskip("torchvision")
+    model = torchvision.models.resnet18(num_classes=10).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(2, 3, 32, 32)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # two threads on a loaded 2-core machine thrash
+    try:
+        plain, rows = [], []
+        for _ in range(3):  # interleaved: plain steps, then profiled steps, and again
+            plain += [_plain_step_ns(model, optimizer, x) for _ in range(4)]
+            with pyfxprof.Profiler(model, backward=True) as p:
+                for _ in range(4):
+                    _plain_step_ns(p.model, optimizer, x)
+            prof = p.profiles[-1]
+            rows += (prof.samples.sum(axis=1) + prof.backward_samples.sum(axis=1)).tolist()
+    finally:
+        torch.set_num_threads(threads)
+    assert np.median(rows) == pytest.approx(np.median(plain), rel=0.05)
