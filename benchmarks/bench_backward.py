@@ -25,11 +25,11 @@ def chain(nodes: int) -> torch.Tensor:
 
 def backward_ns(nodes: int, how: str) -> int:
     """ns of one backward of the chain: "plain", "pyfxprof" (pre-hooks) or "torch.profiler"."""
-    from pyfxprof.timing.backward import _hook, autograd_nodes
+    from pyfxprof.timing.backward import autograd_nodes, mark_hook
     loss = chain(nodes)
     if how == "pyfxprof":
         for i, node in enumerate(autograd_nodes(loss.grad_fn)):
-            node.register_prehook(_hook(1 + i))
+            node.register_prehook(mark_hook(1 + i))
     if how == "torch.profiler":
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
             started = time.perf_counter_ns()

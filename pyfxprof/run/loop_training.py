@@ -17,7 +17,7 @@ from .. import _C
 from ..capture.model_state import InPlaceGuard
 from ..data.profile import Profile
 from ..data.validate import run_coverage
-from ..timing.backward import (ACCUMULATE_ROW, ENGINE_ROW, _hook, autograd_nodes,
+from ..timing.backward import (ACCUMULATE_ROW, ENGINE_ROW, autograd_nodes, mark_hook,
                                calibrate_backward_hook, output_roots, row_of_positions)
 from ..timing.durations import RunTimings
 from ..timing.recorder import RECORDER
@@ -96,7 +96,7 @@ class LoopBackwardExecutor:
             rows = row_of_positions(self.gm, args, None, self.n_nodes)
         guard.restore()
         self.node_first = RECORDER.allocate(len(rows))
-        self.hooks = [_hook(self.node_first + i) for i in range(len(rows))]
+        self.hooks = [mark_hook(self.node_first + i) for i in range(len(rows))]
         self.rows = rows
 
     def _arm(self, roots: list) -> None:

@@ -107,8 +107,14 @@ def row_of_positions(gm: fx.GraphModule, args: tuple, loss_fn: Callable | None,
                                else engine) for node in nodes], dtype=np.int64)
 
 
-def _hook(mark_id: int) -> Callable:
-    """An autograd pre-hook that records one native mark tagged `mark_id`."""
+def mark_hook(mark_id: int) -> Callable:
+    """An autograd pre-hook that records one native mark tagged `mark_id`.
+
+    Example:
+        >>> x = torch.ones(1, requires_grad=True); y = x * 2
+        >>> _ = y.grad_fn.register_prehook(mark_hook(RECORDER.allocate(1)))
+        >>> y.backward()
+    """
     def pre_hook(_grads, _mark=_C.mark, _id=mark_id):
         _mark(_id)
     return pre_hook
@@ -130,7 +136,7 @@ class BackwardMarks:
     def __init__(self, rows: np.ndarray, n_nodes: int, calibration: Calibration) -> None:
         self.rows, self.n_nodes, self.calibration = rows, n_nodes, calibration
         self.first = RECORDER.allocate(len(rows) + 4)
-        self.hooks = [_hook(self.first + 4 + i) for i in range(len(rows))]
+        self.hooks = [mark_hook(self.first + 4 + i) for i in range(len(rows))]
 
     def step(self, forward: Callable, loss_fn: Callable) -> Any:
         """Run forward, the loss and its backward, marked; returns forward's output. The
@@ -207,7 +213,7 @@ class _Chain:
         for _ in range(self.length):
             value = value * 1.0
         loss = value.sum()
-        handles = ([n.register_prehook(_hook(0)) for n in autograd_nodes(loss.grad_fn)]
+        handles = ([n.register_prehook(mark_hook(0)) for n in autograd_nodes(loss.grad_fn)]
                    if hooked else [])
         begin = _C.now_ns()
         loss.backward()
