@@ -141,3 +141,10 @@ def test_tables_and_tree_show_forward_backward_and_ratio():
     assert "Backward median" in prof.table(group_by="module", width=None)
     tree = prof.tree().splitlines()
     assert len(tree) == 3 and all("backward" in line and "x)" in line for line in tree)
+
+
+def test_advice_names_a_node_whose_backward_is_far_longer_than_its_forward():
+    prof = pyfxprof.profile(_spin_model(), (torch.randn(4, 8),), runs=3, warmup=1,
+                            backward=True, leaf_modules=(Spin,), progress=False)
+    found = [s for s in prof.advise() if s.rule == "slow_backward"]
+    assert len(found) == 1 and "_1" in found[0].nodes  # the Spin node: 300 µs vs 50 µs

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from . import advisor_rules, compiled_rules  # noqa: F401 (built-in rules register on import)
+from . import advisor_rules, backward_rules, compiled_rules  # noqa: F401 (rules register on import)
 from .advice import (RULES, SEVERITIES, Advice, Context, Suggestion, build_context,
                      register_rule, unregister_rule)
 
