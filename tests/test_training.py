@@ -148,3 +148,16 @@ def test_advice_names_a_node_whose_backward_is_far_longer_than_its_forward():
                             backward=True, leaf_modules=(Spin,), progress=False)
     found = [s for s in prof.advise() if s.rule == "slow_backward"]
     assert len(found) == 1 and "_1" in found[0].nodes  # the Spin node: 300 µs vs 50 µs
+
+
+def test_diff_compares_the_backward_columns():
+    model = _spin_model()
+    kwargs = dict(runs=3, warmup=1, backward=True, leaf_modules=(Spin,), progress=False)
+    control = pyfxprof.profile(model, (torch.randn(4, 8),), **kwargs)
+    test = pyfxprof.profile(model, (torch.randn(4, 8),), **kwargs)
+    test.backward_samples[:, 1] += 1_000_000  # the Spin node's backward 1 ms slower
+    frame = pyfxprof.diff(control, test).compare()
+    assert frame["backward_diff"].iloc[1] == pytest.approx(
+        1_000_000 + np.median(test.backward_samples[:, 1] - 1_000_000)
+        - np.median(control.backward_samples[:, 1]))
+    assert "Bwd diff" in pyfxprof.diff(control, test).table()

@@ -130,6 +130,23 @@ def _align(names: list, sums: np.ndarray, calls: np.ndarray, keys: list) -> _Sid
     return _Side(present, samples, aligned_calls)
 
 
+def _backward_columns(control: Profile, test: Profile, control_keys: list, test_keys: list,
+                      keys: list) -> dict[str, np.ndarray]:
+    """Backward medians of both sides per key, their difference and relative change.
+
+    Example: ``_backward_columns(a, b, ["x"], ["x"], ["x"])["backward_diff"]`` -> ``[120.]``
+    """
+    medians = []
+    for profile, own_keys in ((control, control_keys), (test, test_keys)):
+        names, sums = group_samples(profile.backward_samples, own_keys)
+        medians.append(_median(_align(names, sums, np.zeros(len(names)), keys).samples))
+    diff = medians[1] - medians[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(medians[0] != 0, diff / medians[0], np.nan)
+    return {"backward_median_control": medians[0], "backward_median_test": medians[1],
+            "backward_diff": diff, "backward_rel_change": rel}
+
+
 def _median(samples: np.ndarray) -> np.ndarray:
     if samples.shape[0] == 0:
         return np.full(samples.shape[1], np.nan)
@@ -249,6 +266,8 @@ class ProfileDiff:
             "=" otherwise, "added" (test only), "removed" (control only), "fused" (a
             control-only BN folded into a conv of the test, per test.meta["fused_pairs"]);
           fused_into: that conv's module path for "fused" rows, else "".
+          backward_median_control, backward_median_test, backward_diff (ns),
+            backward_rel_change: the same for the backward, when both are training steps.
         ``df.attrs`` holds labels, runs (control, test), by, depth, testable and min_runs.
 
         >>> df = d.compare(by="module", depth=1)                   # doctest: +SKIP
@@ -270,6 +289,9 @@ class ProfileDiff:
         is_fused = (frame["change"] == "removed") & frame.index.isin(list(fused))
         frame.loc[is_fused, "change"] = "fused"
         frame["fused_into"] = [fused[k] if f else "" for k, f in zip(keys, is_fused)]
+        if self.control.backward_samples is not None and self.test.backward_samples is not None:
+            frame = frame.assign(**_backward_columns(self.control, self.test, control_keys,
+                                                     _view_keys(self.test.nodes, by, depth), keys))
         if by == "node":
             frame = pd.concat([self._identity(keys), frame], axis=1)
         frame.attrs.update(labels=self.labels, runs=(self.control.n_runs, self.test.n_runs),
@@ -463,4 +485,7 @@ def _table_columns(frame: pd.DataFrame, labels, by: str) -> list[tuple]:
     ]
     if (frame["change"] == "fused").any():
         columns.append(("Fused into", lambda k, r: _fused_text(r["fused_into"]), False))
+    if "backward_diff" in frame:
+        columns += [("Bwd diff", lambda k, r: _signed_ns(r["backward_diff"]), True),
+                    ("Bwd rel change", lambda k, r: _signed_pct(r["backward_rel_change"]), True)]
     return columns
