@@ -266,8 +266,7 @@ class ProfileDiff:
             "=" otherwise, "added" (test only), "removed" (control only), "fused" (a
             control-only BN folded into a conv of the test, per test.meta["fused_pairs"]);
           fused_into: that conv's module path for "fused" rows, else "".
-          backward_median_control, backward_median_test, backward_diff (ns),
-            backward_rel_change: the same for the backward, when both are training steps.
+          backward_median_control/_test, backward_diff, backward_rel_change: training steps.
         ``df.attrs`` holds labels, runs (control, test), by, depth, testable and min_runs.
 
         >>> df = d.compare(by="module", depth=1)                   # doctest: +SKIP
@@ -285,18 +284,30 @@ class ProfileDiff:
         frame = pd.DataFrame(columns, index=pd.Index(keys, name=by, dtype=object))
         total = _median(self.control.run_totals[:, None])[0]
         frame.insert(3, "pct_control", frame["median_control"] / total * 100.0)
-        fused = _fused_into(self.control, control_keys, self.test.meta)
-        is_fused = (frame["change"] == "removed") & frame.index.isin(list(fused))
-        frame.loc[is_fused, "change"] = "fused"
-        frame["fused_into"] = [fused[k] if f else "" for k, f in zip(keys, is_fused)]
-        if self.control.backward_samples is not None and self.test.backward_samples is not None:
-            frame = frame.assign(**_backward_columns(self.control, self.test, control_keys,
-                                                     _view_keys(self.test.nodes, by, depth), keys))
+        frame = self._with_fused(frame, control_keys)
+        frame = self._with_backward(frame, control_keys, _view_keys(self.test.nodes, by, depth))
         if by == "node":
             frame = pd.concat([self._identity(keys), frame], axis=1)
         frame.attrs.update(labels=self.labels, runs=(self.control.n_runs, self.test.n_runs),
                            by=by, depth=depth, testable=self.testable, min_runs=self.min_runs)
         return frame
+
+    def _with_fused(self, frame: pd.DataFrame, control_keys: list) -> pd.DataFrame:
+        """Rows removed because the test folded their BN into a conv: change "fused" and
+        the conv in ``fused_into``."""
+        fused = _fused_into(self.control, control_keys, self.test.meta)
+        is_fused = (frame["change"] == "removed") & frame.index.isin(list(fused))
+        frame.loc[is_fused, "change"] = "fused"
+        frame["fused_into"] = [fused[k] if f else "" for k, f in zip(frame.index, is_fused)]
+        return frame
+
+    def _with_backward(self, frame: pd.DataFrame, control_keys: list, test_keys: list
+                       ) -> pd.DataFrame:
+        """`frame` plus the backward columns when both profiles are training steps."""
+        if self.control.backward_samples is None or self.test.backward_samples is None:
+            return frame
+        return frame.assign(**_backward_columns(self.control, self.test, control_keys,
+                                                test_keys, list(frame.index)))
 
     def _identity(self, keys: list[str]) -> pd.DataFrame:
         """Identity columns per node key, from the control where present, else the test."""
