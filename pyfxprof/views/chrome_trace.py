@@ -18,7 +18,9 @@ speedscope, Holistic Trace Analysis and torch-tb-profiler all open it:
   column are its args, with Kineto's ``Input Dims`` / ``Input type`` lists;
 - a device track with the same layout (cat ``gpu_user_annotation``) when the Profile has
   ``device_samples``;
-- ``distributedInfo`` (rank and world size) at the top level; the process id is the rank.
+- ``distributedInfo`` (rank and world size) at the top level; the process id is the rank;
+- for training steps, a ``backward`` track with flow events from each forward slice to its
+  backward slice (views/backward_trace.py).
 
 Timeline (an approximation: the Profile keeps durations, not per-node timestamps): every slice
 starts on a whole µs and lasts exactly its measured duration (ns precision; steps and module
@@ -45,6 +47,7 @@ import pandas as pd
 
 from ..data.persist import open_output
 from ..data.profile import NODE_COLUMNS, Profile
+from .backward_trace import backward_events
 from .trace_slices import input_dims, module_blocks, op_names
 
 HOST_TID = 1
@@ -302,6 +305,7 @@ def trace_text(profile: Profile, runs=None, max_runs: int | None = 100, rank: in
                                "world_size": world_size},
            "displayTimeUnit": _display_unit(profile), "otherData": other}
     lines = [json.dumps(e) for e in _metadata_events(profile, rank, rank)] + events.texts()
+    lines += [json.dumps(e) for e in backward_events(profile, chosen, layout, rank)]  # training
     head = json.dumps(top, separators=(",", ": "), allow_nan=False)[:-1]
     return head + ',\n"traceEvents": [\n' + ",\n".join(lines) + "\n]}\n"
 
