@@ -133,13 +133,15 @@ def _plain_and_profiled(model, x) -> tuple[list, list]:
     return plain, rows
 
 
-def test_tables_and_tree_show_forward_backward_and_ratio():
+def test_tables_html_and_tree_show_forward_backward_and_ratio(tmp_path):
     prof = pyfxprof.profile(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()),
                             (torch.randn(2, 4),), runs=2, warmup=0, backward=True,
                             progress=False)
     header = prof.table(width=None).splitlines()
     assert any("Backward median" in line and "Bwd/Fwd" in line for line in header)
     assert "Backward median" in prof.table(group_by="module", width=None)
+    prof.export_html(tmp_path / "r.html")
+    assert "Backward median" in (tmp_path / "r.html").read_text()
     tree = prof.tree().splitlines()
     assert len(tree) == 3 and all("backward" in line and "x)" in line for line in tree)
 
