@@ -85,5 +85,6 @@ def test_both_call_sites_pass_every_profile_option(monkeypatch):
     monkeypatch.setattr(command, "write_exports", lambda *a: None)
     command.run(parser.parse_args(argv))
     expected = {"runs": 7, "warmup": 2, "mode": "interpreter", "device": None,
-                "capture": "dynamo", "granularity": "aten", "name": "name", "compile": None}
+                "capture": "dynamo", "granularity": "aten", "name": "name", "compile": None,
+                "backward": False}
     assert seen[0] == dict(expected, progress=False) and seen[1] == expected

@@ -13,7 +13,7 @@ import torch
 from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
-from .. import _C
+from ..timing.native import _C
 from ..capture.model_state import InPlaceGuard
 from ..data.profile import Profile
 from ..data.validate import run_coverage

@@ -163,6 +163,13 @@ class TrainingExecutor:
         """Backward ns (runs, nodes + 3) of the runs timings() handed over."""
         return self._backward
 
+    def device_samples(self) -> np.ndarray | None:
+        """The inner executor's device ns, with zeros for the rows it does not time."""
+        device = self.inner.device_samples()
+        if device is None:
+            return None
+        return np.hstack([device, np.zeros((device.shape[0], len(EXTRA_ROWS)), np.int64)])
+
 
 def training_frame(frame: pd.DataFrame, model: torch.nn.Module) -> pd.DataFrame:
     """The nodes table plus the rows of timing.backward.EXTRA_ROWS (ops "loss", "backward").
@@ -199,23 +206,19 @@ def _blank(column: pd.Series, rows: int) -> Any:
     return [()] * rows if isinstance(first, tuple) else ""
 
 
-def with_backward(frame: pd.DataFrame, model: torch.nn.Module, timings: RunTimings,
-                  meta: dict, executor: TrainingExecutor, run_noise: np.ndarray | None):
-    """The Profile of a TrainingExecutor's runs: the extra rows, backward samples, the
-    coverage of forward plus backward over whole steps and the train flag in the metadata.
+def with_backward(profile: Profile, executor: TrainingExecutor,
+                  model: torch.nn.Module) -> Profile:
+    """`profile` (built on training_frame) with the executor's backward samples, the
+    coverage of forward plus backward over whole steps and the train flag in its metadata.
 
     Example:
         >>> prof = pyfxprof.profile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), runs=2,
         ...                         warmup=0, backward=True)  # doctest: +SKIP
     """
-    from .runner import build_profile  # runner calls this module: import at call time
-    device = executor.device_samples()
-    if device is not None:
-        device = np.hstack([device, np.zeros((device.shape[0], len(EXTRA_ROWS)), np.int64)])
-    meta.update(grad=True, training=model.training, backward_hook_overhead_ns=(
-        executor.marks.calibration.overhead_ns))
-    p = build_profile(training_frame(frame, model), timings, meta, device, run_noise)
-    backward = executor.backward_samples()[:p.n_runs]
-    p.meta["coverage"] = run_coverage(p.samples + backward, p.run_totals)
-    return Profile(p.nodes, p.samples, p.run_totals, p.meta, p.device_samples, p.run_starts,
-                   p.run_noise, backward_samples=backward)
+    backward = executor.backward_samples()[:profile.n_runs]
+    meta = dict(profile.meta, grad=True, training=model.training,
+                coverage=run_coverage(profile.samples + backward, profile.run_totals),
+                backward_hook_overhead_ns=executor.marks.calibration.overhead_ns)
+    return Profile(profile.nodes, profile.samples, profile.run_totals, meta,
+                   profile.device_samples, profile.run_starts, profile.run_noise,
+                   backward_samples=backward)

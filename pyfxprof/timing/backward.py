@@ -11,7 +11,7 @@ import torch
 import torch.fx as fx
 from torch.utils._pytree import tree_leaves
 
-from .. import _C
+from .native import _C
 from ..capture.tracing import timed_nodes
 from .calibration import Calibration, summarise
 from .recorder import RECORDER, Records

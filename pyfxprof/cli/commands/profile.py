@@ -63,12 +63,12 @@ def profile_arguments(args: argparse.Namespace) -> dict:
 
     >>> profile_arguments(argparse.Namespace(runs=5, warmup=1, mode="codegen", device=None,
     ...     capture="auto", granularity="aten", compile=False, compile_mode=None,
-    ...     compare_eager=False))["granularity"]
+    ...     compare_eager=False, backward=False))["granularity"]
     'aten'
     """
     return {"runs": args.runs, "warmup": args.warmup, "mode": args.mode, "device": args.device,
             "capture": args.capture, "granularity": args.granularity,
-            "compile": compile_option(args)}
+            "compile": compile_option(args), "backward": args.backward}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.backward:
         model.train()
     options = profile_arguments(args)
-    prof = profile(model, inputs, name=name, backward=args.backward, **options)
+    prof = profile(model, inputs, name=name, **options)
     print_table(chosen_runs(prof, args), args)
     print_latency(chosen_runs(prof, args), args)
     if options["compile"] is not None:
@@ -134,6 +134,8 @@ def _profile_or_error(args: argparse.Namespace):
     """This rank's Profile, or the exception it got (reported to rank 0 by gather)."""
     try:
         model, inputs, name = model_and_inputs(args)
+        if args.backward:
+            model.train()
         return profile(model, inputs, name=name, progress=False, **profile_arguments(args))
     except Exception as error:  # noqa: BLE001 — any failure is this rank's report
         return PyfxprofError(first_line(error))
