@@ -179,3 +179,13 @@ def test_chrome_trace_has_a_backward_track_linked_to_the_forward(tmp_path):
     assert ends and all(e["id"] in starts and starts[e["id"]]["ts"] <= e["ts"] for e in ends)
     first_spin = min(e["ts"] for e in events if e.get("cat") == "cpu_op" and e["name"] == "_1")
     assert starts["0:1"]["ts"] == first_spin
+
+
+def test_cli_backward_prints_forward_and_backward_columns_for_resnet18(capsys):
+    pytest.importorskip("torchvision")
+    from pyfxprof.cli.main import main
+    code = main(["profile", "--input", "2x3x32x32", "--backward", "--runs", "2", "--warmup",
+                 "0", "--threads", "1", "--top", "5"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("pyfxprof — ")
+    assert any("Backward median" in line and "Bwd/Fwd" in line for line in out.splitlines())

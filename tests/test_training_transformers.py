@@ -31,3 +31,14 @@ def test_causal_lm_with_labels_in_train_mode_is_on_a_graph_rung(build):
     assert (model_rows["backward_median"] > 0).sum() >= len(model_rows) // 4
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_cli_backward_prints_forward_and_backward_columns_for_a_tiny_llama_with_labels(capsys):
+    from pyfxprof.cli.main import main
+    code = main(["profile", "tests.tiny_transformers:tiny_llama_with_labels", "--input",
+                 "1x16:int64", "--backward", "--runs", "2", "--warmup", "1", "--threads", "1",
+                 "--top", "5"])
+    out = capsys.readouterr().out
+    assert code == 0 and "capture dynamo" in out
+    assert any("Median" in line and "Backward median" in line and "Bwd/Fwd" in line
+               for line in out.splitlines())
