@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import pyfxprof
+from pyfxprof.timing.native import _C
 from torch.optim.optimizer import _global_optimizer_pre_hooks
 
 
@@ -92,3 +93,18 @@ def test_resnet18_training_step_rows_add_up_to_an_uninstrumented_step():
     rows = [int(prof.samples.sum() + prof.backward_samples.sum()) for prof in p.profiles]
     assert len(rows) == 12 and len(plain) == 12
     assert np.median(rows) == pytest.approx(np.median(plain), rel=0.05)
+
+
+def test_data_loading_is_a_row():
+    model, optimizer = _model_and_optimizer()
+    with pyfxprof.Profiler(model, backward=True) as p:
+        for step in range(3):
+            _C._spin_ns(2_000_000)  # "loading" 2 ms before each step's call
+            optimizer.zero_grad()
+            p.model(torch.randn(4, 8)).sum().backward()
+            optimizer.step()
+            p.step()
+    data = p.profiles[-1].to_dataframe().set_index("name").loc["(data loading)"]
+    assert data["op"] == "data" and data["count"] == 3
+    assert data["min"] == 0  # step 0 also holds the capture: not counted
+    assert 2_000_000 <= data["max"] < 20_000_000

@@ -25,7 +25,10 @@ from ..timing.recorder import RECORDER
 #: Rows a loop Profile gets after the forward nodes with backward=True: the optimizer step
 #: takes the place the loss has in timing.backward.EXTRA_ROWS (the user's loss is not timed).
 OPTIMIZER_ROW = "(optimizer step)"
-LOOP_ROWS = (OPTIMIZER_ROW, ACCUMULATE_ROW, ENGINE_ROW)
+#: From ``p.step()`` to the step's first call of the model: the data loader and whatever else
+#: the loop does before it (and the Profiler's own per-call work, a few µs).
+DATA_ROW = "(data loading)"
+LOOP_ROWS = (OPTIMIZER_ROW, ACCUMULATE_ROW, ENGINE_ROW, DATA_ROW)
 _END, _STEP_BEGIN, _STEP_END = range(3)
 
 
@@ -43,7 +46,7 @@ class LoopBackwardExecutor:
         >>> executor = LoopBackwardExecutor(CodegenExecutor(gm, 1), gm)
         >>> executor.run((torch.ones(1, 2),)).sum().backward()
         >>> executor.timings().intervals.shape, executor.backward_samples().shape
-        ((1, 4), (1, 4))
+        ((1, 5), (1, 5))
     """
 
     def __init__(self, inner, gm) -> None:
@@ -158,7 +161,7 @@ class LoopBackwardExecutor:
         return backward, totals, optimizer
 
     def backward_samples(self) -> np.ndarray | None:
-        """Backward ns (calls, nodes + 3) of the calls timings() handed over, or None."""
+        """Backward ns (calls, nodes + 4) of the calls timings() handed over, or None."""
         return self._backward
 
 
@@ -186,25 +189,49 @@ def _optimizer_after(records, first: int, ends: np.ndarray | None, runs: int) ->
 def loop_frame(frame: pd.DataFrame, model: torch.nn.Module) -> pd.DataFrame:
     """A call group's nodes table plus the rows of LOOP_ROWS."""
     from .training import extra_rows
-    return extra_rows(frame, model, LOOP_ROWS, ["optimizer", "backward", "backward"],
-                      ["optimizer.step", "AccumulateGrad", "autograd engine"])
+    return extra_rows(frame, model, LOOP_ROWS, ["optimizer", "backward", "backward", "data"],
+                      ["optimizer.step", "AccumulateGrad", "autograd engine", "before the call"])
 
 
-def with_loop_backward(profile: Profile, executor: LoopBackwardExecutor) -> Profile:
-    """`profile` (built on loop_frame) with the executor's backward samples, when there is
-    one backward per call; else unchanged, with a note in its metadata."""
+def with_loop_backward(profile: Profile, executor: LoopBackwardExecutor, steps: list,
+                       step_starts: list) -> Profile:
+    """`profile` (built on loop_frame) with the data-loading row filled in and the
+    executor's backward samples when there is one backward per call (else a note in its
+    metadata instead)."""
+    data = data_loading_ns(profile.run_starts, steps, step_starts)
+    samples = profile.samples.copy()
+    samples[:, -1] = data
+    totals = profile.run_totals + data
     backward = executor.backward_samples()
+    meta = dict(profile.meta)
     if backward is None:
-        profile.meta["backward_note"] = ("not one backward per recorded call in this window: "
-                                         "no backward columns")
-        return profile
-    backward = backward[:profile.n_runs]
-    meta = dict(profile.meta, coverage=run_coverage(profile.samples + backward,
-                                                    profile.run_totals),
-                backward_hook_overhead_ns=executor.hook_calibration.overhead_ns)
-    return Profile(profile.nodes, profile.samples, profile.run_totals, meta,
-                   profile.device_samples, profile.run_starts, profile.run_noise,
-                   backward_samples=backward)
+        meta["backward_note"] = ("not one backward per recorded call in this window: no "
+                                 "backward columns")
+    else:
+        backward = backward[:profile.n_runs]
+        meta.update(coverage=run_coverage(samples + backward, totals),
+                    backward_hook_overhead_ns=executor.hook_calibration.overhead_ns)
+    return Profile(profile.nodes, samples, totals, meta, profile.device_samples,
+                   profile.run_starts, profile.run_noise, backward_samples=backward)
+
+
+def data_loading_ns(run_starts, steps: list, step_starts: list) -> np.ndarray:
+    """Per call, the time from its step's start (``p.step()``) to the call, for the first
+    call of each step; 0 for later calls and in the block's step 0 (which also holds the
+    capture of the model).
+
+    Example:
+        >>> data_loading_ns(np.array([150, 180, 260]), [1, 2], [100, 200]).tolist()
+        [50, 0, 60]
+    """
+    if run_starts is None or not len(step_starts):
+        return np.zeros(0 if run_starts is None else len(run_starts), np.int64)
+    starts = np.asarray(step_starts, np.int64)
+    step = np.searchsorted(starts, run_starts, side="right") - 1
+    first = np.ones(len(run_starts), bool)
+    first[1:] = step[1:] != step[:-1]
+    counted = first & (step >= 0) & (np.asarray(steps)[np.maximum(step, 0)] > 0)
+    return np.where(counted, run_starts - starts[np.maximum(step, 0)], 0).astype(np.int64)
 
 
 def wrap_for_backward(group, block_open: bool) -> None:
