@@ -189,3 +189,9 @@ def test_cli_backward_prints_forward_and_backward_columns_for_resnet18(capsys):
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("pyfxprof — ")
     assert any("Backward median" in line and "Bwd/Fwd" in line for line in out.splitlines())
+
+
+def test_a_model_captured_only_by_hooks_is_refused_in_one_line():
+    with pytest.raises(PyfxprofError, match="backward=True needs a graph capture"):
+        pyfxprof.profile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), runs=1, warmup=0,
+                         backward=True, capture="hooks", progress=False)
