@@ -197,11 +197,13 @@ def extra_rows(frame: pd.DataFrame, model: torch.nn.Module, names, ops, targets
 
 
 def _blank(column: pd.Series, rows: int) -> Any:
-    """The empty value of a nodes column: False, 0, () or "" as its first cell's type."""
+    """The empty value of a nodes column: False, 0, NaN, () or "" as its type."""
     if pd.api.types.is_bool_dtype(column):
         return False
     if pd.api.types.is_integer_dtype(column):
         return 0
+    if pd.api.types.is_float_dtype(column):
+        return float("nan")
     first = column.iloc[0] if len(column) else ""
     return [()] * rows if isinstance(first, tuple) else ""
 

@@ -125,7 +125,7 @@ class BackwardMarks:
     one id range; `durations` turns the records into (loss, backward per row) per run.
 
     Example:
-        >>> marks = BackwardMarks(np.array([1, 0, 3]), n_nodes=1, calibration=Calibration(0, 0, 1, "t"))
+        >>> marks = BackwardMarks(np.array([1, 0, 3]), 1, Calibration(0, 0, 1, "t"))
         >>> x = torch.ones(2, requires_grad=True)
         >>> loss = marks.step(lambda: (x * 2), lambda y: y.sum())
         >>> loss_ns, backward, totals = marks.durations(marks.collect())
