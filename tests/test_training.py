@@ -108,7 +108,7 @@ def _plain_step_ns(model, x) -> int:
     return elapsed
 
 
-@pytest.mark.timing(attempts=3)
+@pytest.mark.timing(attempts=5)  # misses both ways by 5-10% with load 10 on 2 cores
 def test_resnet18_step_rows_add_up_to_an_uninstrumented_step():
     torchvision = pytest.importorskip("torchvision")
     model = torchvision.models.resnet18(num_classes=10).train()
@@ -197,3 +197,9 @@ def test_a_model_captured_only_by_hooks_is_refused_in_one_line():
     with pytest.raises(PyfxprofError, match="backward=True needs a graph capture"):
         pyfxprof.profile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), runs=1, warmup=0,
                          backward=True, capture="hooks", progress=False)
+
+
+def test_a_compiled_model_with_backward_is_refused_in_one_line():
+    with pytest.raises(PyfxprofError, match="not supported for compiled models"):
+        pyfxprof.profile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), runs=1, warmup=0,
+                         backward=True, compile=True, progress=False)
