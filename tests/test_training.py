@@ -174,12 +174,13 @@ def test_chrome_trace_has_a_backward_track_linked_to_the_forward(tmp_path):
     prof.export_chrome_trace(tmp_path / "t.json")
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     backward = [e for e in events if e.get("cat") == "backward"]
-    spin = [e for e in backward if e["name"] == "_1 (backward)"]
+    spin = [e for e in backward if e["args"]["node"] == "_1"]
     assert len(spin) == 2 and all(e["dur"] >= 0.9 * BACKWARD_NS / 1000 for e in spin)
     starts = {e["id"]: e for e in events if e.get("ph") == "s"}
     ends = [e for e in events if e.get("ph") == "f"]
     assert ends and all(e["id"] in starts and starts[e["id"]]["ts"] <= e["ts"] for e in ends)
-    first_spin = min(e["ts"] for e in events if e.get("cat") == "cpu_op" and e["name"] == "_1")
+    first_spin = min(e["ts"] for e in events
+                     if e.get("cat") == "cpu_op" and e["args"]["node"] == "_1")
     assert starts["0:1"]["ts"] == first_spin
 
 
