@@ -51,15 +51,6 @@ def test_untraceable_model_falls_back_and_the_header_says_why(capsys):
     assert "capture: fx: torch.fx cannot trace DataDependent" in out
 
 
-def test_overhead_command_compares_all_methods(capsys):
-    code = main(["overhead", SPEC, "--input", SMALL_INPUT, "--runs", "3", "--warmup", "1"])
-    out = capsys.readouterr().out
-    assert code == 0
-    for method in ("plain GraphModule", "pyfxprof codegen", "pyfxprof interpreter",
-                   "time.time interpreter", "torch.profiler"):
-        assert method in out
-
-
 def test_python_dash_m_runs_the_cli():
     result = subprocess.run([sys.executable, "-m", "pyfxprof", "profile", "--help"],
                             capture_output=True, text=True, check=True)
