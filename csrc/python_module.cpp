@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.h"
 #include "clock.h"
 #include "fast_calls.h"
 #include "python_table.h"
@@ -76,12 +77,14 @@ py::dict buffer_stats_dict() {
 }
 
 // Arithmetic only, no clock reads: a workload of fixed length for accuracy benchmarks.
-void busy_loop(uint64_t iterations) {
+void busy_loop(int64_t iterations) {
+  checked_range(iterations, 0, kMaxBusyIterations, "iterations");
   volatile uint64_t sink = 0;
-  for (uint64_t i = 0; i < iterations; ++i) sink = sink + i;
+  for (int64_t i = 0; i < iterations; ++i) sink = sink + i;
 }
 
 int64_t spin_ns(int64_t duration_ns) {
+  checked_range(duration_ns, 0, kMaxSpinNs, "duration_ns");
   const int64_t start = now_ns();
   int64_t now = start;
   while (now - start < duration_ns) now = now_ns();
@@ -154,8 +157,9 @@ void define_cuda(py::module_& m) {
       "Set the stream mark_cuda() records on (torch.cuda.current_stream().cuda_stream).");
   m.def(
       "cuda_load",
-      [](std::optional<std::string> path, size_t pool_size) {
-        g_cuda.load(path.value_or(""), pool_size);
+      [](std::optional<std::string> path, int64_t pool_size) {
+        checked_range(pool_size, 1, kMaxCudaPool, "pool_size");
+        g_cuda.load(path.value_or(""), static_cast<size_t>(pool_size));
         return g_cuda.library();
       },
       py::arg("path") = py::none(), py::arg("pool_size") = 256,

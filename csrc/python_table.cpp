@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -94,6 +95,10 @@ void define_sample_table(py::module_& m) {
   m.def(
       "timed_calls",
       [](py::object table) {
+        if (!py::isinstance<SampleTable>(table)) {
+          throw py::type_error("timed_calls(table): table must be a pyfxprof._C.SampleTable, got " +
+                               std::string(py::str(py::type::of(table).attr("__name__"))));
+        }
         PyObject* made = new_timed_calls(table.cast<SampleTable*>(), table.ptr());
         if (!made) throw py::error_already_set();
         return py::reinterpret_steal<py::object>(made);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "arguments.h"
+
 namespace pyfxprof {
 
 SampleTable::SampleTable(uint32_t nodes) : nodes_(nodes), last_node_(nodes ? nodes - 1 : 0) {}
@@ -11,12 +13,22 @@ SampleTable::SampleTable(uint32_t nodes) : nodes_(nodes), last_node_(nodes ? nod
 // The room is written now (-1), so the runs never meet the first-touch page faults of fresh
 // memory: measured 30-45 ns per node of a 300-node run on the 2-core VM (benchmarks/README.md).
 void SampleTable::reserve(uint64_t runs) {
-  if (runs * nodes_ > samples_.size()) samples_.resize(runs * nodes_, -1);
-  bounds_.reserve(runs);
-  if (row_) {  // the open row may have moved
-    row_ = samples_.data() + (bounds_.size() - 1) * nodes_;
-    open_bounds_ = &bounds_.back();
+  const uint64_t cells = checked_cells(runs, nodes_, samples_.max_size());
+  checked_cells(runs, 1, bounds_.max_size());
+  try {
+    if (cells > samples_.size()) samples_.resize(cells, -1);
+    bounds_.reserve(runs);
+  } catch (...) {  // either vector may have moved before the other one failed
+    repoint_open_row();
+    throw;
   }
+  repoint_open_row();
+}
+
+void SampleTable::repoint_open_row() noexcept {
+  if (!row_) return;
+  row_ = samples_.data() + (bounds_.size() - 1) * nodes_;
+  open_bounds_ = &bounds_.back();
 }
 
 bool SampleTable::begin_run(int64_t now, uintptr_t owner) {

@@ -39,7 +39,7 @@ class SampleTable {
   uint64_t rows() const noexcept { return bounds_.size(); }
 
   // Allocates and writes memory for `runs` rows up front (throws std::bad_alloc /
-  // std::length_error).
+  // std::length_error, the table left usable).
   void reserve(uint64_t runs);
 
   // Opens a row for the thread `owner` (any nonzero token naming the calling thread). False
@@ -74,6 +74,8 @@ class SampleTable {
   uint64_t stray_calls() const noexcept { return stray_calls_.load(std::memory_order_relaxed); }
 
  private:
+  void repoint_open_row() noexcept;  // after samples_ / bounds_ may have moved
+
   // What record() reads, together at the front.
   std::atomic<uintptr_t> owner_{0};  // owner of the open run, 0 when none
   int64_t* row_ = nullptr;           // the open row

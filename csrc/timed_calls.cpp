@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <exception>
 #include <new>
+#include <stdexcept>
 
+#include "arguments.h"
 #include "clock.h"
 #include "fast_calls.h"
 #include "session_state.h"
@@ -212,9 +214,22 @@ void clear_entry(Entry& entry) {
   entry = Entry{};
 }
 
-bool check_entry(TimedCalls* self, unsigned node, PyObject* target, int method, PyObject* path) {
-  if (node >= self->count) {
-    PyErr_SetString(PyExc_ValueError, "node is not a column of the table");
+// The node and CUDA event id of set(), range-checked at full width; false with a Python error.
+bool check_numbers(TimedCalls* self, long long node, long long cuda_event_id) {
+  try {
+    checked_column(node, self->count, "set(): node");
+    checked_range(cuda_event_id, -1, kMaxCudaEventId, "set(): cuda_event_id");
+    return true;
+  } catch (const std::invalid_argument& error) {
+    PyErr_SetString(PyExc_ValueError, error.what());
+    return false;
+  }
+}
+
+bool check_entry(TimedCalls* self, long long node, PyObject* target, int method, PyObject* path,
+                 long long cuda_event_id) {
+  if (!check_numbers(self, node, cuda_event_id)) {
+    return false;
   } else if (method && !PyUnicode_Check(target)) {
     PyErr_SetString(PyExc_TypeError, "a method call needs the method name as a str");
   } else if (path && !PyTuple_Check(path)) {
@@ -237,17 +252,17 @@ PyObject* set_entry(PyObject* callable, PyObject* args, PyObject* kwargs) {
   TimedCalls* self = reinterpret_cast<TimedCalls*>(callable);
   static const char* names[] = {"node", "target", "method", "cuda_event_id", "cuda_event_after",
                                 "path", nullptr};
-  unsigned node = 0;
+  long long node = 0;
   PyObject* target = nullptr;
   PyObject* path = Py_None;
   int method = 0, cuda_event_after = 0;
   long long cuda_event_id = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "IO|pLpO", const_cast<char**>(names), &node,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LO|pLpO", const_cast<char**>(names), &node,
                                    &target, &method, &cuda_event_id, &cuda_event_after, &path)) {
     return nullptr;
   }
   if (path == Py_None) path = nullptr;
-  if (!check_entry(self, node, target, method, path)) return nullptr;
+  if (!check_entry(self, node, target, method, path, cuda_event_id)) return nullptr;
   Entry& entry = self->entries[node];
   clear_entry(entry);
   Py_INCREF(target);
@@ -350,7 +365,8 @@ PyType_Slot g_calls_slots[] = {
     {0, nullptr}};
 
 PyType_Spec g_calls_spec = {"pyfxprof._C.TimedCalls", sizeof(TimedCalls), 0,
-                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, g_calls_slots};
+                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                            g_calls_slots};
 
 PyTypeObject* g_calls_type = nullptr;
 

@@ -126,7 +126,7 @@ def test_configure_buffer_refuses_impossible_sizes_and_stays_usable():
 
 def test_busy_loop_takes_an_iteration_count():
     assert _C._busy_loop(1000) is None
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="iterations must be in"):
         _C._busy_loop(-1)
 
 
@@ -294,7 +294,7 @@ def test_taken_samples_are_handed_over_without_a_copy():
 def test_timed_calls_check_their_arguments():
     table = _C.SampleTable(2)
     calls = _C.timed_calls(table)
-    with pytest.raises(ValueError, match="not a column"):
+    with pytest.raises(ValueError, match=r"node must be in \[0, 1\]"):
         calls.set(2, abs)
     with pytest.raises(TypeError, match="callable"):
         calls.set(0, 42)
