@@ -148,7 +148,7 @@ def test_negative_samples_are_refused(tmp_path):
 def test_unsigned_overflow_is_refused(tmp_path):
     doc = saved_doc(tmp_path)
     doc["samples"] = packed(np.full((6, 4), 2**64 - 1, dtype=np.uint64))
-    refused(write(tmp_path, doc), "samples holds values beyond int64 (unsigned overflow)")
+    refused(write(tmp_path, doc), "samples holds values beyond 9007199254740992 ns")
 
 
 def test_run_totals_shorter_than_a_node_are_refused(tmp_path):
@@ -183,9 +183,9 @@ def test_duplicate_or_non_string_node_names_are_refused(tmp_path, names, reason)
 @pytest.mark.parametrize("where, key, value, reason", [
     ("doc", "n_runs", 6.0, "profile field 'n_runs' must be a non-negative integer, got 6.0"),
     ("doc", "n_nodes", True, "profile field 'n_nodes' must be a non-negative integer"),
-    ("meta", "runs", 6.5, "meta field 'runs' must be a non-negative integer, got 6.5"),
+    ("meta", "runs", 6.5, "meta field 'runs' must be a non-negative int64, got 6.5"),
     ("meta", "dropped_records", -3, "meta field 'dropped_records' must be a non-negative"),
-    ("meta", "overhead_ns", -1.0, "meta field 'overhead_ns' must be a finite non-negative"),
+    ("meta", "overhead_ns", -1.0, "meta field 'overhead_ns' must be a finite number of ns in [0, "),
 ])
 def test_float_counts_and_negative_figures_are_refused(tmp_path, where, key, value, reason):
     doc = saved_doc(tmp_path)

@@ -70,3 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pyfxprof: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        print("pyfxprof: error: out of memory; free memory, or use fewer runs/nodes or a "
+              "smaller file", file=sys.stderr)
+        return 2

@@ -346,12 +346,7 @@ def read_document(path: Path, doing: str):
     >>> read_document(Path("p.json"), "cannot load profile")  # doctest: +SKIP
     {'format': 'pyfxprof-profile', ...}
     """
-    raw = read_maybe_gzipped(path, doing)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FormatError("not UTF-8 text, so not a JSON profile") from None
-    return validate.parse_json(text)
+    return validate.parse_json(read_maybe_gzipped(path, doing))
 
 
 def load_profile(path) -> Profile:
@@ -370,3 +365,6 @@ def load_profile(path) -> Profile:
         return from_document(read_document(path, "cannot load profile"))
     except FormatError as error:
         raise PyfxprofError(f"cannot load profile {path}: {error}") from None
+    except MemoryError:
+        raise PyfxprofError(f"cannot load profile {path}: out of memory while reading it; "
+                            "free memory or load it on a larger machine") from None

@@ -22,7 +22,11 @@ import pandas as pd
 from ..errors import PyfxprofError
 from .files import read_maybe_gzipped
 from .profile import Profile
-from .validate import FormatError, parse_json
+from .validate import MAX_JSON_ELEMENTS, FormatError, parse_json
+
+#: torch.profiler traces are one JSON object per event (~12 values each), so they may hold
+#: more values than a saved profile.
+MAX_TRACE_VALUES = 4 * MAX_JSON_ELEMENTS
 
 #: File names a trace directory is searched for (tensorboard_trace_handler writes
 #: ``*.pt.trace.json`` or, with use_gzip, ``*.pt.trace.json.gz``).
@@ -45,7 +49,7 @@ def read_json(path) -> object:
     """
     raw = read_maybe_gzipped(Path(path), "cannot read")
     try:
-        return parse_json(raw, allow_constants=True)
+        return parse_json(raw, allow_constants=True, max_elements=MAX_TRACE_VALUES)
     except FormatError as error:
         raise PyfxprofError(f"cannot read {path}: not JSON we can read ({error})") from None
 

@@ -20,8 +20,14 @@ import pandas as pd
 
 #: Deepest nesting of lists/objects accepted in a loaded JSON document.
 MAX_JSON_DEPTH = 64
+#: Most JSON values (containers and scalars) a loaded document may hold: each becomes a Python
+#: object of up to ~200 bytes, so this bounds the parsed document to ~1 GB whatever the file.
+#: A saved 20,000-node profile holds under 1 M (its arrays are packed, one string each).
+MAX_JSON_ELEMENTS = 4_000_000
 #: Most digits of an integer literal (int64 and uint64 need at most 20).
 MAX_INT_DIGITS = 20
+#: Largest ns value (a duration, an overhead, a timestamp span) kept exact in float64 (104 days).
+MAX_NS = 2**53
 #: Packed array dtypes accepted: plain little/big-endian integers and floats.
 ARRAY_DTYPE = re.compile(r"^[<>|=]?(b1|[iu][1248]|f[48])$")
 #: dtypes a column stored as JSON values may be restored with.
@@ -44,9 +50,33 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def parse_json(raw: bytes | str, allow_constants: bool = False) -> Any:
-    """Parse JSON with a depth cap, an integer size cap and (unless ``allow_constants``)
-    no NaN/Infinity; FormatError with the reason otherwise.
+def _unique_keys(pairs: list) -> dict:
+    """An object's dict; FormatError when a key appears twice (JSON would keep the last)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen = set()
+        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise FormatError(f"key {duplicate!r:.40} appears twice in one object")
+    return value
+
+
+def element_bound(text: str) -> int:
+    """An upper bound on the number of JSON values and keys in ``text``, counted before
+    parsing: every value but a container's first follows a comma or a colon, and each
+    container opens with a bracket (the same characters inside strings only raise the bound).
+
+    >>> element_bound('{"a": [1, 2], "b": {}}')
+    11
+    """
+    opening = text.count("[") + text.count("{")
+    return text.count(",") + text.count(":") + 2 * opening + 1
+
+
+def parse_json(raw: bytes | str, allow_constants: bool = False,
+               max_elements: int = MAX_JSON_ELEMENTS) -> Any:
+    """Parse JSON with a cap on its values (checked before any is built), a depth cap, an
+    integer size cap, no duplicate keys and (unless ``allow_constants``) no NaN/Infinity;
+    FormatError with the reason otherwise.
 
     >>> parse_json('{"a": [1, 2]}')
     {'a': [1, 2]}
@@ -54,16 +84,26 @@ def parse_json(raw: bytes | str, allow_constants: bool = False) -> Any:
     Traceback (most recent call last):
     ...
     pyfxprof.data.validate.FormatError: JSON nested deeper than 64 levels
+    >>> parse_json('{"a": 1, "a": 2}')
+    Traceback (most recent call last):
+    ...
+    pyfxprof.data.validate.FormatError: key 'a' appears twice in one object
     """
+    if isinstance(raw, (bytes, bytearray)):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError("not UTF-8 text, so not JSON") from None
+    if element_bound(raw) > max_elements:
+        raise FormatError(f"JSON holding up to {element_bound(raw):,} values is more than the "
+                          f"{max_elements:,} a pyfxprof file may hold (padded or not ours)")
     options = {} if allow_constants else {"parse_constant": _refuse_constant}
     try:
-        doc = json.loads(raw, parse_int=_bounded_int, **options)
+        doc = json.loads(raw, parse_int=_bounded_int, object_pairs_hook=_unique_keys, **options)
     except RecursionError:
         raise FormatError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     except json.JSONDecodeError as error:
         raise FormatError(f"invalid JSON ({error})") from None
-    except UnicodeDecodeError:
-        raise FormatError("not UTF-8 text, so not JSON") from None
     check_depth(doc)
     return doc
 
@@ -90,8 +130,9 @@ def check_depth(doc: Any, limit: int = MAX_JSON_DEPTH) -> None:
 # ---- value predicates ------------------------------------------------------------------------
 
 def is_int(value) -> bool:
-    """An int that is not a bool (JSON true is not a count)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    """An int64 that is not a bool (JSON true is not a count)."""
+    return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+            and -2**63 <= value < 2**63)
 
 
 def is_count(value) -> bool:
@@ -107,6 +148,21 @@ def is_number(value) -> bool:
 def is_amount(value) -> bool:
     """A finite, non-negative number."""
     return is_number(value) and value >= 0
+
+
+def is_ns(value) -> bool:
+    """A finite, non-negative number of ns of at most MAX_NS."""
+    return is_amount(value) and value <= MAX_NS
+
+
+def is_ns_list(value) -> bool:
+    """A list of ns (int) figures or nulls."""
+    return isinstance(value, list) and all(v is None or (is_int(v) and is_ns(v)) for v in value)
+
+
+def is_share(value) -> bool:
+    """A finite number in [0, 1e6] (a ratio: coverage may pass 1 when nodes overlap)."""
+    return is_amount(value) and value <= 1e6
 
 
 def is_str(value) -> bool:
@@ -128,12 +184,16 @@ def is_str_dict(value) -> bool:
 def is_clock(value) -> bool:
     """The clock description: a name and optional non-negative figures."""
     return (isinstance(value, dict) and isinstance(value.get("name"), str)
-            and all(value.get(k) is None or is_amount(value[k])
+            and all(value.get(k) is None or is_ns(value[k])
                     for k in ("resolution_ns", "read_cost_ns", "tsc_hz")))
 
 
 def is_pair_list(value) -> bool:
     return isinstance(value, list) and all(is_str_list(p) and len(p) == 2 for p in value)
+
+
+def is_dict(value) -> bool:
+    return isinstance(value, dict)
 
 
 # ---- the tables ------------------------------------------------------------------------------
@@ -147,25 +207,25 @@ class Field:
     expected: str
 
 
-#: Known metadata fields (unknown ones are carried through untouched). A missing, None or
-#: NaN field (unknown) is always allowed.
+#: Known metadata fields (unknown ones are carried through untouched). A missing or None
+#: field (unknown) is always allowed, and NaN for a numeric one.
 META_FIELDS = tuple(Field(k, check, expected) for keys, check, expected in (
     (("model", "device", "mode", "capture_mode", "input_shapes", "overhead_method", "platform",
       "cpu", "timestamp", "eager_forward_error", "autograd"), is_str, "a string"),
     (("device_events",), is_str_or_none, "a string or null"),
     (("runs", "warmup", "incomplete_runs", "dropped_records", "flops", "overhead_samples",
       "cores", "threads", "cuda_peak_bytes", "excluded_runs", "eager_forward_runs"), is_count,
-     "a non-negative integer"),
-    (("warmup_totals_ns",), lambda v: isinstance(v, list) and all(
-        v_ is None or is_count(v_) for v_ in v), "a list of non-negative integers or nulls"),
-    (("overhead_ns", "overhead_iqr_ns", "coverage", "device_busy_share",
-      "eager_forward_median_ns"), is_amount,
-     "a finite non-negative number"),
+     "a non-negative int64"),
+    (("warmup_totals_ns",), is_ns_list, f"a list of integer ns up to {MAX_NS} or nulls"),
+    (("overhead_ns", "overhead_iqr_ns", "between_nodes_ns", "eager_forward_median_ns"), is_ns,
+     f"a finite number of ns in [0, {MAX_NS}]"),
+    (("coverage", "device_busy_share"), is_share, "a finite number in [0, 1e6]"),
     (("grad", "training", "given_training"), lambda v: isinstance(v, bool), "true or false"),
     (("capture_notes", "argv", "ranges"), is_str_list, "a list of strings"),
     (("versions",), is_str_dict, "an object of strings"),
-    (("clock",), is_clock, "an object with a name and non-negative figures"),
+    (("clock",), is_clock, "an object with a name and ns figures"),
     (("fused_pairs",), is_pair_list, "a list of [name, name] pairs"),
+    (("loop", "distributed"), is_dict, "an object"),
 ) for k in keys)
 
 
@@ -186,10 +246,12 @@ NODE_FIELDS = (
     Field("module_path", is_str, "a string"),
     Field("module_type", is_str, "a string"),
     Field("module_stack", _is_stack, "a list of strings"),
+    Field("inputs", _is_stack, "a list of node names"),
+    Field("communication", lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     Field("input_shapes", _is_shape_text, "a string"),
     Field("output_shapes", _is_shape_text, "a string"),
-    *(Field(k, is_count, "a non-negative integer")
-      for k in ("flops", "out_bytes", "peak_bytes")),
+    *(Field(k, is_count, "a non-negative int64")
+      for k in ("index", "flops", "out_bytes", "peak_bytes")),
 )
 
 
@@ -223,19 +285,23 @@ HEADER_FIELDS = (
 # ---- checks ------------------------------------------------------------------------------------
 
 def check_fields(values: dict, fields, where: str) -> None:
-    """FormatError naming the first field of ``fields`` present in ``values`` that fails.
+    """FormatError naming the first field of ``fields`` present in ``values`` that fails
+    (NaN stands for unknown only in a numeric field).
 
     >>> check_fields({"runs": 2.5}, META_FIELDS, "meta")
     Traceback (most recent call last):
     ...
-    pyfxprof.data.validate.FormatError: meta field 'runs' must be a non-negative integer, got 2.5
+    pyfxprof.data.validate.FormatError: meta field 'runs' must be a non-negative int64, got 2.5
     """
+    if not isinstance(values, dict):
+        raise FormatError(f"{where} must be an object, got {values!r:.40}")
     for field in fields:
         value = values.get(field.key)
-        missing = value is None or (isinstance(value, float) and math.isnan(value))
-        if not missing and not field.check(value):
-            raise FormatError(f"{where} field {field.key!r} must be {field.expected}, "
-                              f"got {value!r:.40}")
+        nan = isinstance(value, float) and math.isnan(value)
+        if value is None or (nan and field.check(0)) or field.check(value):
+            continue
+        raise FormatError(f"{where} field {field.key!r} must be {field.expected}, "
+                          f"got {value!r:.40}")
 
 
 def array_dtype(text) -> np.dtype:
@@ -255,14 +321,17 @@ def array_shape(shape, ndim: int | None = None) -> tuple[int, ...]:
 
 
 def as_int64(array: np.ndarray, what: str, non_negative: bool) -> np.ndarray:
-    """``array`` as int64 ns: integers only, no unsigned overflow, no negatives if asked."""
+    """``array`` as int64 ns: integers only, each within MAX_NS of 0 and their sum within
+    int64 (sums of them never wrap), no negatives if asked."""
     if array.dtype.kind not in "iu":
         raise FormatError(f"{what} must hold integer ns, got dtype {array.dtype}")
-    if array.dtype.kind == "u" and array.size and array.max() > np.iinfo(np.int64).max:
-        raise FormatError(f"{what} holds values beyond int64 (unsigned overflow)")
+    if array.size and (array.max() > MAX_NS or (array.dtype.kind == "i" and array.min() < -MAX_NS)):
+        raise FormatError(f"{what} holds values beyond {MAX_NS} ns (104 days)")
     array = array.astype(np.int64)
     if non_negative and array.size and array.min() < 0:
         raise FormatError(f"{what} holds negative durations ({int(array.min())} ns)")
+    if array.size and float(np.abs(array).sum(dtype=np.float64)) >= 2**62:
+        raise FormatError(f"{what} sums beyond int64")
     return array
 
 
@@ -298,12 +367,16 @@ def run_coverage(samples: np.ndarray, run_totals: np.ndarray) -> float:
 
 def check_runs(samples: np.ndarray, run_totals: np.ndarray, meta: dict,
                mask: np.ndarray) -> None:
-    """No single node of the model takes longer than its whole run (beyond the calibrated
-    overhead subtracted from the run total once per mark)."""
+    """meta's run count is the samples' own, and no single node of the model takes longer
+    than its whole run (beyond the calibrated overhead subtracted from the run total once
+    per mark)."""
+    if is_int(meta.get("runs")) and meta["runs"] != samples.shape[0]:
+        raise FormatError(f"meta field 'runs' is {meta['runs']} but samples has "
+                          f"{samples.shape[0]} runs")
     if not samples.size or not mask.any():
         return
-    overhead = meta.get("overhead_ns") if is_amount(meta.get("overhead_ns")) else 0.0
-    slack = (2 * samples.shape[1] + 2) * (math.ceil(overhead) + 1)
+    overhead = meta.get("overhead_ns") if is_ns(meta.get("overhead_ns")) else 0.0
+    slack = min((2 * samples.shape[1] + 2) * (math.ceil(overhead) + 1), MAX_NS)
     longest = samples[:, mask].max(axis=1)
     bad = np.flatnonzero(longest > run_totals + slack)
     if bad.size:
