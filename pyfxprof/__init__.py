@@ -61,6 +61,7 @@ _PUBLIC = {
 #: methods upper stages serve to the plain-data classes of lower ones (see served_methods).
 _METHODS = {
     "Profile.table": ("views.report", "profile_table"),
+    "Profile.tree": ("views.report", "profile_tree"),
     "Profile._repr_html_": ("views.report", "profile_html"),
     "Profile.export": ("views.exporters", "export"),
     "Profile.key_averages": ("views.key_averages", "key_averages"),

@@ -1,14 +1,21 @@
-"""Fuzzing the loader with mutated saved profiles (deterministic hypothesis runs, 2,500 files).
+"""Fuzzing the loader with mutated saved profiles: deterministic hypothesis runs (1,600 files),
+every known field and node column set to values of every JSON kind, structural edits, value
+amplification and duplicate keys.
 
 The invariant, for every mutated file: ``load_profile`` either refuses it with one
 PyfxprofError line that names the path, or returns a Profile that passes
-:func:`assert_consistent` (independent checks of types, shapes, ranges, coverage recomputed)
-and renders (its table) and survives a save/load round trip unchanged.
-Any other exception is a failure. Counts are printed with ``pytest -s``.
+:func:`assert_consistent` (independent checks of types, shapes, ranges, coverage recomputed),
+renders through table, tree, `pyfxprof report`, HTML, Chrome trace, folded stacks, flame
+graph, speedscope and advise, and survives a save/load round trip unchanged. (The HTML
+report's PNG plot is left out here: matplotlib's rasterising would take most of the time, and
+tests/test_plot.py covers it.) Any other exception is a failure. Counts are printed with
+``pytest -s``.
 """
 
 import base64
 import collections
+import contextlib
+import io
 import json
 import math
 import os
@@ -21,13 +28,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyfxprof.cli.main import main
+from pyfxprof.data import validate
 from pyfxprof.data.persist import load_profile, save_profile
 from pyfxprof.data.profile import NODE_COLUMNS, Profile
 from pyfxprof.errors import PyfxprofError
+from pyfxprof.views import html_report
 from tests.test_persist import make_profile
 
 OUTCOMES = collections.Counter()
-SETTINGS = settings(max_examples=1250, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=800, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 
 _BASES = [make_profile(), make_profile(runs=3, device=True, run_starts=True, seed=1),
@@ -49,6 +59,8 @@ json_values = st.recursive(
 
 @pytest.fixture(scope="module", autouse=True)
 def base_documents(tmp_path_factory):
+    patch = pytest.MonkeyPatch()
+    patch.setattr(html_report, "_plot_img", lambda profile: "<p>plot left out</p>")
     folder = tmp_path_factory.mktemp("bases")
     for i, prof in enumerate(_BASES):
         save_profile(prof, folder / f"{i}.json")
@@ -56,6 +68,7 @@ def base_documents(tmp_path_factory):
     _FOLDER.append(Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else folder)))
     yield
     shutil.rmtree(_FOLDER[0], ignore_errors=True)
+    patch.undo()
     print(f"\nfuzz: {sum(OUTCOMES.values())} files, {OUTCOMES['refused']} refused with one line, "
           f"{OUTCOMES['accepted']} accepted and consistent, 0 tracebacks")
 
@@ -115,7 +128,9 @@ def _mutate_array(doc, data):
         packed["dtype"] = "<i8"
 
 
-def _load(text):
+def _load(text, expect_refusal: str | None = None):
+    """Load ``text`` as a file: refused in one line (containing ``expect_refusal`` when given),
+    or accepted, consistent and rendered everywhere."""
     tmp_path = _FOLDER[0]
     path = tmp_path / "fuzzed.json"
     path.write_text(text)
@@ -124,10 +139,12 @@ def _load(text):
     except PyfxprofError as error:
         message = str(error)
         assert message.startswith(f"cannot load profile {path}: ") and "\n" not in message
+        assert expect_refusal is None or expect_refusal in message, message
         OUTCOMES["refused"] += 1
         return
+    assert expect_refusal is None, f"accepted, expected a refusal: {expect_refusal}"
     assert_consistent(prof)
-    assert_renders(prof, tmp_path)
+    assert_renders(prof, tmp_path, path)
     OUTCOMES["accepted"] += 1
 
 
@@ -149,10 +166,10 @@ def assert_consistent(prof: Profile) -> None:
         value = meta.get(key)
         assert value is None or (type(value) is int and value >= 0), (key, value)
     overhead = meta.get("overhead_ns")
-    assert overhead is None or (isinstance(overhead, (int, float)) and overhead >= 0)
+    assert overhead is None or (isinstance(overhead, (int, float)) and not overhead < 0)
     model = (prof.nodes["op"] != "range").to_numpy()
     if runs and model.any():
-        slack = (2 * n + 2) * (math.ceil(overhead or 0) + 1)
+        slack = (2 * n + 2) * (math.ceil(overhead or 0 if overhead == overhead else 0) + 1)
         assert (prof.samples[:, model].max(axis=1) <= prof.run_totals + slack).all()
     if "coverage" in meta and runs:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -161,9 +178,24 @@ def assert_consistent(prof: Profile) -> None:
         assert meta["coverage"] == expected
 
 
-def assert_renders(prof: Profile, tmp_path) -> None:
-    assert prof.table().count("\n") >= 3
+def assert_renders(prof: Profile, tmp_path, path) -> None:
+    """Every view of ``prof``: text and files that are non-empty and well-formed."""
+    assert prof.table(width=None).count("\n") >= 3
+    assert prof.table(group_by="module", width=40)
+    prof.tree()
     repr(prof)
+    assert str(prof.advise())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        assert main(["report", str(path), "--tree"]) == 0, out.getvalue()
+    assert not any(c in out.getvalue() for c in "\x1b\x07\x9b"), "raw control characters"
+    for name, export in [("r.html", prof.export_html), ("t.json", prof.export_chrome_trace),
+                         ("s.txt", prof.export_stacks), ("f.svg", prof.export_flamegraph),
+                         ("ss.json", prof.export_speedscope)]:
+        export(tmp_path / name)
+        assert (tmp_path / name).stat().st_size > 0
+    for name in ("t.json", "ss.json"):
+        json.loads((tmp_path / name).read_text())
     save_profile(prof, tmp_path / "again.json")
     assert load_profile(tmp_path / "again.json") == prof
 
@@ -191,4 +223,91 @@ def test_mutated_bytes(data):
             text = text[:at] + text[at + data.draw(st.integers(1, 50)):]
         else:
             text = text[:at] + piece + text[at + (edit == "flip"):]
+    _load(text)
+
+
+#: Values of every JSON kind (and the edge of each range) tried in every known field.
+_FIELD_VALUES = [None, True, 0, -1, 7, 2**53 + 1, 2**63, 1.5, 1e300, "x", "a\x1b[31mRED\x07\ud800",
+                 [], [1, 2], ["a", "b"], [None, 5], {"name": "tsc"}, {"$float": "nan"},
+                 {"$tuple": ["a"]}, {"$na": None}, [["a", "b"]], {"a": "b"}]
+
+
+def _set_meta(doc, key, value):
+    doc["meta"][key] = value
+
+
+def _set_column(doc, key, value):
+    for column in doc["nodes"]:
+        if column["name"] == key:
+            if "array" in column:  # a packed column becomes a JSON-valued one
+                column.pop("array")
+                column["dtype"] = "object"
+            column["values"] = [value] * doc["n_nodes"]
+            return
+    doc["nodes"].append({"name": key, "dtype": "object", "values": [value] * doc["n_nodes"]})
+
+
+_META_KEYS = sorted({f.key for f in validate.META_FIELDS} | {"between_nodes_ns", "runs"})
+_COLUMN_KEYS = sorted({f.key for f in validate.NODE_FIELDS})
+
+
+@pytest.mark.parametrize("key", _META_KEYS + [f"nodes.{k}" for k in _COLUMN_KEYS])
+def test_every_field_with_values_of_every_kind(key):
+    for i, value in enumerate(_FIELD_VALUES):
+        doc = json.loads(json.dumps(_DOCS[i % 2]))
+        if key.startswith("nodes."):
+            _set_column(doc, key[len("nodes."):], value)
+        else:
+            _set_meta(doc, key, value)
+        _load(json.dumps(doc))
+
+
+@pytest.mark.parametrize("case, reason", [
+    ({"meta": {"$float": "nan"}}, "meta must be an object"),
+    ({"meta.versions": {"$float": "nan"}}, "'versions' must be an object of strings"),
+    ({"meta.overhead_ns": 2**63 - 1}, "'overhead_ns' must be a finite number of ns"),
+    ({"meta.between_nodes_ns": [1, 2]}, "'between_nodes_ns' must be a finite number of ns"),
+    ({"meta.between_nodes_ns": "x"}, "'between_nodes_ns' must be a finite number of ns"),
+    ({"meta.warmup_totals_ns": [2**63]}, "'warmup_totals_ns' must be a list of integer ns"),
+    ({"meta.runs": 999}, "meta field 'runs' is 999 but samples has 6 runs"),
+    ({"nodes.inputs": ["x"]}, "'inputs' must hold a list of node names"),
+])
+def test_the_audits_accepted_then_crashing_files_are_refused(case, reason):
+    doc = json.loads(json.dumps(_DOCS[0]))
+    for where, value in case.items():
+        if where == "meta":
+            doc["meta"] = value
+        elif where.startswith("nodes."):
+            _set_column(doc, where[len("nodes."):], value)
+        else:
+            _set_meta(doc, where[len("meta."):], value)
+    _load(json.dumps(doc), expect_refusal=reason)
+
+
+@pytest.mark.parametrize("where", ["samples", "meta", "first"])
+def test_duplicate_keys_are_refused(where):
+    text = json.dumps(_DOCS[0])
+    if where == "samples":  # a second "samples" of zeros would win silently
+        zeros = dict(_DOCS[0]["samples"], data=base64.b64encode(bytes(8 * 24)).decode())
+        text = text[:-1] + ', "samples": ' + json.dumps(zeros) + "}"
+    elif where == "meta":
+        text = text.replace('"meta": {', '"meta": {"model": "a", ', 1)
+    else:
+        text = '{"format": "x", ' + text[1:]
+    _load(text, expect_refusal="appears twice in one object")
+
+
+@pytest.mark.parametrize("padding", ["{}", "[]", "0", '""'])
+def test_value_amplification_is_refused_before_parsing(padding):
+    """A valid profile padded inside meta with more values than a file may hold: refused by
+    counting, before any of them is built (the audit's 250 MiB of {} took 11 GB)."""
+    count = validate.MAX_JSON_ELEMENTS + 1
+    pad = "[" + ",".join([padding] * count) + "]"
+    text = json.dumps(_DOCS[0]).replace('"meta": {', '"meta": {"pad": ' + pad + ", ", 1)
+    _load(text, expect_refusal="more than the 4,000,000 a pyfxprof file may hold")
+
+
+def test_padding_under_the_cap_loads_and_renders():
+    pad = json.dumps([{}, [], 0, ""] * 1000)
+    text = json.dumps(_DOCS[0]).replace('"meta": {', '"meta": {"pad": ' + pad + ", ", 1)
     _load(text)

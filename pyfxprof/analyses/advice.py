@@ -13,6 +13,7 @@ import pandas as pd
 from .. import served_methods
 from ..data.stats import summary_of_totals
 from ..data.units import format_ns, format_pct, plural
+from ..views.safe_text import terminal_text
 
 #: Severities, most urgent first; advice is sorted in this order.
 SEVERITIES = ("high", "medium", "low", "info")
@@ -75,7 +76,7 @@ class Advice(list):
                       "   evidence:"]
             lines += [f"     - {line}" for line in item.evidence]
             lines += [f"   action: {item.action}", f"   expected saving: {self.saving_text(item)}"]
-        return "\n".join(lines)
+        return terminal_text("\n".join(lines))
 
     def saving_text(self, item: Suggestion) -> str:
         """The expected saving of ``item`` as time and share of the median run."""

@@ -7,11 +7,13 @@ neither torch nor the native extension.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import warnings
 
 from ..errors import PyfxprofError
+from ..views.safe_text import TerminalStream
 
 #: Sub-command modules; each defines ``add_parser(subparsers)`` that registers its parser and
 #: sets ``func=run`` where ``run(args) -> int`` returns the exit code.
@@ -59,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         0
     """
     argv = sys.argv[1:] if argv is None else list(argv)
+    with contextlib.redirect_stdout(TerminalStream(sys.stdout)), \
+            contextlib.redirect_stderr(TerminalStream(sys.stderr)):
+        return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
+    """main() inside its safe output streams."""
     try:  # Ctrl-C while still importing torch and the command is one line too
         with warnings.catch_warnings():  # restores the usual display afterwards
             warnings.showwarning = show_warning

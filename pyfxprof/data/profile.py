@@ -2,7 +2,7 @@
 
 Everything derived from it (statistics, tables, exports, diffs) is a pure function of it.
 This module imports no view or analysis: the convenience methods that render, analyse or
-save (table, export, plot, plot_latency, plot_tail, advise, _repr_html_, save) are served by
+save (table, tree, export, plot, plot_latency, plot_tail, advise, _repr_html_, save) are served by
 the modules that build on it, through the package root's ``_METHODS`` (``@served_methods``;
 docs/architecture.md).
 See docs/profile.md for the data model and every column with its unit.
@@ -99,7 +99,7 @@ class Profile:
     """Timings of every graph node of a model over several runs, as plain data.
 
     Methods served by the modules that build on this class (imported on first use):
-    ``table``, ``export`` (and the ``export_*`` wrappers), ``plot``, ``plot_latency``,
+    ``table``, ``tree``, ``export`` (and the ``export_*`` wrappers), ``plot``, ``plot_latency``,
     ``plot_tail``, ``advise``, the notebook's ``_repr_html_``, ``save`` (data.persist),
     torch.profiler's ``key_averages``, ``events`` and ``export_memory_timeline``.
 
@@ -230,18 +230,6 @@ class Profile:
         extra = [c for c in self.nodes.columns if c not in NODE_COLUMNS]
         parts.append(self.nodes[extra])
         return pd.concat(parts, axis=1)
-
-    def tree(self, max_depth: int | None = None) -> str:
-        """The module hierarchy with each module's median inclusive time and percent; see
-        rollup.module_tree.
-
-        >>> print(prof.tree(max_depth=1))  # doctest: +SKIP
-        ResNet         1.21 ms  100.0%
-        ├─ conv1       95.1 µs    7.9%
-        └─ layer1       402 µs   33.2%
-        """
-        from .rollup import module_tree
-        return module_tree(self, max_depth)
 
     def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100, *,
                             use_python_export: bool = False) -> None:

@@ -208,7 +208,7 @@ class Field:
 
 
 #: Known metadata fields (unknown ones are carried through untouched). A missing or None
-#: field (unknown) is always allowed, and NaN for a numeric one.
+#: field (unknown) is always allowed, and NaN for a field that takes fractions.
 META_FIELDS = tuple(Field(k, check, expected) for keys, check, expected in (
     (("model", "device", "mode", "capture_mode", "input_shapes", "overhead_method", "platform",
       "cpu", "timestamp", "eager_forward_error", "autograd"), is_str, "a string"),
@@ -286,7 +286,7 @@ HEADER_FIELDS = (
 
 def check_fields(values: dict, fields, where: str) -> None:
     """FormatError naming the first field of ``fields`` present in ``values`` that fails
-    (NaN stands for unknown only in a numeric field).
+    (NaN stands for unknown only in a field that takes fractions, never in a count).
 
     >>> check_fields({"runs": 2.5}, META_FIELDS, "meta")
     Traceback (most recent call last):
@@ -298,7 +298,7 @@ def check_fields(values: dict, fields, where: str) -> None:
     for field in fields:
         value = values.get(field.key)
         nan = isinstance(value, float) and math.isnan(value)
-        if value is None or (nan and field.check(0)) or field.check(value):
+        if value is None or (nan and field.check(0.5)) or field.check(value):
             continue
         raise FormatError(f"{where} field {field.key!r} must be {field.expected}, "
                           f"got {value!r:.40}")

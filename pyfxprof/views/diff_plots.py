@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from .safe_text import figure_text
 
 
 def _check(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
@@ -51,7 +52,7 @@ def node_label(key) -> str:
 def _label(key) -> str:
     """A y-axis label: :func:`node_label`, long ones keep their tail (the node name)."""
     text = node_label(key)
-    return text if len(text) <= MAX_LABEL else "…" + text[-(MAX_LABEL - 1):]
+    return figure_text(text if len(text) <= MAX_LABEL else "…" + text[-(MAX_LABEL - 1):])
 
 
 def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quantity: str,

@@ -19,6 +19,7 @@ from importlib import resources
 from ..data.persist import open_output
 from ..data.profile import Profile
 from ..data.units import format_ns
+from .safe_text import xml_text
 from .stacks import frame_name, stack_tree, stack_weights
 from .trace_slices import op_names
 
@@ -168,7 +169,7 @@ def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None =
               for frame in frames]
     lines.append(f"<script><![CDATA[\n{script}]]></script>")
     lines.append("</svg>")
-    return "\n".join(lines) + "\n"
+    return xml_text("\n".join(lines) + "\n")
 
 
 def export_flamegraph(profile: Profile, path, metric: str = "median",

@@ -16,6 +16,7 @@ from ..data.persist import open_output
 from ..data.profile import Profile
 from . import report
 from .flamegraph import flamegraph_svg
+from .safe_text import xml_text
 
 #: Rows of the table in the report.
 REPORT_TOP = 50
@@ -112,6 +113,6 @@ def export_html_report(profile: Profile, path, top: int = REPORT_TOP, metric: st
 
     >>> export_html_report(prof, "rn18.html", top=30)  # doctest: +SKIP
     """
-    page = html_report(profile, top=top, metric=metric, title=title)
+    page = xml_text(html_report(profile, top=top, metric=metric, title=title))
     with open_output(path) as stream:
         stream.write(page)

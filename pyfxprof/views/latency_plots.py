@@ -12,6 +12,7 @@ import numpy as np
 from ..data.latency import QUANTILES
 from ..errors import PyfxprofError
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from .safe_text import figure_text
 
 _COLOURS = {"p50": "#2b7bd9", "p90": "#d9a12b", "p99": "#d9622b", "p99_9": "#a12bd9"}
 
@@ -31,7 +32,7 @@ def _finish(figure, path):
 
 def _label(name) -> str:
     name = str(name)
-    return name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…"
+    return figure_text(name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…")
 
 
 def plot_latency(profile, path=None):

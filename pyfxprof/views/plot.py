@@ -7,6 +7,7 @@ import numpy as np
 from ..data.profile import Profile
 from ..errors import PyfxprofError
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from .safe_text import figure_text
 
 
 def top_nodes(profile: Profile, top: int = 20) -> dict:
@@ -24,7 +25,8 @@ def top_nodes(profile: Profile, top: int = 20) -> dict:
     order = np.argsort(-medians, kind="stable")[:top]
     p25, median, p75 = np.percentile(profile.samples[:, order], (25, 50, 75), axis=0)
     names = profile.nodes["name"].to_numpy()[order].tolist()
-    labels = [n if len(n) <= MAX_LABEL else n[:MAX_LABEL - 1] + "…" for n in map(str, names)]
+    labels = [figure_text(n if len(n) <= MAX_LABEL else n[:MAX_LABEL - 1] + "…")
+              for n in map(str, names)]
     return {"labels": labels, "median": median, "p25": p25, "p75": p75}
 
 
@@ -55,8 +57,9 @@ def plot(profile: Profile, path=None, top: int = 20):
     axes.set_ylabel("node (slowest median first)")
     axes.grid(axis="x", alpha=0.3)
     meta = profile.meta
-    axes.set_title(f"{meta.get('model', '?')} on {meta.get('device', '?')} — top {count} of "
-                   f"{profile.n_nodes} nodes by median, {profile.n_runs} runs")
+    axes.set_title(figure_text(
+        f"{meta.get('model', '?')} on {meta.get('device', '?')} — top {count} of "
+        f"{profile.n_nodes} nodes by median, {profile.n_runs} runs"))
     if path is not None:
         save_figure(figure, path, dpi=120)
     return figure

@@ -11,7 +11,7 @@ import html
 import shutil
 import sys
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statist
                           relative_iqr, summary_of_totals, with_flop_rate)
 from ..data.units import MISSING, format_flops, format_ns, format_pct, format_si
 from ..errors import PyfxprofError
+from .safe_text import terminal_line, terminal_text, xml_text
 
 SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
 #: torch.profiler's sort keys accepted by table(): the column each sorts the nodes by (a node's
@@ -478,6 +479,9 @@ def render_text(view: View, width: int | None = None) -> str:
     ``width``: fit the table and header into this many characters (cut text columns, then
     drop columns from the right, with a note); None: no limit.
     """
+    view = replace(view, header=[terminal_line(h) for h in view.header],
+                   rows=[[terminal_line(c) for c in r] for r in view.rows],
+                   notes=[terminal_line(n) for n in view.notes])
     widths = [max([len(t)] + [len(r[i]) for r in view.rows]) for i, t in enumerate(view.titles)]
     kept, widths = (list(range(len(widths))), widths) if width is None else _fit_columns(
         view, widths, width)
@@ -537,7 +541,7 @@ def render_html(view: View) -> str:
     if view.notes:
         parts.append(f"<pre>{html.escape(chr(10).join(view.notes))}</pre>")
     parts.append("</div>")
-    return "\n".join(parts)
+    return xml_text("\n".join(parts))
 
 
 def profile_table(profile, sort_by: str | None = None, top: int | None = None,
@@ -578,6 +582,18 @@ def profile_table(profile, sort_by: str | None = None, top: int | None = None,
     view = build_view(profile, sort_by=sort_by, top=top, columns=columns, group_by=group_by,
                       depth=depth)
     return render_text(view, width=terminal_width() if width == "auto" else width)
+
+
+def profile_tree(profile, max_depth: int | None = None) -> str:
+    """``Profile.tree``: the module hierarchy with each module's median inclusive time and
+    percent (rollup.module_tree), its names safe on a terminal.
+
+    >>> print(prof.tree(max_depth=1))  # doctest: +SKIP
+    ResNet         1.21 ms  100.0%
+    ├─ conv1       95.1 µs    7.9%
+    └─ layer1       402 µs   33.2%
+    """
+    return terminal_text(rollup.module_tree(profile, max_depth))
 
 
 def profile_html(profile) -> str:

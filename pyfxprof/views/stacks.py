@@ -16,6 +16,7 @@ import numpy as np
 from ..data.persist import open_output
 from ..data.profile import Profile
 from ..data.stats import node_statistics
+from .safe_text import terminal_line
 
 METRICS = ("median", "mean", "total", "min", "max")
 #: torch.profiler's export_stacks metrics: a node's time summed over the runs (host, device).
@@ -28,8 +29,9 @@ ROOT = "root"
 
 
 def frame_name(text: str) -> str:
-    """A frame name safe for the folded format (no ';' separators, no line breaks)."""
-    return str(text).replace(";", ":").replace("\n", " ").replace("\r", " ")
+    """A frame name safe for the folded format (no ';' separators, line breaks as spaces,
+    other control characters escaped)."""
+    return terminal_line(str(text).replace(";", ":").replace("\n", " ").replace("\r", " "))
 
 
 def stack_weights(profile: Profile, metric: str = "median", by: str = "module"
