@@ -255,7 +255,7 @@ def test_run_starts_validation_and_equality():
 
 def test_nan_in_metadata_survives_a_round_trip_and_compares_equal(tmp_path):
     original = make_profile()
-    original.meta["cuda_peak_bytes"] = float("nan")
+    original.meta["overhead_iqr_ns"] = float("nan")  # NaN: unknown (not in a count)
     original.meta["notes"] = {"ratios": [1.5, float("nan")], "pair": (float("nan"), "x")}
     save_profile(original, tmp_path / "p.json")
     loaded = load_profile(tmp_path / "p.json")

@@ -1,16 +1,24 @@
-"""Reading the files pyfxprof loads (saved profiles, torch.profiler traces): their bytes,
-gunzipped when they are gzip data (at most MAX_FILE_BYTES either way), with a one-line error
-naming the path and the reason."""
+"""The files pyfxprof reads and writes: bytes of loaded files, gunzipped when they are gzip data
+(at most MAX_FILE_BYTES either way), and every output written safely; a one-line error naming
+the path and the reason."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
+import os
+import secrets
+import stat
 import zlib
 from pathlib import Path
 
 from ..errors import PyfxprofError
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: gzip level of written files: on packed int64 samples, 3 is ~5x faster than zlib's default 6
+#: and ~6% larger.
+GZIP_LEVEL = 3
 #: Largest file, or gunzipped content, that is read (a gzip bomb stops here).
 MAX_FILE_BYTES = 256 << 20
 _PIECE = 1 << 20
@@ -76,3 +84,85 @@ def read_maybe_gzipped(path: Path, doing: str) -> bytes:
             raise _too_large(doing, path, "it expands to")
         raw = unpacked
     return raw
+
+
+# ---- writing -------------------------------------------------------------------------------
+
+def _write_error(path, error: OSError) -> PyfxprofError:
+    return PyfxprofError(f"cannot write {path}: {error.strerror or error}")
+
+
+def _exclusive_temporary(target: Path) -> tuple[Path, int]:
+    """A new file beside ``target`` under a random name, created with O_EXCL and O_NOFOLLOW
+    (never an existing file, never through a planted symlink): its path and descriptor."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            return temporary, os.open(temporary, flags, 0o666)  # the umask applies
+        except FileExistsError:
+            continue
+
+
+@contextlib.contextmanager
+def _open_fd(fd: int, compress: bool, binary: bool):
+    """A UTF-8 text (or ``binary``) stream over descriptor ``fd``, gzip-compressed when
+    ``compress``; closed (its data flushed, a write error raised) on leaving."""
+    with open(fd, "wb") as raw:
+        packed = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL) if compress else raw
+        with packed if binary else io.TextIOWrapper(packed, encoding="utf-8") as stream:
+            yield stream
+
+
+@contextlib.contextmanager
+def open_output(path, binary: bool = False):
+    """Write UTF-8 text (bytes if ``binary``) to ``path``, gzip-compressed when the name ends
+    in .gz, safely:
+
+    - a regular file (or a new one) is written under a random name created with O_EXCL in
+      its directory and renamed over it when complete, so a crash never leaves half a file
+      and nothing is written through a planted link;
+    - a symlink is written through: its target is replaced, the link stays;
+    - a device or FIFO (/dev/null, /dev/stdout, a pipe) is written directly, never replaced;
+    - a read-only target, a missing directory, a full disk: a one-line PyfxprofError naming
+      ``path``.
+
+    >>> with open_output("trace.json.gz") as stream:  # doctest: +SKIP
+    ...     stream.write("{}")
+    """
+    path = Path(path)
+    target = Path(os.path.realpath(path))
+    try:
+        existing = os.stat(target)
+    except FileNotFoundError:
+        existing = None
+    except OSError as error:
+        raise _write_error(path, error) from error
+    compress = path.name.endswith(".gz")
+    try:
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise IsADirectoryError(21, "it is a directory; give a file name")
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            with _open_fd(os.open(target, os.O_WRONLY), compress, binary) as stream:
+                yield stream
+            return
+        if existing is not None and not os.access(target, os.W_OK):
+            raise PermissionError(13, "Permission denied (the file is read-only)")
+        yield from _replace(target, existing, compress, binary)
+    except OSError as error:
+        raise _write_error(path, error) from error
+
+
+def _replace(target: Path, existing, compress: bool, binary: bool):
+    """Write ``target`` through a temporary file renamed over it (keeping its permissions)."""
+    temporary, fd = _exclusive_temporary(target)
+    try:
+        with _open_fd(fd, compress, binary) as stream:
+            yield stream
+        if existing is not None:
+            os.chmod(temporary, stat.S_IMODE(existing.st_mode))
+        os.replace(temporary, target)
+    except BaseException:  # also Ctrl-C: never leave the temporary file behind
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise

@@ -6,6 +6,7 @@ import functools
 import io
 from pathlib import Path
 
+from ..data.files import open_output
 from ..errors import PyfxprofError
 
 #: Longest bar label in characters; longer ones are cut with '…'.
@@ -62,11 +63,13 @@ def save_figure(figure, path, dpi: int = 100) -> None:
     if Path(path).is_dir():
         raise PyfxprofError(f"cannot write plot {path}: it is a directory; give a file name "
                             "such as top.png")
-    # Without an extension matplotlib would write PATH.png: write exactly PATH, as PNG.
-    file_format = None if Path(path).suffix else "png"
+    # Without an extension, PNG (matplotlib would write PATH.png: write exactly PATH).
+    file_format = Path(path).suffix[1:] or "png"
+    if file_format not in figure.canvas.get_supported_filetypes():
+        raise PyfxprofError(f"cannot write plot {path}: no writer for .{file_format}; use one of "
+                            f"{sorted(figure.canvas.get_supported_filetypes())}")
     try:
-        figure.savefig(path, dpi=dpi, format=file_format)
-    except OSError as error:
-        raise PyfxprofError(f"cannot write plot {path}: {error.strerror or error}") from None
-    except ValueError as error:  # e.g. an extension matplotlib has no writer for
-        raise PyfxprofError(f"cannot write plot {path}: {error}") from None
+        with open_output(path, binary=True) as stream:
+            figure.savefig(stream, dpi=dpi, format=file_format)
+    except PyfxprofError as error:
+        raise PyfxprofError(f"cannot write plot {str(error)[len('cannot write '):]}") from None

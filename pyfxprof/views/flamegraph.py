@@ -16,7 +16,7 @@ import json
 import zlib
 from importlib import resources
 
-from ..data.persist import open_output
+from ..data.files import open_output
 from ..data.profile import Profile
 from ..data.units import format_ns
 from .safe_text import xml_text

@@ -12,7 +12,7 @@ import base64
 import html
 import io
 
-from ..data.persist import open_output
+from ..data.files import open_output
 from ..data.profile import Profile
 from . import report
 from .flamegraph import flamegraph_svg

@@ -8,7 +8,7 @@ import html
 
 import pandas as pd
 
-from ..data.persist import open_output
+from ..data.files import open_output
 from ..data.rank_profiles import COMM_COLUMN, RankProfiles
 from ..data.units import MISSING, format_ns, format_pct
 from . import report

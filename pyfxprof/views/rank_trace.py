@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..data.persist import open_output
+from ..data.files import open_output
 from ..data.rank_profiles import RankProfiles
 from . import chrome_trace as single
 

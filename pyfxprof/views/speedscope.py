@@ -23,7 +23,7 @@ import json
 
 import numpy as np
 
-from ..data.persist import open_output
+from ..data.files import open_output
 from ..data.profile import Profile
 from ..errors import PyfxprofError
 from .chrome_trace import timeline

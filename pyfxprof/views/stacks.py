@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.persist import open_output
+from ..data.files import open_output
 from ..data.profile import Profile
 from ..data.stats import node_statistics
 from .safe_text import terminal_line
