@@ -4,7 +4,9 @@ and the whole model as one node. The ladder that orders them is pyfxprof.capture
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import linecache
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -28,6 +30,30 @@ STATIC_MODES = tuple(rung for rung in RUNGS if rung != "dynamo")
 #: Retraces the leaf retry may try, each with one more submodule (or type) made a leaf.
 MAX_LEAF_ATTEMPTS = 8
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+@contextlib.contextmanager
+def fx_sources_released():
+    """Forget the source torch.fx keeps for every graph compiled inside the block.
+
+    Each recompile() stores the generated forward's source in torch.fx's loader and a lazy
+    linecache entry (for tracebacks): a few KB per graph, kept for the process's life. A
+    profile() call compiles several graphs, so a process profiling every N requests would
+    grow without bound. Usable as a decorator.
+
+    >>> with fx_sources_released():
+    ...     _ = fx.symbolic_trace(torch.nn.ReLU())
+    """
+    loader = getattr(torch.fx.graph_module, "_loader", None)
+    cache = getattr(loader, "eval_cache", None)
+    before = set(cache) if isinstance(cache, dict) else set()
+    try:
+        yield
+    finally:
+        if isinstance(cache, dict):
+            for key in [k for k in cache if k not in before]:
+                cache.pop(key, None)
+                linecache.cache.pop(key, None)
 
 
 class CaptureFallbackWarning(UserWarning):
