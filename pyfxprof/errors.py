@@ -14,6 +14,18 @@ class PyfxprofError(Exception):
     """
 
 
+class ArgumentError(PyfxprofError, ValueError, TypeError):
+    """A caller's mistake in an argument: one line naming the argument and what it accepts.
+    Also a ValueError and a TypeError, so code catching those keeps working.
+
+    Example:
+        >>> raise ArgumentError("sort_by must be one of ['total', 'median'], got 'zz'")
+        Traceback (most recent call last):
+        ...
+        pyfxprof.errors.ArgumentError: sort_by must be one of ['total', 'median'], got 'zz'
+    """
+
+
 def first_line(error: BaseException, empty: str | None = None) -> str:
     """The first line of an exception's message; `empty` (default: the exception's type name)
     when it has none.

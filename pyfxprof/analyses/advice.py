@@ -13,6 +13,7 @@ import pandas as pd
 from .. import served_methods
 from ..data.stats import summary_of_totals
 from ..data.units import format_ns, format_pct, plural
+from ..errors import ArgumentError
 from ..views.safe_text import terminal_text
 
 #: Severities, most urgent first; advice is sorted in this order.
@@ -42,7 +43,7 @@ class Suggestion:
 
     def __post_init__(self):
         if self.severity not in SEVERITIES:
-            raise ValueError(f"severity must be one of {SEVERITIES}, got {self.severity!r}")
+            raise ArgumentError(f"severity must be one of {SEVERITIES}, got {self.severity!r}")
 
 
 @served_methods
@@ -157,7 +158,7 @@ def register_rule(name: str):
     """
     def decorator(rule: Callable) -> Callable:
         if name in RULES:
-            raise ValueError(f"advisor rule {name!r} is already registered; choose another name "
+            raise ArgumentError(f"advisor rule {name!r} is already registered; choose another name "
                              f"or call unregister_rule({name!r}) first")
         RULES[name] = rule
         return rule
@@ -167,7 +168,7 @@ def register_rule(name: str):
 def unregister_rule(name: str) -> None:
     """Remove rule ``name`` from the registry (see the example of register_rule)."""
     if name not in RULES:
-        raise ValueError(f"no advisor rule {name!r}; registered: {', '.join(RULES)}")
+        raise ArgumentError(f"no advisor rule {name!r}; registered: {', '.join(RULES)}")
     del RULES[name]
 
 

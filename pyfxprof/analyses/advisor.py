@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ArgumentError
 from . import advisor_rules, backward_rules, compiled_rules  # noqa: F401 (rules register on import)
 from .advice import (RULES, SEVERITIES, Advice, Context, Suggestion, build_context,
                      register_rule, unregister_rule)
@@ -33,7 +34,7 @@ def advise(profile, rules=None) -> Advice:
     names = list(RULES) if rules is None else [rules] if isinstance(rules, str) else list(rules)
     unknown = [n for n in names if n not in RULES]
     if unknown:
-        raise ValueError(f"unknown advisor rules {unknown}; registered: {', '.join(RULES)}")
+        raise ArgumentError(f"unknown advisor rules {unknown}; registered: {', '.join(RULES)}")
     subject = f"{profile.meta.get('model', 'the model')} on {profile.meta.get('device', '?')}"
     if profile.n_runs == 0 or profile.n_nodes == 0:
         return Advice([], math.nan, subject)
@@ -42,7 +43,7 @@ def advise(profile, rules=None) -> Advice:
     for name in names:
         for item in RULES[name](profile, context):
             if not isinstance(item, Suggestion):
-                raise TypeError(f"advisor rule {name!r} returned a {type(item).__name__}; "
+                raise ArgumentError(f"advisor rule {name!r} returned a {type(item).__name__}; "
                                 "rules must return a list of Suggestion")
             found.append(item)
     found.sort(key=lambda s: (SEVERITIES.index(s.severity), -(s.expected_saving_ns or 0.0)))

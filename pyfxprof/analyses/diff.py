@@ -24,7 +24,7 @@ from ..data import torch_trace
 from ..data.profile import Profile
 from ..data.stats import group_samples
 from ..data.units import MISSING, format_ns, format_pct
-from ..errors import PyfxprofError
+from ..errors import ArgumentError, PyfxprofError
 from ..views import report
 from ..views.diff_plots import node_label
 from .compiled import CompiledDiff, is_compiled_profile
@@ -59,7 +59,7 @@ def distinct_labels(labels) -> tuple[str, str]:
     ('run', 'run (2)')
     """
     if isinstance(labels, str) or len(labels) != 2:
-        raise ValueError(f"labels must be two strings (control, test), got {labels!r}")
+        raise ArgumentError(f"labels must be two strings (control, test), got {labels!r}")
     first, second = (str(label) for label in labels)
     return (first, second) if first != second else (first, f"{second} (2)")
 
@@ -76,7 +76,7 @@ def load_input(source) -> Profile:
     if isinstance(source, Profile):
         return source
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"expected a Profile or a path, got {type(source).__name__}")
+        raise ArgumentError(f"expected a Profile or a path, got {type(source).__name__}")
     path = Path(source)
     if path.is_dir():
         return torch_trace.load_trace(path)
@@ -176,21 +176,21 @@ def _mann_whitney(control: np.ndarray, test: np.ndarray) -> np.ndarray:
 
 def _check_settings(min_change, alpha, min_runs) -> None:
     if not 0 <= min_change < float("inf"):
-        raise ValueError(f"min_change must be a fraction >= 0 (0.05 = 5%), got {min_change!r}")
+        raise ArgumentError(f"min_change must be a fraction >= 0 (0.05 = 5%), got {min_change!r}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
+        raise ArgumentError(f"alpha must be between 0 and 1, got {alpha!r}")
     if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 2:
-        raise ValueError(f"min_runs must be an int >= 2, got {min_runs!r}")
+        raise ArgumentError(f"min_runs must be an int >= 2, got {min_runs!r}")
 
 
 def _check_view(by: str, depth) -> None:
     if by not in BY_CHOICES:
-        raise ValueError(f"by must be one of {list(BY_CHOICES)}, got {by!r}")
+        raise ArgumentError(f"by must be one of {list(BY_CHOICES)}, got {by!r}")
     if depth is not None:
         if by != "module":
-            raise ValueError(f"depth applies to by='module' only, got by={by!r}")
+            raise ArgumentError(f"depth applies to by='module' only, got by={by!r}")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be None or a positive int, got {depth!r}")
+            raise ArgumentError(f"depth must be None or a positive int, got {depth!r}")
 
 
 class ProfileDiff:
@@ -373,9 +373,9 @@ class ProfileDiff:
     def _view(self, sort_by: str, top: int | None, by: str, depth) -> report.View:
         """The comparison as a report View (text and HTML render the same cells)."""
         if sort_by not in SORT_KEYS:
-            raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
+            raise ArgumentError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
         if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
-            raise ValueError(f"top must be None or a positive int, got {top!r}")
+            raise ArgumentError(f"top must be None or a positive int, got {top!r}")
         frame = _sorted(self.compare(by, depth), sort_by)
         shown = frame if top is None else frame.iloc[:top]
         columns = _table_columns(frame, self.labels, by)

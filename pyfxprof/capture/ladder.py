@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..errors import PyfxprofError, first_line
+from ..errors import ArgumentError, PyfxprofError, first_line
 from .analysis import analyse
 from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, dynamo_capture
@@ -59,6 +59,33 @@ class _RungFailed(Exception):
         self.message = message or note
 
 
+def check_model(model) -> None:
+    """ArgumentError for what cannot be profiled: not an nn.Module, or a TorchScript module.
+
+    >>> check_model(None)
+    Traceback (most recent call last):
+    ...
+    pyfxprof.errors.ArgumentError: expected a torch.nn.Module to profile, got NoneType
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise ArgumentError(f"expected a torch.nn.Module to profile, got {type(model).__name__}")
+    if isinstance(model, torch.jit.ScriptModule):
+        raise ArgumentError("model is a TorchScript module (torch.jit.script / torch.jit.trace), "
+                            "which torch.fx cannot see into; profile the original nn.Module")
+
+
+def _check_tracer_options(model, leaf_modules, autowrap_functions, concrete_args) -> None:
+    """ArgumentError for a model check_model refuses or tracer options of the wrong kind."""
+    check_model(model)
+    for name, value in (("leaf_modules", leaf_modules), ("autowrap_functions", autowrap_functions)):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+            raise ArgumentError(f"{name} must be a list or tuple (empty for none), got "
+                                f"{type(value).__name__}")
+    if concrete_args is not None and not isinstance(concrete_args, dict):
+        raise ArgumentError(f"concrete_args must be a dict or None, got "
+                            f"{type(concrete_args).__name__}")
+
+
 def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "auto",
             tracer_options: tuple = ((), (), None), granularity: str = "function",
             exact_outputs: LiveCall | None = None) -> Prepared:
@@ -84,6 +111,7 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
     if granularity not in GRANULARITIES:
         raise PyfxprofError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
                             f"got {granularity!r}")
+    _check_tracer_options(model, *tracer_options)
     bound = copied_inputs(model, example_inputs)
     rungs = _rungs(capture_mode, granularity, exact_outputs)
     notes: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import os
 import re
 import sys
@@ -17,6 +18,8 @@ from ..errors import PyfxprofError, first_line
 DEFAULT_MODEL = "pyfxprof.cli.default_model:resnet18"
 #: Its input shape.
 DEFAULT_INPUT = "5x3x224x224"
+#: Most elements of one --input tensor (2**40: 4 TiB of float32, past any machine's memory).
+MAX_INPUT_ELEMENTS = 2**40
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
            "float64": torch.float64, "int64": torch.int64, "int32": torch.int32}
@@ -95,6 +98,9 @@ def parse_input(text: str, device: str = "cpu", seed: int = 0) -> torch.Tensor:
     if dtype_name not in _DTYPES:
         raise PyfxprofError(f"input dtype {dtype_name!r} is not one of {', '.join(_DTYPES)}")
     shape = tuple(int(d) for d in shape_text.split("x"))
+    if math.prod(shape) > MAX_INPUT_ELEMENTS:
+        raise PyfxprofError(f"input {text[:60]!r} has {math.prod(shape):.3g} elements, more than "
+                            f"{MAX_INPUT_ELEMENTS:.0e}; use a smaller shape")
     dtype = _DTYPES[dtype_name]
     generator = torch.Generator().manual_seed(seed)
     try:

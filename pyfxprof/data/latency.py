@@ -19,6 +19,8 @@ from scipy import stats as scipy_stats
 from .. import served_methods
 from .units import format_ns
 
+from ..errors import ArgumentError
+
 #: Quantiles of the summary, as (field name, q).
 QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99_9", 0.999))
 #: Confidence level of the interval on p99.
@@ -131,7 +133,7 @@ def latency_summary(run_totals, preempted: int | None = None,
     """
     totals = np.asarray(run_totals, dtype=np.int64).ravel()
     if totals.size == 0:
-        raise ValueError("no runs: a latency summary needs at least one run total")
+        raise ArgumentError("no runs: a latency summary needs at least one run total")
     values = np.quantile(totals, [q for _, q in QUANTILES])
     quantiles = {name: int(round(v)) for (name, _), v in zip(QUANTILES, values)}
     return LatencySummary(n=int(totals.size), mean=int(round(totals.mean())), **quantiles,

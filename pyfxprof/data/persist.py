@@ -10,13 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..errors import PyfxprofError, first_line
+from ..errors import ArgumentError, PyfxprofError, first_line
 from . import validate
 from .files import open_output, read_maybe_gzipped
 from .profile import Profile
@@ -316,6 +317,9 @@ def load_profile(path) -> Profile:
     >>> prof == original  # doctest: +SKIP
     True
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(f"path must be a file name (str or os.PathLike), got "
+                            f"{type(path).__name__}; to load bytes, write them to a file first")
     path = Path(path)
     try:
         return from_document(read_document(path, "cannot load profile"))

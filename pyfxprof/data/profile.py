@@ -15,8 +15,12 @@ import math
 import numpy as np
 import pandas as pd
 
+<<<<<<< HEAD
 from .. import served_methods
 from ..errors import PyfxprofError
+=======
+from ..errors import ArgumentError, PyfxprofError
+>>>>>>> 725e619 (One error type for caller mistakes: ArgumentError (a PyfxprofError that is also a ValueError and TypeError) replaces the bare ValueError/TypeError of views, data, analyses and tools (table sort_by/top, tree max_depth, export metric/runs, ...); load() of None/int/bytes, fuse_conv_bn(None), leaf_modules/autowrap_functions/concrete_args of the wrong kind, device='foo', device='meta', TorchScript models (profile and Profiler) refused in one line. CLI: --input beyond 2**40 elements, --threads over 1024, --ranks-out onto a file, report --rank-traces of one profile are one-line errors; MemoryError is one line; an interrupted hooks capture discards its marks (17 stray records before). tests/test_argument_errors.py)
 from .run_noise import check_run_noise, noise_frame, preempted_mask
 from .stats import STAT_COLUMNS, backward_statistics, node_statistics, summary_of_totals
 from .units import format_ns
@@ -33,27 +37,27 @@ def _int_array(value, name: str, ndim: int) -> np.ndarray:
     """``value`` as an int64 array of ``ndim`` dimensions, or a ValueError naming ``name``."""
     array = np.asarray(value)
     if array.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {array.shape}")
+        raise ArgumentError(f"{name} must be {ndim}-D, got shape {array.shape}")
     if array.dtype.kind not in "iu":
-        raise ValueError(f"{name} must hold integer ns (int64), got dtype {array.dtype}")
+        raise ArgumentError(f"{name} must hold integer ns (int64), got dtype {array.dtype}")
     return array.astype(np.int64, copy=False)
 
 
 def _check_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     """Validated copy of ``nodes`` with a fresh RangeIndex (row i <-> samples column i)."""
     if not isinstance(nodes, pd.DataFrame):
-        raise ValueError(f"nodes must be a pandas DataFrame, got {type(nodes).__name__}")
+        raise ArgumentError(f"nodes must be a pandas DataFrame, got {type(nodes).__name__}")
     missing = [c for c in NODE_COLUMNS if c not in nodes.columns]
     if missing:
-        raise ValueError(f"nodes is missing columns {missing}; required: {list(NODE_COLUMNS)}")
+        raise ArgumentError(f"nodes is missing columns {missing}; required: {list(NODE_COLUMNS)}")
     reserved = [c for c in nodes.columns
                 if c in STAT_COLUMNS or c == "cum_pct"
                 or str(c).startswith((DEVICE_PREFIX, BACKWARD_PREFIX))]
     if reserved:
-        raise ValueError(f"nodes columns {reserved} clash with statistics column names")
+        raise ArgumentError(f"nodes columns {reserved} clash with statistics column names")
     index = nodes["index"].to_numpy()
     if index.dtype.kind not in "iu" or not np.array_equal(index, np.arange(len(nodes))):
-        raise ValueError("nodes['index'] must be the integers 0..n-1 in execution order")
+        raise ArgumentError("nodes['index'] must be the integers 0..n-1 in execution order")
     return nodes.reset_index(drop=True)
 
 
@@ -137,17 +141,17 @@ class Profile:
         self.nodes = _check_nodes(nodes)
         self.samples = _int_array(samples, "samples", 2)
         if self.samples.shape[1] != len(self.nodes):
-            raise ValueError(f"samples has {self.samples.shape[1]} node columns but nodes "
+            raise ArgumentError(f"samples has {self.samples.shape[1]} node columns but nodes "
                              f"has {len(self.nodes)} rows")
         self.run_totals = _int_array(run_totals, "run_totals", 1)
         if self.run_totals.shape[0] != self.samples.shape[0]:
-            raise ValueError(f"run_totals has {self.run_totals.shape[0]} runs but samples "
+            raise ArgumentError(f"run_totals has {self.run_totals.shape[0]} runs but samples "
                              f"has {self.samples.shape[0]}")
         self.device_samples = None
         if device_samples is not None:
             self.device_samples = _int_array(device_samples, "device_samples", 2)
             if self.device_samples.shape != self.samples.shape:
-                raise ValueError(f"device_samples shape {self.device_samples.shape} differs "
+                raise ArgumentError(f"device_samples shape {self.device_samples.shape} differs "
                                  f"from samples shape {self.samples.shape}")
         self.backward_samples = None
         if backward_samples is not None:
@@ -159,11 +163,11 @@ class Profile:
         if run_starts is not None:
             self.run_starts = _int_array(run_starts, "run_starts", 1)
             if self.run_starts.shape[0] != self.samples.shape[0]:
-                raise ValueError(f"run_starts has {self.run_starts.shape[0]} runs but samples "
+                raise ArgumentError(f"run_starts has {self.run_starts.shape[0]} runs but samples "
                                  f"has {self.samples.shape[0]}")
         self.run_noise = None if run_noise is None else check_run_noise(run_noise, self.n_runs)
         if meta is not None and not isinstance(meta, dict):
-            raise ValueError(f"meta must be a dict, got {type(meta).__name__}")
+            raise ArgumentError(f"meta must be a dict, got {type(meta).__name__}")
         self.meta = dict(meta or {})
 
     @property
@@ -308,7 +312,7 @@ class Profile:
         """
         keep = np.asarray(keep, dtype=bool)
         if keep.shape != (self.n_runs,):
-            raise ValueError(f"keep must be a boolean mask of {self.n_runs} runs")
+            raise ArgumentError(f"keep must be a boolean mask of {self.n_runs} runs")
         meta = dict(self.meta, runs=int(keep.sum()),
                     excluded_runs=int(self.meta.get("excluded_runs", 0)) + int((~keep).sum()))
         pick = lambda array: None if array is None else array[keep]  # noqa: E731

@@ -21,8 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+<<<<<<< HEAD
 from .. import served_methods
 from ..errors import PyfxprofError
+=======
+from ..errors import ArgumentError, PyfxprofError
+>>>>>>> 725e619 (One error type for caller mistakes: ArgumentError (a PyfxprofError that is also a ValueError and TypeError) replaces the bare ValueError/TypeError of views, data, analyses and tools (table sort_by/top, tree max_depth, export metric/runs, ...); load() of None/int/bytes, fuse_conv_bn(None), leaf_modules/autowrap_functions/concrete_args of the wrong kind, device='foo', device='meta', TorchScript models (profile and Profiler) refused in one line. CLI: --input beyond 2**40 elements, --threads over 1024, --ranks-out onto a file, report --rank-traces of one profile are one-line errors; MemoryError is one line; an interrupted hooks capture discards its marks (17 stray records before). tests/test_argument_errors.py)
 from . import persist, validate
 from .profile import Profile
 
@@ -52,13 +56,13 @@ def _communication(profile: Profile) -> np.ndarray:
 
 def _check_profiles(profiles: dict, failures: dict) -> tuple[dict, dict]:
     if not isinstance(profiles, dict) or not all(isinstance(p, Profile) for p in profiles.values()):
-        raise ValueError("profiles must be a dict {rank: Profile}")
+        raise ArgumentError("profiles must be a dict {rank: Profile}")
     ranks = list(profiles) + list(failures)
     if any(isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 0 for r in ranks):
-        raise ValueError(f"ranks must be integers >= 0, got {ranks!r}")
+        raise ArgumentError(f"ranks must be integers >= 0, got {ranks!r}")
     both = set(profiles) & set(failures)
     if both:
-        raise ValueError(f"ranks {sorted(both)} have both a profile and a failure")
+        raise ArgumentError(f"ranks {sorted(both)} have both a profile and a failure")
     return ({int(r): profiles[r] for r in sorted(profiles)},
             {int(r): str(failures[r]) for r in sorted(failures)})
 
@@ -82,7 +86,7 @@ class RankProfiles:
         every = list(self.profiles) + list(self.failures)
         self.world_size = int(world_size) if world_size is not None else max(every, default=-1) + 1
         if every and max(every) >= self.world_size:
-            raise ValueError(f"rank {max(every)} is outside world size {self.world_size}")
+            raise ArgumentError(f"rank {max(every)} is outside world size {self.world_size}")
 
     @property
     def ranks(self) -> list[int]:
@@ -272,11 +276,11 @@ def _quiet_nan():
 
 def _check_straggler_settings(alpha, min_change, min_runs) -> None:
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
+        raise ArgumentError(f"alpha must be between 0 and 1, got {alpha!r}")
     if not 0 <= min_change < float("inf"):
-        raise ValueError(f"min_change must be a fraction >= 0 (0.2 = 20%), got {min_change!r}")
+        raise ArgumentError(f"min_change must be a fraction >= 0 (0.2 = 20%), got {min_change!r}")
     if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 2:
-        raise ValueError(f"min_runs must be an int >= 2, got {min_runs!r}")
+        raise ArgumentError(f"min_runs must be an int >= 2, got {min_runs!r}")
 
 
 def _node_tests(key: str, by_rank: dict, min_runs: int) -> list[tuple]:

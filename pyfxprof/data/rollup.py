@@ -16,6 +16,8 @@ import pandas as pd
 from .stats import group_samples
 from .units import format_ns, format_pct
 
+from ..errors import ArgumentError
+
 ROOT_LABEL = "(root)"
 #: Separates the op from the input shapes in group_by="input_shape" keys.
 SHAPE_SEPARATOR = "\x1f"
@@ -138,7 +140,7 @@ def input_shape_keys(nodes: pd.DataFrame) -> list[str]:
         [('Conv2d', '([1, 3] float32)'), ('torch.relu', '([1, 3] float32)')]
     """
     if "input_shapes" not in nodes:
-        raise ValueError("group_by='input_shape' needs an input_shapes column "
+        raise ArgumentError("group_by='input_shape' needs an input_shapes column "
                          "(profiles made by pyfxprof.profile have one)")
     ops = op_kind_keys(nodes)
     shapes = nodes["input_shapes"].astype(str)
@@ -186,7 +188,7 @@ def module_tree(profile, max_depth: int | None = None) -> str:
     """
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int)
                                   or max_depth < 1):
-        raise ValueError(f"max_depth must be None or a positive int, got {max_depth!r}")
+        raise ArgumentError(f"max_depth must be None or a positive int, got {max_depth!r}")
     paths = [str(p) for p in profile.nodes["module_path"]]
     medians = inclusive_medians(profile.samples, paths, max_depth)
     types = dict(zip(paths, profile.nodes["module_type"].astype(str)))

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import ArgumentError
+
 #: Columns of ``Profile.run_noise``: counts, then ns of the profiling thread over each run.
 NOISE_COLUMNS = ("involuntary_switches", "voluntary_switches", "cpu_ns", "wall_ns")
 #: Share of a run's wall time the thread must have spent off the CPU (with at least one
@@ -31,10 +33,10 @@ def check_run_noise(value, runs: int) -> np.ndarray:
     """
     array = np.asarray(value)
     if array.shape != (runs, len(NOISE_COLUMNS)):
-        raise ValueError(f"run_noise must have shape ({runs}, {len(NOISE_COLUMNS)}) "
+        raise ArgumentError(f"run_noise must have shape ({runs}, {len(NOISE_COLUMNS)}) "
                          f"(runs x {', '.join(NOISE_COLUMNS)}), got {array.shape}")
     if array.dtype.kind not in "iu":
-        raise ValueError(f"run_noise must hold integers, got dtype {array.dtype}")
+        raise ArgumentError(f"run_noise must hold integers, got dtype {array.dtype}")
     return array.astype(np.int64, copy=False)
 
 

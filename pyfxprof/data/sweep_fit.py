@@ -16,6 +16,8 @@ from scipy import stats as scipy_stats
 
 from .. import served_methods
 
+from ..errors import ArgumentError
+
 #: Name of the row fitting the whole run (run totals).
 TOTAL_ROW = "(run total)"
 #: A node is overhead-bound at size 1 when fixed / (fixed + per_item) exceeds this.
@@ -82,7 +84,7 @@ class SweepResult:
 
     def __init__(self, profiles: dict):
         if len(profiles) < 2:
-            raise ValueError("a sweep needs profiles at two sizes or more")
+            raise ArgumentError("a sweep needs profiles at two sizes or more")
         self.profiles = dict(sorted(profiles.items()))
         self.sizes = list(self.profiles)
         first = next(iter(self.profiles.values()))

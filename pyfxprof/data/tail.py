@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import ArgumentError
+
 #: Name of the row for time between nodes (run total minus the sum of the node samples).
 BETWEEN_NODES = "(between nodes)"
 #: Columns of :func:`tail_attribution`, after the identity columns name/op/target.
@@ -27,10 +29,10 @@ def tail_runs(run_totals, quantile: float) -> np.ndarray:
     [False, True, False, False]
     """
     if not 0.0 < quantile < 1.0:
-        raise ValueError(f"quantile must be strictly between 0 and 1, got {quantile!r}")
+        raise ArgumentError(f"quantile must be strictly between 0 and 1, got {quantile!r}")
     totals = np.asarray(run_totals, dtype=np.float64)
     if totals.size == 0:
-        raise ValueError("no runs: tail attribution needs at least one run")
+        raise ArgumentError("no runs: tail attribution needs at least one run")
     return totals >= np.quantile(totals, quantile)
 
 
@@ -70,7 +72,7 @@ def tail_attribution(names, samples, run_totals, quantile: float = 0.99,
     [['a', 10.0, 40.0, 30.0, 1.0], ['b', 5.0, 5.0, 0.0, 0.0], ['(between nodes)', 1.0, 1.0, 0.0, 0.0]]
     """
     if sort_by not in SORT_KEYS:
-        raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
+        raise ArgumentError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
     samples = np.asarray(samples)
     totals = np.asarray(run_totals)
     in_tail = tail_runs(totals, quantile)

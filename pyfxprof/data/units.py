@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ArgumentError
+
 MISSING = "-"
 _UNITS = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -31,7 +33,7 @@ def _significant(value: float, precision: int) -> str:
 def _checked(value, precision, minimum_precision: int) -> float | None:
     """`value` as a float (None when missing), after checking `precision`."""
     if not isinstance(precision, int) or precision < minimum_precision:
-        raise ValueError(f"precision must be an int >= {minimum_precision}, got {precision!r}")
+        raise ArgumentError(f"precision must be an int >= {minimum_precision}, got {precision!r}")
     return _as_float(value)
 
 

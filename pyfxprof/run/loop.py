@@ -35,6 +35,7 @@ import torch
 from ..timing.native import _C
 from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs, split_inputs
+from ..capture.ladder import check_model
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.profile import Profile
 from ..data.units import format_ns
@@ -114,9 +115,7 @@ class Profiler:
                  autowrap_functions: Iterable = (), concrete_args: dict | None = None,
                  name: str | None = None, keep_profiles: int | None = 100,
                  backward: bool = False) -> None:
-        if not isinstance(model, torch.nn.Module):
-            raise PyfxprofError(
-                f"expected a torch.nn.Module to profile, got {type(model).__name__}")
+        check_model(model)
         if is_compiled(model):
             raise PyfxprofError("Profiler loops do not time torch.compile'd models: use "
                                 "pyfxprof.profile(compiled_model, inputs) for per-kernel times, "

@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 
 from ..capture.analysis import describe
+<<<<<<< HEAD
 from ..capture.dynamo import GRANULARITIES
 from ..capture.inductor import compile_settings, is_compiled
 from ..capture.inputs import split_inputs
@@ -18,6 +19,11 @@ from ..capture.ladder import Prepared, copied_inputs, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
 from ..capture.tracing import CAPTURE_MODES
+=======
+from ..capture.ladder import Prepared, check_model, prepare, warn_fallback
+from ..capture.model_state import evaluation_mode, grad_context
+from ..capture.tracing import fx_sources_released
+>>>>>>> 725e619 (One error type for caller mistakes: ArgumentError (a PyfxprofError that is also a ValueError and TypeError) replaces the bare ValueError/TypeError of views, data, analyses and tools (table sort_by/top, tree max_depth, export metric/runs, ...); load() of None/int/bytes, fuse_conv_bn(None), leaf_modules/autowrap_functions/concrete_args of the wrong kind, device='foo', device='meta', TorchScript models (profile and Profiler) refused in one line. CLI: --input beyond 2**40 elements, --threads over 1024, --ranks-out onto a file, report --rank-traces of one profile are one-line errors; MemoryError is one line; an interrupted hooks capture discards its marks (17 stray records before). tests/test_argument_errors.py)
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError
@@ -43,6 +49,7 @@ from .training import TrainingExecutor, training_frame, with_backward
 CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES}
 
 
+@fx_sources_released()
 def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
             warmup: int = 10, mode: str = "codegen", *, grad: bool = False,
             name: str | None = None, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
@@ -237,8 +244,7 @@ def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
 
 def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dict) -> None:
     _refuse_context_manager_use(model, options)
-    if not isinstance(model, torch.nn.Module):
-        raise PyfxprofError(f"expected a torch.nn.Module to profile, got {type(model).__name__}")
+    check_model(model)
     if mode not in MODES:
         raise PyfxprofError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if not isinstance(runs, int) or runs < 1:

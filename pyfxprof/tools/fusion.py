@@ -26,7 +26,7 @@ from torch.nn.modules.conv import _ConvNd
 from torch.nn.utils import parametrize
 from torch.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
 
-from ..errors import PyfxprofError, first_line
+from ..errors import ArgumentError, PyfxprofError, first_line
 
 __all__ = ["FusionError", "FusionReport", "fuse_conv_bn", "max_abs_difference"]
 
@@ -97,6 +97,8 @@ def fuse_conv_bn(model: nn.Module) -> torch.fx.GraphModule:
         >>> max_abs_difference(model, fused, (torch.randn(1, 3, 64, 64),)) < 1e-4  # doctest: +SKIP
         True
     """
+    if not isinstance(model, nn.Module):
+        raise ArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if model.training:
         raise FusionError("model is in training mode; call model.eval() first")
     gm = _trace(_copy(model))
@@ -144,14 +146,14 @@ def max_abs_difference(original: nn.Module, fused: nn.Module, example_inputs) ->
         expected = _tensors(original(*example_inputs))
         actual = _tensors(fused(*example_inputs))
     if len(expected) != len(actual):
-        raise ValueError(
+        raise ArgumentError(
             f"outputs differ in structure: {len(expected)} vs {len(actual)} tensors; "
             "compare models with the same outputs"
         )
     worst = 0.0
     for a, b in zip(expected, actual):
         if a.shape != b.shape:
-            raise ValueError(f"output shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}")
+            raise ArgumentError(f"output shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}")
         if a.numel():
             worst = max(worst, (a.double() - b.double()).abs().max().item())
     return worst

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import first_line
+from ..errors import ArgumentError, first_line
 from .fusion import FusionReport, fuse_conv_bn, max_abs_difference
 
 __all__ = ["FusionBenchmark", "benchmark_fusion"]
@@ -154,7 +154,7 @@ def benchmark_fusion(
         >>> print(bench)  # doctest: +SKIP
     """
     if runs < 1 or warmup < 0:
-        raise ValueError(f"need runs >= 1 and warmup >= 0, got runs={runs}, warmup={warmup}")
+        raise ArgumentError(f"need runs >= 1 and warmup >= 0, got runs={runs}, warmup={warmup}")
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     fused = fuse_conv_bn(model)

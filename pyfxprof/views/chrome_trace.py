@@ -47,6 +47,7 @@ import pandas as pd
 
 from ..data.persist import open_output
 from ..data.profile import NODE_COLUMNS, Profile
+from ..errors import ArgumentError
 from .backward_trace import backward_events
 from .trace_slices import input_dims, module_blocks, op_names
 
@@ -103,7 +104,7 @@ def select_runs(profile: Profile, runs=None, max_runs: int | None = 100) -> np.n
     chosen = np.arange(profile.n_runs) if runs is None else np.unique(np.asarray(list(runs)))
     valid = chosen.size == 0 or chosen.dtype.kind in "iu"
     if not valid or ((chosen < 0) | (chosen >= profile.n_runs)).any():
-        raise ValueError(f"runs must be indices in 0..{profile.n_runs - 1}, got {runs!r}")
+        raise ArgumentError(f"runs must be indices in 0..{profile.n_runs - 1}, got {runs!r}")
     if max_runs is not None and len(chosen) > max_runs:
         warnings.warn(f"exporting the first {max_runs} of {len(chosen)} runs to keep the trace "
                       f"viewable; pass runs=[...] or a larger max_runs", stacklevel=3)

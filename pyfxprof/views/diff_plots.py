@@ -18,17 +18,19 @@ import pandas as pd
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
 from .safe_text import figure_text
 
+from ..errors import ArgumentError
+
 
 def _check(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ValueError(f"df must come from ProfileDiff.compare(); missing columns {missing}")
+        raise ArgumentError(f"df must come from ProfileDiff.compare(); missing columns {missing}")
 
 
 def _top_rows(df: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
     """The ``top`` rows with the largest non-zero |column|, largest first (ties: df order)."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise ValueError(f"top must be a positive int, got {top!r}")
+        raise ArgumentError(f"top must be a positive int, got {top!r}")
     changed = df[df[column].fillna(0) != 0]
     return changed.sort_values(column, key=lambda s: s.abs(), ascending=False,
                                kind="stable").iloc[:top]

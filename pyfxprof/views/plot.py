@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.profile import Profile
-from ..errors import PyfxprofError
+from ..errors import ArgumentError, PyfxprofError
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
 from .safe_text import figure_text
 
@@ -18,7 +18,7 @@ def top_nodes(profile: Profile, top: int = 20) -> dict:
     ['layer4_0_conv2', 'layer3_0_conv2', 'conv1']
     """
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise ValueError(f"top must be a positive int, got {top!r}")
+        raise ArgumentError(f"top must be a positive int, got {top!r}")
     if profile.n_runs == 0 or profile.n_nodes == 0:
         raise PyfxprofError("nothing to plot: the profile has no runs or no nodes")
     medians = np.median(profile.samples, axis=0)

@@ -11,6 +11,7 @@ import pandas as pd
 from ..data.files import open_output
 from ..data.rank_profiles import COMM_COLUMN, RankProfiles
 from ..data.units import MISSING, format_ns, format_pct
+from ..errors import ArgumentError
 from . import report
 
 #: Ranks shown as columns of the node table; more ranks show min / median / max only.
@@ -55,7 +56,7 @@ def rank_report_html(ranks: RankProfiles, top: int | None = 50) -> str:
 def _views(ranks: RankProfiles, sort_by: str, top: int | None) -> tuple:
     """(per-rank View, node View) of the rank table."""
     if sort_by not in SORT_KEYS:
-        raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
+        raise ArgumentError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
     frame = ranks.to_dataframe()
     if sort_by != "order":
         frame = frame.sort_values(sort_by, ascending=False, kind="stable")

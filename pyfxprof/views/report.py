@@ -22,7 +22,7 @@ from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statist
                           cumulative_pct, group_samples, node_statistics, noisy_mask,
                           relative_iqr, summary_of_totals, with_flop_rate)
 from ..data.units import MISSING, format_flops, format_ns, format_pct, format_si
-from ..errors import PyfxprofError
+from ..errors import ArgumentError, PyfxprofError
 from .safe_text import terminal_line, terminal_text, xml_text
 
 SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
@@ -103,7 +103,7 @@ class View:
 
 def _choice(name: str, value, valid) -> None:
     if value not in valid:
-        raise ValueError(f"{name} must be one of {list(valid)}, got {value!r}")
+        raise ArgumentError(f"{name} must be one of {list(valid)}, got {value!r}")
 
 
 def _meta(meta: dict, key: str) -> str:
@@ -324,9 +324,9 @@ def _check_depth(group_by: str | None, depth) -> None:
     if depth is None:
         return
     if group_by != "module":
-        raise ValueError(f"depth applies to group_by='module' only, got group_by={group_by!r}")
+        raise ArgumentError(f"depth applies to group_by='module' only, got group_by={group_by!r}")
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be None or a positive int, got {depth!r}")
+        raise ArgumentError(f"depth must be None or a positive int, got {depth!r}")
 
 
 def _torch_sort_key(sort_by, frame: pd.DataFrame):
@@ -344,13 +344,13 @@ def _torch_sort_key(sort_by, frame: pd.DataFrame):
 def _check_args(sort_by, top, columns, valid_columns) -> None:
     _choice("sort_by", sort_by, SORT_KEYS + tuple(TORCH_SORT_KEYS))
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
-        raise ValueError(f"top must be None or a positive int, got {top!r}")
+        raise ArgumentError(f"top must be None or a positive int, got {top!r}")
     if columns is not None:
         if isinstance(columns, str) or not columns:
-            raise ValueError("columns must be a non-empty list of column names")
+            raise ArgumentError("columns must be a non-empty list of column names")
         unknown = [c for c in columns if c not in valid_columns]
         if unknown:
-            raise ValueError(f"unknown columns {unknown}; valid: {list(valid_columns)}")
+            raise ArgumentError(f"unknown columns {unknown}; valid: {list(valid_columns)}")
 
 
 def _op_targets(frame: pd.DataFrame) -> pd.DataFrame:
@@ -479,9 +479,9 @@ def render_text(view: View, width: int | None = None) -> str:
     ``width``: fit the table and header into this many characters (cut text columns, then
     drop columns from the right, with a note); None: no limit.
     """
-    view = replace(view, header=[terminal_line(h) for h in view.header],
+    view = replace(view, header=[terminal_text(h) for h in view.header],
                    rows=[[terminal_line(c) for c in r] for r in view.rows],
-                   notes=[terminal_line(n) for n in view.notes])
+                   notes=[terminal_text(n) for n in view.notes])
     widths = [max([len(t)] + [len(r[i]) for r in view.rows]) for i, t in enumerate(view.titles)]
     kept, widths = (list(range(len(widths))), widths) if width is None else _fit_columns(
         view, widths, width)

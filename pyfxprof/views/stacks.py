@@ -16,6 +16,7 @@ import numpy as np
 from ..data.files import open_output
 from ..data.profile import Profile
 from ..data.stats import node_statistics
+from ..errors import ArgumentError
 from .safe_text import terminal_line
 
 METRICS = ("median", "mean", "total", "min", "max")
@@ -43,7 +44,7 @@ def stack_weights(profile: Profile, metric: str = "median", by: str = "module"
     (['root', 'layer1', 'layer1.0', 'layer1.0.conv1'], 41250)
     """
     if by not in STACK_KINDS:
-        raise ValueError(f"by must be one of {list(STACK_KINDS)}, got {by!r}")
+        raise ArgumentError(f"by must be one of {list(STACK_KINDS)}, got {by!r}")
     weights = np.rint(np.nan_to_num(_metric_values(profile, metric), nan=0.0)).astype(
         np.int64).tolist()
     nodes = profile.nodes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 import torch
@@ -11,6 +12,9 @@ import pyfxprof
 from ...errors import PyfxprofError
 from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input_argument
 from .arg_types import integer_at_least
+
+#: Most --threads accepted (more makes OpenMP abort the process when it cannot start them).
+MAX_THREADS = 1024
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +48,9 @@ def model_and_inputs(args: argparse.Namespace) -> tuple[torch.nn.Module, Any, st
         ('ReLU', torch.Size([2, 3]))
     """
     if args.threads is not None:
+        if args.threads > MAX_THREADS:
+            raise PyfxprofError(f"--threads {args.threads} is more than {MAX_THREADS}; give at "
+                                f"most the cores to use (this machine has {os.cpu_count()})")
         torch.set_num_threads(args.threads)
     model = load_model(args.model)
     return model, parse_inputs(args.input or [DEFAULT_INPUT]), args.model.rpartition(":")[2]

@@ -105,7 +105,11 @@ def run_ranks(args: argparse.Namespace) -> int:
     from ...run.distributed import barrier, gather, init_from_environment
     import torch.distributed as dist
     out = Path(args.ranks_out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise PyfxprofError(f"--ranks-out {out}: {error.strerror or error}; give a directory "
+                            "(it is created when missing)") from None
     owned = init_from_environment(args.device, args.gather_timeout)
     try:
         rank = dist.get_rank() if dist.is_initialized() else 0

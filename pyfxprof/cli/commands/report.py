@@ -120,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     profile = load_profile_or_ranks(args.profile)
     if isinstance(profile, RankProfiles):
         return _report_ranks(profile, args)
+    if args.rank_traces:
+        raise PyfxprofError(f"--rank-traces writes one trace per rank of a gathered ranks file "
+                            f"(ranks.json); {args.profile} is one profile: use --chrome-trace")
     profile = chosen_runs(profile, args)
     print_table(profile, args)
     print_latency(profile, args)

@@ -1,0 +1,101 @@
+"""Caller mistakes raise ArgumentError (a PyfxprofError, ValueError and TypeError) in one line naming the argument; CLI mistakes are one line, never a traceback."""
+
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof import _C
+from pyfxprof.cli.main import main
+from pyfxprof.errors import ArgumentError, PyfxprofError
+from pyfxprof.timing.recorder import RECORDER
+from tests.test_persist import make_profile
+
+MODEL = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+X = (torch.randn(2, 4),)
+
+
+def _profile(model=MODEL, **options):
+    return pyfxprof.profile(model, X, runs=2, warmup=0, progress=False, **options)
+
+
+CASES = {
+    "sort_by": lambda p: p.table(sort_by="zz"),
+    "top": lambda p: p.table(top=-1),
+    "max_depth": lambda p: p.tree(max_depth=-1),
+    "metric": lambda p: p.export_flamegraph("unused.svg", metric="zz"),
+    "runs": lambda p: p.export_chrome_trace("unused.json", runs=[99]),
+    "path": lambda p: pyfxprof.load(None),
+    "path ": lambda p: pyfxprof.load(5),
+    "path  ": lambda p: pyfxprof.load(b'{"format": 1}'),
+    "model": lambda p: pyfxprof.fuse_conv_bn(None),
+    "leaf_modules": lambda p: _profile(leaf_modules=None),
+    "autowrap_functions": lambda p: _profile(autowrap_functions="torch.relu"),
+    "device": lambda p: _profile(device="foo"),
+    "device ": lambda p: _profile(device="meta"),
+    "TorchScript": lambda p: _profile(torch.jit.script(MODEL)),
+    "TorchScript ": lambda p: _profile(torch.jit.trace(MODEL, X)),
+    "TorchScript  ": lambda p: pyfxprof.Profiler(torch.jit.script(MODEL)),
+}
+
+
+@pytest.mark.parametrize("argument", sorted(CASES))
+def test_one_line_naming_the_argument(argument, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ArgumentError) as info:
+        CASES[argument](make_profile())
+    message = str(info.value)
+    assert argument.strip() in message and "\n" not in message
+    assert isinstance(info.value, (PyfxprofError, ValueError, TypeError))
+    assert list(tmp_path.iterdir()) == []  # nothing written by a refused call
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--input", "99999999999999999999999x16"], "more than 1e+12; use a smaller shape"),
+    (["--threads", "100000"], "--threads 100000 is more than 1024"),
+    (["--device", "meta"], "device 'meta' runs no operations"),
+    (["--ranks-out", "existing"], "--ranks-out existing: File exists"),
+])
+def test_cli_mistakes_are_one_line(argv, expected, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing").write_text("keep")
+    code = main(["profile", "torch.nn:ReLU", "--input", "2x4", "--runs", "2", "--warmup", "0",
+                 *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err and "Traceback" not in err, err
+    assert (tmp_path / "existing").read_text() == "keep"
+
+
+def test_rank_traces_of_a_single_profile_says_so(tmp_path, capsys):
+    make_profile().save(tmp_path / "p.json")
+    assert main(["report", str(tmp_path / "p.json"), "--rank-traces", str(tmp_path / "t")]) == 2
+    assert "is one profile: use --chrome-trace" in capsys.readouterr().err
+    assert not (tmp_path / "t").exists()
+
+
+class Stop(torch.nn.Module):
+    """Raises KeyboardInterrupt on its 6th call (inside the timed runs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == 6:
+            raise KeyboardInterrupt
+        return x
+
+
+def interrupted():
+    return torch.nn.Sequential(torch.nn.Linear(4, 4), Stop(), torch.nn.ReLU())
+
+
+@pytest.mark.parametrize("capture", ["fx", "hooks"])
+def test_an_interrupt_leaves_no_stray_records(capture):
+    RECORDER.start()
+    with pytest.raises(KeyboardInterrupt):
+        pyfxprof.profile(interrupted(), X, runs=20, warmup=1, capture=capture, progress=False,
+                         leaf_modules=[Stop])
+    assert _C.buffer_stats()["pending_records"] == 0
+    RECORDER.start()
+    assert RECORDER._pending is None
