@@ -122,7 +122,7 @@ class Context:
 
     def names(self, rows) -> list[str]:
         """Node names of ``rows``."""
-        return [str(self.stats.at[row, "name"]) for row in rows]
+        return self.stats.loc[list(rows), "name"].astype(str).tolist()
 
 
 def build_context(profile) -> Context:

@@ -38,7 +38,9 @@ def _as_names(value) -> tuple:
 
 def _by_median(stats: pd.DataFrame, rows, column: str = "median") -> list[int]:
     """``rows`` sorted by ``column`` (a median), largest first; ties keep execution order."""
-    return sorted(rows, key=lambda row: -stats.at[row, column])
+    rows = list(rows)
+    order = np.argsort(-stats.loc[rows, column].to_numpy(dtype=float), kind="stable")
+    return [rows[i] for i in order]
 
 
 # --- rules -------------------------------------------------------------------------------------
@@ -62,9 +64,9 @@ def fusible_pairs(stats: pd.DataFrame) -> list[tuple[int, int]]:
         for name in dict.fromkeys(_as_names(inputs)):
             readers.setdefault(name, []).append(row)
     modules = stats[stats["op"] == "call_module"]
-    calls = modules["target"].value_counts()
+    calls = modules["target"].value_counts().to_dict()
     pairs = []
-    for row, conv in modules.iterrows():
+    for row, conv in modules[["name", "module_type", "target"]].to_dict("index").items():
         users = readers.get(conv["name"], [])
         bn_type = _BN_AFTER.get(conv["module_type"])
         if bn_type is None or calls[conv["target"]] > 1 or len(users) != 1:
@@ -178,8 +180,8 @@ def hotspots(profile, context: Context) -> list[Suggestion]:
     share = np.cumsum(stats[column][order].to_numpy()) / node_sum
     count = min(int((share < HOTSPOT_SHARE - 1e-9).sum()) + 1, len(order))
     rows = order[:count]
-    kinds = stats.loc[rows].apply(what, axis=1)
-    by_kind = stats[column][rows].groupby(kinds.to_numpy()).agg(["size", "sum"])
+    kinds = [what(row) for row in stats.loc[rows, ["op", "module_type", "target"]].to_dict("records")]
+    by_kind = stats[column][rows].groupby(np.array(kinds, dtype=object)).agg(["size", "sum"])
     by_kind = by_kind.sort_values("sum", ascending=False, kind="stable").head(3)
     kind_of_time = "device time" if column == "device_median" else "node time"
     evidence = [f"{count} of {len(stats)} nodes make up {share[count - 1]:.1%} of {kind_of_time} "
@@ -258,7 +260,7 @@ class SlowOp:
 
     device: str                            # "cpu" or "cuda"
     label: str                             # short name, in the suggestion's title
-    matches: Callable[[pd.Series], bool]   # row of Context.stats -> is it this op?
+    matches: Callable[[dict], bool]        # row of Context.stats (a dict) -> is it this op?
     why: str                               # first evidence line
     action: str
 
@@ -299,10 +301,13 @@ def known_slow_ops(profile, context: Context) -> list[Suggestion]:
     """Nodes matching a KNOWN_SLOW_OPS entry of the device in use; one suggestion per entry."""
     stats = context.stats
     found = []
+    records = None
     for entry in KNOWN_SLOW_OPS:
         if entry.device != context.device:
             continue
-        rows = _by_median(stats, [row for row, node in stats.iterrows() if entry.matches(node)])
+        columns = [c for c in ("op", "target", "output_shapes") if c in stats]
+        records = stats[columns].to_dict("index") if records is None else records
+        rows = _by_median(stats, [row for row, node in records.items() if entry.matches(node)])
         if not rows:
             continue
         pct = context.pct(stats["median"][rows].sum())

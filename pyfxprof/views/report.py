@@ -405,8 +405,9 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     frame["cum_pct"] = cumulative_pct(frame["pct_total"])
     shown = len(frame) if top is None else min(top, len(frame))
     columns = list(columns or [c for c in default if c in valid])  # launch_bound is optional
-    rows = [[_truncate(c, _cell(c, v)) for c, v in zip(columns, record)]
-            for record in _op_targets(frame.iloc[:shown])[columns].itertuples(index=False)]
+    cut = _op_targets(frame.iloc[:shown])
+    formatted = [[_truncate(c, _cell(c, v)) for v in cut[c].tolist()] for c in columns]
+    rows = [list(row) for row in zip(*formatted)]
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
         header=header_lines(profile.meta, profile.n_runs, profile.n_nodes, profile.run_totals)
