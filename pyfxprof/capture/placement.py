@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import PyfxprofError
+from ..errors import ArgumentError, PyfxprofError
 from .inputs import BoundInputs
 
 
@@ -18,7 +18,14 @@ def place_on_device(model: torch.nn.Module, example_inputs, device: str | None):
     """
     if device is None:
         return model, example_inputs
-    target = torch.device(device)
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ArgumentError(f"device must be 'cpu', 'cuda' or 'cuda:N' (or None: where the "
+                            f"model is), got {device!r}") from None
+    if target.type == "meta":
+        raise ArgumentError("device 'meta' runs no operations, so there is nothing to time; "
+                            "use 'cpu' or 'cuda'")
     if target.type == "cuda" and not torch.cuda.is_available():
         raise PyfxprofError(f"device {device!r} requested but torch sees no CUDA GPU "
                             "(torch.cuda.is_available() is False); use --device cpu")

@@ -21,12 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-<<<<<<< HEAD
 from .. import served_methods
-from ..errors import PyfxprofError
-=======
 from ..errors import ArgumentError, PyfxprofError
->>>>>>> 725e619 (One error type for caller mistakes: ArgumentError (a PyfxprofError that is also a ValueError and TypeError) replaces the bare ValueError/TypeError of views, data, analyses and tools (table sort_by/top, tree max_depth, export metric/runs, ...); load() of None/int/bytes, fuse_conv_bn(None), leaf_modules/autowrap_functions/concrete_args of the wrong kind, device='foo', device='meta', TorchScript models (profile and Profiler) refused in one line. CLI: --input beyond 2**40 elements, --threads over 1024, --ranks-out onto a file, report --rank-traces of one profile are one-line errors; MemoryError is one line; an interrupted hooks capture discards its marks (17 stray records before). tests/test_argument_errors.py)
 from . import persist, validate
 from .profile import Profile
 

@@ -13,7 +13,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-<<<<<<< HEAD
+from ..errors import ArgumentError
+
 class _Runs:
     """A (runs >= 1, nodes) float array with what the reducers share: one sort for every order
     statistic, percentiles by linear interpolation (numpy's default method)."""
@@ -67,10 +68,6 @@ STATISTICS = (
     Statistic("pct_total", "Total %", "%", "node `total` / sum of all node totals × 100; 0 "
               "when all are 0"),
 )
-=======
-from ..errors import ArgumentError
-
->>>>>>> 725e619 (One error type for caller mistakes: ArgumentError (a PyfxprofError that is also a ValueError and TypeError) replaces the bare ValueError/TypeError of views, data, analyses and tools (table sort_by/top, tree max_depth, export metric/runs, ...); load() of None/int/bytes, fuse_conv_bn(None), leaf_modules/autowrap_functions/concrete_args of the wrong kind, device='foo', device='meta', TorchScript models (profile and Profiler) refused in one line. CLI: --input beyond 2**40 elements, --threads over 1024, --ranks-out onto a file, report --rank-traces of one profile are one-line errors; MemoryError is one line; an interrupted hooks capture discards its marks (17 stray records before). tests/test_argument_errors.py)
 #: Columns of :func:`node_statistics`, in order. All are ns as float except ``count``
 #: (number of runs, int) and ``pct_total`` (percent of the sum of all node totals).
 STAT_COLUMNS = tuple(statistic.name for statistic in STATISTICS)

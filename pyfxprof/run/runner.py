@@ -11,19 +11,13 @@ import pandas as pd
 import torch
 
 from ..capture.analysis import describe
-<<<<<<< HEAD
 from ..capture.dynamo import GRANULARITIES
 from ..capture.inductor import compile_settings, is_compiled
 from ..capture.inputs import split_inputs
-from ..capture.ladder import Prepared, copied_inputs, prepare, warn_fallback
+from ..capture.ladder import Prepared, check_model, copied_inputs, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
-from ..capture.tracing import CAPTURE_MODES
-=======
-from ..capture.ladder import Prepared, check_model, prepare, warn_fallback
-from ..capture.model_state import evaluation_mode, grad_context
-from ..capture.tracing import fx_sources_released
->>>>>>> 725e619 (One error type for caller mistakes: ArgumentError (a PyfxprofError that is also a ValueError and TypeError) replaces the bare ValueError/TypeError of views, data, analyses and tools (table sort_by/top, tree max_depth, export metric/runs, ...); load() of None/int/bytes, fuse_conv_bn(None), leaf_modules/autowrap_functions/concrete_args of the wrong kind, device='foo', device='meta', TorchScript models (profile and Profiler) refused in one line. CLI: --input beyond 2**40 elements, --threads over 1024, --ranks-out onto a file, report --rank-traces of one profile are one-line errors; MemoryError is one line; an interrupted hooks capture discards its marks (17 stray records before). tests/test_argument_errors.py)
+from ..capture.tracing import CAPTURE_MODES, fx_sources_released
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError

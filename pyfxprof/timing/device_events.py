@@ -6,14 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-<<<<<<< HEAD
 from .native import _C
 from ..errors import PyfxprofError
-=======
-from .. import _C
-from ..capture.inputs import BoundInputs
-from ..errors import ArgumentError, PyfxprofError
->>>>>>> 725e619 (One error type for caller mistakes: ArgumentError (a PyfxprofError that is also a ValueError and TypeError) replaces the bare ValueError/TypeError of views, data, analyses and tools (table sort_by/top, tree max_depth, export metric/runs, ...); load() of None/int/bytes, fuse_conv_bn(None), leaf_modules/autowrap_functions/concrete_args of the wrong kind, device='foo', device='meta', TorchScript models (profile and Profiler) refused in one line. CLI: --input beyond 2**40 elements, --threads over 1024, --ranks-out onto a file, report --rank-traces of one profile are one-line errors; MemoryError is one line; an interrupted hooks capture discards its marks (17 stray records before). tests/test_argument_errors.py)
 
 
 def ensure_cuda_runtime() -> str:
@@ -79,55 +73,3 @@ class DeviceEvents:
         if not self._rows:
             return np.empty((0, self.n_nodes), dtype=np.int64)
         return np.stack(self._rows)
-<<<<<<< HEAD
-=======
-
-
-def place_on_device(model: torch.nn.Module, example_inputs, device: str | None):
-    """(model, inputs) on `device`: a deep copy of the model when it must move (the user's
-    model is never moved in place), inputs moved too. None leaves both where they are.
-
-    Example:
-        >>> m, x = place_on_device(torch.nn.ReLU(), (torch.zeros(1),), None)
-    """
-    if device is None:
-        return model, example_inputs
-    try:
-        target = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ArgumentError(f"device must be 'cpu', 'cuda' or 'cuda:N' (or None: where the "
-                            f"model is), got {device!r}") from None
-    if target.type == "meta":
-        raise ArgumentError("device 'meta' runs no operations, so there is nothing to time; "
-                            "use 'cpu' or 'cuda'")
-    if target.type == "cuda" and not torch.cuda.is_available():
-        raise PyfxprofError(f"device {device!r} requested but torch sees no CUDA GPU "
-                            "(torch.cuda.is_available() is False); use --device cpu")
-    parameters = list(model.parameters()) + list(model.buffers())
-    if any(p.device != target for p in parameters):
-        import copy
-        model = copy.deepcopy(model).to(target)
-    return model, _move(example_inputs, target)
-
-
-def _move(value, target: torch.device):
-    if isinstance(value, BoundInputs):
-        return BoundInputs(_move(value.args, target), _move(value.kwargs, target))
-    if isinstance(value, torch.Tensor):
-        return value.to(target)
-    if isinstance(value, (tuple, list)):
-        return type(value)(_move(v, target) for v in value)
-    if isinstance(value, dict):
-        return {k: _move(v, target) for k, v in value.items()}
-    return value
-
-
-def add_device_summary(frame, host: np.ndarray, device: np.ndarray, run_totals: np.ndarray,
-                       meta: dict):
-    """A copy of the nodes `frame` with `launch_bound` (host median above device median);
-    sets the device busy share (device time of all nodes over the run's host total) in `meta`."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        busy = device.sum(axis=1) / run_totals
-    meta["device_busy_share"] = float(np.median(busy)) if np.isfinite(busy).all() else None
-    return frame.assign(launch_bound=np.median(host, axis=0) > np.median(device, axis=0))
->>>>>>> 725e619 (One error type for caller mistakes: ArgumentError (a PyfxprofError that is also a ValueError and TypeError) replaces the bare ValueError/TypeError of views, data, analyses and tools (table sort_by/top, tree max_depth, export metric/runs, ...); load() of None/int/bytes, fuse_conv_bn(None), leaf_modules/autowrap_functions/concrete_args of the wrong kind, device='foo', device='meta', TorchScript models (profile and Profiler) refused in one line. CLI: --input beyond 2**40 elements, --threads over 1024, --ranks-out onto a file, report --rank-traces of one profile are one-line errors; MemoryError is one line; an interrupted hooks capture discards its marks (17 stray records before). tests/test_argument_errors.py)
