@@ -23,7 +23,7 @@ from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statist
                           relative_iqr, summary_of_totals, with_flop_rate)
 from ..data.units import MISSING, format_flops, format_ns, format_pct, format_si
 from ..errors import ArgumentError, PyfxprofError
-from .safe_text import terminal_line, terminal_text, xml_text
+from .safe_text import is_terminal_safe, terminal_line, terminal_text, xml_text
 
 SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
 #: torch.profiler's sort keys accepted by table(): the column each sorts the nodes by (a node's
@@ -480,8 +480,10 @@ def render_text(view: View, width: int | None = None) -> str:
     ``width``: fit the table and header into this many characters (cut text columns, then
     drop columns from the right, with a note); None: no limit.
     """
-    view = replace(view, header=[terminal_text(h) for h in view.header],
-                   rows=[[terminal_line(c) for c in r] for r in view.rows],
+    rows = view.rows
+    if not is_terminal_safe("".join(cell for row in rows for cell in row)):
+        rows = [[terminal_line(c) for c in r] for r in rows]  # only then cell by cell
+    view = replace(view, header=[terminal_text(h) for h in view.header], rows=rows,
                    notes=[terminal_text(n) for n in view.notes])
     widths = [max([len(t)] + [len(r[i]) for r in view.rows]) for i, t in enumerate(view.titles)]
     kept, widths = (list(range(len(widths))), widths) if width is None else _fit_columns(

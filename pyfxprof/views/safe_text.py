@@ -24,6 +24,15 @@ def _escaped(match: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def is_terminal_safe(text: str) -> bool:
+    """Whether :func:`terminal_line` would leave ``text`` as it is (one search, no copy).
+
+    >>> is_terminal_safe("relu 1.2 µs"), is_terminal_safe("bell" + chr(7))
+    (True, False)
+    """
+    return _UNSAFE_IN_LINE.search(text) is None
+
+
 def terminal_line(text) -> str:
     """``text`` as one line safe on a terminal: every control character (newlines too),
     bidirectional override and lone surrogate shown as its escape.
