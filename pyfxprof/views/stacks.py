@@ -69,8 +69,8 @@ def _metric_values(profile: Profile, metric: str) -> np.ndarray:
         if samples is None:
             return np.zeros(profile.n_nodes)
     if metric not in METRICS:
-        raise ValueError(f"metric must be one of {list(METRICS) + list(TORCH_METRICS)}, "
-                         f"got {metric!r}")
+        raise ArgumentError(f"metric must be one of {list(METRICS) + list(TORCH_METRICS)}, "
+                            f"got {metric!r}")
     return node_statistics(samples)[metric].to_numpy(dtype=np.float64)
 
 
