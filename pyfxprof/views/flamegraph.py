@@ -45,7 +45,7 @@ def _layout(root: dict) -> list[tuple[int, int, dict]]:
 
 def _color(name: str) -> str:
     """A deterministic warm colour (flamegraph.pl's "hot" palette) from the frame name."""
-    v = zlib.crc32(name.encode("utf-8"))
+    v = zlib.crc32(name.encode("utf-8", "surrogatepass"))  # names may hold lone surrogates
     return f"rgb({205 + v % 50},{(v >> 8) % 230},{(v >> 16) % 55})"
 
 
