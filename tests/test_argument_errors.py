@@ -1,13 +1,12 @@
-"""Caller mistakes raise ArgumentError (a PyfxprofError, ValueError and TypeError) in one line naming the argument; CLI mistakes are one line, never a traceback."""
+"""Caller mistakes raise ArgumentError (a PyfxprofError, ValueError and TypeError) in one line
+naming the argument; CLI mistakes are one line, never a traceback."""
 
 import pytest
 import torch
 
 import pyfxprof
-from pyfxprof import _C
 from pyfxprof.cli.main import main
 from pyfxprof.errors import ArgumentError, PyfxprofError
-from pyfxprof.timing.recorder import RECORDER
 from tests.test_persist import make_profile
 
 MODEL = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
@@ -70,32 +69,3 @@ def test_rank_traces_of_a_single_profile_says_so(tmp_path, capsys):
     assert main(["report", str(tmp_path / "p.json"), "--rank-traces", str(tmp_path / "t")]) == 2
     assert "is one profile: use --chrome-trace" in capsys.readouterr().err
     assert not (tmp_path / "t").exists()
-
-
-class Stop(torch.nn.Module):
-    """Raises KeyboardInterrupt on its 6th call (inside the timed runs)."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        if self.calls == 6:
-            raise KeyboardInterrupt
-        return x
-
-
-def interrupted():
-    return torch.nn.Sequential(torch.nn.Linear(4, 4), Stop(), torch.nn.ReLU())
-
-
-@pytest.mark.parametrize("capture", ["fx", "hooks"])
-def test_an_interrupt_leaves_no_stray_records(capture):
-    RECORDER.start()
-    with pytest.raises(KeyboardInterrupt):
-        pyfxprof.profile(interrupted(), X, runs=20, warmup=1, capture=capture, progress=False,
-                         leaf_modules=[Stop])
-    assert _C.buffer_stats()["pending_records"] == 0
-    RECORDER.start()
-    assert RECORDER._pending is None

@@ -125,8 +125,6 @@ class HooksExecutor:
 
     def __exit__(self, *exc_info) -> None:
         self._stack.close()
-        if exc_info[0] is not None:  # interrupted: the unfinished run's marks go now
-            RECORDER.discard(self.layout.first_id, self.layout.count)
 
     def run(self, args: tuple, kwargs: dict | None = None) -> Any:
         """One timed call `model(*args, **kwargs)` (kwargs default: the constructor's)."""
