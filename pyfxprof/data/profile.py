@@ -153,7 +153,7 @@ class Profile:
         if backward_samples is not None:
             self.backward_samples = _int_array(backward_samples, "backward_samples", 2)
             if self.backward_samples.shape != self.samples.shape:
-                raise ValueError(f"backward_samples shape {self.backward_samples.shape} "
+                raise ArgumentError(f"backward_samples shape {self.backward_samples.shape} "
                                  f"differs from samples shape {self.samples.shape}")
         self.run_starts = None
         if run_starts is not None:
