@@ -154,7 +154,7 @@ class Profile:
             self.backward_samples = _int_array(backward_samples, "backward_samples", 2)
             if self.backward_samples.shape != self.samples.shape:
                 raise ArgumentError(f"backward_samples shape {self.backward_samples.shape} "
-                                 f"differs from samples shape {self.samples.shape}")
+                                    f"differs from samples shape {self.samples.shape}")
         self.run_starts = None
         if run_starts is not None:
             self.run_starts = _int_array(run_starts, "run_starts", 1)
