@@ -7,7 +7,7 @@ import torch
 import pyfxprof
 from pyfxprof.cli.main import main
 from pyfxprof.errors import ArgumentError, PyfxprofError
-from tests.test_persist import make_profile
+from tests.data.test_persist import make_profile
 
 MODEL = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
 X = (torch.randn(2, 4),)

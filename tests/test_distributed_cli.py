@@ -23,12 +23,12 @@ JOB_TIMEOUT_S = 300
 
 def model_failing_on_rank_1() -> torch.nn.Module:
     """A Linear on every rank except rank 1, whose model cannot run."""
-    from test_distributed import Broken  # tests/ is on the path of the torchrun job
+    from tests.run.test_distributed import Broken
     return Broken() if os.environ.get("RANK") == "1" else torch.nn.Linear(16, 16)
 
 
 def torchrun(model: str, out: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
                OMP_NUM_THREADS="1")
     command = [str(TORCHRUN), "--standalone", "--nproc-per-node", "2", "-m", "pyfxprof",
                "profile", model, "--input", "4x16", "--runs", "6", "--warmup", "1",
@@ -38,7 +38,7 @@ def torchrun(model: str, out: Path) -> subprocess.CompletedProcess:
 
 
 def test_torchrun_writes_one_file_per_rank_and_the_gathered_file(tmp_path, capsys):
-    job = torchrun("test_distributed:DataParallelStep", tmp_path)
+    job = torchrun("tests.run.test_distributed:DataParallelStep", tmp_path)
     assert job.returncode == 0, job.stderr[-2000:]
     ranks = load_rank_profiles(tmp_path / "ranks.json")
     assert ranks.ranks == [0, 1] and ranks.world_size == 2
@@ -62,7 +62,7 @@ def test_torchrun_writes_one_file_per_rank_and_the_gathered_file(tmp_path, capsy
 
 
 def test_torchrun_with_a_failing_rank_reports_it_and_exits_without_hanging(tmp_path):
-    job = torchrun("test_distributed_cli:model_failing_on_rank_1", tmp_path)
+    job = torchrun("tests.test_distributed_cli:model_failing_on_rank_1", tmp_path)
     assert job.returncode != 0
     assert "pyfxprof: error: rank 1 could not profile" in job.stderr
     assert "pyfxprof: error: ranks [1] could not profile" in job.stderr

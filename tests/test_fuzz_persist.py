@@ -8,7 +8,7 @@ PyfxprofError line that names the path, or returns a Profile that passes
 renders through table, tree, `pyfxprof report`, HTML, Chrome trace, folded stacks, flame
 graph, speedscope and advise, and survives a save/load round trip unchanged. (The HTML
 report's PNG plot is left out here: matplotlib's rasterising would take most of the time, and
-tests/test_plot.py covers it.) Any other exception is a failure. Counts are printed with
+tests/views/test_plot.py covers it.) Any other exception is a failure. Counts are printed with
 ``pytest -s``.
 """
 
@@ -34,7 +34,7 @@ from pyfxprof.data.persist import load_profile, save_profile
 from pyfxprof.data.profile import NODE_COLUMNS, Profile
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.views import html_report
-from tests.test_persist import make_profile
+from tests.data.test_persist import make_profile
 
 OUTCOMES = collections.Counter()
 SETTINGS = settings(max_examples=800, deadline=None, derandomize=True, database=None,

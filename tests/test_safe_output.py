@@ -9,7 +9,7 @@ import pytest
 from pyfxprof.data.files import open_output
 from pyfxprof.data.persist import load_profile
 from pyfxprof.errors import PyfxprofError
-from tests.test_persist import make_profile
+from tests.data.test_persist import make_profile
 
 WRITERS = {
     "save": lambda prof, path: prof.save(path),

@@ -11,7 +11,7 @@ from torch import nn
 
 import pyfxprof
 from pyfxprof.data.profile import Profile
-from toy_profiles import toy_nodes
+from tests.toy_profiles import toy_nodes
 
 SAMPLES = np.array([[4000, 9000, 1000, 2000], [4100, 9100, 1100, 2100],
                     [4200, 9200, 1200, 2200], [3900, 8900, 900, 1900]], dtype=np.int64)

@@ -52,7 +52,7 @@ def _write_plot(profile, path, top: int = 20) -> None:
 
 
 #: Every format, in the order the CLI writes them. Longer suffixes win (``.speedscope.json``
-#: over ``.json``); a suffix belongs to one format (tests/test_exporters.py checks it).
+#: over ``.json``); a suffix belongs to one format (tests/views/test_exporters.py checks it).
 FORMATS = (
     Format("chrome_trace", "Chrome trace", (".json", ".json.gz"), export_chrome_trace,
            "a Chrome/Perfetto trace (Trace Event Format JSON; Perfetto, HTA, TensorBoard)"),

@@ -1,6 +1,6 @@
 """Tests of pyfxprof.capture.collectives: torch.distributed's in-place collectives traced as graph
 nodes of their own (constants bound), tagged as communication; functional collectives' waits.
-Running them needs process groups: tests/test_distributed.py does, with 2 gloo processes."""
+Running them needs process groups: tests/run/test_distributed.py does, with 2 gloo processes."""
 
 import torch
 import torch.distributed as dist

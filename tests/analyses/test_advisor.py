@@ -1,5 +1,5 @@
 """Tests of pyfxprof.analyses.advisor (and advice): advise, the rule registry, sorting and
-rendering. The built-in rules: tests/test_advisor_rules.py."""
+rendering. The built-in rules: tests/analyses/test_advisor_rules.py."""
 
 import pytest
 

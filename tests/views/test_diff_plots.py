@@ -5,7 +5,7 @@ from pyfxprof.analyses.diff import diff
 from pyfxprof.views.diff_plots import visualize_counts_diff, visualize_duration_diff
 from pyfxprof.errors import PyfxprofError
 
-from test_diff import control_and_test
+from tests.analyses.test_diff import control_and_test
 
 PNG_MAGIC = b"\x89PNG"
 

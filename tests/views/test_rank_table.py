@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyfxprof.cli.main import main
 from pyfxprof.views.rank_table import rank_report_html
-from test_rank_profiles import straggling_world
+from tests.data.test_rank_profiles import straggling_world
 
 
 def test_the_html_page_has_ranks_stragglers_and_nodes():

@@ -7,7 +7,7 @@ from pyfxprof.cli.commands import diff as diff_command
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.data.persist import save_profile
 
-from test_diff import control_and_test
+from tests.analyses.test_diff import control_and_test
 
 
 @pytest.fixture(scope="module")

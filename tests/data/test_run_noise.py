@@ -19,7 +19,7 @@ from pyfxprof.run.noise import RunMeter
 from tests.latency_models import LEAVES, Fixed, batch, chain
 from tests.toy_profiles import toy_nodes
 
-V1_FILE = Path(__file__).parent / "data" / "profile_v1.json"
+V1_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "profile_v1.json"
 linux_only = pytest.mark.skipif(not RunMeter().enabled, reason="needs getrusage RUSAGE_THREAD")
 
 

@@ -1,5 +1,5 @@
 """Tests of pyfxprof.analyses.advisor_rules: every built-in rule on small synthetic Profiles
-(machine_noise and warmup_too_small: tests/test_latency_warmup.py)."""
+(machine_noise and warmup_too_small: tests/data/test_warmup.py)."""
 
 import numpy as np
 import pytest

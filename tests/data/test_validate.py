@@ -14,7 +14,7 @@ from pyfxprof.data import files
 from pyfxprof.data.persist import load_profile, save_profile
 from pyfxprof.data.validate import FormatError, check_depth, parse_json, run_coverage
 from pyfxprof.errors import PyfxprofError
-from tests.test_persist import make_profile
+from tests.data.test_persist import make_profile
 
 
 def saved_doc(tmp_path, **options):

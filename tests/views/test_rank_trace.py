@@ -9,7 +9,7 @@ import pytest
 
 from pyfxprof.data.rank_profiles import RankProfiles
 from pyfxprof.views.rank_trace import chrome_trace_of_ranks
-from test_rank_profiles import straggling_world
+from tests.data.test_rank_profiles import straggling_world
 
 
 def test_one_process_row_per_rank_with_its_distributed_info(tmp_path):

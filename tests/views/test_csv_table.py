@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from tests.test_exporters import toy_profile
+from tests.views.test_exporters import toy_profile
 
 
 def test_csv_is_the_node_table(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from pyfxprof.data.profile import Profile
 from pyfxprof.data.rollup import inclusive_medians, module_keys
-from tests.test_report import table_rows
+from tests.views.test_report import table_rows
 
 # Per-run samples (ns) of six nodes over three runs; see each test for the sums.
 SAMPLES = np.array([[10, 20, 30, 40, 50, 60],

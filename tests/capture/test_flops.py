@@ -9,7 +9,7 @@ from torch import nn
 import pyfxprof
 from pyfxprof.capture.flops import FlopMeter
 from pyfxprof.data.units import format_flops
-from tests.test_report import table_rows
+from tests.views.test_report import table_rows
 
 # Linear: 2 * in * out * batch. Conv2d: 2 * (in_channels * kh * kw) * out_channels * output
 # pixels * batch; 3 -> 4 channels, 3x3 kernel, 10x10 input -> 8x8 output, batch 2.

@@ -10,7 +10,7 @@ import pytest
 from pyfxprof.cli.commands import report as report_command
 from pyfxprof.cli.main import COMMAND_MODULES, build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def registered(parser: argparse.ArgumentParser) -> set[str]:

@@ -4,7 +4,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from fixtures_models import SMALL_INPUT  # tests/ is on sys.path under pytest
+from tests.fixtures_models import SMALL_INPUT
 
 from pyfxprof.cli import main as cli
 from pyfxprof.cli.commands import fuse
@@ -17,7 +17,7 @@ CONV_BN_RELU = "tests.fixtures_models:conv_bn_relu"
 def repo_root_on_path(monkeypatch):
     """Model specs say `tests.fixtures_models:...`: make the repo root importable (plain
     `pytest` puts only tests/ on sys.path; `python -m pytest` also adds the cwd)."""
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[3]))
 
 
 def parse(argv):
