@@ -77,7 +77,7 @@ def test_capture_leaves_the_model_unchanged():
 
 
 def test_a_buffer_changed_in_place_is_in_the_graph_not_changed_at_trace_time():
-    from tests.test_model_state import InPlaceState
+    from tests.capture.test_model_state import InPlaceState
     model = InPlaceState()
     gm = capture(model).graph_module
     assert model.count.item() == 0 and model.running.tolist() == [1.0] * 4
@@ -87,7 +87,7 @@ def test_a_buffer_changed_in_place_is_in_the_graph_not_changed_at_trace_time():
 
 
 def test_a_forward_assigning_a_buffer_is_refused_at_the_module_that_assigns_it():
-    from tests.test_model_state import Counting
+    from tests.capture.test_model_state import Counting
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), Counting())
     steps = model[1].steps
     with pytest.raises(PyfxprofError, match=r"cannot trace 1 \(Counting\): RuntimeError: "

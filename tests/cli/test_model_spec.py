@@ -127,7 +127,7 @@ def test_cli_refuses_bad_numbers_and_devices_as_usage_errors(capsys, argv):
 
 def test_report_group_by_input_shape_without_shapes_is_one_line(tmp_path, capsys):
     from pyfxprof.cli import main as cli
-    from tests.test_persist import make_profile
+    from tests.data.test_persist import make_profile
     make_profile(extra=False).save(tmp_path / "p.json")
     rc = cli.main(["report", str(tmp_path / "p.json"), "--group-by", "input_shape"])
     err = capsys.readouterr().err.strip()

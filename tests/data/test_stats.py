@@ -224,7 +224,7 @@ def test_docs_table_of_statistics_is_the_registry():
 
 def test_report_titles_and_number_formats_follow_each_statistics_unit():
     from pyfxprof.views.report import profile_table
-    from tests.test_exporters import toy_profile
+    from tests.views.test_exporters import toy_profile
     lines = profile_table(toy_profile(), columns=["name", "count", "p99", "pct_total"],
                           width=None, sort_by="order").splitlines()
     title = next(k for k, line in enumerate(lines) if line.startswith("Node"))

@@ -123,7 +123,7 @@ def test_refuses_directory_without_traces_and_directory_as_file(tmp_path):
 
 def test_own_chrome_trace_reads_back_one_run_per_step(tmp_path):
     from pyfxprof.data.profile import Profile
-    from toy_profiles import toy_nodes
+    from tests.toy_profiles import toy_nodes
     nodes = toy_nodes()
     samples = np.array([[100, 200, 300, 400], [110, 210, 310, 410]], dtype=np.int64)
     prof = Profile(nodes, samples, np.array([1200, 1300]), {"model": "toy", "overhead_ns": 7.0},

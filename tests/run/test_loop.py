@@ -440,7 +440,7 @@ class _UntraceableInPlace(torch.nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        from tests.test_model_state import InPlaceState
+        from tests.capture.test_model_state import InPlaceState
         self.inner = InPlaceState()
 
     def forward(self, x):
@@ -450,7 +450,7 @@ class _UntraceableInPlace(torch.nn.Module):
 
 @pytest.mark.parametrize("capture", ["fx", "hooks"])
 def test_buffers_a_profiled_loop_changes_in_place_advance_once_per_call_as_without_it(capture):
-    from tests.test_model_state import InPlaceState
+    from tests.capture.test_model_state import InPlaceState
     make = InPlaceState if capture == "fx" else _UntraceableInPlace
     model, reference = make(), make()
     reference.load_state_dict(model.state_dict())
@@ -674,7 +674,7 @@ def test_a_signature_whose_guards_fail_at_every_call_ends_in_a_capture_taking_ev
 
 
 def test_a_buffer_forward_assigns_advances_in_a_profiled_loop_as_without_it():
-    from tests.test_model_state import Counting
+    from tests.capture.test_model_state import Counting
     model, reference = Counting(), Counting()
     reference.load_state_dict(model.state_dict())
     with pytest.warns(CaptureFallbackWarning, match="forward assigns 'steps'"):

@@ -75,7 +75,7 @@ def test_page_renders_in_headless_chromium(tmp_path):
 
 
 def test_report_table_ranks_by_median_not_by_a_preempted_run():
-    from tests.test_report import preempted_profile
+    from tests.views.test_report import preempted_profile
     page = html_report(preempted_profile())
     table = page[page.index("<table>"):]
     assert table.index(">logits<") < table.index(">layer_norm<")

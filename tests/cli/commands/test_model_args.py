@@ -38,7 +38,7 @@ class Scaled(torch.nn.Module):
 
 
 def test_profile_command_with_keyword_inputs(capsys):
-    code = main(["profile", "tests.test_model_args:Scaled", "--input", "2x8",
+    code = main(["profile", "tests.cli.commands.test_model_args:Scaled", "--input", "2x8",
                  "--input", "scale=1", "--runs", "2", "--warmup", "0"])
     out = capsys.readouterr().out
     assert code == 0 and "capture fx" in out and " linear " in out
