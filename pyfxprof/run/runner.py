@@ -248,7 +248,8 @@ def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dic
 
 
 def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:
-    """One run; an exception from the model becomes one line naming the run and the node."""
+    """One run; an exception from the model becomes one line naming the run and the node (an
+    interrupt passes through, the executor's records drained)."""
     try:
         executor.run(args)
     except PyfxprofError:
@@ -256,6 +257,9 @@ def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:
     except Exception as error:  # the user's model: report it, leave the recorder clean
         node = executor.failed_node(frame["name"].tolist())
         raise run_failure(node, run, error, node_kind(frame, node)) from error
+    except BaseException:  # an interrupt: the run's marks drained, none left for the next one
+        executor.reset()
+        raise
 
 
 def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,

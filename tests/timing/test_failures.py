@@ -83,3 +83,25 @@ def test_hooks_a_raise_in_the_models_own_code_is_outside_the_timed_nodes(where):
         profile(_RaisesBetweenLeaves(where), (torch.randn(2, 3, 8, 8),), runs=2, warmup=2,
                 capture="hooks", progress=False)
     assert nothing_pending()
+
+
+class _Interrupted(Flaky):
+    """Ctrl-C on its `fail_on`-th call (KeyboardInterrupt, not an Exception)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise KeyboardInterrupt
+        return x * 2
+
+
+@pytest.mark.parametrize("capture", ["hooks", "fx"])
+def test_an_interrupt_mid_run_passes_through_and_leaves_no_records(capture):
+    model = flaky()
+    model.flaky = _Interrupted(fail_on=5)  # analysis, warm-up 1 and 2, timed run 1, then 2
+    RECORDER.collect(0, 2**32)
+    with pytest.raises(KeyboardInterrupt):
+        profile(model, (torch.randn(2, 3, 8, 8),), runs=4, warmup=2, capture=capture,
+                leaf_modules=[_Interrupted], progress=False)
+    assert _C.buffer_stats()["pending_records"] == 0
+    assert nothing_pending()
