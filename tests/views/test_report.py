@@ -83,26 +83,6 @@ def test_output_is_deterministic():
     assert make_profile().table(sort_by="name") == make_profile().table(sort_by="name")
 
 
-def test_header_shows_subtracted_overhead_per_node():
-    lines = report.header_lines({"overhead_ns": 48.0}, n_runs=1, n_nodes=1, run_totals=[10])
-    assert lines[2].startswith("overhead: 48 ns/node, subtracted · ")
-
-
-def test_header_with_missing_meta_renders_question_marks():
-    lines = report.header_lines({}, n_runs=3, n_nodes=5, run_totals=[100, 200, 300])
-    assert lines == [
-        "pyfxprof — ? on ? · 3 runs (? warmup) · mode ? · capture ? · model ?, ?",
-        "total: 200 ns median ± 100 ns IQR · 5 nodes · coverage ?",
-        "overhead: ? · clock ? · dropped records: ?",
-        "cpu ? · threads ? · versions ? · at ?",
-    ]
-
-
-def test_header_clock_without_resolution():
-    lines = report.header_lines({"clock": {"name": "steady_clock"}}, 1, 1, [1])
-    assert "clock steady_clock (resolution ?)" in lines[2]
-
-
 def test_no_trailing_whitespace():
     text = make_profile().table(columns=["name", "module_path"])
     assert all(line == line.rstrip() for line in text.splitlines())

@@ -1,0 +1,110 @@
+"""The report's header block: what was measured, on what, how, and how far to trust it."""
+
+from __future__ import annotations
+
+from ..data.stats import summary_of_totals
+from ..data.units import format_flops, format_ns, format_pct, format_si
+
+
+def _meta(meta: dict, key: str) -> str:
+    value = meta.get(key)
+    return "?" if value is None else str(value)
+
+
+def _clock_text(clock) -> str:
+    if not isinstance(clock, dict) or clock.get("name") is None:
+        return "clock ?"
+    resolution = clock.get("resolution_ns")
+    res_text = "?" if resolution is None else format_ns(resolution)
+    return f"clock {clock['name']} (resolution {res_text})"
+
+
+def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]:
+    """The header block: what was measured, how, and how much of it is trustworthy.
+
+    >>> lines = header_lines({"overhead_ns": 52.2}, 2, 3, [100, 300])
+    >>> lines[1]
+    'total: 200 ns median ± 100 ns IQR · 3 nodes · coverage ?'
+    >>> lines[2]
+    'overhead: 52 ns/node, subtracted · clock ? · dropped records: ?'
+    """
+    totals = summary_of_totals(run_totals)
+    runs = n_runs if meta.get("runs") is None else meta["runs"]
+    coverage = meta.get("coverage")
+    cov_text = "?" if coverage is None else format_pct(100.0 * coverage)
+    overhead = meta.get("overhead_ns")
+    ovh_text = "?" if overhead is None else f"{format_ns(overhead)}/node, subtracted"
+    versions = meta.get("versions")
+    ver_text = (", ".join(f"{k} {v}" for k, v in versions.items())
+                if isinstance(versions, dict) and versions else "?")
+    return [
+        f"pyfxprof — {_meta(meta, 'model')} on {_meta(meta, 'device')} · {runs} runs "
+        f"({_meta(meta, 'warmup')} warmup) · mode {_meta(meta, 'mode')} · "
+        f"capture {_meta(meta, 'capture_mode')} · {model_mode_text(meta)}",
+        f"total: {format_ns(totals['median'])} median ± {format_ns(totals['iqr'])} IQR"
+        f"{_eager_text(meta)} · {n_nodes} nodes · coverage {cov_text}" + _between_text(meta)
+        + _flops_text(meta),
+        f"overhead: {ovh_text} · {_clock_text(meta.get('clock'))} · "
+        f"dropped records: {_meta(meta, 'dropped_records')}",
+        *_device_lines(meta),
+        f"cpu {_meta(meta, 'cpu')} · threads {_meta(meta, 'threads')} · versions {ver_text} · "
+        f"at {_meta(meta, 'timestamp')}",
+        *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
+    ]
+
+
+def model_mode_text(meta: dict) -> str:
+    """'model <eval|train> [(given in ... mode)], <autograd>': the mode the model ran in.
+
+    >>> model_mode_text({"training": False, "given_training": True, "autograd": "inference_mode"})
+    'model eval (given in train mode), inference_mode'
+    >>> model_mode_text({})
+    'model ?, ?'
+    """
+    def name(training) -> str:
+        return "?" if training is None else ("train" if training else "eval")
+
+    ran, given = meta.get("training"), meta.get("given_training")
+    given_text = "" if given is None or given == ran else f" (given in {name(given)} mode)"
+    return f"model {name(ran)}{given_text}, {_meta(meta, 'autograd')}"
+
+
+def _eager_text(meta: dict) -> str:
+    """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's.
+
+    >>> _eager_text({"eager_forward_median_ns": 2.3e6})
+    ' (graph; eager forward 2.30 ms median, timed after the runs)'
+    """
+    eager = meta.get("eager_forward_median_ns")
+    if eager is None:
+        error = meta.get("eager_forward_error")
+        return "" if error is None else f" (graph; eager forward failed: {error})"
+    return f" (graph; eager forward {format_ns(eager)} median, timed after the runs)"
+
+
+def _between_text(meta: dict) -> str:
+    """' · between nodes <t>/run': time in a run that no node's timed call covers.
+
+    >>> _between_text({"between_nodes_ns": 1500.0})
+    ' · between nodes 1.50 µs/run'
+    """
+    between = meta.get("between_nodes_ns")
+    return "" if between is None else f" · between nodes {format_ns(between)}/run"
+
+
+def _flops_text(meta: dict) -> str:
+    """' · <model FLOPs>' when the profile counted them, and the CUDA peak when measured."""
+    text = "" if meta.get("flops") is None else f" · {format_flops(meta['flops'])}"
+    if meta.get("cuda_peak_bytes") is not None:
+        text += f" · CUDA peak {format_si(meta['cuda_peak_bytes'])}B"
+    return text
+
+
+def _device_lines(meta: dict) -> list[str]:
+    """The device line, only for profiles with CUDA event timing."""
+    if not meta.get("device_events"):
+        return []
+    busy = meta.get("device_busy_share")
+    busy_text = "?" if busy is None else format_pct(100.0 * busy)
+    return [f"device: busy {busy_text} of the run · CUDA events via {meta['device_events']} "
+            "(resolution ~0.5 µs, stream current at run start)"]

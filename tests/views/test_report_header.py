@@ -1,0 +1,23 @@
+"""Tests of views.report_header: the header block of every report."""
+
+from pyfxprof.views.report_header import header_lines
+
+
+def test_header_shows_subtracted_overhead_per_node():
+    lines = header_lines({"overhead_ns": 48.0}, n_runs=1, n_nodes=1, run_totals=[10])
+    assert lines[2].startswith("overhead: 48 ns/node, subtracted · ")
+
+
+def test_header_with_missing_meta_renders_question_marks():
+    lines = header_lines({}, n_runs=3, n_nodes=5, run_totals=[100, 200, 300])
+    assert lines == [
+        "pyfxprof — ? on ? · 3 runs (? warmup) · mode ? · capture ? · model ?, ?",
+        "total: 200 ns median ± 100 ns IQR · 5 nodes · coverage ?",
+        "overhead: ? · clock ? · dropped records: ?",
+        "cpu ? · threads ? · versions ? · at ?",
+    ]
+
+
+def test_header_clock_without_resolution():
+    lines = header_lines({"clock": {"name": "steady_clock"}}, 1, 1, [1])
+    assert "clock steady_clock (resolution ?)" in lines[2]
