@@ -24,19 +24,36 @@ def resnet_memory():
     return prof, torch_prof
 
 
+#: Each op kind of ResNet-18's graph and the aten op torch.profiler shows for the same calls.
+ATEN_OF = {"Conv2d": "aten::conv2d", "BatchNorm2d": "aten::batch_norm", "ReLU": "aten::relu_",
+           "MaxPool2d": "aten::max_pool2d", "_operator.iadd": "aten::add_",
+           "AdaptiveAvgPool2d": "aten::adaptive_avg_pool2d", "torch.flatten": "aten::flatten",
+           "Linear": "aten::linear"}
+
+
 def test_allocations_per_node_add_up_to_torch_profilers_within_5_percent(resnet_memory):
     prof, torch_prof = resnet_memory
     events = torch_prof.profiler.kineto_results.events()
     torch_alloc = sum(e.nbytes() for e in events if e.name() == "[memory]" and e.nbytes() > 0)
     ours = int(prof.nodes["cpu_alloc_bytes"].sum())
     assert torch_alloc > 0 and abs(ours - torch_alloc) / torch_alloc < 0.05, (ours, torch_alloc)
-    # the difference: fx traces torchvision's `out += identity` as an out-of-place add
-    adds = prof.nodes[prof.nodes["target"] == "_operator.add"]
-    assert abs(ours - torch_alloc - int(adds["out_bytes"].sum())) <= 0.01 * torch_alloc
     conv1 = prof.nodes.set_index("name").loc["conv1"]
     assert conv1["cpu_alloc_bytes"] >= conv1["out_bytes"]  # its output, at least
     assert (prof.nodes["cpu_peak_bytes"] <= prof.nodes["cpu_alloc_bytes"]).all()
     assert "cuda_alloc_bytes" not in prof.nodes  # a CPU model: no CUDA columns
+
+
+def test_memory_per_op_kind_matches_torch_profilers_within_5_percent(resnet_memory):
+    prof, torch_prof = resnet_memory
+    theirs = {row.key: row for row in torch_prof.key_averages()}
+    ours = {row.key: row for row in prof.key_averages()}
+    assert set(ours) == set(ATEN_OF)  # the residual adds run in place, as aten::add_
+    for kind, row in ours.items():
+        aten = theirs[ATEN_OF[kind]]
+        assert row.count == aten.count * prof.n_runs, kind  # calls over every timed run
+        assert abs(row.cpu_memory_usage - aten.cpu_memory_usage) <= \
+            0.05 * abs(aten.cpu_memory_usage), (kind, row.cpu_memory_usage, aten.cpu_memory_usage)
+    assert ours["Conv2d"].cpu_memory_usage > 0 and ours["_operator.iadd"].cpu_memory_usage == 0
 
 
 def test_key_averages_memory_columns_sort_like_torch(resnet_memory):

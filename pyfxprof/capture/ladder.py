@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+import torch.utils._pytree as pytree
 
 from ..errors import ArgumentError, PyfxprofError, first_line
 from .analysis import analyse
@@ -154,11 +155,24 @@ def copied_inputs(model: torch.nn.Module, example_inputs: Any) -> BoundInputs:
 
 def _copied(bound: BoundInputs) -> BoundInputs:
     """A deep copy of the inputs for capture and analysis (caches and in-place state of the
-    caller's arguments stay untouched); the inputs themselves when they cannot be copied."""
+    caller's arguments stay untouched, `x += 1` in forward included). When the whole refuses
+    deepcopy, each value is copied on its own (see _copied_value)."""
     try:
         return BoundInputs(*copy.deepcopy((bound.args, bound.kwargs)))
-    except Exception:  # an input that refuses deepcopy: read it as it is
-        return bound
+    except Exception:  # e.g. a tensor autograd made: copy value by value
+        return BoundInputs(*pytree.tree_map(_copied_value, (bound.args, bound.kwargs)))
+
+
+def _copied_value(value: Any) -> Any:
+    """A deep copy of one input value; a tensor autograd made (which deepcopy refuses) as a
+    clone outside the caller's autograd graph, itself made by autograd as the original was;
+    anything else that refuses deepcopy as it is."""
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        if isinstance(value, torch.Tensor):
+            return value.detach().requires_grad_(value.requires_grad).clone()
+        return value
 
 
 def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInputs) -> Prepared:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import linecache
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -60,9 +61,62 @@ class CaptureFallbackWarning(UserWarning):
     """The model could not be captured by a plain FX trace; the message says what was done."""
 
 
+#: Python's augmented assignments (``out += identity``): torch.fx's Proxy has none of these, so
+#: Python falls back to the out-of-place operator and the graph would allocate a new tensor
+#: where the model writes into its own. ProfilingTracer records them as the in-place operator.
+IN_PLACE_OPERATORS = ("iadd", "iand", "ifloordiv", "ilshift", "imatmul", "imod", "imul", "ior",
+                      "ipow", "irshift", "isub", "itruediv", "ixor")
+
+
+class InPlaceProxy(fx.Proxy):
+    """A Proxy whose augmented assignments record ``operator.iadd`` (and the other in-place
+    operators) as the model runs them: in place on a tensor, a new value for an int or tuple,
+    exactly Python's ``+=``."""
+
+
+def _in_place(name: str):
+    def record(self: fx.Proxy, other: Any) -> fx.Proxy:
+        return self.tracer.create_proxy("call_function", getattr(operator, name), (self, other), {})
+    record.__name__ = f"__{name}__"
+    return record
+
+
+for _name in IN_PLACE_OPERATORS:
+    setattr(InPlaceProxy, f"__{_name}__", _in_place(_name))
+
+
+def alias_before_in_place(graph: fx.Graph) -> None:
+    """Keep every in-place node right in torch.fx's generated code, which writes
+    ``x += y; iadd = x`` and so rebinds ``x``: when another node reads ``x`` after it, that
+    node reads an alias taken just before (the same tensor, mutated as in the model; the old
+    value of an int or tuple, as in the model).
+
+    Example:
+        >>> def f(x):
+        ...     n = x.size(0)
+        ...     total = n
+        ...     total += 1
+        ...     return x.new_zeros(n) + total
+        >>> gm = fx.GraphModule(torch.nn.Module(), ProfilingTracer().trace(f))
+        >>> gm(torch.zeros(2)).tolist()
+        [3.0, 3.0]
+    """
+    in_place = {getattr(operator, name) for name in IN_PLACE_OPERATORS}
+    for node in list(graph.nodes):
+        first = node.args[0] if node.op == "call_function" and node.target in in_place else None
+        later = [user for user in getattr(first, "users", ()) if node < user]
+        if later:
+            with graph.inserting_before(node):
+                alias = graph.call_function(operator.getitem, ((first,), 0))
+            alias.meta = dict(node.meta)
+            for user in later:
+                user.replace_input_with(first, alias)
+
+
 class ProfilingTracer(fx.Tracer):
     """torch.fx tracer whose leaves are torch.nn modules, torchvision.ops modules, and any
-    module given by type or qualified name in `leaf_modules`.
+    module given by type or qualified name in `leaf_modules`. Augmented assignments are
+    recorded in place (InPlaceProxy), as the model runs them.
 
     After a failed trace, `failed_modules` lists the paths of the submodules whose forward
     raised, innermost first (the root is not listed).
@@ -85,6 +139,14 @@ class ProfilingTracer(fx.Tracer):
         if type(m).__module__.startswith("torchvision.ops"):
             return True
         return super().is_leaf_module(m, module_qualified_name)
+
+    def proxy(self, node: fx.Node) -> fx.Proxy:
+        return InPlaceProxy(node, self)
+
+    def trace(self, root, concrete_args=None) -> fx.Graph:
+        graph = super().trace(root, concrete_args)
+        alias_before_in_place(graph)
+        return graph
 
     def create_proxy(self, kind: str, target, args, kwargs, *rest, **options) -> fx.Proxy:
         """Records a call; a torch.distributed collective's constant arguments (ReduceOp,

@@ -37,7 +37,7 @@ def test_resnet18_nodes_name_their_torchvision_lines(resnet):
     assert nodes.loc["layer1_0_conv1", "source_stack"][-1].endswith("in forward")
     assert all(s.startswith("resnet.py:") for s in resnet.nodes["source"])
     # every residual add of a BasicBlock comes from one line
-    adds = nodes[nodes["target"] == "_operator.add"]["source"]
+    adds = nodes[nodes["target"] == "_operator.iadd"]["source"]  # out += identity, in place
     assert len(adds) == 8 and adds.nunique() == 1
 
 
