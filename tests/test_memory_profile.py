@@ -114,3 +114,18 @@ def test_module_rows_carry_memory_including_their_children(resnet_memory):
     allocated = [row.split()[0] for row in text[header + 2:header + 4]]
     top = nodes.groupby(pd.Series(keys), sort=False)["cpu_alloc_bytes"].sum().nlargest(2)
     assert allocated == list(top.index)
+
+
+def test_hooks_and_whole_captures_measure_the_same_allocations(resnet_memory):
+    prof, _ = resnet_memory
+    model, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, 64, 64)
+    fx_nodes = prof.nodes.set_index("name")
+    hooks = pyfxprof.profile(model, (x,), runs=1, warmup=0, profile_memory=True, progress=False,
+                             capture="hooks")
+    alloc = hooks.nodes.set_index("name")["cpu_alloc_bytes"]
+    assert (alloc == fx_nodes.loc[alloc.index, "cpu_alloc_bytes"]).all()  # same module calls
+    assert alloc.sum() == fx_nodes["cpu_alloc_bytes"].sum()  # the in-place adds allocate 0
+    whole = pyfxprof.profile(model, (x,), runs=1, warmup=0, profile_memory=True,
+                             progress=False, capture="whole")
+    assert whole.nodes["cpu_alloc_bytes"].tolist() == [alloc.sum()]
+    assert whole.nodes["cpu_peak_bytes"][0] >= alloc.max()

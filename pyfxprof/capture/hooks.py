@@ -1,5 +1,6 @@
 """The untimed analysis run of a hooks capture: forward pre/post hooks on the hook leaves record
-every call's begin/end order, input and output shapes, output bytes and FLOPs.
+every call's begin/end order, input and output shapes, output bytes, FLOPs, source line and (with
+profile_memory=True) allocator figures.
 
 Every call of a hooked module is one node, in call order: a module called twice gives two
 nodes (`relu`, `relu_1`), as FX does. Hooks exist only while a `hooked` block runs, so the
@@ -18,6 +19,8 @@ import torch
 from ..errors import PyfxprofError, first_line
 from .analysis import describe, tensor_bytes
 from .flops import FlopMeter
+from .memory import allocator_events, cuda_device_of, memory_wanted, node_range
+from .source import call_source
 
 Leaves = list[tuple[str, torch.nn.Module]]
 
@@ -53,7 +56,8 @@ class HookAnalysis:
 
     calls: leaf index of each call, in begin order (the nodes). events: the expected mark
     sequence of a run (2k begins and 2k+1 ends leaf k). begin_pos, end_pos: each call's
-    positions in `events`. info: per call input_shapes, output_shapes, out_bytes, flops.
+    positions in `events`. info: per call input_shapes, output_shapes, out_bytes, flops, source,
+    source_stack and, with profile_memory=True, memory.ALLOCATOR_COLUMNS.
     """
 
     calls: list[int]
@@ -65,24 +69,33 @@ class HookAnalysis:
 
 
 class _CallRecorder:
-    """Hooks recording every call's events, shapes, output bytes and FLOPs."""
+    """Hooks recording every call's events, shapes, output bytes, FLOPs and source line, and
+    putting a memory.node_range named by the call's index around it when `ranges`."""
 
-    def __init__(self, meter: FlopMeter) -> None:
+    def __init__(self, meter: FlopMeter, ranges: bool = False) -> None:
         self.meter, self.events, self.calls, self.info, self._open = meter, [], [], [], []
+        self.ranges: dict[int, Any] | None = {} if ranges else None
 
     def pre(self, k: int) -> Callable:
-        def hook(_module, inputs) -> None:
-            self._open.append(len(self.calls))
+        def hook(module, inputs) -> None:
+            index = len(self.calls)
+            self._open.append(index)
             self.calls.append(k)
             self.info.append({"input_shapes": describe(inputs), "begin": len(self.events),
-                              "flops": self.meter.total()})
+                              "flops": self.meter.total(),
+                              **dict(zip(("source", "source_stack"), call_source(module)))})
             self.events.append(2 * k)
+            if self.ranges is not None:
+                self.ranges[index] = node_range(str(index))
+                self.ranges[index].__enter__()
         return hook
 
     def post(self, k: int) -> Callable:
         def hook(_module, _inputs, output) -> None:
             index = next(i for i in reversed(self._open) if self.calls[i] == k)
             self._open.remove(index)  # the latest open call of this module
+            if self.ranges is not None:
+                self.ranges.pop(index).__exit__(None, None, None)
             call = self.info[index]
             call.update(output_shapes=describe(output), out_bytes=tensor_bytes(output),
                         flops=self.meter.total() - call["flops"], end=len(self.events))
@@ -100,9 +113,11 @@ def analyse_hooks(model: torch.nn.Module, leaves: Leaves, args: tuple,
         >>> found.calls, found.events.tolist(), found.info[0]["flops"]
         ([0, 1], [0, 1, 2, 3], 48)
     """
+    memory = (allocator_events(cuda_device_of(args) is not None) if memory_wanted()
+              else contextlib.nullcontext({}))
     try:
-        with FlopMeter() as meter:
-            recorder = _CallRecorder(meter)
+        with FlopMeter() as meter, memory as figures:
+            recorder = _CallRecorder(meter, memory_wanted())
             with hooked(leaves, recorder.pre, recorder.post):
                 model(*args, **(kwargs or {}))
     except Exception as error:
@@ -111,8 +126,10 @@ def analyse_hooks(model: torch.nn.Module, leaves: Leaves, args: tuple,
                             f"{type(error).__name__}: {first_line(error)} — check the input "
                             "shapes") from None
     ended = [k for k, call in enumerate(recorder.info) if "end" in call]  # not: raised, caught
-    info = [{key: recorder.info[k][key]
-             for key in ("input_shapes", "output_shapes", "out_bytes", "flops")} for k in ended]
+    for index, node_figures in figures.items():
+        recorder.info[int(index)].update(node_figures)
+    info = [{key: value for key, value in recorder.info[k].items() if key not in ("begin", "end")}
+            for k in ended]
     return HookAnalysis([recorder.calls[k] for k in ended],
                         np.asarray(recorder.events, dtype=np.int64),
                         np.array([recorder.info[k]["begin"] for k in ended], dtype=np.int64),

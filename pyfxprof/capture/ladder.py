@@ -30,6 +30,7 @@ from .hooks import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, split_inputs
 from .memory import ALLOCATOR_COLUMNS
 from .node_table import module_calls_frame, nodes_frame
+from .source import missing_source_notes
 from .tracing import (CAPTURE_MODES, RUNGS, Capture, CaptureFallbackWarning, capture,
                       fallback_capture, leaf_trace, timed_nodes)
 
@@ -126,6 +127,7 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
             continue
         prepared.captured.notes[:0] = notes
         prepared.captured.notes.extend(coarse_notes(model, prepared.frame))
+        prepared.captured.notes.extend(missing_source_notes(prepared.frame["source"]))
         return prepared
     raise PyfxprofError("; ".join(notes))  # unreachable: the whole rung always works
 
@@ -342,9 +344,13 @@ def warn_fallback(captured: Capture, capture_mode: str) -> None:
 
 
 def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
-    """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops."""
+    """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops, and
+    the source lines and memory figures of a hooks capture's calls when measured."""
     for column in ("input_shapes", "output_shapes"):
         frame[column] = [info.get(column, "") for info in infos]
+    for column, empty in (("source", ""), ("source_stack", ())):
+        if any(column in info for info in infos):
+            frame[column] = pd.Series([info.get(column, empty) for info in infos], dtype=object)
     for column in ("out_bytes", "flops"):
         frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
     for column in ("alloc_delta_bytes", "peak_bytes") + ALLOCATOR_COLUMNS:  # when measured

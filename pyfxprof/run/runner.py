@@ -16,6 +16,7 @@ from ..capture.inductor import compile_settings, is_compiled
 from ..capture.inputs import split_inputs
 from ..capture.ladder import Prepared, check_model, copied_inputs, prepare, warn_fallback
 from ..capture.memory import profiling_memory
+from ..capture.source import keeping_library_frames
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
 from ..capture.tracing import CAPTURE_MODES, fx_sources_released
 from ..data.profile import Profile
@@ -50,7 +51,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,
             device: str | None = None, device_events: bool | None = None,
             granularity: str = "function", profile_memory: bool = False,
-            compile: bool | dict | None = None,
+            library_frames: bool = False, compile: bool | dict | None = None,
             backward: bool = False, loss_fn: Callable | None = None,
             **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
@@ -72,6 +73,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             CUDA models). Needs a usable CUDA runtime (see docs/gpu.md).
         profile_memory: torch.profiler's keyword: the analysis run (never a timed one) also
             records each node's allocated, freed, peak and live bytes (docs/profile.md).
+        library_frames: keep torch's and transformers' frames in the `source` lines, which
+            name only model code by default (docs/profile.md, "Source lines").
         backward, loss_fn: training steps, forward and backward per node (docs/profile.md).
 
     Example:
@@ -88,7 +91,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     given_training = model.training
     with evaluation_mode(model, not backward), grad_context(grad or backward):
         prepared, executor, keep = _prepared(
-            model, own, example_inputs, (device_events, profile_memory, backward),
+            model, own, example_inputs, (device_events, profile_memory, backward,
+                                         library_frames),
             (capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
@@ -126,13 +130,15 @@ def _training(executor, backward: bool, prepared: Prepared, model: torch.nn.Modu
 def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, warmup: int, *,
                       compile: bool | dict | None, name: str | None, progress: bool, grad: bool,
                       device: str | None, device_events: bool | None, backward: bool = False,
-                      **_: Any) -> Profile:
+                      profile_memory: bool = False, **_: Any) -> Profile:
     """profile() of a torch.compile'd model, or of `model` compiled as `compile` says (True
     or dict(mode=, dynamic=, options=); docs/compiled.md). Other profile() arguments (capture,
-    mode, tracer options) do not apply to compiled models; backward=True is refused."""
-    if backward:
-        raise PyfxprofError("backward=True is not supported for compiled models yet: profile "
-                            "the eager model (compile=None) for its backward per node")
+    mode, tracer options) do not apply to compiled models; backward=True and
+    profile_memory=True are refused."""
+    for option, value in (("backward", backward), ("profile_memory", profile_memory)):
+        if value:
+            raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
+                                "profile the eager model (compile=None) with it")
     eager, settings = compile_settings(model, compile)
     return profile_compiled(model, eager, settings, example_inputs, runs, warmup, name=name,
                             progress=progress, grad=grad, placement=(device, device_events),
@@ -180,8 +186,9 @@ def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
     ``keep(executor)`` that keeps a graph capture (not hooks, whole or a Dynamo frame) with
     its executor for the next calls and returns the executor. Nothing is cached for a
     `model` that is not the user's `own` (a copy moved to the device asked for) or with
-    `flags` (device events, profile_memory, backward: a train-mode capture) on."""
-    profile_memory = flags[1]
+    `flags` (device events, profile_memory, backward: a train-mode capture, library_frames)
+    on."""
+    profile_memory, library_frames = flags[1], flags[3]
     key = _cache_key(example_inputs, model is own and not any(flags), options)
     found = None if key is None else CAPTURES.lookup(model, key)
     if found is not None:
@@ -189,7 +196,7 @@ def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
         bound = copied_inputs(model, example_inputs)  # as prepare() copies them
         args = prepared.captured.graph_args(bound.args, bound.kwargs)
         return replace(prepared, args=args), executor, None
-    with profiling_memory(profile_memory):
+    with profiling_memory(profile_memory), keeping_library_frames(library_frames):
         prepared = prepare(model, example_inputs, *options[:3])
 
     def keep(executor: Any) -> Any:

@@ -56,6 +56,9 @@ DEVICE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path", "media
 #: Node columns by default for training steps (profiles with backward samples).
 BACKWARD_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path", "median",
                             "backward_median", "backward_ratio", "pct_total", "cum_pct")
+#: Shown by default, before `Total %`, when the profile measured them (profile_memory=True).
+MEMORY_DEFAULT_COLUMNS = ("cpu_alloc_bytes", "cpu_peak_bytes", "cuda_alloc_bytes",
+                          "cuda_peak_bytes")
 GROUP_COLUMNS = ("group", "nodes") + STAT_COLUMNS + ("cum_pct",)
 GROUP_DEFAULT_COLUMNS = ("group", "nodes", "median", "mean", "iqr", "pct_total", "cum_pct")
 #: Rows shown by Profile._repr_html_ (notebooks).
@@ -276,6 +279,12 @@ def _node_default_columns(profile) -> tuple:
     return NODE_DEFAULT_COLUMNS if profile.device_samples is None else DEVICE_DEFAULT_COLUMNS
 
 
+def _with_memory(default: tuple) -> tuple:
+    """`default` columns with MEMORY_DEFAULT_COLUMNS before `pct_total` (kept where measured)."""
+    at = default.index("pct_total")
+    return default[:at] + MEMORY_DEFAULT_COLUMNS + default[at:]
+
+
 def build_view(profile, sort_by: str | None = None, top: int | None = None,
                columns=None, group_by: str | None = None, depth: int | None = None) -> View:
     """Sort (None: DEFAULT_SORT), cut and format a Profile (node view, or group view with
@@ -301,7 +310,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     frame = _sorted(frame, sort_by, name_column).reset_index(drop=True)
     frame["cum_pct"] = cumulative_pct(frame["pct_total"])
     shown = len(frame) if top is None else min(top, len(frame))
-    columns = list(columns or [c for c in default if c in valid])  # launch_bound is optional
+    columns = list(columns or [c for c in _with_memory(default) if c in valid])  # optional ones
     cut = _op_targets(frame.iloc[:shown])
     formatted = [[_truncate(c, _cell(c, v)) for v in cut[c].tolist()] for c in columns]
     rows = [list(row) for row in zip(*formatted)]

@@ -1,12 +1,13 @@
-"""Source lines per node: the model-code line that created each node (FX and Dynamo), grouped,
-in key_averages, folded stacks and flame graphs."""
+"""Source lines per node: the model-code line that created each node (FX, Dynamo, module hooks,
+whole model), torch's and transformers' frames on request, grouped, in key_averages, folded
+stacks and flame graphs."""
 
 import pytest
 import torch
 import torchvision
 
 import pyfxprof
-from pyfxprof.capture.source import is_internal, source_frames
+from pyfxprof.capture.source import is_machinery, source_frames
 from tests.hf_models import gpt2
 
 TRACE = ('File "/env/site-packages/torchvision/models/resnet.py", line 285, in forward\n'
@@ -18,9 +19,31 @@ TRACE = ('File "/env/site-packages/torchvision/models/resnet.py", line 285, in f
 
 def test_source_frames_keep_model_code_and_leave_internals_out():
     assert source_frames(TRACE) == ("resnet.py:285 in forward", "modeling_gpt2.py:7 in forward")
-    assert len(source_frames(TRACE, internal=True)) == 4
+    assert source_frames(TRACE, library=True) == (
+        "resnet.py:285 in forward", "__init__.py:10 in call_module",
+        "modeling_utils.py:5 in wrapper", "modeling_gpt2.py:7 in forward")
     assert source_frames(None) == ()
-    assert is_internal("<eval_with_key>.3") and not is_internal("/home/me/net.py")
+    assert is_machinery("<eval_with_key>.3") and not is_machinery("/home/me/net.py")
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+
+    def forward(self, x):
+        return self.body(x) + 1
+
+
+def test_library_frames_keeps_torchs_frames_and_never_the_capture_machinery():
+    x = torch.randn(2, 4)
+    plain = pyfxprof.profile(Net(), (x,), runs=1, warmup=0, progress=False)
+    kept = pyfxprof.profile(Net(), (x,), runs=1, warmup=0, progress=False, library_frames=True)
+    assert plain.nodes["source"].str.startswith("test_source.py:").all()
+    stack = kept.nodes.set_index("name").loc["body_0", "source_stack"]
+    assert stack[0] == plain.nodes["source_stack"][0][0]  # the model's line, then torch's
+    assert stack[-1].startswith("container.py:") and "module.py:" in " ".join(stack)
+    assert not any(frame.startswith(("tracing.py:", "proxy.py:")) for frame in stack)
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +89,24 @@ def test_tiny_gpt2_dynamo_nodes_name_modeling_gpt2_lines():
     assert (sources != "").mean() > 0.9
     named = sources[sources != ""]
     assert named.str.startswith("modeling_gpt2.py:").all()  # no transformers/torch internals
+
+
+def test_hooks_and_whole_captures_name_the_same_lines_as_fx(resnet):
+    x = torch.randn(1, 3, 32, 32)
+    model = torchvision.models.resnet18().eval()
+    hooks = pyfxprof.profile(model, (x,), runs=1, warmup=0, progress=False, capture="hooks")
+    modules = resnet.nodes[resnet.nodes["op"] == "call_module"].set_index("name")
+    assert hooks.nodes.set_index("name")["source"].to_dict() == modules["source"].to_dict()
+    whole = pyfxprof.profile(model, (x,), runs=1, warmup=0, progress=False, capture="whole")
+    assert whole.nodes["source"].tolist() == ["resnet.py:284 in forward"]  # its forward
+    assert not any(note.startswith("no source lines") for note in whole.meta["capture_notes"])
+
+
+def test_a_capture_without_model_code_says_so_in_the_header():
+    prof = pyfxprof.profile(torch.nn.Linear(4, 4), (torch.randn(2, 4),), runs=1, warmup=0,
+                            progress=False, capture="whole")
+    assert prof.nodes["source"].tolist() == [""]
+    assert "capture: no source lines: no node was made by model code" in prof.table()
+    kept = pyfxprof.profile(torch.nn.Linear(4, 4), (torch.randn(2, 4),), runs=1, warmup=0,
+                            progress=False, capture="whole", library_frames=True)
+    assert kept.nodes["source"].tolist()[0].startswith("linear.py:")

@@ -40,6 +40,12 @@ def add_parser(subparsers) -> None:
                         help="time training steps: the model in train mode, forward, loss "
                              "(the output if scalar, its .loss, else output.sum()) and backward, "
                              "with a backward column per node")
+    parser.add_argument("--profile-memory", action="store_true",
+                        help="also measure each node's allocated, freed and peak bytes (torch's "
+                             "allocator events, in the untimed analysis run) and show them")
+    parser.add_argument("--library-frames", action="store_true",
+                        help="keep torch's and transformers' frames in source lines (default: "
+                             "model code only)")
     add_table_arguments(parser)
     add_latency_arguments(parser)
     parser.add_argument("--advise", action="store_true",
@@ -63,12 +69,14 @@ def profile_arguments(args: argparse.Namespace) -> dict:
 
     >>> profile_arguments(argparse.Namespace(runs=5, warmup=1, mode="codegen", device=None,
     ...     capture="auto", granularity="aten", compile=False, compile_mode=None,
-    ...     compare_eager=False, backward=False))["granularity"]
+    ...     compare_eager=False, backward=False, profile_memory=True,
+    ...     library_frames=False))["granularity"]
     'aten'
     """
     return {"runs": args.runs, "warmup": args.warmup, "mode": args.mode, "device": args.device,
             "capture": args.capture, "granularity": args.granularity,
-            "compile": compile_option(args), "backward": args.backward}
+            "compile": compile_option(args), "backward": args.backward,
+            "profile_memory": args.profile_memory, "library_frames": args.library_frames}
 
 
 def run(args: argparse.Namespace) -> int:

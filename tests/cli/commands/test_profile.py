@@ -69,7 +69,7 @@ def test_both_call_sites_pass_every_profile_option(monkeypatch):
     parser = argparse.ArgumentParser()
     command.add_parser(parser.add_subparsers())
     argv = ["profile", "--granularity", "aten", "--capture", "dynamo", "--mode", "interpreter",
-            "--runs", "7", "--warmup", "2"]
+            "--runs", "7", "--warmup", "2", "--profile-memory", "--library-frames"]
     command._profile_or_error(parser.parse_args(argv + ["--ranks-out", "out"]))
     monkeypatch.setattr(command, "print_table", lambda *a: None)
     monkeypatch.setattr(command, "print_latency", lambda *a: None)
@@ -77,5 +77,20 @@ def test_both_call_sites_pass_every_profile_option(monkeypatch):
     command.run(parser.parse_args(argv))
     expected = {"runs": 7, "warmup": 2, "mode": "interpreter", "device": None,
                 "capture": "dynamo", "granularity": "aten", "name": "name", "compile": None,
-                "backward": False}
+                "backward": False, "profile_memory": True, "library_frames": True}
     assert seen[0] == dict(expected, progress=False) and seen[1] == expected
+
+
+def test_profile_memory_shows_allocations_per_node(capsys):
+    code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "2", "--warmup", "0",
+                 "--sort", "order", "--profile-memory"])
+    lines = capsys.readouterr().out.splitlines()
+    header = next(k for k, line in enumerate(lines) if line.startswith("#"))
+    titles = lines[header]
+    assert code == 0 and "CPU alloc" in titles and "CPU peak" in titles
+    end = titles.index("CPU alloc") + len("CPU alloc")  # cells are right-aligned to titles
+    cells = {line.split()[1]: line[:end].split()[-1] for line in lines[header + 2:header + 5]}
+    assert cells["conv"].endswith("kB")  # its output at least: 2x8x16x16 float32, 16.4 kB
+    assert float(cells["conv"][:-2]) >= 16.384 and cells["relu"] == "16.4kB"  # not in place
+    code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "2", "--warmup", "0"])
+    assert code == 0 and "CPU alloc" not in capsys.readouterr().out
