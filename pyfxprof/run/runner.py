@@ -71,10 +71,8 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             as a copy moved there (the original stays put). None: where the model is.
         device_events: also time each node on the GPU with CUDA events (default: on for
             CUDA models). Needs a usable CUDA runtime (see docs/gpu.md).
-        profile_memory: torch.profiler's keyword: the analysis run (never a timed one) also
-            records each node's allocated, freed, peak and live bytes (docs/profile.md).
-        library_frames: keep torch's and transformers' frames in the `source` lines, which
-            name only model code by default (docs/profile.md, "Source lines").
+        profile_memory: each node's allocated, freed and peak bytes, untimed (docs/profile.md).
+        library_frames: keep torch's and transformers' frames in `source` lines (docs/profile.md).
         backward, loss_fn: training steps, forward and backward per node (docs/profile.md).
 
     Example:
@@ -91,8 +89,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
     given_training = model.training
     with evaluation_mode(model, not backward), grad_context(grad or backward):
         prepared, executor, keep = _prepared(
-            model, own, example_inputs, (device_events, profile_memory, backward,
-                                         library_frames),
+            model, own, example_inputs, (device_events, profile_memory, backward, library_frames),
             (capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
