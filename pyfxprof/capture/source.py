@@ -18,8 +18,10 @@ import torch.fx as fx
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _PYFXPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-#: Capture machinery, never model code: torch.fx's tracer, TorchDynamo, pyfxprof itself.
-_MACHINERY_DIRS = (_PYFXPROF_DIR, f"{_TORCH_DIR}fx{os.sep}", f"{_TORCH_DIR}_dynamo{os.sep}")
+#: Capture machinery, never model code: torch.fx's tracer and generated code, TorchDynamo,
+#: pyfxprof itself (code typed at a prompt, `<stdin>` or `<ipython-input-…>`, is model code).
+_MACHINERY = (_PYFXPROF_DIR, f"{_TORCH_DIR}fx{os.sep}", f"{_TORCH_DIR}_dynamo{os.sep}",
+              "<eval_with_key>", "<frozen ")
 #: Path parts of library internals left out (a model's own file under transformers/models/ stays).
 _TRANSFORMERS, _TRANSFORMERS_MODELS = f"{os.sep}transformers{os.sep}", \
     f"{os.sep}transformers{os.sep}models{os.sep}"
@@ -45,13 +47,13 @@ def keeping_library_frames(enabled: bool = True) -> Iterator[None]:
 
 
 def is_machinery(path: str) -> bool:
-    """A frame of generated code, torch.fx's tracer, TorchDynamo or pyfxprof: never shown.
+    """A frame of torch.fx's tracer or generated code, TorchDynamo or pyfxprof: never shown.
 
     Example:
-        >>> is_machinery("<eval_with_key>.3"), is_machinery("/home/me/net.py")
+        >>> is_machinery("<eval_with_key>.3"), is_machinery("<stdin>")
         (True, False)
     """
-    return path.startswith("<") or path.startswith(_MACHINERY_DIRS)
+    return path.startswith(_MACHINERY)
 
 
 def is_library(path: str) -> bool:
