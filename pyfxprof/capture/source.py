@@ -18,9 +18,12 @@ import torch.fx as fx
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _PYFXPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+#: pyfxprof's stages that capture, run and time models (not its CLI's bundled model).
+_PYFXPROF = tuple(f"{_PYFXPROF_DIR}{stage}{os.sep}" for stage in ("capture", "run", "timing",
+                                                                  "tools"))
 #: Capture machinery, never model code: torch.fx's tracer and generated code, TorchDynamo,
 #: pyfxprof itself (code typed at a prompt, `<stdin>` or `<ipython-input-…>`, is model code).
-_MACHINERY = (_PYFXPROF_DIR, f"{_TORCH_DIR}fx{os.sep}", f"{_TORCH_DIR}_dynamo{os.sep}",
+_MACHINERY = (*_PYFXPROF, f"{_TORCH_DIR}fx{os.sep}", f"{_TORCH_DIR}_dynamo{os.sep}",
               "<eval_with_key>", "<frozen ")
 #: Path parts of library internals left out (a model's own file under transformers/models/ stays).
 _TRANSFORMERS, _TRANSFORMERS_MODELS = f"{os.sep}transformers{os.sep}", \
@@ -111,7 +114,7 @@ def call_source(module: torch.nn.Module, frame: FrameType | None = None
     """
     frame = frame or sys._getframe(2)
     walked = []
-    while frame is not None and not frame.f_code.co_filename.startswith(_PYFXPROF_DIR):
+    while frame is not None and not frame.f_code.co_filename.startswith(_PYFXPROF):
         walked.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
         frame = frame.f_back
     frames = _shown(reversed(walked), None)

@@ -7,7 +7,9 @@ import torch
 import torchvision
 
 import pyfxprof
+from pyfxprof.capture import ladder
 from pyfxprof.capture.source import is_machinery, source_frames
+from pyfxprof.cli import default_model
 from tests.hf_models import gpt2
 
 TRACE = ('File "/env/site-packages/torchvision/models/resnet.py", line 285, in forward\n'
@@ -24,6 +26,8 @@ def test_source_frames_keep_model_code_and_leave_internals_out():
         "modeling_utils.py:5 in wrapper", "modeling_gpt2.py:7 in forward")
     assert source_frames(None) == ()
     assert is_machinery("<eval_with_key>.3") and not is_machinery("/home/me/net.py")
+    # pyfxprof's capture code is machinery, the CLI's bundled model is model code
+    assert is_machinery(ladder.__file__) and not is_machinery(default_model.__file__)
 
 
 class Net(torch.nn.Module):
