@@ -43,6 +43,8 @@ def small_buffer():
     _C.configure_buffer(1 << 16, 1 << 12)
     yield
     _C.configure_buffer(1 << 21, 1 << 16)
+    _C.drain()  # leave no record pending for later tests (the buffer and the shared recorder)
+    RECORDER.collect(0, 2**32)
 
 
 @pytest.mark.parametrize("mode, capture", [("codegen", "fx"), ("interpreter", "fx"),
