@@ -123,7 +123,7 @@ class InductorCapture:
 
     def __post_init__(self) -> None:
         self.compiled = torch.compile(self.module, backend=self._backend,
-                                      dynamic=self.settings.dynamic)
+                                      dynamic=self.settings.dynamic, isolate_recompiles=True)
 
     def _backend(self, gm: fx.GraphModule, example_inputs: list) -> Any:
         from torch._inductor.compile_fx import compile_fx

@@ -24,6 +24,7 @@ from ..timing.compiled import CompiledExecutor, GraphPlan, plan_graph
 from ..timing.durations import RunTimings
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
+from .capture_cache import CAPTURES
 from .metadata import run_meta
 
 #: Name of the row holding each run's time outside every kernel.
@@ -65,11 +66,14 @@ def _notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
 def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: CompileSettings,
                      example_inputs: Any, runs: int, warmup: int, *, name: str | None,
                      progress: bool, grad: bool, placement: tuple = (None, None),
-                     timed_runs: Callable, device: str = "cpu") -> Profile:
+                     timed_runs: Callable, device: str = "cpu",
+                     cache_key: tuple | None = None) -> Profile:
     """pyfxprof.profile() for a compiled model (`module`: the eager module compiled with
     `settings`; `model`: what the user passed). It runs where the model is (`device`):
     `placement`, profile()'s (device, device_events), must be unset. `timed_runs` is
-    run.runner's loop of warm-up and timed runs. See docs/compiled.md.
+    run.runner's loop of warm-up and timed runs; `cache_key` (the inputs' signature, None:
+    not cached) keeps the compiled capture for the next profile() of this model
+    (compiled_capture()). See docs/compiled.md.
 
     Example:
         >>> net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
@@ -83,8 +87,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
                             "device_events= unset")
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))
     with evaluation_mode(module), grad_context(grad):
-        capture = InductorCapture(module, settings)
-        capture.first_call(BoundInputs(args, kwargs))
+        capture = compiled_capture(module, settings, BoundInputs(args, kwargs), cache_key)
         plans = [plan_graph(graph) for graph in capture.graphs]
         root_type = type(module).__name__
         frame = kernels_frame([row for plan in plans for row in graph_rows(plan, root_type)]
@@ -105,6 +108,35 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
                     dropped_records=RECORDER.dropped_total - drops_before,
                     warmup_totals_ns=warmup_totals, flops=0)
     return _with_outside(frame, timings, meta, run_noise)
+
+
+def compiled_capture(module: torch.nn.Module, settings: CompileSettings, bound: BoundInputs,
+                     cache_key: tuple | None) -> InductorCapture:
+    """`module` compiled with `settings` and called once on `bound`: the capture kept for
+    `cache_key` (run/capture_cache.py) when its graphs serve this call without a recompile,
+    else a new one, kept. Reusing it keeps repeated profile() calls from compiling again
+    (each compile adds Dynamo cache entries to the model's code: see docs/compiled.md).
+
+    Example:
+        >>> from pyfxprof.capture.inductor import compile_settings
+        >>> net, bound = torch.nn.Linear(2, 2), BoundInputs((torch.ones(1, 2),))
+        >>> first = compiled_capture(*compile_settings(net, True), bound, ("doc",))  # doctest: +SKIP
+        >>> compiled_capture(*compile_settings(net, True), bound, ("doc",)) is first  # doctest: +SKIP
+        True
+    """
+    key = None if cache_key is None else ("inductor", repr(settings.config), settings.dynamic,
+                                          *cache_key)
+    capture = None if key is None else CAPTURES.lookup(module, key)
+    if capture is not None:
+        compiled_before = len(capture.graphs)
+        capture.first_call(bound)  # Dynamo's guards pick the graphs compiled before
+        if len(capture.graphs) == compiled_before:
+            return capture
+    capture = InductorCapture(module, settings)
+    capture.first_call(bound)
+    if key is not None:
+        CAPTURES.keep(module, key, capture)
+    return capture
 
 
 def _with_outside(frame: pd.DataFrame, timings: RunTimings, meta: dict,

@@ -139,7 +139,8 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
     eager, settings = compile_settings(model, compile)
     return profile_compiled(model, eager, settings, example_inputs, runs, warmup, name=name,
                             progress=progress, grad=grad, placement=(device, device_events),
-                            timed_runs=_timed_runs, device=device_of(eager, ()))
+                            timed_runs=_timed_runs, device=device_of(eager, ()),
+                            cache_key=_cache_key(example_inputs, True, (grad,)))
 
 
 def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any, runs: int,
