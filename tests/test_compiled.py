@@ -139,6 +139,51 @@ def test_compiled_profile_saves_exports_and_advises(net_profiles, tmp_path):
     assert "block1.conv" in pyfxprof.kernel_table(compiled)
 
 
+def test_profiler_loop_times_the_compiled_models_kernels(net_profiles):
+    _, profiled = net_profiles
+    model, x = Net().eval(), net_input()
+    compiled = torch.compile(model)
+    expected = compiled(x)
+    with torch.inference_mode(), pyfxprof.Profiler(
+            compiled, schedule=pyfxprof.schedule(wait=1, warmup=1, active=2)) as p:
+        outputs = []
+        for _ in range(4):
+            outputs.append(compiled(x))
+            p.step()
+    assert all(torch.equal(out, expected) for out in outputs)
+    assert "forward" in vars(compiled) and compiled(x) is not None  # its own forward back
+    prof = p.profiles[0]
+    assert prof.meta["capture_mode"] == "inductor" and prof.n_runs == 2
+    assert prof.meta["model"] == "Net (compiled)"
+    for column in ("name", "op", "source_nodes", "source_modules"):
+        assert prof.nodes[column].tolist() == profiled.nodes[column].tolist(), column
+    assert [set(ops) for ops in prof.nodes["aten_ops"]] == [  # (their order may differ)
+        set(ops) for ops in profiled.nodes["aten_ops"]]
+    assert (prof.samples[:, :-1] > 0).all()
+    assert np.array_equal(prof.samples[:, -1], np.maximum(
+        prof.run_totals - prof.samples[:, :-1].sum(1), 0))
+    assert 0 < prof.meta["coverage"] < 1
+    assert "inductor" in p.summary()
+
+
+def test_repeated_compiled_profiles_stay_compiled():
+    """Dynamo's recompile limit (8 per code object; here an error when hit): profile() reuses
+    its compiled capture, and the compiles it does make count in a region of their own, not
+    against the user's own torch.compile of the model."""
+    from pyfxprof.run.capture_cache import CAPTURES
+    model, x = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval(), torch.ones(2, 4)
+    names = []
+    with torch._dynamo.config.patch(fail_on_recompile_limit_hit=True):
+        for call in range(12):
+            if call >= 2:
+                CAPTURES.clear()  # a compile each call, as for models the cache let go
+            prof = pyfxprof.profile(torch.compile(model), (x,), runs=2, warmup=0, progress=False)
+            names.append(tuple(_kernels(prof)["name"]))
+        with torch.inference_mode():
+            assert torch.equal(torch.compile(model)(x), model(x))  # would raise at the limit
+    assert len(set(names)) == 1 and len(names[0]) > 0
+
+
 class Broken(torch.nn.Module):
     """Two linear layers with a graph break between them."""
 
@@ -170,8 +215,8 @@ def test_refusals_are_one_line():
         pyfxprof.profile(torch.compile(model), (torch.ones(1, 2),), compile={"mode": None}, **RUNS)
     with pytest.raises(PyfxprofError, match="leave device= and device_events= unset"):
         pyfxprof.profile(model, (torch.ones(1, 2),), compile=True, device="cpu", **RUNS)
-    with pytest.raises(PyfxprofError, match="Profiler loops do not time"):
-        pyfxprof.Profiler(torch.compile(model))
+    with pytest.raises(PyfxprofError, match="backward=True is not supported for compiled"):
+        pyfxprof.Profiler(torch.compile(model), backward=True)
 
 
 def test_compile_mode_options_are_used():

@@ -45,7 +45,9 @@ def graph_rows(plan: GraphPlan, root_type: str) -> list[dict]:
     return [row]
 
 
-def _outside_row(root_type: str) -> dict:
+def outside_row(root_type: str) -> dict:
+    """The nodes-table row of the time outside every kernel (the last column of a compiled
+    profile's samples)."""
     return {"name": OUTSIDE, "op": "outside_kernels", "target": "wrapper Python, allocations, "
             "Dynamo guards, eager code between graphs", "module_path": "",
             "module_type": root_type, "module_stack": (), "inputs": (), "communication": False,
@@ -53,14 +55,15 @@ def _outside_row(root_type: str) -> dict:
             "graph": -1}
 
 
-def _notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
-    notes = [settings.describe(), f"{len(plans)} compiled graph(s), "
+def notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
+    """The capture notes of a compiled profile: the settings, graphs and kernel calls timed."""
+    found = [settings.describe(), f"{len(plans)} compiled graph(s), "
              f"{sum(len(p.sites) for p in plans)} kernel calls timed"]
     whole = [p.graph.index for p in plans if not p.sites]
     if whole:
-        notes.append(f"graph(s) {whole} timed whole: no Python wrapper to time per kernel "
+        found.append(f"graph(s) {whole} timed whole: no Python wrapper to time per kernel "
                      "(cpp_wrapper or CUDA graphs)")
-    return notes
+    return found
 
 
 def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: CompileSettings,
@@ -91,7 +94,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         plans = [plan_graph(graph) for graph in capture.graphs]
         root_type = type(module).__name__
         frame = kernels_frame([row for plan in plans for row in graph_rows(plan, root_type)]
-                              + [_outside_row(root_type)])
+                              + [outside_row(root_type)])
         drops_before = RECORDER.start()
         check_fits_in_memory(runs, len(frame))
         executor = CompiledExecutor(capture.compiled, kwargs, plans)
@@ -101,13 +104,13 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         if len(capture.graphs) != len(plans):
             raise PyfxprofError("the compiled model recompiled while it was profiled (inputs "
                                 "or guards changed between runs); profile it on fixed inputs")
-    captured = Capture(None, "inductor", _notes(settings, plans))
+    captured = Capture(None, "inductor", notes(settings, plans))
     meta = run_meta(model, name or f"{type(module).__name__} (compiled)", device=device, device_events=False,
                     executor=executor, captured=captured, timings=timings, warmup=warmup,
                     mode="inductor", grad=grad, input_shapes=describe(example_inputs),
                     dropped_records=RECORDER.dropped_total - drops_before,
                     warmup_totals_ns=warmup_totals, flops=0)
-    return _with_outside(frame, timings, meta, run_noise)
+    return with_outside(frame, timings, meta, run_noise)
 
 
 def compiled_capture(module: torch.nn.Module, settings: CompileSettings, bound: BoundInputs,
@@ -139,7 +142,7 @@ def compiled_capture(module: torch.nn.Module, settings: CompileSettings, bound: 
     return capture
 
 
-def _with_outside(frame: pd.DataFrame, timings: RunTimings, meta: dict,
+def with_outside(frame: pd.DataFrame, timings: RunTimings, meta: dict,
                   run_noise: np.ndarray | None) -> Profile:
     """The Profile, its last column each run's total minus its kernels (the outside row);
     `coverage` stays the kernels' share of the run."""

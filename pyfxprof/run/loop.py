@@ -47,6 +47,7 @@ from .call_groups import (MAX_CALL_GROUPS, CallGroup, call_key, capture_group, n
                           primary_shape, signature_key, too_many_groups_warning)
 from .generation import CallLog, format_latency, generation_latency
 from .capture_cache import CAPTURES
+from .compiled_loop import compiled_group
 from .loop_training import optimizer_hooks, wrap_for_backward
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
@@ -116,10 +117,9 @@ class Profiler:
                  name: str | None = None, keep_profiles: int | None = 100,
                  backward: bool = False) -> None:
         check_model(model)
-        if is_compiled(model):
-            raise PyfxprofError("Profiler loops do not time torch.compile'd models: use "
-                                "pyfxprof.profile(compiled_model, inputs) for per-kernel times, "
-                                "or pass model._orig_mod to profile the loop eagerly")
+        if is_compiled(model) and backward:
+            raise PyfxprofError("backward=True is not supported for compiled models yet: "
+                                "profile the loop of model._orig_mod for its backward per node")
         for label, value in (("schedule", schedule), ("on_trace_ready", on_trace_ready)):
             if value is not None and not callable(value):
                 raise PyfxprofError(f"{label} must be callable, got {type(value).__name__}")
@@ -127,7 +127,8 @@ class Profiler:
         self.model = ProfiledModel(self)
         self.schedule = schedule or record_every_step
         self.on_trace_ready = on_trace_ready
-        self.name = name or type(model).__name__
+        self.name = name or (f"{type(model._orig_mod).__name__} (compiled)" if is_compiled(model)
+                             else type(model).__name__)
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
         self._example_inputs = example_inputs
@@ -474,8 +475,9 @@ class Profiler:
         if group is not None:
             return replace(group, index=len(self._groups), cached=True,
                            capture_ns=time.perf_counter_ns() - started)
-        group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
-                              self._tracer_options, refusal)
+        group = (compiled_group if is_compiled(self.module) else capture_group)(
+            self.module, args, kwargs, key, len(self._groups), forward, self._tracer_options,
+            refusal)
         CAPTURES.keep(self.module, cache_key, group)
         return group
 

@@ -24,6 +24,7 @@ from ..timing.durations import RunTimings
 from ..timing.recorder import RECORDER, Records
 from . import ranges
 from .call_groups import CallGroup
+from .compiled import with_outside
 from .loop_training import LoopBackwardExecutor, loop_frame, with_loop_backward
 from .metadata import run_meta
 from .noise import RunMeter
@@ -97,7 +98,10 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
         meta["loop"]["noise"] = noise
         training = isinstance(found.group.executor, LoopBackwardExecutor)
         frame = loop_frame(found.group.frame, context["module"]) if training else found.group.frame
-        profile = build_profile(frame, found.timings, meta, found.device_samples)
+        if found.group.capture.mode == "inductor":  # one row per kernel, plus the outside row
+            profile = with_outside(frame, found.timings, meta, None)
+        else:
+            profile = build_profile(frame, found.timings, meta, found.device_samples)
         if training:
             profile = with_loop_backward(profile, found.group.executor, window.steps,
                                          window.step_starts)

@@ -155,11 +155,12 @@ class CompiledExecutor:
         self.instrumented(False)
         self.table.abandon()
 
-    def run(self, args: tuple) -> Any:
+    def run(self, args: tuple, kwargs: dict | None = None) -> Any:
+        """One timed call on `args` and `kwargs` (None: the executor's own)."""
         table = self.table
         table.begin()
         try:
-            output = self.compiled(*args, **self.kwargs)
+            output = self.compiled(*args, **(self.kwargs if kwargs is None else kwargs))
         except BaseException:
             table.abandon()
             raise
