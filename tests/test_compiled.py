@@ -121,6 +121,17 @@ def test_compiled_diff_matches_modules(net_profiles):
     kernel_sum = float(np.median(compiled.samples, axis=0).sum())
     assert frame["compiled_ns"].sum() == pytest.approx(kernel_sum)
     assert "block1.conv" in d.table() and "Saving" in d.table()
+    ops = d.ops.set_index(["module", "eager_op"])
+    assert ops.loc[("block1.conv", "block1_conv"), "source_node"] == "conv2d"  # a leaf module
+    assert "extern_kernels.convolution" in ops.loc[("block1.conv", "block1_conv"), "kernels"]
+    assert ops.loc[("block1", "mul"), "source_node"] == "mul"  # a function, by name
+    assert ops.loc[("head", "head"), "kernels"] == ("extern_kernels.addmm",)
+    assert ops.loc[("block1", "block1_scale"), "source_node"] == ""  # an attribute read
+    per_module = d.ops.groupby("module")[["eager_ns", "compiled_ns"]].sum()
+    for module in ("block1", "block1.conv", "bn", "head"):
+        assert per_module.loc[module].tolist() == pytest.approx(
+            frame.loc[module, ["eager_ns", "compiled_ns"]].tolist())
+    assert "block1_conv" in d.ops_table("block1") and "head" not in d.ops_table("block1")
 
 
 def test_compiled_profile_saves_exports_and_advises(net_profiles, tmp_path):

@@ -135,10 +135,83 @@ def eager_by_module(profile: Profile, depth: int | None = None) -> pd.DataFrame:
                                               "ops": ()}])], ignore_index=True)
 
 
+#: Eager nodes that run no op of their own (attribute reads): never paired with a source node.
+_NO_OP = ("get_attr", "placeholder", "output")
+
+
+def compiled_by_node(profile: Profile) -> pd.DataFrame:
+    """Each kernel's median split evenly over its source nodes, summed per source node (a
+    node can feed several kernels): columns module, source_node, compiled_ns, kernels; in
+    the order the kernels first cover them."""
+    rows = [(module, node, median / len(nodes), name)
+            for name, op, nodes, modules, median in zip(
+                profile.nodes["name"], profile.nodes["op"], profile.nodes["source_nodes"],
+                profile.nodes["source_modules"], _medians(profile))
+            if op != "outside_kernels" and nodes
+            for node, module in zip(nodes, modules)]
+    frame = pd.DataFrame(rows, columns=["module", "source_node", "compiled_ns", "kernel"])
+    return frame.groupby(["module", "source_node"], sort=False).agg(
+        compiled_ns=("compiled_ns", "sum"),
+        kernels=("kernel", lambda k: tuple(dict.fromkeys(k)))).reset_index()
+
+
+def _pairs(eager_ops: list[tuple[str, str]], sources: list[str]) -> list[tuple[int, int]]:
+    """(eager position, source position) pairs of one module: equal names first (Dynamo
+    and FX name function calls alike: add, mul_1), then the rest in order (a leaf module's
+    call, FX's `block1_conv`, is Dynamo's `conv2d` inside it); attribute reads never pair.
+
+    Example:
+        >>> _pairs([("c_conv", "call_module"), ("c_scale", "get_attr"), ("add", "call_function")],
+        ...        ["conv2d", "add"])
+        [(2, 1), (0, 0)]
+    """
+    names = {name: k for k, name in enumerate(sources)}
+    pairs = [(e, names[name]) for e, (name, _) in enumerate(eager_ops) if name in names]
+    taken_e, taken_s = {e for e, _ in pairs}, {s for _, s in pairs}
+    rest_e = [e for e, (_, op) in enumerate(eager_ops) if e not in taken_e and op not in _NO_OP]
+    rest_s = [s for s in range(len(sources)) if s not in taken_s]
+    return pairs + list(zip(rest_e, rest_s))
+
+
+def op_matches(eager: Profile, compiled: Profile) -> pd.DataFrame:
+    """Eager ops against the kernels that replaced them, per module: one row per eager node
+    and per compiled source node, paired inside each module (see _pairs): columns module,
+    eager_op, eager_ns, source_node, compiled_ns (its share of the kernels covering it),
+    saving_ns and kernels. An eager op without a source node ran no kernel of its own in
+    the compiled model (a view, a folded constant); a source node without an eager op is
+    code the eager capture did not see as a node.
+
+    Example:
+        >>> op_matches(eager_profile, compiled_profile).columns.tolist()   # doctest: +SKIP
+        ['module', 'eager_op', 'eager_ns', 'source_node', 'compiled_ns', 'saving_ns', 'kernels']
+    """
+    nodes = compiled_by_node(compiled)
+    eager_frame = pd.DataFrame({"module": eager.nodes["module_path"], "name": eager.nodes["name"],
+                                "op": eager.nodes["op"], "eager_ns": _medians(eager)})
+    rows = []
+    for module in dict.fromkeys([*eager_frame["module"], *nodes["module"]]):
+        ops = eager_frame[eager_frame["module"] == module]
+        found = nodes[nodes["module"] == module]
+        pairs = dict(_pairs(list(zip(ops["name"], ops["op"])), found["source_node"].tolist()))
+        paired = set(pairs.values())
+        for e, (name, ns) in enumerate(zip(ops["name"], ops["eager_ns"])):
+            k = pairs.get(e)
+            rows.append((module, name, ns, *(("", 0.0, ()) if k is None else (
+                found["source_node"].iat[k], found["compiled_ns"].iat[k], found["kernels"].iat[k]))))
+        rows += [(module, "", 0.0, node, ns, kernels) for k, (node, ns, kernels) in enumerate(
+            zip(found["source_node"], found["compiled_ns"], found["kernels"])) if k not in paired]
+    frame = pd.DataFrame(rows, columns=["module", "eager_op", "eager_ns", "source_node",
+                                        "compiled_ns", "kernels"])
+    frame.insert(5, "saving_ns", frame["eager_ns"] - frame["compiled_ns"])
+    return frame
+
+
 class CompiledDiff:
     """An eager profile against a compiled one of the same model, per module path: eager time,
     compiled time (kernel time split over the modules they cover), saving, and the ops and
-    kernels of each module. `frame` holds the numbers; table() prints them.
+    kernels of each module. `frame` holds the numbers; table() prints them. `ops` pairs the
+    eager ops with the source nodes of the kernels inside each module (op_matches);
+    ops_table() prints it.
 
     Example:
         >>> d = CompiledDiff(eager_profile, compiled_profile)   # doctest: +SKIP
@@ -163,6 +236,31 @@ class CompiledDiff:
         self.frame = frame[["module", "eager_ns", "compiled_ns", "saving_ns", "saving_pct",
                             "ops", "kernels", "shared"]].sort_values(
             "saving_ns", ascending=False, kind="stable").reset_index(drop=True)
+        self.ops = op_matches(eager, compiled)
+
+    def ops_table(self, module: str | None = None, top: int | None = 20) -> str:
+        """Eager op against source node and kernels, one line each, largest saving first;
+        `module`: that module path and the modules inside it only.
+
+        Example:
+            >>> print(CompiledDiff(eager_profile, compiled_profile).ops_table("layer1"))  # doctest: +SKIP
+        """
+        frame = self.ops
+        if module is not None:
+            inside = (frame["module"] == module) | frame["module"].str.startswith(module + ".")
+            frame = frame[inside | (module == "")]
+        frame = frame.sort_values("saving_ns", ascending=False, kind="stable").head(top)
+        shown = pd.DataFrame({
+            "Module": frame["module"].map(lambda m: "(root)" if m == "" else _cut(m, 32)),
+            "Eager op": frame["eager_op"].map(lambda s: _cut(s, 24) or "-"),
+            self.labels[0].capitalize(): frame["eager_ns"].map(format_ns),
+            "Source node": frame["source_node"].map(lambda s: _cut(s, 24) or "-"),
+            self.labels[1].capitalize(): frame["compiled_ns"].map(format_ns),
+            "Saving": frame["saving_ns"].map(format_ns),
+            "Kernels": frame["kernels"].map(lambda k: _cut(_cell(k, 2), 50) or "-")})
+        return ("per op: the eager op, the source node of the compiled graph it was paired "
+                "with in its module, and the kernels covering it (their time split evenly over "
+                "their source nodes)\n" + shown.to_string(index=False))
 
     def totals(self) -> dict:
         """Median run totals of both sides (ns) and the saving."""

@@ -46,9 +46,13 @@ def compile_option(args: argparse.Namespace) -> dict | None:
 
 
 def print_compiled(compiled: Any, eager: Any, top: int | None) -> None:
-    """The kernel table of `compiled` and, with an `eager` profile, the per-module diff."""
+    """The kernel table of `compiled` and, with an `eager` profile, the per-module and
+    per-op diffs."""
     print()
     print(kernel_table(compiled, top=top))
     if eager is not None:
         print()
-        print(CompiledDiff(eager, compiled).table(top=top))
+        diff = CompiledDiff(eager, compiled)
+        print(diff.table(top=top))
+        print()
+        print(diff.ops_table(top=top))
