@@ -195,6 +195,62 @@ def test_repeated_compiled_profiles_stay_compiled():
     assert len(set(names)) == 1 and len(names[0]) > 0
 
 
+def _busy(ns: int) -> None:
+    end = time.perf_counter_ns() + ns
+    while time.perf_counter_ns() < end:
+        pass
+
+
+def test_aoti_model_is_timed_whole_with_a_statement():
+    """An AOTInductor model (the real AOTICompiledModel class; its loader, the package's C++
+    runner, stands in for a package that takes a minute to compile) runs 300 µs a call."""
+    package = pytest.importorskip("torch.export.pt2_archive._package")
+    from torch.utils import _pytree as pytree
+    x = torch.randn(2, 4)
+
+    class Loader:
+        def get_call_spec(self):
+            specs = (pytree.tree_flatten(((x,), {}))[1], pytree.tree_flatten(x)[1])
+            return [pytree.treespec_dumps(spec) for spec in specs]
+
+        def boxed_run(self, flat):
+            _busy(300_000)
+            return [torch.relu(flat[0])]
+
+    prof = pyfxprof.profile(package.AOTICompiledModel(Loader()), (x,), **RUNS)
+    assert prof.nodes["name"].tolist() == ["AOTInductor model", "(outside kernels)"]
+    assert "timed whole" in prof.meta["capture_notes"][0]
+    whole = float(np.median(prof.samples[:, 0]))
+    assert 300_000 <= whole <= float(np.median(prof.run_totals))
+    with pytest.raises(PyfxprofError, match="AOTInductor model is already compiled"):
+        pyfxprof.profile(package.AOTICompiledModel(Loader()), (x,), compile=True, **RUNS)
+
+
+def test_graph_without_python_wrapper_is_timed_whole():
+    """A graph with no per-kernel calls to time (CUDA graphs, cpp_wrapper): one row with all
+    its source nodes, the graph's own output."""
+    from pyfxprof.run.compiled import graph_rows, notes
+    from pyfxprof.timing.compiled import GraphPlan
+    model, x = Net().eval(), net_input()
+    with torch.inference_mode():
+        capture = InductorCapture(*compile_settings(model, True))
+        capture.first_call(BoundInputs((x,)))
+        plans = [GraphPlan(graph, [], []) for graph in capture.graphs]
+        executor = CompiledExecutor(capture.compiled, {}, plans)
+        executor.reset(2)
+        with executor:
+            output = executor.run((x,))
+        timings = executor.timings()
+    assert torch.equal(output, torch.compile(model)(x))
+    assert timings.intervals.shape == (1, 1) and timings.intervals[0, 0] > 0
+    (row,) = graph_rows(plans[0], "Net")
+    assert row["name"] == "compiled graph 0" and {"conv2d", "linear"} <= set(row["source_nodes"])
+    assert "timed whole" in " ".join(notes(capture.settings, plans))
+    cudagraphs = compile_settings(model, {"mode": "reduce-overhead"})[1]
+    per_kernel = [plan_graph(graph) for graph in capture.graphs]
+    assert "serve CUDA graphs only" in notes(cudagraphs, per_kernel)[-1]
+
+
 class Broken(torch.nn.Module):
     """Two linear layers with a graph break between them."""
 

@@ -38,7 +38,7 @@ def graph_rows(plan: GraphPlan, root_type: str) -> list[dict]:
     if plan.sites:
         return [kernel_row(plan.graph, site, mapping, root_type) for site in plan.sites]
     handles = list(mapping.get("cppCodeToPost", {}))
-    mapping = {**mapping, "cppCodeToPost": {"graph": [
+    mapping = {**mapping, "cppCodeToPost": {"graph:0": [
         post for handle in handles for post in mapping["cppCodeToPost"][handle]]}}
     row = kernel_row(plan.graph, CallSite(0, "compiled graph", "graph:0"), mapping, root_type)
     row.update(name=f"compiled graph {plan.graph.index}", op="compiled_graph")
@@ -63,6 +63,9 @@ def notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
     if whole:
         found.append(f"graph(s) {whole} timed whole: no Python wrapper to time per kernel "
                      "(cpp_wrapper or CUDA graphs)")
+    if settings.config.get("triton.cudagraphs") and len(whole) < len(plans):
+        found.append("CUDA graphs (mode='reduce-overhead') were asked for but serve CUDA "
+                     "graphs only: the other graphs run Inductor's wrapper, timed per kernel")
     return found
 
 
@@ -95,21 +98,33 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         root_type = type(module).__name__
         frame = kernels_frame([row for plan in plans for row in graph_rows(plan, root_type)]
                               + [outside_row(root_type)])
-        drops_before = RECORDER.start()
-        check_fits_in_memory(runs, len(frame))
         executor = CompiledExecutor(capture.compiled, kwargs, plans)
-        with executor:
-            timings, run_noise, warmup_totals = timed_runs(executor, args, runs, warmup,
-                                                           progress, frame)
+        prof = timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
+                             dict(name=name or f"{root_type} (compiled)", device=device,
+                                  grad=grad, input_shapes=describe(example_inputs),
+                                  captured=Capture(None, "inductor", notes(settings, plans))))
         if len(capture.graphs) != len(plans):
             raise PyfxprofError("the compiled model recompiled while it was profiled (inputs "
                                 "or guards changed between runs); profile it on fixed inputs")
-    captured = Capture(None, "inductor", notes(settings, plans))
-    meta = run_meta(model, name or f"{type(module).__name__} (compiled)", device=device, device_events=False,
-                    executor=executor, captured=captured, timings=timings, warmup=warmup,
-                    mode="inductor", grad=grad, input_shapes=describe(example_inputs),
+    return prof
+
+
+def timed_profile(model: Any, executor: CompiledExecutor, frame: pd.DataFrame, args: tuple,
+                  loop: tuple, timed_runs: Callable, meta: dict) -> Profile:
+    """The Profile of `executor`'s timed runs (`loop`: runs, warm-up runs, progress) with the
+    timed wrappers swapped in; `meta`: run_meta's name, device, grad, input_shapes and
+    captured."""
+    runs, warmup, progress = loop
+    drops_before = RECORDER.start()
+    check_fits_in_memory(runs, len(frame))
+    with executor:
+        timings, run_noise, warmup_totals = timed_runs(executor, args, runs, warmup, progress,
+                                                       frame)
+    name = meta.pop("name")
+    meta = run_meta(model, name, device_events=False, executor=executor, timings=timings,
+                    warmup=warmup, mode="inductor",
                     dropped_records=RECORDER.dropped_total - drops_before,
-                    warmup_totals_ns=warmup_totals, flops=0)
+                    warmup_totals_ns=warmup_totals, flops=0, **meta)
     return with_outside(frame, timings, meta, run_noise)
 
 

@@ -32,6 +32,7 @@ from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
 from .capture_cache import CAPTURES
+from .aoti import is_aoti_model, profile_aoti
 from .compiled import profile_compiled
 from .eager import eager_forward_meta
 from .metadata import run_meta
@@ -82,7 +83,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         (2, 5)
     """
     _check_arguments(model, runs, warmup, mode, torch_profiler_options)
-    if is_compiled(model) or compile not in (None, False):
+    if is_compiled(model) or is_aoti_model(model) or compile not in (None, False):
         return _profile_compiled(**locals())  # the arguments as given
     own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
@@ -129,13 +130,19 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
                       device: str | None, device_events: bool | None, backward: bool = False,
                       profile_memory: bool = False, **_: Any) -> Profile:
     """profile() of a torch.compile'd model, or of `model` compiled as `compile` says (True
-    or dict(mode=, dynamic=, options=); docs/compiled.md). Other profile() arguments (capture,
-    mode, tracer options) do not apply to compiled models; backward=True and
-    profile_memory=True are refused."""
+    or dict(mode=, dynamic=, options=); docs/compiled.md), or of an AOTInductor model (timed
+    whole). Other profile() arguments (capture, mode, tracer options) do not apply to
+    compiled models; backward=True and profile_memory=True are refused."""
     for option, value in (("backward", backward), ("profile_memory", profile_memory)):
         if value:
             raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
                                 "profile the eager model (compile=None) with it")
+    if is_aoti_model(model):
+        if compile not in (None, False) or device is not None or device_events:
+            raise PyfxprofError("an AOTInductor model is already compiled and placed: leave "
+                                "compile=, device= and device_events= unset")
+        return profile_aoti(model, example_inputs, runs, warmup, name=name, progress=progress,
+                            timed_runs=_timed_runs)
     eager, settings = compile_settings(model, compile)
     return profile_compiled(model, eager, settings, example_inputs, runs, warmup, name=name,
                             progress=progress, grad=grad, placement=(device, device_events),
@@ -243,7 +250,8 @@ def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
 
 def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dict) -> None:
     _refuse_context_manager_use(model, options)
-    check_model(model)
+    if not is_aoti_model(model):
+        check_model(model)
     if mode not in MODES:
         raise PyfxprofError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if not isinstance(runs, int) or runs < 1:
