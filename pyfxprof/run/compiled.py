@@ -45,6 +45,12 @@ def graph_rows(plan: GraphPlan, root_type: str) -> list[dict]:
     return [row]
 
 
+def compiled_frame(plans: list[GraphPlan], root_type: str) -> pd.DataFrame:
+    """The nodes table of a compiled profile: every graph's rows, then the outside row."""
+    return kernels_frame([row for plan in plans for row in graph_rows(plan, root_type)]
+                         + [outside_row(root_type)])
+
+
 def outside_row(root_type: str) -> dict:
     """The nodes-table row of the time outside every kernel (the last column of a compiled
     profile's samples)."""
@@ -96,8 +102,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         capture = compiled_capture(module, settings, BoundInputs(args, kwargs), cache_key)
         plans = [plan_graph(graph) for graph in capture.graphs]
         root_type = type(module).__name__
-        frame = kernels_frame([row for plan in plans for row in graph_rows(plan, root_type)]
-                              + [outside_row(root_type)])
+        frame = compiled_frame(plans, root_type)
         executor = CompiledExecutor(capture.compiled, kwargs, plans)
         prof = timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
                              dict(name=name or f"{root_type} (compiled)", device=device,

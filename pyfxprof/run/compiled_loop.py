@@ -12,12 +12,11 @@ import torch
 from ..capture.analysis import describe
 from ..capture.inductor import InductorCapture, compile_settings
 from ..capture.inputs import BoundInputs, input_tensors
-from ..capture.provenance import kernels_frame
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError
 from ..timing.compiled import CompiledExecutor, plan_graph
-from .call_groups import MAX_GUARD_VARIANTS, CallGroup, analysis_copy
-from .compiled import graph_rows, notes, outside_row
+from .call_groups import _VARIANT, MAX_GUARD_VARIANTS, CallGroup, analysis_copy
+from .compiled import compiled_frame, notes
 from .runner import device_of
 
 
@@ -72,7 +71,7 @@ def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple
         >>> group.capture.mode, group.hooks                                   # doctest: +SKIP
         ('inductor', False)
     """
-    if key and key[-1][0] == "guard variant" and key[-1][1] > MAX_GUARD_VARIANTS:
+    if key and key[-1][0] == _VARIANT and key[-1][1] > MAX_GUARD_VARIANTS:
         raise PyfxprofError(f"the compiled model was captured {MAX_GUARD_VARIANTS} times for "
                             f"this signature ({refusal})")
     started = time.perf_counter_ns()
@@ -80,9 +79,7 @@ def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple
     capture = InductorCapture(module, settings)
     capture.first_call(_copies(args, kwargs))
     plans = [plan_graph(graph) for graph in capture.graphs]
-    root_type = type(module).__name__
-    frame = kernels_frame([row for plan in plans for row in graph_rows(plan, root_type)]
-                   + [outside_row(root_type)])
+    frame = compiled_frame(plans, type(module).__name__)
     executor = CompiledExecutor(capture.compiled, {}, plans)
     executor.instrumented(True)
     calls = CompiledCalls(capture, executor)
@@ -91,7 +88,6 @@ def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple
                                                 frame=calls),
                      frame, 0, executor, model.training, device_of(module, args),
                      time.perf_counter_ns() - started)
-
 
 
 def _copies(args: tuple, kwargs: dict) -> BoundInputs:
