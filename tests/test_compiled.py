@@ -175,6 +175,13 @@ def test_profiler_loop_times_the_compiled_models_kernels(net_profiles):
         prof.run_totals - prof.samples[:, :-1].sum(1), 0))
     assert 0 < prof.meta["coverage"] < 1
     assert "inductor" in p.summary()
+    with pyfxprof.Profiler(compiled) as modes:  # another autograd mode: a guard variant
+        with torch.inference_mode():
+            compiled(x)
+        with torch.no_grad():
+            assert torch.equal(compiled(x), expected)
+    assert [prof.n_runs for prof in modes.profiles] == [1, 1]
+    assert "guard variant 2" in modes.summary()
 
 
 def test_repeated_compiled_profiles_stay_compiled():

@@ -71,7 +71,8 @@ def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple
         >>> group.capture.mode, group.hooks                                   # doctest: +SKIP
         ('inductor', False)
     """
-    if key and key[-1][0] == _VARIANT and key[-1][1] > MAX_GUARD_VARIANTS:
+    variant = key[-1][1] if key and key[-1][0] == _VARIANT else None
+    if variant is not None and variant > MAX_GUARD_VARIANTS:
         raise PyfxprofError(f"the compiled model was captured {MAX_GUARD_VARIANTS} times for "
                             f"this signature ({refusal})")
     started = time.perf_counter_ns()
@@ -84,6 +85,7 @@ def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple
     executor.instrumented(True)
     calls = CompiledCalls(capture, executor)
     label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
+    label += "" if variant is None else f" ({_VARIANT} {variant})"
     return CallGroup(index, key, label, Capture(None, "inductor", notes(settings, plans),
                                                 frame=calls),
                      frame, 0, executor, model.training, device_of(module, args),
