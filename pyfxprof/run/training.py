@@ -15,7 +15,8 @@ from ..capture.inputs import split_inputs
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError
-from ..timing.backward import (EXTRA_ROWS, BackwardMarks,
+from ..timing.aot_backward import AotStep
+from ..timing.backward import (EXTRA_ROWS, BackwardMarks, aot_refusal,
                                calibrate_backward_hook, row_of_positions)
 from ..timing.durations import RunTimings
 
@@ -105,8 +106,13 @@ class TrainingExecutor:
         self.inner, self.model = inner, model
         self.loss_fn = graph_loss(prepared, model, example_inputs, loss_fn or default_loss)
         self.n_nodes = inner.calls_per_run
-        rows = row_of_positions(gm, args, self._checked_loss, self.n_nodes)
-        self.marks = BackwardMarks(rows, self.n_nodes, calibrate_backward_hook())
+        self.aot, self.marks = None, None
+        self.mechanism = aot_refusal(gm, args, self._checked_loss, inner.device is not None)
+        if self.mechanism is None:
+            self.aot, self.mechanism = _aot_step(gm, args, self.n_nodes, inner.mode)
+        if self.aot is None:
+            rows = row_of_positions(gm, args, self._checked_loss, self.n_nodes)
+            self.marks = BackwardMarks(rows, self.n_nodes, calibrate_backward_hook())
         self._user_grads: list = []
         self._backward: np.ndarray | None = None
 
@@ -135,18 +141,34 @@ class TrainingExecutor:
 
     def run(self, args: tuple) -> Any:
         try:
+            if self.aot is not None:
+                return self.aot.step(args, self.loss_fn)
             return self.marks.step(lambda: self.inner.run(args), self.loss_fn)
         finally:
             for parameter, _ in self._user_grads:
                 parameter.grad = None
 
     def reset(self, runs: int = 0) -> None:
+        if self.aot is not None:
+            self.aot.reset(runs)
+            return
         self.inner.reset(runs)
         self.marks.collect()
+
+    def backward_meta(self) -> dict:
+        """How the backward was timed: ``backward_mechanism`` ("aot", or why the pre-hooks
+        were used) and the per-node cost taken off (``backward_overhead_ns``)."""
+        cost = (self.aot.overhead_ns() if self.aot is not None
+                else self.marks.calibration.overhead_ns)
+        return {"backward_mechanism": self.mechanism, "backward_overhead_ns": cost}
 
     def timings(self) -> RunTimings:
         """Forward columns, then the loss and zero forward time for the backward-only rows;
         run totals cover the whole step. backward_samples() holds the backward."""
+        if self.aot is not None:
+            timings = self.aot.durations()
+            self._backward = self.aot.backward_samples
+            return timings
         forward = self.inner.timings()
         loss, backward, totals = self.marks.durations(self.marks.collect())
         if len(loss) != forward.intervals.shape[0]:
@@ -169,6 +191,15 @@ class TrainingExecutor:
         if device is None:
             return None
         return np.hstack([device, np.zeros((device.shape[0], len(EXTRA_ROWS)), np.int64)])
+
+
+def _aot_step(gm, args: tuple, n_nodes: int, mode: str) -> tuple[AotStep | None, str]:
+    """(the AotStep of the graph, "aot"), or (None, why AOTAutograd could not trace it)."""
+    try:
+        return AotStep(gm, args, n_nodes, mode), "aot"
+    except Exception as error:  # noqa: BLE001 - any tracing failure falls back to pre-hooks
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        return None, f"pre-hooks: AOTAutograd could not trace the graph ({first_line[:200]})"
 
 
 def training_frame(frame: pd.DataFrame, model: torch.nn.Module) -> pd.DataFrame:
@@ -220,7 +251,7 @@ def with_backward(profile: Profile, executor: TrainingExecutor,
     backward = executor.backward_samples()[:profile.n_runs]
     meta = dict(profile.meta, grad=True, training=model.training,
                 coverage=run_coverage(profile.samples + backward, profile.run_totals),
-                backward_hook_overhead_ns=executor.marks.calibration.overhead_ns)
+                **executor.backward_meta())
     return Profile(profile.nodes, profile.samples, profile.run_totals, meta,
                    profile.device_samples, profile.run_starts, profile.run_noise,
                    backward_samples=backward)

@@ -107,6 +107,35 @@ def row_of_positions(gm: fx.GraphModule, args: tuple, loss_fn: Callable | None,
                                else engine) for node in nodes], dtype=np.int64)
 
 
+#: Autograd node classes of torch.library custom ops: AOTAutograd keeps those ops in its graphs.
+_CUSTOM_OP_BACKWARD = "GeneratedBackwardFor_"
+
+
+def aot_refusal(gm: fx.GraphModule, args: tuple, loss_fn: Callable,
+                device_events: bool) -> str | None:
+    """Why a step's backward is timed by autograd pre-hooks (mark_hook) rather than through
+    AOTAutograd (timing/aot_backward.py), or None when AOTAutograd can be used. AOTAutograd
+    runs a Python ``torch.autograd.Function``'s code once, while tracing, and keeps only the
+    aten ops it called: any other work in it (native calls, Python) would not be in the step.
+    Found by one plain forward and the loss, their autograd graph walked (nothing is run
+    backward).
+
+    Example:
+        >>> gm = fx.symbolic_trace(torch.nn.Linear(2, 2))
+        >>> aot_refusal(gm, (torch.ones(1, 2),), lambda y: y.sum(), False) is None
+        True
+    """
+    if device_events:
+        return "pre-hooks: device (CUDA event) timing times the captured graph itself"
+    for node in autograd_nodes(loss_fn(gm(*args)).grad_fn):
+        name = type(node).__name__
+        if isinstance(node, torch.autograd.function.BackwardCFunction) \
+                and not name.startswith(_CUSTOM_OP_BACKWARD):
+            return (f"pre-hooks: {name} is a Python torch.autograd.Function, whose code "
+                    "AOTAutograd would run once while tracing rather than in every step")
+    return None
+
+
 def mark_hook(mark_id: int) -> Callable:
     """An autograd pre-hook that records one native mark tagged `mark_id`.
 
