@@ -17,6 +17,9 @@ from pyfxprof.run.training import default_loss
 from pyfxprof.timing.backward import autograd_nodes, row_of_positions
 
 FORWARD_NS, BACKWARD_NS = 50_000, 300_000
+#: The op's spins: a Library op with a Python kernel and Python autograd costs ~25 us a call on
+#: top of its spin (load 10), so it spins longer for 5% + 20 us to hold the spin and that cost.
+OP_FORWARD_NS, OP_BACKWARD_NS = 200_000, 1_000_000
 
 
 class _Spin(torch.autograd.Function):
@@ -42,6 +45,30 @@ def _spin_model():
     return torch.nn.Sequential(torch.nn.Linear(8, 8), Spin(), torch.nn.ReLU())
 
 
+_LIBRARY = torch.library.Library("pyfxprof_test", "DEF")  # noqa: torch.library needs it kept
+_LIBRARY.define("spin(Tensor x, int ns) -> Tensor")
+
+
+def _spin_kernel(x, ns):
+    """Spins `ns` on the profiler clock: an op AOTAutograd keeps whole in its graphs (a plain
+    Library kernel: torch.library.custom_op's own Python layers add ~20-30 us more a call)."""
+    _C._spin_ns(ns)
+    return x.clone()
+
+
+_LIBRARY.impl("spin", _spin_kernel, "CompositeExplicitAutograd")
+torch.library.register_fake("pyfxprof_test::spin", lambda x, ns: torch.empty_like(x),
+                            lib=_LIBRARY)
+torch.library.register_autograd(
+    "pyfxprof_test::spin", lambda ctx, grad: (_spin_op(grad, OP_BACKWARD_NS), None), lib=_LIBRARY)
+_spin_op = torch.ops.pyfxprof_test.spin.default
+
+
+class SpinOp(torch.nn.Module):
+    def forward(self, x):
+        return _spin_op(x, OP_FORWARD_NS)
+
+
 @pytest.mark.timing(attempts=3)
 def test_backward_of_a_known_node_is_measured():
     prof = pyfxprof.profile(_spin_model(), (torch.randn(4, 8),), runs=15, warmup=2,
@@ -50,6 +77,20 @@ def test_backward_of_a_known_node_is_measured():
     assert abs(row["backward_median"] - BACKWARD_NS) <= 0.05 * BACKWARD_NS + 20_000
     assert row["median"] >= 0.95 * FORWARD_NS  # plus the Function's own Python calls
     assert row["backward_ratio"] == pytest.approx(row["backward_median"] / row["median"])
+    assert prof.meta["backward_mechanism"].startswith("pre-hooks: _SpinBackward is a Python")
+
+
+@pytest.mark.timing(attempts=3)
+def test_backward_of_a_known_op_is_measured_through_aot_autograd():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), SpinOp(), torch.nn.ReLU())
+    prof = pyfxprof.profile(model, (torch.randn(4, 8),), runs=15, warmup=2,
+                            backward=True, leaf_modules=(SpinOp,), progress=False)
+    assert prof.meta["backward_mechanism"] == "aot"
+    frame = prof.to_dataframe().set_index("module_type")
+    row = frame.loc["SpinOp"]
+    assert abs(row["backward_median"] - OP_BACKWARD_NS) <= 0.05 * OP_BACKWARD_NS + 20_000
+    assert abs(row["median"] - OP_FORWARD_NS) <= 0.05 * OP_FORWARD_NS + 20_000
+    assert frame.loc["ReLU", "backward_median"] < 0.1 * OP_BACKWARD_NS  # not given the spin
 
 
 def test_every_autograd_node_lands_in_a_row_and_the_model_is_left_as_it_was():
