@@ -84,13 +84,17 @@ def main() -> None:
         RECORDER.start()  # drain the marks (ids never handed out are dropped)
     print(describe_machine())
     per_node = options.nodes + 2
+    lower = {how: statistics.quantiles(times[how], n=4)[0] for how in WAYS}
+    print("ns per node: median, IQR, median and lower quartile over plain and over aot plain")
     for how in WAYS:
         median = statistics.median(times[how])
         quartiles = statistics.quantiles(times[how], n=4)
-        print(f"{how:15s} {median / per_node:8.0f} ns/node  IQR "
-              f"{(quartiles[2] - quartiles[0]) / per_node:6.0f}  "
-              f"over plain {(median - statistics.median(times['plain'])) / per_node:+7.0f}  "
-              f"over aot plain {(median - statistics.median(times['aot plain'])) / per_node:+7.0f}")
+        over = [(median - statistics.median(times[base])) / per_node for base in
+                ("plain", "aot plain")]
+        over_q1 = [(lower[how] - lower[base]) / per_node for base in ("plain", "aot plain")]
+        print(f"{how:15s} {median / per_node:7.0f}  IQR {(quartiles[2] - quartiles[0]) / per_node:6.0f}"
+              f"  plain {over[0]:+6.0f} (Q1 {over_q1[0]:+6.0f})"
+              f"  aot plain {over[1]:+6.0f} (Q1 {over_q1[1]:+6.0f})")
 
 
 if __name__ == "__main__":

@@ -210,7 +210,9 @@ def with_loop_backward(profile: Profile, executor: LoopBackwardExecutor, steps: 
     else:
         backward = backward[:profile.n_runs]
         meta.update(coverage=run_coverage(samples + backward, totals),
-                    backward_hook_overhead_ns=executor.hook_calibration.overhead_ns)
+                    backward_mechanism="pre-hooks: the Profiler loop times the user's own "
+                                       "eager backward",
+                    backward_overhead_ns=executor.hook_calibration.overhead_ns)
     return Profile(profile.nodes, samples, totals, meta, profile.device_samples,
                    profile.run_starts, profile.run_noise, backward_samples=backward)
 

@@ -18,8 +18,9 @@ from pyfxprof.timing.backward import autograd_nodes, row_of_positions
 
 FORWARD_NS, BACKWARD_NS = 50_000, 300_000
 #: The op's spins: a Library op with a Python kernel and Python autograd costs ~25 us a call on
-#: top of its spin (load 10), so it spins longer for 5% + 20 us to hold the spin and that cost.
-OP_FORWARD_NS, OP_BACKWARD_NS = 200_000, 1_000_000
+#: top of its spin (measured inside and around the kernel at load 10), so it spins longer, for
+#: 5% + 20 us to hold the spin and that cost.
+OP_FORWARD_NS, OP_BACKWARD_NS = 500_000, 1_000_000
 
 
 class _Spin(torch.autograd.Function):
@@ -80,7 +81,7 @@ def test_backward_of_a_known_node_is_measured():
     assert prof.meta["backward_mechanism"].startswith("pre-hooks: _SpinBackward is a Python")
 
 
-@pytest.mark.timing(attempts=3)
+@pytest.mark.timing(attempts=5)  # missed by 30-75 us in single attempts at load 9 on 2 cores
 def test_backward_of_a_known_op_is_measured_through_aot_autograd():
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), SpinOp(), torch.nn.ReLU())
     prof = pyfxprof.profile(model, (torch.randn(4, 8),), runs=15, warmup=2,
