@@ -25,6 +25,7 @@ def test_causal_lm_with_labels_in_train_mode_is_on_a_graph_rung(build):
     finally:
         torch.set_num_threads(threads)
     assert prof.meta["capture_mode"] in ("fx", "dynamo") and prof.meta["training"]
+    assert prof.meta["backward_mechanism"] == "aot"
     assert prof.meta["coverage"] >= 0.85  # forward + backward over whole steps
     frame = prof.to_dataframe()
     model_rows = frame[~frame["op"].isin(["loss", "backward"])]
