@@ -43,3 +43,24 @@ def test_cli_backward_prints_forward_and_backward_columns_for_a_tiny_llama_with_
     assert code == 0 and "capture dynamo" in out
     assert any("Median" in line and "Backward median" in line and "Bwd/Fwd" in line
                for line in out.splitlines())
+
+
+@pytest.mark.filterwarnings("ignore::pyfxprof.capture.tracing.CaptureFallbackWarning")
+def test_a_causal_lm_in_a_training_loop_says_why_it_has_no_backward_columns(tmp_path):
+    model, _ = llama()
+    model.train()
+    ids = token_ids(16)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pyfxprof.Profiler(model, backward=True) as p:
+        for _ in range(2):
+            optimizer.zero_grad()
+            p.model(input_ids=ids, labels=ids).loss.backward()
+            optimizer.step()
+            p.step()
+    prof = p.profiles[-1]
+    assert prof.meta["capture_mode"] == "hooks" and prof.backward_samples is None
+    note = prof.meta["backward_note"]
+    assert note.startswith("no backward columns") and "\n" not in note
+    assert "dynamo: the model is in training mode" in note
+    prof.export_html(tmp_path / "r.html")
+    assert "backward: no backward columns" in (tmp_path / "r.html").read_text()

@@ -151,6 +151,7 @@ class CallGroup:
     capture_ns: int = 0  # the Profiler's time spent capturing and analysing the group
     graph_takes_bound: bool = False  # a graph whose inputs are the call bound to forward
     cached: bool = False  # taken from the capture cache (capture_ns: the look-up)
+    backward_note: str | None = None  # Profiler(backward=True): why no backward is timed
 
     def __post_init__(self) -> None:
         #: True when the model runs itself with marking hooks (hooks or whole capture).

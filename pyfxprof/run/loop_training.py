@@ -238,14 +238,33 @@ def data_loading_ns(run_starts, steps: list, step_starts: list) -> np.ndarray:
 
 def wrap_for_backward(group, block_open: bool) -> None:
     """Give a newly captured call group (a graph capture) a LoopBackwardExecutor; groups
-    timed by module hooks keep theirs (their backward is not timed)."""
+    timed by module hooks keep theirs, and their ``backward_note`` says why their backward
+    is not timed."""
     if group.hooks or group.capture.graph_module is None:
+        group.backward_note = no_graph_note(group.capture.notes)
         return
     group.executor = LoopBackwardExecutor(group.executor, group.capture.graph_module)
     if group.capture.frame is not None:  # Dynamo's code calls the executor's run
         group.capture.frame.run_graph_with(group.executor.run)
     if block_open:
         group.executor.open()
+
+
+def no_graph_note(capture_notes: list) -> str:
+    """Why a call group has no backward columns: it was timed by module hooks, with the
+    graph rungs' reasons from its capture notes.
+
+    Example:
+        >>> no_graph_note(["dynamo: the model is in training mode"])
+        'no backward columns: the backward is timed per node on a graph capture (fx or Dynamo) and these calls were timed by module hooks (dynamo: the model is in training mode)'
+    """
+    rungs = sorted((note for note in capture_notes
+                    if note.split(":")[0] in ("fx", "dynamo", "fx+leaf")),
+                   key=lambda note: not note.startswith("dynamo"))
+    why = "; ".join(rungs)
+    why = f" ({why[:300]}…)" if len(why) > 300 else f" ({why})" if why else ""
+    return ("no backward columns: the backward is timed per node on a graph capture (fx or "
+            f"Dynamo) and these calls were timed by module hooks{why}")
 
 
 def optimizer_hooks(groups, on: bool) -> None:

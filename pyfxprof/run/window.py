@@ -105,6 +105,8 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
         if training:
             profile = with_loop_backward(profile, found.group.executor, window.steps,
                                          window.step_starts)
+        elif found.group.backward_note:
+            profile.meta["backward_note"] = found.group.backward_note
         profiles.append(ranges.with_ranges(profile, records, step_starts, window_starts))
     return profiles
 

@@ -50,7 +50,25 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"cpu {_meta(meta, 'cpu')} · threads {_meta(meta, 'threads')} · versions {ver_text} · "
         f"at {_meta(meta, 'timestamp')}",
         *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
+        *_backward_lines(meta),
     ]
+
+
+def _backward_lines(meta: dict) -> list[str]:
+    """How a training step's backward was timed, or why a Profiler(backward=True) window has
+    no backward columns.
+
+    >>> _backward_lines({"backward_mechanism": "aot", "backward_overhead_ns": 14.2})
+    ['backward: aot · 14 ns/node, subtracted']
+    """
+    lines = []
+    if meta.get("backward_mechanism"):
+        cost = meta.get("backward_overhead_ns")
+        lines.append(f"backward: {meta['backward_mechanism']}"
+                     + ("" if cost is None else f" · {format_ns(cost)}/node, subtracted"))
+    if meta.get("backward_note"):
+        lines.append(f"backward: {meta['backward_note']}")
+    return lines
 
 
 def model_mode_text(meta: dict) -> str:
