@@ -157,10 +157,17 @@ class TrainingExecutor:
 
     def backward_meta(self) -> dict:
         """How the backward was timed: ``backward_mechanism`` ("aot", or why the pre-hooks
-        were used) and the per-node cost taken off (``backward_overhead_ns``)."""
-        cost = (self.aot.overhead_ns() if self.aot is not None
-                else self.marks.calibration.overhead_ns)
-        return {"backward_mechanism": self.mechanism, "backward_overhead_ns": cost}
+        were used) and the per-node cost taken off (``backward_overhead_ns``); through
+        AOTAutograd also where the backward graph started in each step
+        (``backward_starts_ns``, from the step's start) and the rows in the order it ran
+        them (``backward_order``), for the trace's backward track."""
+        if self.aot is None:
+            return {"backward_mechanism": self.mechanism,
+                    "backward_overhead_ns": self.marks.calibration.overhead_ns}
+        return {"backward_mechanism": self.mechanism,
+                "backward_overhead_ns": self.aot.overhead_ns(),
+                "backward_starts_ns": self.aot.backward_starts.tolist(),
+                "backward_order": self.aot.backward_order()}
 
     def timings(self) -> RunTimings:
         """Forward columns, then the loss and zero forward time for the backward-only rows;
@@ -252,6 +259,8 @@ def with_backward(profile: Profile, executor: TrainingExecutor,
     meta = dict(profile.meta, grad=True, training=model.training,
                 coverage=run_coverage(profile.samples + backward, profile.run_totals),
                 **executor.backward_meta())
+    if "backward_starts_ns" in meta:
+        meta["backward_starts_ns"] = meta["backward_starts_ns"][:profile.n_runs]
     return Profile(profile.nodes, profile.samples, profile.run_totals, meta,
                    profile.device_samples, profile.run_starts, profile.run_noise,
                    backward_samples=backward)

@@ -100,6 +100,7 @@ class AotStep:
         self.names = {node.name: k for k, node in enumerate(timed_nodes(gm.graph))}
         self.forward = self.backward = None
         self.backward_samples: np.ndarray | None = None
+        self.backward_starts: np.ndarray | None = None  # the graph's start in each step
         self.first = RECORDER.allocate(5)
         flat, self._rebuild = _flat_outputs(gm)
         self._compiled = aot_module_simplified(flat, list(args), fw_compiler=self._on_forward,
@@ -147,6 +148,14 @@ class AotStep:
                 executor.reset(runs)
         RECORDER.collect(self.first, 5)
 
+    def backward_order(self) -> list[int]:
+        """The rows in the order the backward runs them: (autograd engine), the forward
+        nodes' rows in the order of their first node in the backward graph, (accumulate
+        grad)."""
+        engine, accumulate = self.n_nodes + 2, self.n_nodes + 1
+        rows = dict.fromkeys(r for r in self.backward_rows.tolist() if r != engine)
+        return [engine, *rows, accumulate]
+
     def overhead_ns(self) -> float:
         """The timed call's calibrated cost (both graphs run the same timed calls)."""
         return self.forward.calibration.overhead_ns
@@ -166,6 +175,7 @@ class AotStep:
             marks[:, _LOSS_BEGIN] - marks[:, _FORWARD] - forward.run_totals[:runs]
             - self.overhead_ns() * forward.intervals.shape[1], 0)
         self.backward_samples = self._backward_rows(backward, marks, width)
+        self.backward_starts = backward.run_starts[:runs] - marks[:, _FORWARD]
         totals = np.maximum(marks[:, _BACKWARD_END] - marks[:, _FORWARD] - cost, 0)
         return RunTimings(np.rint(rows).astype(np.int64), np.rint(totals).astype(np.int64),
                           marks[:, _FORWARD].copy(), forward.incomplete_runs)

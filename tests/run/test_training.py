@@ -246,3 +246,23 @@ def test_a_compiled_model_with_backward_is_refused_in_one_line():
     with pytest.raises(PyfxprofError, match="not supported for compiled models"):
         pyfxprof.profile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), runs=1, warmup=0,
                          backward=True, compile=True, progress=False)
+
+
+def test_aot_backward_slices_are_laid_where_the_backward_graph_ran(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), SpinOp(), torch.nn.ReLU())
+    prof = pyfxprof.profile(model, (torch.randn(4, 8),), runs=2, warmup=1, backward=True,
+                            leaf_modules=(SpinOp,), progress=False)
+    starts, order = prof.meta["backward_starts_ns"], prof.meta["backward_order"]
+    assert len(starts) == 2 and min(starts) >= OP_FORWARD_NS  # after the forward's own spin
+    names, ops = prof.nodes["name"].tolist(), prof.nodes["op"].tolist()
+    assert [names[i] for i in order if ops[i] != "backward"] == ["_2", "_1", "_0"]
+    prof.export_chrome_trace(tmp_path / "t.json")
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    for run in range(2):
+        flows = {e["ph"]: e["ts"] for e in events if e.get("id") == f"{run}:2"}
+        relu_forward = [e["ts"] for e in events if e.get("cat") == "cpu_op"
+                        and e["args"]["node"] == "_2"][run]
+        first_forward = [e["ts"] for e in events if e.get("cat") == "cpu_op"
+                         and e["args"]["node"] == "_0"][run]
+        assert flows["s"] == relu_forward  # the ReLU's backward runs first in the graph
+        assert abs(flows["f"] - (first_forward + starts[run] / 1000)) <= 2.0
