@@ -1,10 +1,12 @@
 """Cost per backward node: the backward of a chain of N cheap autograd nodes (x * 1.0 on a
 one-element tensor) run five ways, interleaved, medians: plain eager autograd; eager with
 pyfxprof's per-node pre-hooks (one native mark each: the fallback mechanism); the chain's graph
-through AOTAutograd untimed; the same with pyfxprof's timed aten graphs (what
-profile(backward=True) runs); eager under torch.profiler.
+through AOTAutograd untimed (FX's generated code, which looks each op up through torch.ops);
+the same with pyfxprof's timed aten graphs (what profile(backward=True) runs); eager under
+torch.profiler. Chains of N and 4N nodes: the slope between them is the cost per node, apart
+from a per-step fixed cost (AOTAutograd's wrapper around the backward graph).
 
-Run: .venv/bin/python benchmarks/bench_backward.py [--nodes N] [--repeats R]
+Run: .venv/bin/python benchmarks/bench_backward.py [--nodes N] [--repeats R] [--clock cpu]
 """
 
 import argparse
@@ -47,8 +49,10 @@ def aot_chains(nodes: int, runs: int):
     return (lambda x: plain(x)[0]), (lambda x: timed.run((x,))[0])
 
 
-def backward_ns(nodes: int, how: str, compiled) -> int:
-    """ns of one backward of the chain, run `how` (one of WAYS)."""
+def backward_ns(nodes: int, how: str, compiled, clock=time.perf_counter_ns) -> int:
+    """ns of one backward of the chain, run `how` (one of WAYS), on `clock` (wall time, or
+    the thread's CPU time, which the other jobs of a loaded machine do not add to: the
+    autograd engine runs a CPU backward on the calling thread)."""
     from pyfxprof.timing.backward import autograd_nodes, mark_hook
     leaf = torch.ones(1, requires_grad=True)
     loss = compiled[how](leaf) if how in compiled else chain_of(leaf, nodes)
@@ -57,44 +61,53 @@ def backward_ns(nodes: int, how: str, compiled) -> int:
             node.register_prehook(mark_hook(1 + i))
     if how == "torch.profiler":
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
-            started = time.perf_counter_ns()
+            started = clock()
             loss.backward()
-            return time.perf_counter_ns() - started
-    started = time.perf_counter_ns()
+            return clock() - started
+    started = clock()
     loss.backward()
-    return time.perf_counter_ns() - started
+    return clock() - started
+
+
+def medians(nodes: int, repeats: int, clock) -> dict[str, float]:
+    """Median ns of the chain's backward of `nodes` nodes, each way, interleaved."""
+    from pyfxprof.timing.recorder import RECORDER
+    plain, timed = aot_chains(nodes, repeats + 10)
+    compiled = {"aot plain": plain, "aot timed": timed}
+    times: dict[str, list[int]] = {how: [] for how in WAYS}
+    for _ in range(3):
+        for how in WAYS:
+            backward_ns(nodes, how, compiled, clock)  # warm up each way
+    for _ in range(repeats):
+        for how in WAYS:
+            times[how].append(backward_ns(nodes, how, compiled, clock))
+        RECORDER.start()  # drain the marks (ids never handed out are dropped)
+    return {how: statistics.median(times[how]) for how in WAYS}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=41)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall time, or the thread's CPU time (steadier under load)")
     options = parser.parse_args()
-    from pyfxprof.timing.recorder import RECORDER
     torch.set_num_threads(1)
-    plain, timed = aot_chains(options.nodes, options.repeats + 10)
-    compiled = {"aot plain": plain, "aot timed": timed}
-    times: dict[str, list[int]] = {how: [] for how in WAYS}
-    for _ in range(3):
-        for how in WAYS:
-            backward_ns(options.nodes, how, compiled)  # warm up each way
-    for _ in range(options.repeats):
-        for how in WAYS:
-            times[how].append(backward_ns(options.nodes, how, compiled))
-        RECORDER.start()  # drain the marks (ids never handed out are dropped)
+    clock = time.perf_counter_ns if options.clock == "wall" else time.thread_time_ns
+    short, long = options.nodes, 4 * options.nodes
+    at_short = medians(short, options.repeats, clock)
+    at_long = medians(long, options.repeats, clock)
     print(describe_machine())
-    per_node = options.nodes + 2
-    lower = {how: statistics.quantiles(times[how], n=4)[0] for how in WAYS}
-    print("ns per node: median, IQR, median and lower quartile over plain and over aot plain")
+    print(f"{options.clock} time; medians at {short} / {long} nodes; over plain eager "
+          f"autograd: per node at {short} nodes; per "
+          f"node from {short} to {long} nodes (the slope: the per-step fixed cost left out); "
+          "that fixed cost")
     for how in WAYS:
-        median = statistics.median(times[how])
-        quartiles = statistics.quantiles(times[how], n=4)
-        over = [(median - statistics.median(times[base])) / per_node for base in
-                ("plain", "aot plain")]
-        over_q1 = [(lower[how] - lower[base]) / per_node for base in ("plain", "aot plain")]
-        print(f"{how:15s} {median / per_node:7.0f}  IQR {(quartiles[2] - quartiles[0]) / per_node:6.0f}"
-              f"  plain {over[0]:+6.0f} (Q1 {over_q1[0]:+6.0f})"
-              f"  aot plain {over[1]:+6.0f} (Q1 {over_q1[1]:+6.0f})")
+        added_short = at_short[how] - at_short["plain"]
+        slope = ((at_long[how] - at_long["plain"]) - added_short) / (long - short)
+        print(f"{how:15s} {at_short[how] / 1e3:8.1f} / {at_long[how] / 1e3:8.1f} us  "
+              f"+{added_short / (short + 2):6.0f} ns/node at {short}  "
+              f"slope {slope:+6.0f} ns/node  fixed {(added_short - slope * (short + 2)) / 1e3:+8.1f} us")
 
 
 if __name__ == "__main__":
