@@ -11,6 +11,7 @@ import numpy as np
 import torch
 import torch.fx as fx
 from functorch.compile import make_boxed_func
+from torch._functorch import config as functorch_config
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
@@ -103,8 +104,10 @@ class AotStep:
         self.backward_starts: np.ndarray | None = None  # the graph's start in each step
         self.first = RECORDER.allocate(5)
         flat, self._rebuild = _flat_outputs(gm)
-        self._compiled = aot_module_simplified(flat, list(args), fw_compiler=self._on_forward,
-                                               bw_compiler=self._on_backward)
+        with functorch_config.patch(force_non_lazy_backward_lowering=True):  # not in run 1
+            self._compiled = aot_module_simplified(flat, list(args),
+                                                   fw_compiler=self._on_forward,
+                                                   bw_compiler=self._on_backward)
 
     def _on_forward(self, graph_module: fx.GraphModule, _inputs: Any) -> Any:
         self.forward_rows = source_rows(graph_module.graph, self.names, self.n_nodes + 2)

@@ -39,3 +39,8 @@ def test_a_structured_output_reaches_the_loss_as_the_model_returns_it():
     output = step.step((leaf,), lambda y: y["double"].sum() + y["half"][0].sum())
     assert output["shape"] == 3 and torch.equal(output["double"], leaf.detach() * 2)
     assert torch.equal(leaf.grad, torch.full_like(leaf, 2.5))
+
+
+def test_the_backward_graph_is_compiled_before_the_first_step():
+    step = AotStep(fx.symbolic_trace(_model()), (torch.randn(5, 6),), 5, "codegen")
+    assert step.backward is not None and len(step.backward_rows) > 0
