@@ -155,6 +155,11 @@ class TrainingExecutor:
         self.inner.reset(runs)
         self.marks.collect()
 
+    def failed_node(self, names: list[str]) -> str | None:
+        """The name of the node the last run raised in (None: after the last node)."""
+        return (self.aot.failed_node(names) if self.aot is not None
+                else self.inner.failed_node(names))
+
     def backward_meta(self) -> dict:
         """How the backward was timed: ``backward_mechanism`` ("aot", or why the pre-hooks
         were used) and the per-node cost taken off (``backward_overhead_ns``); through

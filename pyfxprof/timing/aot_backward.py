@@ -143,6 +143,20 @@ class AotStep:
         mark(first + _BACKWARD_END)
         return output
 
+    def failed_node(self, names: list[str]) -> str | None:
+        """After a step raised: the name (from `names`, the captured graph's rows) of the
+        node whose aten node the forward raised in; None when the forward finished (the
+        loss or the backward raised).
+
+        Example:
+            >>> gm = fx.symbolic_trace(torch.nn.Linear(2, 2))
+            >>> AotStep(gm, (torch.ones(1, 2),), 1, "codegen").failed_node(["linear"])
+        """
+        aten = [node.name for node in timed_nodes(self.forward_graph)]
+        failed = self.forward.failed_node(aten)
+        row = None if failed is None else int(self.forward_rows[aten.index(failed)])
+        return names[row] if row is not None and row < len(names) else None
+
     def reset(self, runs: int = 0) -> None:
         """Forget the steps so far; room for `runs` more."""
         self._runs = runs

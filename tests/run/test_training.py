@@ -63,6 +63,23 @@ torch.library.register_fake("pyfxprof_test::spin", lambda x, ns: torch.empty_lik
 torch.library.register_autograd(
     "pyfxprof_test::spin", lambda ctx, grad: (_spin_op(grad, OP_BACKWARD_NS), None), lib=_LIBRARY)
 _spin_op = torch.ops.pyfxprof_test.spin.default
+_LIBRARY.define("fail_after(Tensor x, int[] calls) -> Tensor")
+
+
+def _fail_kernel(x, calls):
+    """Raises once it has run calls[0] times in this process (fake tensors never run it)."""
+    _FAIL_COUNT[0] += 1
+    if _FAIL_COUNT[0] > calls[0]:
+        raise ValueError("a bad batch")
+    return x.clone()
+
+
+_FAIL_COUNT = [0]
+_LIBRARY.impl("fail_after", _fail_kernel, "CompositeExplicitAutograd")
+torch.library.register_fake("pyfxprof_test::fail_after", lambda x, calls: torch.empty_like(x),
+                            lib=_LIBRARY)
+torch.library.register_autograd("pyfxprof_test::fail_after", lambda ctx, grad: (grad, None),
+                                lib=_LIBRARY)
 
 
 class SpinOp(torch.nn.Module):
@@ -266,3 +283,14 @@ def test_aot_backward_slices_are_laid_where_the_backward_graph_ran(tmp_path):
                          and e["args"]["node"] == "_0"][run]
         assert flows["s"] == relu_forward  # the ReLU's backward runs first in the graph
         assert abs(flows["f"] - (first_forward + starts[run] / 1000)) <= 2.0
+
+
+def test_a_node_raising_in_a_timed_step_is_named_in_one_line():
+    class FailsLater(torch.nn.Module):
+        def forward(self, x):
+            return torch.ops.pyfxprof_test.fail_after.default(x, [3])
+    _FAIL_COUNT[0] = 0
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), FailsLater(), torch.nn.ReLU())
+    with pytest.raises(PyfxprofError, match=r"in node '_1' .*: ValueError: a bad batch"):
+        pyfxprof.profile(model, (torch.randn(2, 4),), runs=3, warmup=1, backward=True,
+                         leaf_modules=(FailsLater,), progress=False)
