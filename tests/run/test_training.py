@@ -294,3 +294,14 @@ def test_a_node_raising_in_a_timed_step_is_named_in_one_line():
     with pytest.raises(PyfxprofError, match=r"in node '_1' .*: ValueError: a bad batch"):
         pyfxprof.profile(model, (torch.randn(2, 4),), runs=3, warmup=1, backward=True,
                          leaf_modules=(FailsLater,), progress=False)
+
+
+def test_a_model_with_backward_hooks_keeps_them_running_in_every_step():
+    calls = []
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+    model[1].register_full_backward_hook(lambda *_: calls.append(1))
+    prof = pyfxprof.profile(model, (torch.randn(2, 3),), runs=3, warmup=1, backward=True,
+                            progress=False)
+    # AOTAutograd would run the hook once, on fake tensors, while tracing: the pre-hooks keep it
+    assert prof.meta["backward_mechanism"].startswith("pre-hooks: BackwardHookFunctionBackward")
+    assert len(calls) == 4
