@@ -17,6 +17,31 @@ from pyfxprof.run.training import default_loss
 from pyfxprof.timing.backward import autograd_nodes, row_of_positions
 
 FORWARD_NS, BACKWARD_NS = 50_000, 300_000
+
+
+class _Spin(torch.autograd.Function):
+    """Forward spins 50 µs, backward 300 µs, on the profiler clock."""
+
+    @staticmethod
+    def forward(ctx, x):
+        _C._spin_ns(FORWARD_NS)
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        _C._spin_ns(BACKWARD_NS)
+        return grad
+
+
+class Spin(torch.nn.Module):
+    def forward(self, x):
+        return _Spin.apply(x)
+
+
+def _spin_model():
+    return torch.nn.Sequential(torch.nn.Linear(8, 8), Spin(), torch.nn.ReLU())
+
+
 _LIBRARY = torch.library.Library("pyfxprof_test", "DEF")  # noqa: torch.library needs it kept
 _LIBRARY.define("spin(Tensor x, int ns) -> Tensor")
 
