@@ -162,13 +162,15 @@ class TrainingExecutor:
 
     def backward_meta(self) -> dict:
         """How the backward was timed: ``backward_mechanism`` ("aot", or why the pre-hooks
-        were used) and the per-node cost taken off (``backward_overhead_ns``); through
-        AOTAutograd also where the backward graph started in each step
-        (``backward_starts_ns``, from the step's start) and the rows in the order it ran
-        them (``backward_order``), for the trace's backward track."""
+        were used), the per-node cost taken off (``backward_overhead_ns``),
+        where each step's backward began (``backward_starts_ns``, from the step's start: the
+        backward graph's start, or the first autograd node's pre-hook) and the rows in the
+        order it ran them (``backward_order``), for the trace's backward track."""
         if self.aot is None:
             return {"backward_mechanism": self.mechanism,
-                    "backward_overhead_ns": self.marks.calibration.overhead_ns}
+                    "backward_overhead_ns": self.marks.calibration.overhead_ns,
+                    "backward_starts_ns": self._backward_starts.tolist(),
+                    "backward_order": self.marks.order}
         return {"backward_mechanism": self.mechanism,
                 "backward_overhead_ns": self.aot.overhead_ns(),
                 "backward_starts_ns": self.aot.backward_starts.tolist(),
@@ -189,6 +191,7 @@ class TrainingExecutor:
         extra = np.zeros((len(loss), len(EXTRA_ROWS)), np.int64)
         extra[:, 0] = loss
         self._backward = backward
+        self._backward_starts = np.array(self.marks.first_node_ns) - forward.run_starts
         return RunTimings(np.hstack([forward.intervals, extra]),
                           forward.run_totals + loss + totals, forward.run_starts,
                           forward.incomplete_runs)

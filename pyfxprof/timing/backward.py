@@ -195,7 +195,9 @@ class BackwardMarks:
     def durations(self, records: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(loss ns (runs,), backward ns (runs, n_nodes + 3), backward totals (runs,)) of
         the complete runs in `records`, the hook's calibrated cost taken off each autograd
-        node and, once per node, off the backward total."""
+        node and, once per node, off the backward total. Also kept: each run's first
+        autograd node's mark (``first_node_ns``) and the rows in the order the first run
+        ran them, the engine row first (``order``)."""
         order = np.argsort(records.timestamp_ns, kind="stable")
         ids = records.id[order].astype(np.int64) - self.first
         stamps = records.timestamp_ns[order]
@@ -206,12 +208,15 @@ class BackwardMarks:
         width = self.n_nodes + 3
         if not runs:
             return np.zeros(0, np.int64), np.zeros((0, width), np.int64), np.zeros(0, np.int64)
-        loss, backward, totals = zip(*runs)
+        loss, backward, totals, self.first_node_ns, sequences = zip(*runs)
+        engine = self.n_nodes + 2
+        self.order = [engine, *dict.fromkeys(r for r in sequences[0] if r != engine)]
         return np.array(loss), np.stack(backward), np.array(totals)
 
     def _one_run(self, ids: np.ndarray, stamps: np.ndarray):
-        """(loss ns, backward ns per row, backward total) of one run's marks, or None when
-        a mark is missing (the run raised)."""
+        """(loss ns, backward ns per row, backward total, the first autograd node's mark, the
+        rows of the nodes in the order they ran) of one run's marks, or None when a mark is
+        missing (the run raised)."""
         at = {name: np.flatnonzero(ids == name) for name in range(4)}
         if any(len(found) != 1 for found in at.values()):
             return None
@@ -227,7 +232,8 @@ class BackwardMarks:
         per_row[self.n_nodes + 2] += max(node_stamps[0] - begin - cost, 0)
         total = max(end - begin - cost * len(nodes), 0)
         loss = stamps[at[_LOSS_END][0]] - stamps[at[_LOSS_BEGIN][0]]
-        return int(loss), np.rint(per_row).astype(np.int64), int(total)
+        return (int(loss), np.rint(per_row).astype(np.int64), int(total), int(node_stamps[0]),
+                self.rows[nodes].tolist())
 
 
 @dataclass

@@ -14,13 +14,13 @@ BACKWARD_TID = 3
 
 def backward_events(profile, chosen: np.ndarray, layout: dict, pid: int) -> list[dict]:
     """Trace events of the backward track for the ``chosen`` runs (none without backward
-    samples). The Profile keeps each node's backward duration; through AOTAutograd
-    (``meta["backward_starts_ns"]`` and ``meta["backward_order"]``) also where the backward
-    graph started in each run and the order the rows ran in: the slices are then laid from
-    that start in that order, the (autograd engine) slice ending where the graph starts.
-    Otherwise they are laid back to back from the end of the run's forward, in reverse
-    execution order (the order autograd runs them), the rows of no forward node (op
-    "backward") first. Each slice gets a flow event ("s" on the forward slice, "f" on the
+    samples). The Profile keeps each node's backward duration and, in its metadata, where
+    the backward began in each run (``meta["backward_starts_ns"]``: the backward graph's
+    start, or the first autograd node's pre-hook) and the order the rows ran in
+    (``meta["backward_order"]``): the slices are laid from that start in that order, the
+    (autograd engine) slice ending there. Without them (the Profiler loop, profiles saved
+    before), they are laid back to back from the end of the run's forward, in reverse
+    execution order, the rows of no forward node (op "backward") first. Each slice gets a flow event ("s" on the forward slice, "f" on the
     backward one).
 
     Example:
@@ -52,7 +52,7 @@ def backward_events(profile, chosen: np.ndarray, layout: dict, pid: int) -> list
 def _recorded_order(profile) -> tuple[list[int], np.ndarray | None]:
     """(rows in the order the backward ran them, each run's backward graph start from the
     run start) as meta records them, or (the reverse-execution order, None) when it does
-    not (the pre-hooks mechanism, or metadata that does not fit this profile)."""
+    not (the Profiler loop, a profile saved without them, or metadata that does not fit)."""
     ops, n = profile.nodes["op"].tolist(), len(profile.nodes)
     order, starts = profile.meta.get("backward_order"), profile.meta.get("backward_starts_ns")
     fits = (isinstance(order, list) and isinstance(starts, list) and len(starts) == profile.n_runs

@@ -240,6 +240,14 @@ def test_chrome_trace_has_a_backward_track_linked_to_the_forward(tmp_path):
     first_spin = min(e["ts"] for e in events
                      if e.get("cat") == "cpu_op" and e["args"]["node"] == "_1")
     assert starts["0:1"]["ts"] == first_spin
+    # the pre-hooks record where each run's backward began: the loss's own autograd node
+    # (row 3, the first to run) is laid there
+    begun = prof.meta["backward_starts_ns"]
+    first_forward = [e["ts"] for e in events if e.get("cat") == "cpu_op"
+                     and e["args"]["node"] == "_0"]
+    for run in range(2):
+        loss_slice = next(e for e in ends if e["id"] == f"{run}:3")
+        assert abs(loss_slice["ts"] - (first_forward[run] + begun[run] / 1000)) <= 2.0
 
 
 def test_cli_backward_prints_forward_and_backward_columns_for_resnet18(capsys):
