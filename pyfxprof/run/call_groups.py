@@ -21,7 +21,9 @@ import torch
 from ..capture.analysis import describe
 from ..capture.dynamo_frame import LiveCall
 from ..capture.inputs import BoundInputs
+from ..capture.memory import profiling_memory
 from ..capture.model_state import evaluation_mode
+from ..capture.source import keeping_library_frames
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
@@ -185,8 +187,8 @@ class CallGroup:
 
 def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
                   call_target: Callable | None = None,
-                  tracer_options: tuple = ((), (), None), refusal: str | None = None
-                  ) -> CallGroup:
+                  tracer_options: tuple = ((), (), None), refusal: str | None = None,
+                  analysis: tuple[bool, bool] = (False, False)) -> CallGroup:
     """Capture ``model`` for calls like ``model(*args, **kwargs)`` as
     ``pyfxprof.profile(capture="auto")`` does, run the untimed analysis on copies of the
     arguments in eval mode without grad (flags restored), and build the executor.
@@ -194,7 +196,8 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     signature (its guard variants) share Dynamo's automatic-dynamic state (capture/dynamo.py
     _entry): a Python int the first capture's guards pinned (a sliding-window cache's
     length) is captured dynamic by the second. `refusal`: the guard that refused the call
-    a variant is captured for, named in the warning of the last variant.
+    a variant is captured for, named in the warning of the last variant. `analysis`:
+    (profile_memory, library_frames) of the analysis run, as profile() takes them.
 
     Example:
         >>> g = capture_group(torch.nn.Linear(2, 2), (torch.zeros(1, 2),), {}, (), 0)
@@ -212,7 +215,8 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
             live = replace(live, refused=f"Dynamo's guards refused calls of this "
                                        f"signature {key[-1][1] - 1} times (the last time: "
                                        f"{refusal or 'an unnamed guard'})")
-    with evaluation_mode(model), torch.inference_mode():
+    with evaluation_mode(model), torch.inference_mode(), profiling_memory(analysis[0]), \
+            keeping_library_frames(analysis[1]):
         prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), "auto",
                            tracer_options, exact_outputs=live)
     warn_fallback(prepared.captured, "auto")

@@ -98,6 +98,8 @@ class Profiler:
         keep_profiles: how many of the latest Profiles ``profiles`` keeps (None: all).
         backward: also time each recorded call's backward per node and the optimizer steps
             after it (run/loop_training.py; docs/loop.md "Training loops").
+        profile_memory, library_frames: as for pyfxprof.profile, measured in each call
+            group's untimed analysis run (never in timed calls).
 
     Example:
         >>> from pyfxprof.run.schedule import schedule
@@ -115,11 +117,13 @@ class Profiler:
                  example_inputs: Any = None, leaf_modules: Iterable = (),
                  autowrap_functions: Iterable = (), concrete_args: dict | None = None,
                  name: str | None = None, keep_profiles: int | None = 100,
-                 backward: bool = False) -> None:
+                 backward: bool = False, profile_memory: bool = False,
+                 library_frames: bool = False) -> None:
         check_model(model)
-        if is_compiled(model) and backward:
-            raise PyfxprofError("backward=True is not supported for compiled models yet: "
-                                "profile the loop of model._orig_mod for its backward per node")
+        for option, value in (("backward", backward), ("profile_memory", profile_memory)):
+            if value and is_compiled(model):
+                raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
+                                    f"profile the loop of model._orig_mod with {option}=True")
         for label, value in (("schedule", schedule), ("on_trace_ready", on_trace_ready)):
             if value is not None and not callable(value):
                 raise PyfxprofError(f"{label} must be callable, got {type(value).__name__}")
@@ -133,6 +137,7 @@ class Profiler:
         self.current_action = ProfilerAction.NONE
         self._example_inputs = example_inputs
         self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
+        self._analysis = (bool(profile_memory), bool(library_frames))
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._groups: dict[tuple, CallGroup] = {}
         self._direct: dict[tuple, CallGroup] = {}  # call_key -> graph group, calls bound as given
@@ -470,14 +475,17 @@ class Profiler:
         started = time.perf_counter_ns()
         leaves, autowrap, concrete = self._tracer_options
         cache_key = ("loop", key, tuple(leaves), tuple(autowrap), repr(concrete),
-                     torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+                     torch.is_grad_enabled(), torch.is_inference_mode_enabled(), self._analysis)
         group = CAPTURES.lookup(self.module, cache_key)
         if group is not None:
             return replace(group, index=len(self._groups), cached=True,
                            capture_ns=time.perf_counter_ns() - started)
-        group = (compiled_group if is_compiled(self.module) else capture_group)(
-            self.module, args, kwargs, key, len(self._groups), forward, self._tracer_options,
-            refusal)
+        if is_compiled(self.module):
+            group = compiled_group(self.module, args, kwargs, key, len(self._groups), forward,
+                                   self._tracer_options, refusal)
+        else:
+            group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
+                                  self._tracer_options, refusal, self._analysis)
         CAPTURES.keep(self.module, cache_key, group)
         return group
 

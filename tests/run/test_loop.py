@@ -697,3 +697,38 @@ def test_meta_and_header_state_the_callers_model_and_autograd_modes():
     with torch.inference_mode(), Profiler(model.eval()) as p:
         model(torch.randn(2, 4))
     assert p.profiles[0].meta["autograd"] == "inference_mode"
+
+
+class _Residual(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
+
+    def forward(self, x):
+        out = self.body(x)
+        out += x
+        return out
+
+
+def test_profile_memory_and_library_frames_give_each_call_group_what_profile_gives():
+    model, x = _Residual().eval(), torch.randn(4, 16)
+    with Profiler(model, profile_memory=True, library_frames=True) as p:
+        for _ in range(3):
+            model(x)
+    with Profiler(model) as plain:
+        model(x)
+    once = profile(model, (x,), runs=1, warmup=0, progress=False, profile_memory=True,
+                   library_frames=True)
+    looped = p.profiles[0]
+    columns = ["name", "cpu_alloc_bytes", "cpu_freed_bytes", "cpu_peak_bytes", "source_stack"]
+    assert looped.n_runs == 3 and looped.nodes[columns].equals(once.nodes[columns])
+    lines = looped.key_averages().table(sort_by="self_cpu_memory_usage").splitlines()
+    assert "CPU Mem" in lines[1] and "Self CPU Mem" in lines[1]
+    top = max(looped.key_averages(), key=lambda row: row.self_cpu_memory_usage)
+    assert top.self_cpu_memory_usage >= x.numel() * x.element_size() > 0  # an output, at least
+    assert lines[3].split()[0] == top.key
+    assert "cpu_alloc_bytes" not in plain.profiles[0].nodes  # measured only when asked
+    kept = looped.nodes.set_index("name")["source_stack"]["body_0"]
+    dropped = plain.profiles[0].nodes.set_index("name")["source_stack"]["body_0"]
+    assert kept[-1].startswith("container.py:") and kept[0] == dropped[0]  # torch's frames
+    assert not any(frame.startswith("container.py:") for frame in dropped)
