@@ -12,6 +12,7 @@ import numpy as np
 
 from ..data import rollup
 from ..errors import PyfxprofError
+from .trace_slices import aten_of_operator
 
 #: torch's sort keys -> the row attribute they sort by (descending); cuda_/xpu_ read device_.
 SORT_KEYS = {
@@ -102,8 +103,9 @@ class KeyAverages(list):
 
 def key_averages(profile, group_by_input_shape: bool = False,
                  group_by_stack_n: int = 0) -> KeyAverages:
-    """Rows per op kind (module type for module calls, target otherwise), as torch.profiler's
-    key_averages(); "self" excludes module calls nested inside (module-hooks captures).
+    """Rows per op kind (module type for module calls, the aten op for a Python operator on a
+    tensor, target otherwise: op_kinds), as torch.profiler's key_averages(); "self" excludes
+    module calls nested inside (module-hooks captures).
 
     Example:
         >>> rows = prof.key_averages()  # doctest: +SKIP
@@ -118,7 +120,7 @@ def key_averages(profile, group_by_input_shape: bool = False,
     per_node = _per_node(profile, parents)
     stacks = [list(_stack(nodes, k, group_by_stack_n)) for k in range(len(nodes))]
     rows: dict[tuple, KeyAverage] = {}
-    for k, kind in enumerate(rollup.op_kind_keys(nodes)):
+    for k, kind in enumerate(op_kinds(nodes)):
         shapes = str(nodes["input_shapes"][k]) if group_by_input_shape else ""
         key = (kind, shapes, tuple(stacks[k]))
         row = rows.setdefault(key, KeyAverage(kind, input_shapes=shapes, stack=stacks[k]))
@@ -145,7 +147,7 @@ def events(profile) -> KeyAverages:
         per_call[f"{name}_time_total"] = samples / 1e3
         per_call[f"self_{name}_time_total"] = rollup.self_values(samples, parents) / 1e3
     memory = _memory(profile, parents)
-    kinds, names, steps = rollup.op_kind_keys(nodes), nodes["name"].tolist(), profile.run_steps()
+    kinds, names, steps = op_kinds(nodes), nodes["name"].tolist(), profile.run_steps()
     rows = []
     for run in range(profile.n_runs):
         for k, kind in enumerate(kinds):
@@ -157,6 +159,26 @@ def events(profile) -> KeyAverages:
             rows.append(row)
     return KeyAverages(rows, profile.device_samples is not None, CPU_MEMORY in nodes,
                        DEVICE_MEMORY in nodes, False, 0)
+
+
+def op_kinds(nodes) -> list[str]:
+    """The row name of each node: its op kind (data.rollup.op_kind_keys), a Python operator on
+    a tensor named by the aten op torch.profiler shows for it (``out += x``: aten::add_).
+
+    Example:
+        >>> import pandas as pd
+        >>> op_kinds(pd.DataFrame({"op": ["call_module", "call_function", "call_function"],
+        ...     "target": ["fc", "_operator.iadd", "_operator.add"],
+        ...     "module_type": ["Linear", "Net", "Net"],
+        ...     "input_shapes": ["([2, 4] float32)", "([2, 4] float32, [2, 4] float32)",
+        ...                      "(int, int)"]}))
+        ['Linear', 'aten::add_', '_operator.add']
+    """
+    kinds = rollup.op_kind_keys(nodes)
+    if "input_shapes" not in nodes:
+        return kinds
+    return [aten_of_operator(kind, str(shapes)) or kind if op == "call_function" else kind
+            for kind, op, shapes in zip(kinds, nodes["op"], nodes["input_shapes"])]
 
 
 def _time_samples(profile) -> dict[str, np.ndarray]:

@@ -10,6 +10,18 @@ import pandas as pd
 
 _TENSOR = re.compile(r"^\[([0-9, ]*)\] (\w+)$")
 _OPEN, _CLOSE = "([{", ")]}"
+#: Python's operators (as nodes name their targets) -> the aten op a call with a tensor first
+#: argument dispatches to, as torch.profiler names it: ``x + y`` aten::add, ``x += y`` aten::add_.
+#: (``x @= y`` has no in-place aten op: Python computes ``x @ y``.)
+ATEN_OF_OPERATOR = {f"_operator.{name}": f"aten::{aten}" for name, aten in (
+    ("add", "add"), ("iadd", "add_"), ("sub", "sub"), ("isub", "sub_"), ("mul", "mul"),
+    ("imul", "mul_"), ("truediv", "div"), ("itruediv", "div_"), ("floordiv", "floor_divide"),
+    ("ifloordiv", "floor_divide_"), ("mod", "remainder"), ("imod", "remainder_"),
+    ("pow", "pow"), ("ipow", "pow_"), ("matmul", "matmul"), ("imatmul", "matmul"),
+    ("and_", "__and__"), ("iand", "__iand__"), ("or_", "__or__"), ("ior", "__ior__"),
+    ("xor", "__xor__"), ("ixor", "__ixor__"), ("lshift", "__lshift__"),
+    ("ilshift", "__ilshift__"), ("rshift", "__rshift__"), ("irshift", "__irshift__"),
+    ("neg", "neg"))}
 
 
 def op_name(op: str, target: str, module_type: str) -> str:
@@ -35,6 +47,26 @@ def op_name(op: str, target: str, module_type: str) -> str:
     if op == "call_function" and target.startswith("_operator."):
         return target[1:]
     return f"range:{target}" if op == "range" else target
+
+
+def aten_of_operator(target: str, input_shapes: str) -> str | None:
+    """The aten op of a Python operator node whose first argument is a tensor (ATEN_OF_OPERATOR),
+    else None (another target, or an operator on ints, lists or a scalar first: ``2 - x``
+    runs aten::rsub).
+
+    >>> aten_of_operator("_operator.iadd", "([4, 8] float32, [4, 8] float32)")
+    'aten::add_'
+    >>> aten_of_operator("_operator.add", "(int, int)"), aten_of_operator("torch.relu", "")
+    (None, None)
+    """
+    aten = ATEN_OF_OPERATOR.get(target)
+    if aten is None:
+        return None
+    text = input_shapes.strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    arguments = _top_level_items(text)
+    return aten if arguments and _TENSOR.match(arguments[0]) else None
 
 
 def op_names(nodes: pd.DataFrame) -> list[str]:

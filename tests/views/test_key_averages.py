@@ -1,8 +1,12 @@
-"""Tests of key_averages(): torch.profiler's rows and table on a Profile, hand-computed."""
+"""Tests of key_averages(): torch.profiler's rows and table on a Profile, hand-computed, and
+row names of Python operators checked against torch.profiler's for the same model."""
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
+
+import pyfxprof
 
 from pyfxprof.data.profile import Profile
 from pyfxprof.errors import PyfxprofError
@@ -126,3 +130,46 @@ def test_events_are_one_row_per_node_call_with_its_run_and_loop_step():
                      run_starts=np.array([150, 250]))
     assert looped.run_steps().tolist() == [6, 7]
     assert {e.step for e in looped.events() if e.run == 1} == {7}
+
+
+class _Operators(torch.nn.Module):
+    """Python's operators on tensors, out of place and in place, and on ints."""
+
+    def forward(self, x, i):
+        n = x.shape[0] + 1
+        y = x * 2 - x / 3 + x // 2 + x % 2 + x ** 2 + x @ x + (-x)
+        y += x
+        y -= x
+        y *= x
+        y /= 2
+        y //= 1
+        y %= 5
+        y **= 1
+        y @= x
+        j = (i & i) | (i ^ i) | (i << 1) | (i >> 1)
+        j &= i
+        j |= i
+        j ^= i
+        j <<= 1
+        j >>= 1
+        return y[:n - 1], j
+
+
+def test_python_operators_on_tensors_are_named_by_torchs_aten_ops():
+    from pyfxprof.views.key_averages import op_kinds
+    model, inputs = _Operators(), (torch.rand(3, 3) + 1, torch.arange(3))
+    prof = pyfxprof.profile(model, inputs, runs=1, warmup=0, progress=False)
+    with torch.profiler.profile() as theirs:
+        model(*inputs)
+    torch_keys = {row.key for row in theirs.key_averages()}
+    nodes = prof.nodes.assign(kind=op_kinds(prof.nodes))
+    operators = nodes[nodes["target"].str.startswith("_operator.")
+                      & (nodes["target"] != "_operator.getitem")]
+    on_tensors = operators[operators["input_shapes"].str.startswith("([")]
+    assert len(on_tensors) == 33 and set(on_tensors["kind"]) <= torch_keys
+    assert {"aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::__ixor__",
+            "aten::add", "aten::neg"} <= set(on_tensors["kind"])
+    on_ints = operators[~operators.index.isin(on_tensors.index)]
+    assert len(on_ints) >= 2 and (on_ints["kind"] == on_ints["target"]).all()  # n + 1, n - 1
+    rows = {row.key: row for row in prof.key_averages()}
+    assert rows["aten::add_"].count == 1 and rows["aten::add"].count == 5
