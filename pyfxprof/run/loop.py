@@ -470,7 +470,7 @@ class Profiler:
                   refusal: str | None) -> CallGroup:
         """The call group of signature `key`: captured now, or taken from the process's
         capture cache (run/capture_cache.py) when this model was captured for it before,
-        with the same tracer options and autograd mode (a Dynamo capture runs in it).
+        with the same tracer and analysis options and autograd mode (a Dynamo capture runs in it).
         `refusal`: the Dynamo guard that refused the call (for a variant's warning)."""
         started = time.perf_counter_ns()
         leaves, autowrap, concrete = self._tracer_options

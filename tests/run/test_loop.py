@@ -711,10 +711,14 @@ class _Residual(torch.nn.Module):
 
 
 def test_profile_memory_and_library_frames_give_each_call_group_what_profile_gives():
-    model, x = _Residual().eval(), torch.randn(4, 16)
+    model, x, profiled = _Residual().eval(), torch.randn(4, 16), []
+    hook = model.body[1].register_forward_hook(
+        lambda *_: profiled.append(torch.autograd._profiler_enabled()))
     with Profiler(model, profile_memory=True, library_frames=True) as p:
         for _ in range(3):
             model(x)
+    hook.remove()
+    assert profiled == [True, False, False, False]  # the analysis run only, no timed call
     with Profiler(model) as plain:
         model(x)
     once = profile(model, (x,), runs=1, warmup=0, progress=False, profile_memory=True,
