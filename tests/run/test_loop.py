@@ -736,3 +736,8 @@ def test_profile_memory_and_library_frames_give_each_call_group_what_profile_giv
     dropped = plain.profiles[0].nodes.set_index("name")["source_stack"]["body_0"]
     assert kept[-1].startswith("container.py:") and kept[0] == dropped[0]  # torch's frames
     assert not any(frame.startswith("container.py:") for frame in dropped)
+
+
+def test_profile_memory_is_refused_for_a_compiled_model():
+    with pytest.raises(PyfxprofError, match="profile_memory=True is not supported for compiled"):
+        Profiler(torch.compile(torch.nn.Linear(2, 2)), profile_memory=True)
