@@ -5,8 +5,9 @@ A `torch.compile` backend records the graph Dynamo builds while running the mode
 copies of the inputs (the caller's tensors and caches are never run on). Every input of the
 graph stays a placeholder: the caller's tensors are found again by position in the flattened
 inputs (`input_tensors`), parameters and buffers are passed as they are. A model Dynamo
-splits into several graphs (graph breaks) is refused with the break reasons, so the ladder
-goes on.
+splits into several graphs (graph breaks) gives every graph, in the order they ran, its
+nodes named apart from the other graphs' (capture/dynamo_frame.py runs them inside Dynamo's
+own code); `dynamo_capture`, which needs one graph, refuses it with the break reasons.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ def _logging_methods() -> set:
 
 def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
                dynamic: Any = None, family: str | None = None) -> DynamoRun:
-    """Run ``target(*args, **kwargs)`` once under Dynamo on a deep copy of `bound`; refuse a
-    call Dynamo splits into several graphs. `backend(gm, example_inputs)` returns what runs
+    """Run ``target(*args, **kwargs)`` once under Dynamo on a deep copy of `bound`: every
+    graph it made, in the order they ran. `backend(gm, example_inputs)` returns what runs
     the graph (default: the graph itself); `dynamic(copied)` may mark dimensions of the
     copied tensors dynamic (then shapes not marked stay static where Dynamo can); `family`:
     see _entry."""
@@ -115,11 +116,36 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
         if hasattr(eval_frame, "_reset_code"):
             eval_frame._reset_code(entry.__code__)
     reasons = [r for r, n in counters["graph_break"].items() if n > breaks_before.get(r, 0)]
-    if len(graphs) != 1:
-        name = type(getattr(target, "__self__", target)).__name__
-        why = f" (graph breaks: {'; '.join(first_line(r) for r in reasons[:2])})" if reasons else ""
-        raise PyfxprofError(f"TorchDynamo split {name} into {len(graphs)} graphs{why}")
     return DynamoRun(graphs, copied, entry, cache_entries, reasons)
+
+
+def break_reasons(reasons: list[str]) -> list[str]:
+    """Each graph-break reason Dynamo gave, as its first line.
+
+    Example:
+        >>> break_reasons(["Unsupported context manager\n  Explanation: ..."])
+        ['Unsupported context manager']
+    """
+    return [first_line(reason) for reason in reasons]
+
+
+def split_refusal(found: DynamoRun, name: str) -> PyfxprofError:
+    """The one-line refusal of a call Dynamo split (for a caller that needs one graph)."""
+    reasons = break_reasons(found.breaks)[:2]
+    why = f" (graph breaks: {'; '.join(reasons)})" if reasons else ""
+    return PyfxprofError(f"TorchDynamo split {name} into {len(found.graphs)} graphs{why}")
+
+
+def graphs_of(found: DynamoRun, name: str, granularity: str) -> list[fx.GraphModule]:
+    """Every graph of `found` (retraced to aten ops at granularity "aten") with FX-style
+    module stacks, node names unique across the graphs (the Profile's row names)."""
+    taken: set[str] = set()
+    graphs = []
+    for gm, example_inputs in found.graphs:
+        if granularity == "aten":
+            gm = _aten_graph(gm, example_inputs)
+        graphs.append(with_module_stacks(gm, name, taken))
+    return graphs
 
 
 def _aten_graph(gm: fx.GraphModule, example_inputs: list) -> fx.GraphModule:
@@ -141,20 +167,30 @@ def _module_stack(node: fx.Node) -> dict:
     return stack
 
 
-def _rebuilt(gm: fx.GraphModule, example_inputs: list, model: torch.nn.Module,
-             tensors: list[torch.Tensor]) -> tuple[fx.GraphModule, list]:
-    """(a GraphModule with FX-style module stacks, and per placeholder: the position in
-    `tensors` of the caller's tensor it takes, or the constant it always takes — a
-    parameter or buffer, passed as an argument so that no attribute lookup is timed)."""
-    position = {id(t): k for k, t in enumerate(tensors)}
+def one_graph(found: DynamoRun, model: torch.nn.Module,
+              granularity: str) -> tuple[fx.GraphModule, list]:
+    """(the one graph of `found` with FX-style module stacks, and per placeholder: the
+    position in `input_tensors(...)` of the caller's tensor it takes, or the constant it
+    always takes — a parameter or buffer, passed as an argument so that no attribute lookup
+    is timed). A call Dynamo split is refused (split_refusal)."""
+    if len(found.graphs) != 1:
+        raise split_refusal(found, type(model).__name__)
+    [(gm, example_inputs)] = found.graphs
+    position = {id(t): k for k, t in enumerate(input_tensors(found.copied))}
     inputs = [position.get(id(value), value) for value in example_inputs]
+    if granularity == "aten":
+        gm = _aten_graph(gm, example_inputs)
     return with_module_stacks(gm, type(model).__name__), inputs
 
 
-def with_module_stacks(gm: fx.GraphModule, name: str) -> fx.GraphModule:
+def with_module_stacks(gm: fx.GraphModule, name: str,
+                       taken: set[str] | None = None) -> fx.GraphModule:
     """A copy of Dynamo's graph `gm` (same placeholders, same outputs) whose nodes carry
-    FX-style module stacks (module paths as FX writes them, the root left out)."""
+    FX-style module stacks (module paths as FX writes them, the root left out). With
+    `taken`, node names are kept apart from the names in it, and added to it."""
     graph, env = fx.Graph(), {}
+    for used in sorted(taken or ()):
+        graph._graph_namespace.create_name(used, None)
     for node in gm.graph.nodes:
         env[node] = graph.node_copy(node, lambda n: env[n])
         if node.op != "placeholder":
@@ -163,7 +199,20 @@ def with_module_stacks(gm: fx.GraphModule, name: str) -> fx.GraphModule:
              for node in gm.graph.nodes if node.op in ("get_attr", "call_module")}
     rebuilt = fx.GraphModule(attrs, graph, name)
     rebuilt.graph.lint()
+    if taken is not None:
+        taken.update(node.name for node in rebuilt.graph.nodes)
     return rebuilt
+
+
+def check_granularity(granularity: str) -> None:
+    """A one-line PyfxprofError unless `granularity` is one of GRANULARITIES.
+
+    Example:
+        >>> check_granularity("aten")
+    """
+    if granularity not in GRANULARITIES:
+        raise PyfxprofError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
+                            f"got {granularity!r}")
 
 
 def dynamo_capture(model: torch.nn.Module, bound: BoundInputs,
@@ -180,15 +229,9 @@ def dynamo_capture(model: torch.nn.Module, bound: BoundInputs,
         >>> [n.meta["nn_module_stack"] for n in gm.graph.nodes if n.op == "call_function"][0]
         {'0': ('0', <class 'torch.nn.modules.linear.Linear'>)}
     """
-    if granularity not in GRANULARITIES:
-        raise PyfxprofError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
-                            f"got {granularity!r}")
+    check_granularity(granularity)
     try:
-        found = run_dynamo(model, bound)
-        [(gm, example_inputs)], copied = found.graphs, found.copied
-        if granularity == "aten":
-            gm = _aten_graph(gm, example_inputs)
-        return _rebuilt(gm, example_inputs, model, input_tensors(copied))
+        return one_graph(run_dynamo(model, bound), model, granularity)
     except PyfxprofError:
         raise
     except Exception as error:  # Dynamo's own failures become one line

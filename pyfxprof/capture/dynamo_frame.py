@@ -11,6 +11,13 @@ runs where Dynamo's compiled graph would, and every call gets exactly the output
 object identities and the side effects the eager call gives. Dynamo's guards say which
 calls the code is valid for (`DynamoFrame.accepts`); they are checked for every call.
 
+A call Dynamo splits into several graphs (graph breaks) is a DynamoFrame too
+(`graphs_capture`, profile()'s dynamo rung): Dynamo's code then calls resume functions and
+the model's own nested frames, which run the code Dynamo compiled for them only under its
+frame hook, so such a frame's calls run under ``torch._dynamo.run`` (cached code only,
+never a new compile), exactly as ``torch.compile(backend="eager")`` runs them, each graph
+behind a relay of its own.
+
 Dimensions the Profiler's call groups do not pin (every tensor but the first one, so a
 cache growing by one position per decode step) are marked dynamic, so one capture serves
 every decode step.
@@ -19,14 +26,14 @@ every decode step.
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
-from .dynamo import run_dynamo, with_module_stacks
+from .dynamo import DynamoRun, break_reasons, graphs_of, one_graph, run_dynamo, with_module_stacks
 from .inputs import BoundInputs, input_tensors
 
 
@@ -90,19 +97,34 @@ class _Relay:
         return self.runner(flat)
 
 
+def _relaying(relays: list[_Relay]) -> Callable:
+    """A Dynamo backend returning, for each graph, a new relay (kept in `relays`) that runs
+    the graph itself until run_graph_with says otherwise."""
+    def backend(gm: fx.GraphModule, _example_inputs: list) -> _Relay:
+        relay = _Relay()
+        relay.runner = lambda flat: gm(*flat)
+        relays.append(relay)
+        return relay
+    return backend
+
+
 @dataclass
 class DynamoFrame:
-    """Dynamo's generated code for one call signature, with its graph behind a relay.
+    """Dynamo's generated code for one call signature, with each graph behind a relay.
 
     `call(bound)` makes the call as the model would (outputs, identities, side effects);
-    `accepts(bound)` checks Dynamo's guards for the call; `run_graph_with(runner)` routes
-    the graph's flat inputs to `runner(flat) -> flat outputs` (an executor's ``run``).
+    `accepts(bound)` checks Dynamo's guards for the call; `run_graph_with(runner, k)` routes
+    graph k's flat inputs to `runner(flat) -> flat outputs` (an executor's ``run``).
+    `graphs` (several graphs only): the graphs, with module stacks, in the order they run;
+    `breaks`: the first line of each graph-break reason.
     """
 
     target: Callable
-    function: types.FunctionType
+    function: Callable
     guards: Any
-    relay: _Relay
+    relays: list[_Relay]
+    graphs: list[fx.GraphModule] = field(default_factory=list)
+    breaks: list[str] = field(default_factory=list)
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether Dynamo's guards hold for this call (shapes, dtypes, flags, the cache's
@@ -122,9 +144,9 @@ class DynamoFrame:
         """The call ``target(*bound.args, **bound.kwargs)`` made by the captured code."""
         return self.function(self.target, bound.args, bound.kwargs)
 
-    def run_graph_with(self, runner: Callable[[tuple], Any]) -> None:
-        """Run the graph with `runner` from now on."""
-        self.relay.runner = runner
+    def run_graph_with(self, runner: Callable[[tuple], Any], graph: int = 0) -> None:
+        """Run graph number `graph` with `runner` from now on."""
+        self.relays[graph].runner = runner
 
 
 def frame_capture(live: LiveCall, bound: BoundInputs,
@@ -142,29 +164,73 @@ def frame_capture(live: LiveCall, bound: BoundInputs,
         >>> torch.equal(frame.call(BoundInputs((x,))), model(x)), frame.accepts(BoundInputs((x,)))
         (True, True)
     """
-    relay = _Relay()
-    graphs: list = []
-
-    def backend(gm: fx.GraphModule, _example_inputs: list) -> Callable:
-        graphs.append(gm)
-        relay.runner = lambda flat: gm(*flat)
-        return relay
-
+    relays: list[_Relay] = []
     try:
         with live.mode(), _argument_ints_dynamic():
-            found = run_dynamo(live.target, bound, backend, _dynamic_beyond_first, live.family)
-        entries = found.cache_entries
-        if found.breaks or len(entries) != 1:
+            found = run_dynamo(live.target, bound, _relaying(relays), _dynamic_beyond_first,
+                               live.family)
+        if found.breaks or len(found.cache_entries) != 1 or len(relays) != 1:
             raise PyfxprofError(f"TorchDynamo breaks the graph of {name} "
-                                f"({'; '.join(first_line(r) for r in found.breaks[:2])})")
-        function = types.FunctionType(entries[0].code, found.entry.__globals__, "captured")
-        frame = DynamoFrame(live.target, function, entries[0].guard_manager, relay)
+                                f"({'; '.join(break_reasons(found.breaks)[:2])})")
+        frame = _frame(found, live.target, relays, nested=False)
     except PyfxprofError:
         raise
     except Exception as error:  # Dynamo's own failures become one line
-        raise PyfxprofError(f"TorchDynamo cannot capture {name}: {type(error).__name__}: "
-                            f"{first_line(error)[:200]}") from None
-    return with_module_stacks(graphs[0], name), frame
+        raise _failed(name, error) from None
+    return with_module_stacks(found.graphs[0][0], name), frame
+
+
+def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str
+                   ) -> tuple[fx.GraphModule, list] | DynamoFrame:
+    """profile()'s Dynamo capture of ``model(*bound.args, **bound.kwargs)`` (run on a copy):
+    one graph without a break as dynamo.one_graph gives it (run on its own, its inputs
+    found again in each call), or a DynamoFrame holding the graphs of a call Dynamo split.
+
+    Example:
+        >>> class Broken(torch.nn.Module):
+        ...     def forward(self, x):
+        ...         x = x + 1
+        ...         torch._dynamo.graph_break()
+        ...         return x * 2
+        >>> frame = graphs_capture(Broken(), BoundInputs((torch.ones(2),)), "function")
+        >>> len(frame.graphs), frame.call(BoundInputs((torch.ones(2),))).tolist()
+        (2, [4.0, 4.0])
+    """
+    name = type(model).__name__
+    relays: list[_Relay] = []
+    try:
+        found = run_dynamo(model, bound, _relaying(relays))
+        if len(found.graphs) == 1 and not found.breaks:
+            return one_graph(found, model, granularity)
+        if not found.graphs or len(found.cache_entries) != 1:
+            raise PyfxprofError(f"TorchDynamo made no graph of {name} it can run again "
+                                f"({'; '.join(break_reasons(found.breaks)[:2])})")
+        frame = _frame(found, model, relays, nested=True)
+        frame.graphs = graphs_of(found, name, granularity)
+    except PyfxprofError:
+        raise
+    except Exception as error:  # Dynamo's own failures become one line
+        raise _failed(name, error) from None
+    return frame
+
+
+def _frame(found: DynamoRun, target: Callable, relays: list[_Relay],
+           nested: bool) -> DynamoFrame:
+    """The DynamoFrame of `found`'s one cache entry; `nested`: its calls run under Dynamo's
+    frame hook in run-only mode (resume functions and nested frames run their cached code)."""
+    entry = found.cache_entries[0]
+    function = types.FunctionType(entry.code, found.entry.__globals__, "captured")
+    if nested:
+        import torch._dynamo
+        function = torch._dynamo.run(function)
+    return DynamoFrame(target, function, entry.guard_manager, relays,
+                       breaks=break_reasons(found.breaks))
+
+
+def _failed(name: str, error: Exception) -> PyfxprofError:
+    """Dynamo's own failure as one line."""
+    return PyfxprofError(f"TorchDynamo cannot capture {name}: {type(error).__name__}: "
+                         f"{first_line(error)[:200]}")
 
 
 def _dynamic_beyond_first(copied: BoundInputs) -> None:

@@ -19,17 +19,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+import torch.fx as fx
 import torch.utils._pytree as pytree
 
 from ..errors import ArgumentError, PyfxprofError, first_line
 from .analysis import analyse
 from .collectives import with_explicit_waits
-from .dynamo import GRANULARITIES, dynamo_capture
-from .dynamo_frame import LiveCall, frame_capture
+from .dynamo import GRANULARITIES, check_granularity
+from .dynamo_frame import DynamoFrame, LiveCall, frame_capture, graphs_capture
 from .hooks import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, split_inputs
 from .memory import ALLOCATOR_COLUMNS
-from .node_table import module_calls_frame, nodes_frame
+from .node_table import between_graphs_row, module_calls_frame, nodes_frame
 from .source import missing_source_notes
 from .tracing import (CAPTURE_MODES, RUNGS, Capture, CaptureFallbackWarning, capture,
                       fallback_capture, leaf_trace, timed_nodes)
@@ -110,9 +111,7 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
     if capture_mode not in CAPTURE_MODES:
         raise PyfxprofError(f"capture must be one of {', '.join(CAPTURE_MODES)}, "
                             f"got {capture_mode!r}")
-    if granularity not in GRANULARITIES:
-        raise PyfxprofError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
-                            f"got {granularity!r}")
+    check_granularity(granularity)
     _check_tracer_options(model, *tracer_options)
     bound = copied_inputs(model, example_inputs)
     rungs = _rungs(capture_mode, granularity, exact_outputs)
@@ -237,12 +236,65 @@ def _fx_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> 
 
 def _dynamo_rung(model, bound: BoundInputs, _tracer_options, granularity: str) -> Prepared:
     try:
-        graph, graph_inputs = dynamo_capture(model, bound, granularity)
+        found = graphs_capture(model, bound, granularity)
     except PyfxprofError as error:
         raise _RungFailed(str(error)) from None
+    if isinstance(found, DynamoFrame):
+        return _graphs_prepared(model, found, bound, granularity)
+    graph, graph_inputs = found
     captured = Capture(graph, "dynamo", [f"dynamo: one graph at {granularity} level"],
                        graph_inputs=graph_inputs)
     return _graph_prepared(model, captured, bound)
+
+
+def _graphs_prepared(model: torch.nn.Module, frame: DynamoFrame, bound: BoundInputs,
+                     granularity: str) -> Prepared:
+    """The analysis run of a call Dynamo split (graph breaks), made by Dynamo's code on a
+    copy of `bound`: its nodes graph after graph (a ``graph`` column says which), then the
+    BETWEEN_GRAPHS row when there are several graphs. The calls run as given (`args`,
+    `kwargs`); a model in training mode is refused (the graphs are run in eval mode only)."""
+    if any(module.training for module in model.modules()):
+        raise _RungFailed(f"graph breaks ({'; '.join(frame.breaks[:2])}): several Dynamo "
+                          "graphs are timed in eval mode only")
+    info = _graphs_analysis(frame, bound)
+    parts = [nodes_frame(timed_nodes(gm.graph), gm).assign(graph=k)
+             for k, gm in enumerate(frame.graphs)]
+    rows = pd.concat(parts, ignore_index=True)
+    rows["index"] = range(len(rows))
+    nodes = [node for gm in frame.graphs for node in timed_nodes(gm.graph)]
+    if len(frame.graphs) > 1:
+        between = between_graphs_row(len(rows), type(model).__name__)
+        rows = pd.concat([rows, pd.DataFrame([{**between, "graph": -1}])], ignore_index=True)
+    infos = [info.get(node.name, {}) for node in nodes] + [{}] * (len(rows) - len(nodes))
+    frame_rows = with_analysis_columns(rows, infos)
+    breaks = "; ".join(frame.breaks) or "none reported"
+    captured = Capture(None, "dynamo", [f"dynamo: {len(frame.graphs)} graphs at {granularity} "
+                                        f"level (graph breaks: {breaks})"], frame=frame)
+    return Prepared(captured, bound.args, frame_rows, int(frame_rows["flops"].sum()),
+                    kwargs=bound.kwargs, memory_meta=_model_peak_meta(infos))
+
+
+def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
+    """The per-node info of the analysis run of every graph of `frame`, called by Dynamo's
+    code on a copy of `bound`; `_RungFailed` unless each graph ran once."""
+    info: dict = {}
+    ran = [0] * len(frame.graphs)
+    for graph, gm in enumerate(frame.graphs):
+        def analysed(flat: tuple, graph: int = graph, gm: fx.GraphModule = gm) -> Any:
+            ran[graph] += 1
+            output, found = analyse(gm, flat)
+            info.update(found)
+            return output
+        frame.run_graph_with(analysed, graph)
+    try:
+        frame.call(_copied(bound))
+    except Exception as error:  # Dynamo's code around the graphs failed on the copies
+        raise _RungFailed(f"Dynamo's code fails on the inputs ({type(error).__name__}: "
+                          f"{first_line(error)})") from None
+    if ran != [1] * len(ran):
+        raise _RungFailed(f"the graphs Dynamo made ran {ran} times in one call (a graph "
+                          "break inside a loop)")
+    return info
 
 
 def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,

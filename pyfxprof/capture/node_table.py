@@ -25,6 +25,25 @@ COMM_FUNCTIONS = frozenset(
         "all_gather_coalesced", "all_gather_single", "gather_single"))
 
 
+#: The row of a profile of several graphs (Dynamo's at graph breaks, or torch.compile'd ones)
+#: holding each run's time from one graph's end to the next one's start: the model's Python
+#: that broke the graph and Dynamo's code around it (resume calls and their guards).
+BETWEEN_GRAPHS = "(between graphs)"
+
+
+def between_graphs_row(index: int, root_type: str) -> dict:
+    """The nodes-table row BETWEEN_GRAPHS (op "between_graphs") at position `index`.
+
+    Example:
+        >>> between_graphs_row(7, "Net")["name"]
+        '(between graphs)'
+    """
+    return {"index": index, "name": BETWEEN_GRAPHS, "op": "between_graphs",
+            "target": "Python between graphs (graph breaks, Dynamo's resume calls)",
+            "module_path": "", "module_type": root_type, "module_stack": (), "inputs": (),
+            "communication": False, "source": "", "source_stack": ()}
+
+
 def target_name(node: fx.Node) -> str:
     """Readable target: module path, qualified function name (a bound collective's public
     name), or method name."""

@@ -28,6 +28,7 @@ from ..timing.device_events import ensure_cuda_runtime
 from ..timing.durations import RunTimings
 from ..timing.executors import MODES, make_executor
 from ..timing.failures import node_kind, run_failure
+from ..timing.graph_spans import GraphsExecutor
 from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
@@ -217,7 +218,16 @@ def _profile_meta(model: torch.nn.Module, name: str | None, prepared: Prepared, 
     return run_meta(model, name, device=device_of(model, prepared.args), executor=executor,
                     captured=prepared.captured, timings=timings, mode=executor.mode,
                     flops=prepared.flops, input_shapes=_inputs_shown(example_inputs, prepared),
-                    **figures, **prepared.memory_meta)
+                    **figures, **prepared.memory_meta, **_graphs_meta(prepared))
+
+
+def _graphs_meta(prepared: Prepared) -> dict:
+    """``graphs`` (how many) and ``graph_breaks`` (Dynamo's reasons, first lines) of a call
+    Dynamo split; nothing for other captures."""
+    frame = prepared.captured.frame
+    if prepared.captured.graph_module is not None or frame is None:
+        return {}
+    return {"graphs": len(frame.graphs), "graph_breaks": list(frame.breaks)}
 
 
 def _device_events_for(model: torch.nn.Module, example_inputs: Any,
@@ -310,6 +320,11 @@ def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_e
         >>> type(executor_for(model, prepare(model, (torch.zeros(2),)), "codegen", False)).__name__
         'CodegenExecutor'
     """
+    if prepared.captured.graph_module is None and prepared.captured.frame is not None:
+        if mode != "codegen" or device_events:  # a call Dynamo split into several graphs
+            prepared.captured.notes.append("several Dynamo graphs are timed by codegen on "
+                                           "the host only")
+        return GraphsExecutor(prepared.captured.frame, prepared.kwargs)
     if prepared.analysis is None:
         return make_executor(mode, prepared.captured.graph_module, len(prepared.frame),
                              device_events)
@@ -329,8 +344,10 @@ def build_profile(frame: pd.DataFrame, timings: RunTimings, meta: dict,
                   device_samples: np.ndarray | None = None,
                   run_noise: np.ndarray | None = None) -> Profile:
     """A Profile from an executor's timings (overhead already subtracted: see
-    Calibration.correct); sets the coverage, the time between nodes (when the executor
-    measured it) and the device summary when there are device samples. `run_noise`
+    Calibration.correct); sets the coverage (the nodes' share of the run), the time between
+    nodes (when the executor measured it), the frame's last column from the time between
+    graphs (when stamped: timing.graph_spans) and the device summary when there are device
+    samples. `run_noise`
     (run.noise) is kept only when it has one row per complete run.
 
     Example:
@@ -347,8 +364,12 @@ def build_profile(frame: pd.DataFrame, timings: RunTimings, meta: dict,
                             "or lower runs")
     samples, totals = timings.intervals, timings.run_totals
     meta["coverage"] = run_coverage(samples, totals)
+    between = timings.between_graphs
     if timings.between_nodes is not None:
-        meta["between_nodes_ns"] = float(np.median(timings.between_nodes))
+        inside = timings.between_nodes - (0 if between is None else between)
+        meta["between_nodes_ns"] = float(np.median(inside))
+    if between is not None:  # the (between graphs) row, last in the frame
+        samples = np.hstack([samples, between[:, None]])
     if device_samples is not None:
         device_samples = device_samples[:samples.shape[0]]
         frame = add_device_summary(frame, samples, device_samples, totals, meta)

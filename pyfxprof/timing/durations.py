@@ -22,3 +22,4 @@ class RunTimings:
     run_starts: np.ndarray   # int64 (runs,): when each run began, on the profiler clock
     incomplete_runs: int     # runs that raised or missed a node, left out
     between_nodes: np.ndarray | None = None  # int64 (runs,): time no node's interval covers
+    between_graphs: np.ndarray | None = None  # int64 (runs,): timing.graph_spans, several graphs

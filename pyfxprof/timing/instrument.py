@@ -41,10 +41,10 @@ def node_callable(gm: fx.GraphModule, node: fx.Node) -> tuple[Any, bool]:
 
 
 def insert_timed_calls(gm: fx.GraphModule, graph: fx.Graph, table: "_C.SampleTable",
-                       cuda_first_id: int | None = None) -> int:
-    """Turn the k-th timed node of `graph` (a copy of gm's) into `timed(k, *args)`, the
-    TimedCalls of `table` timing node k's target into column k; returns the number of timed
-    nodes n.
+                       cuda_first_id: int | None = None, first_column: int = 0) -> int:
+    """Turn the k-th timed node of `graph` (a copy of gm's) into `timed(first_column + k,
+    *args)`, the TimedCalls of `table` timing node k's target into that column (several
+    graphs share one table, each after the one before); returns the number of timed nodes n.
 
     With `cuda_first_id`, node k also records CUDA event cuda_first_id + k before its call,
     and the last node event cuda_first_id + n after it (n+1 boundaries, as device timing needs).
@@ -58,17 +58,19 @@ def insert_timed_calls(gm: fx.GraphModule, graph: fx.Graph, table: "_C.SampleTab
         target, method = node_callable(gm, node)
         event = -1 if cuda_first_id is None else cuda_first_id + k
         path = tuple(node.target.split(".")) if node.op == "call_module" else None
-        calls.set(k, gm if path else target, method, event, event >= 0 and k == len(nodes) - 1,
-                  path)
-        node.op, node.target, node.args = "call_function", timed, (k, *node.args)
+        column = first_column + k
+        calls.set(column, gm if path else target, method, event,
+                  event >= 0 and k == len(nodes) - 1, path)
+        node.op, node.target, node.args = "call_function", timed, (column, *node.args)
     graph.lint()
     return len(nodes)
 
 
-def instrument(gm: fx.GraphModule, table: "_C.SampleTable",
-               cuda_first_id: int | None = None) -> fx.GraphModule:
-    """A new GraphModule running `gm`'s graph with each timed node's call timed into `table`;
-    `gm` is not changed. It shares `gm`'s submodules and parameters (no weights are copied).
+def instrument(gm: fx.GraphModule, table: "_C.SampleTable", cuda_first_id: int | None = None,
+               first_column: int = 0) -> fx.GraphModule:
+    """A new GraphModule running `gm`'s graph with each timed node's call timed into `table`
+    (from column `first_column` on); `gm` is not changed. It shares `gm`'s submodules and
+    parameters (no weights are copied).
 
     Example:
         >>> import torch
@@ -77,7 +79,7 @@ def instrument(gm: fx.GraphModule, table: "_C.SampleTable",
         True
     """
     graph = copy.deepcopy(gm.graph)
-    insert_timed_calls(gm, graph, table, cuda_first_id)
+    insert_timed_calls(gm, graph, table, cuda_first_id, first_column)
     plain_codegen = type(graph._codegen) is fx.graph.CodeGen
     if plain_codegen:
         graph._codegen = TimedLocalCodeGen()

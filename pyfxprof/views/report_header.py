@@ -88,16 +88,21 @@ def model_mode_text(meta: dict) -> str:
 
 
 def _eager_text(meta: dict) -> str:
-    """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's.
+    """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's
+    (several graphs: the graphs run by Dynamo's code, the Python between them included).
 
     >>> _eager_text({"eager_forward_median_ns": 2.3e6})
     ' (graph; eager forward 2.30 ms median, timed after the runs)'
+    >>> _eager_text({"eager_forward_median_ns": 2.3e6, "graphs": 2})[:40]
+    " (2 graphs run by Dynamo's code; eager f"
     """
+    graphs = meta.get("graphs", 1)
+    what = "graph" if graphs == 1 else f"{graphs} graphs run by Dynamo's code"
     eager = meta.get("eager_forward_median_ns")
     if eager is None:
         error = meta.get("eager_forward_error")
-        return "" if error is None else f" (graph; eager forward failed: {error})"
-    return f" (graph; eager forward {format_ns(eager)} median, timed after the runs)"
+        return "" if error is None else f" ({what}; eager forward failed: {error})"
+    return f" ({what}; eager forward {format_ns(eager)} median, timed after the runs)"
 
 
 def _between_text(meta: dict) -> str:

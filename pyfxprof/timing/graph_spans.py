@@ -1,0 +1,160 @@
+"""Models run as several graphs (Dynamo's graph breaks, torch.compile'd graphs): the time between
+graphs, stamped at each graph's start and end, and the executor of a call Dynamo split."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .native import _C
+from ..capture.dynamo_frame import DynamoFrame
+from ..capture.inputs import BoundInputs
+from ..capture.tracing import timed_nodes
+from ..errors import PyfxprofError
+from .calibration import Calibration, calibrate_timed_calls
+from .durations import RunTimings
+from .instrument import instrument
+from .run_table import RunTable
+
+
+class GraphSpans:
+    """Each graph call of a run stamped at its start and end; a run's time between graphs
+    (capture/node_table.BETWEEN_GRAPHS) is the sum of the gaps from one graph's end to the
+    next one's start. Every graph must run once per run, in order.
+
+    Example:
+        >>> spans = GraphSpans(2)
+        >>> first, second = spans.wrap(0, abs), spans.wrap(1, abs)
+        >>> spans.begin_run(); _ = first(-1); _ = second(-2); spans.end_run()
+        >>> spans.take().shape
+        (1,)
+    """
+
+    def __init__(self, graphs: int) -> None:
+        self.graphs = graphs
+        self._stamps: list[int] = []   # graph, start, end per graph call of the open run
+        self._between: list[int] = []  # per ended run
+
+    def wrap(self, graph: int, run: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """`run` (a graph taking one argument) stamped as graph number `graph`."""
+        stamps, now = self._stamps, _C.now_ns
+
+        def stamped(value: Any) -> Any:
+            stamps.append(graph)
+            stamps.append(now())
+            output = run(value)
+            stamps.append(now())
+            return output
+        return stamped
+
+    def begin_run(self) -> None:
+        """Forget the stamps of a run that did not end."""
+        self._stamps.clear()
+
+    def end_run(self) -> None:
+        """Keep the run's time between graphs; a one-line PyfxprofError when its graphs did
+        not each run once, in order (a graph break in a loop, or guards that sent a call to
+        code Dynamo had not compiled)."""
+        stamps = self._stamps
+        order = stamps[0::3]
+        if order != list(range(self.graphs)):
+            stamps.clear()
+            raise PyfxprofError(f"the call ran its {self.graphs} graphs in the order {order} "
+                                "instead of each once in turn (a graph break inside a loop, "
+                                "or inputs Dynamo's code was not made for); use "
+                                "capture='hooks'")
+        self._between.append(sum(stamps[k + 1] - stamps[k - 1] for k in range(3, len(stamps), 3)))
+        stamps.clear()
+
+    def reset(self) -> None:
+        """Forget every run so far (e.g. after warm-up)."""
+        self._stamps.clear()
+        self._between.clear()
+
+    def take(self) -> np.ndarray:
+        """Each ended run's time between graphs (ns, int64); forgotten afterwards."""
+        between = np.asarray(self._between, dtype=np.int64)
+        self._between = []
+        return between
+
+
+class GraphsExecutor:
+    """Runs a call Dynamo split into several graphs: Dynamo's own code (a DynamoFrame) makes
+    the call, each graph's nodes timed by the codegen instrumentation into one table (graph
+    k's columns after graph k-1's), the time between graphs stamped (GraphSpans). Follows
+    timing.executors.Executor; host times only.
+
+    Example:
+        >>> import torch
+        >>> from pyfxprof.capture.dynamo_frame import graphs_capture
+        >>> class Broken(torch.nn.Module):
+        ...     def forward(self, x):
+        ...         x = x + 1
+        ...         torch._dynamo.graph_break()
+        ...         return x * 2
+        >>> x = torch.ones(2)
+        >>> executor = GraphsExecutor(graphs_capture(Broken(), BoundInputs((x,)), "function"), {})
+        >>> with executor:
+        ...     _ = executor.run((x,))
+        >>> timings = executor.timings()
+        >>> timings.intervals.shape, timings.between_graphs.shape
+        ((1, 2), (1,))
+    """
+
+    mode = "codegen"
+    device = None
+
+    def __init__(self, frame: DynamoFrame, kwargs: dict) -> None:
+        self.frame, self.kwargs = frame, kwargs
+        sizes = [len(timed_nodes(gm.graph)) for gm in frame.graphs]
+        self.calls_per_run = sum(sizes)
+        self.table = RunTable(self.calls_per_run)
+        self.spans = GraphSpans(len(sizes))
+        first = 0
+        for graph, (gm, size) in enumerate(zip(frame.graphs, sizes)):
+            forward = instrument(gm, self.table.native, first_column=first).forward
+            frame.run_graph_with(self.spans.wrap(graph, lambda flat, f=forward: f(*flat)), graph)
+            first += size
+        self.calibration: Calibration = calibrate_timed_calls()
+
+    def __enter__(self) -> "GraphsExecutor":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.table.abandon()
+
+    def run(self, args: tuple) -> Any:
+        self.table.begin()
+        self.spans.begin_run()
+        try:
+            output = self.frame.call(BoundInputs(args, self.kwargs))
+            self.spans.end_run()
+        except BaseException:
+            self.table.abandon()
+            raise
+        self.table.end()
+        return output
+
+    def failed_node(self, names: list[str]) -> str | None:
+        """The name of the node the last run raised in (None: after the last node)."""
+        return self.table.failed_node(names)
+
+    def reset(self, runs: int = 0) -> None:
+        self.table.clear()
+        self.table.reserve(runs)
+        self.spans.reset()
+
+    def timings(self) -> RunTimings:
+        timings = self.calibration.correct(self.table.take(), self.calls_per_run)
+        between = self.spans.take()
+        if len(between) != len(timings.run_totals):  # every ended run has all its nodes
+            raise PyfxprofError(f"{len(between)} runs stamped between graphs for "
+                                f"{len(timings.run_totals)} complete runs")
+        if self.spans.graphs > 1:
+            timings.between_graphs = between
+        return timings
+
+    def device_samples(self) -> None:
+        """Host times only."""
+        return None
