@@ -32,6 +32,8 @@ GRANULARITIES = ("function", "aten")
 _FRESH = itertools.count()
 _ROOT = re.compile(r"^(?:[LG]\[['\"][^'\"]*['\"]\](?:\.__self__)?|self)\.?")
 _ITEM = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
+#: The name Dynamo gives the function resuming `forward` after a graph break at line 8.
+_RESUME = re.compile(r"\btorch_dynamo_resume_in_(\w+?)_at_\d+\b")
 
 
 def module_path(dynamo_path: str) -> str:
@@ -186,8 +188,10 @@ def one_graph(found: DynamoRun, model: torch.nn.Module,
 def with_module_stacks(gm: fx.GraphModule, name: str,
                        taken: set[str] | None = None) -> fx.GraphModule:
     """A copy of Dynamo's graph `gm` (same placeholders, same outputs) whose nodes carry
-    FX-style module stacks (module paths as FX writes them, the root left out). With
-    `taken`, node names are kept apart from the names in it, and added to it."""
+    FX-style module stacks (module paths as FX writes them, the root left out) and stack
+    traces naming the model's functions (not the functions Dynamo resumes them in after a
+    graph break). With `taken`, node names are kept apart from the names in it, and added
+    to it."""
     graph, env = fx.Graph(), {}
     for used in sorted(taken or ()):
         graph._graph_namespace.create_name(used, None)
@@ -195,6 +199,8 @@ def with_module_stacks(gm: fx.GraphModule, name: str,
         env[node] = graph.node_copy(node, lambda n: env[n])
         if node.op != "placeholder":
             env[node].meta["nn_module_stack"] = _module_stack(node)
+        if node.meta.get("stack_trace"):  # the model's own function, not Dynamo's resume
+            env[node].meta["stack_trace"] = _RESUME.sub(r"\1", node.meta["stack_trace"])
     attrs = {node.target: functools.reduce(getattr, node.target.split("."), gm)
              for node in gm.graph.nodes if node.op in ("get_attr", "call_module")}
     rebuilt = fx.GraphModule(attrs, graph, name)

@@ -364,12 +364,10 @@ def build_profile(frame: pd.DataFrame, timings: RunTimings, meta: dict,
                             "or lower runs")
     samples, totals = timings.intervals, timings.run_totals
     meta["coverage"] = run_coverage(samples, totals)
-    between = timings.between_graphs
     if timings.between_nodes is not None:
-        inside = timings.between_nodes - (0 if between is None else between)
-        meta["between_nodes_ns"] = float(np.median(inside))
-    if between is not None:  # the (between graphs) row, last in the frame
-        samples = np.hstack([samples, between[:, None]])
+        meta["between_nodes_ns"] = float(np.median(timings.between_nodes))
+    if timings.between_graphs is not None:  # the (between graphs) row, last in the frame
+        samples = np.hstack([samples, timings.between_graphs[:, None]])
     if device_samples is not None:
         device_samples = device_samples[:samples.shape[0]]
         frame = add_device_summary(frame, samples, device_samples, totals, meta)

@@ -18,6 +18,7 @@ from ..capture.inductor import CompiledGraph
 from ..capture.provenance import CALL, CallSite, call_sites
 from .calibration import Calibration, calibrate_timed_calls
 from .durations import RunTimings
+from .graph_spans import GraphSpans
 from .run_table import RunTable
 
 #: The name the rewritten wrapper calls the native timed builtin by (a fast local default).
@@ -115,7 +116,8 @@ def timed_call_source(source: str, sites: list[CallSite], first_column: int) -> 
 class CompiledExecutor:
     """Runs a torch.compile'd callable with its graphs' kernel calls timed into one table
     (columns: the graphs' plans in order); `with executor:` swaps the timed wrappers in and
-    restores Inductor's own afterwards. Follows timing.executors.Executor."""
+    restores Inductor's own afterwards; with several graphs the time between them is stamped
+    (timing.graph_spans). Follows timing.executors.Executor."""
 
     mode = "inductor"
     device = None  # host times: kernel launches on a GPU (see docs/compiled.md)
@@ -127,7 +129,9 @@ class CompiledExecutor:
         self.calls = _C.timed_calls(self.table.native)
         self.calibration: Calibration = calibrate_timed_calls()
         self._plain = [plan.graph.output.current_callable for plan in plans]
-        self._timed = self._timed_callables()
+        self.spans = GraphSpans(len(plans))
+        self._timed = [self.spans.wrap(graph, timed) if len(plans) > 1 else timed
+                       for graph, timed in enumerate(self._timed_callables())]
 
     def _timed_callables(self) -> list[Any]:
         timed, column, made = self.calls.timed, 0, []
@@ -159,8 +163,11 @@ class CompiledExecutor:
         """One timed call on `args` and `kwargs` (None: the executor's own)."""
         table = self.table
         table.begin()
+        self.spans.begin_run()
         try:
             output = self.compiled(*args, **(self.kwargs if kwargs is None else kwargs))
+            if len(self.plans) > 1:
+                self.spans.end_run()
         except BaseException:
             table.abandon()
             raise
@@ -174,9 +181,11 @@ class CompiledExecutor:
     def reset(self, runs: int = 0) -> None:
         self.table.clear()
         self.table.reserve(runs)
+        self.spans.reset()
 
     def timings(self) -> RunTimings:
-        return self.calibration.correct(self.table.take(), self.calls_per_run)
+        timings = self.calibration.correct(self.table.take(), self.calls_per_run)
+        return self.spans.attach(timings) if len(self.plans) > 1 else timings
 
     def device_samples(self) -> np.ndarray | None:
         """Host times only."""

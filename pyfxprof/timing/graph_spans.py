@@ -27,7 +27,8 @@ class GraphSpans:
         >>> spans = GraphSpans(2)
         >>> first, second = spans.wrap(0, abs), spans.wrap(1, abs)
         >>> spans.begin_run(); _ = first(-1); _ = second(-2); spans.end_run()
-        >>> spans.take().shape
+        >>> one_run = RunTimings(np.zeros((1, 0)), np.zeros(1), np.zeros(1), 0)
+        >>> spans.attach(one_run).between_graphs.shape
         (1,)
     """
 
@@ -72,11 +73,21 @@ class GraphSpans:
         self._stamps.clear()
         self._between.clear()
 
-    def take(self) -> np.ndarray:
-        """Each ended run's time between graphs (ns, int64); forgotten afterwards."""
+    def attach(self, timings: RunTimings) -> RunTimings:
+        """`timings` with each ended run's time between graphs (several graphs only: taken
+        out of its time between nodes), which is forgotten here; a one-line PyfxprofError
+        when the runs ended are not the complete runs of `timings` (every graph of an
+        ended run ran, so every node was timed)."""
         between = np.asarray(self._between, dtype=np.int64)
         self._between = []
-        return between
+        if len(between) != len(timings.run_totals):
+            raise PyfxprofError(f"{len(between)} runs stamped between graphs for "
+                                f"{len(timings.run_totals)} complete runs")
+        if self.graphs > 1:
+            timings.between_graphs = between
+            if timings.between_nodes is not None:
+                timings.between_nodes = timings.between_nodes - between
+        return timings
 
 
 class GraphsExecutor:
@@ -146,14 +157,8 @@ class GraphsExecutor:
         self.spans.reset()
 
     def timings(self) -> RunTimings:
-        timings = self.calibration.correct(self.table.take(), self.calls_per_run)
-        between = self.spans.take()
-        if len(between) != len(timings.run_totals):  # every ended run has all its nodes
-            raise PyfxprofError(f"{len(between)} runs stamped between graphs for "
-                                f"{len(timings.run_totals)} complete runs")
-        if self.spans.graphs > 1:
-            timings.between_graphs = between
-        return timings
+        return self.spans.attach(self.calibration.correct(self.table.take(),
+                                                          self.calls_per_run))
 
     def device_samples(self) -> None:
         """Host times only."""
