@@ -90,7 +90,7 @@ def provenance_coverage(profile: Profile) -> float:
         True
     """
     nodes, medians = profile.nodes, _medians(profile)
-    kernels = (nodes["op"] != "outside_kernels").to_numpy()
+    kernels = (~nodes["op"].isin(("outside_kernels", "between_graphs"))).to_numpy()
     known = nodes["source_nodes"].map(lambda v: len(v or ()) > 0).to_numpy() & kernels
     kernel_time = medians[kernels].sum()
     return float(medians[known].sum() / kernel_time) if kernel_time else float("nan")
@@ -112,7 +112,7 @@ def compiled_by_module(profile: Profile, depth: int | None = None) -> pd.DataFra
     for name, op, path, modules, median in zip(
             profile.nodes["name"], profile.nodes["op"], profile.nodes["module_path"],
             profile.nodes["source_modules"], _medians(profile)):
-        owners = [OUTSIDE] if op == "outside_kernels" else [
+        owners = [OUTSIDE] if op == "outside_kernels" else [name] if op == "between_graphs" else [
             _prefix(m, depth) for m in (modules or (path,))]
         for owner in owners:
             rows.append((owner, median / len(owners), name, len(set(owners)) > 1))

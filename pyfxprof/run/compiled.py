@@ -15,6 +15,7 @@ from ..capture.inductor import CompileSettings, InductorCapture
 from ..capture.inputs import BoundInputs, split_inputs
 from ..capture.model_state import evaluation_mode, grad_context
 from ..capture.analysis import describe
+from ..capture.node_table import between_graphs_row
 from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
 from ..capture.tracing import Capture
 from ..data.profile import Profile
@@ -46,19 +47,28 @@ def graph_rows(plan: GraphPlan, root_type: str) -> list[dict]:
 
 
 def compiled_frame(plans: list[GraphPlan], root_type: str) -> pd.DataFrame:
-    """The nodes table of a compiled profile: every graph's rows, then the outside row."""
+    """The nodes table of a compiled profile: every graph's rows, then the between-graphs row
+    (several graphs) and the outside row."""
     return kernels_frame([row for plan in plans for row in graph_rows(plan, root_type)]
-                         + [outside_row(root_type)])
+                         + _between_rows(plans, root_type) + [outside_row(root_type)])
 
 
 def outside_row(root_type: str) -> dict:
     """The nodes-table row of the time outside every kernel (the last column of a compiled
     profile's samples)."""
     return {"name": OUTSIDE, "op": "outside_kernels", "target": "wrapper Python, allocations, "
-            "Dynamo guards, eager code between graphs", "module_path": "",
+            "Dynamo guards", "module_path": "",
             "module_type": root_type, "module_stack": (), "inputs": (), "communication": False,
             "source_nodes": (), "source_modules": (), "aten_ops": (), "source_lines": (),
             "graph": -1}
+
+
+def _between_rows(plans: list[GraphPlan], root_type: str) -> list[dict]:
+    """The BETWEEN_GRAPHS row (the eager code at graph breaks) when there are several graphs."""
+    if len(plans) < 2:
+        return []
+    return [{**between_graphs_row(0, root_type), "source_nodes": (), "source_modules": (),
+             "aten_ops": (), "source_lines": (), "graph": -1}]
 
 
 def notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
@@ -164,13 +174,16 @@ def compiled_capture(module: torch.nn.Module, settings: CompileSettings, bound: 
 
 def with_outside(frame: pd.DataFrame, timings: RunTimings, meta: dict,
                   run_noise: np.ndarray | None) -> Profile:
-    """The Profile, its last column each run's total minus its kernels (the outside row);
-    `coverage` stays the kernels' share of the run."""
+    """The Profile, its last columns the time between graphs (several graphs) and each run's
+    total minus its kernels and that (the outside row); `coverage` stays the kernels' share
+    of the run."""
     if timings.intervals.shape[0] == 0:
         raise PyfxprofError("no complete run was recorded; lower runs")
     kernels, totals = timings.intervals, timings.run_totals
+    if timings.between_graphs is not None:
+        kernels = np.hstack([kernels, timings.between_graphs[:, None]])
     outside = np.maximum(totals - kernels.sum(axis=1), 0)[:, None]
-    meta["coverage"] = run_coverage(kernels, totals)
+    meta["coverage"] = run_coverage(timings.intervals, totals)
     if timings.between_nodes is not None:
         meta["between_nodes_ns"] = float(np.median(timings.between_nodes))
     if run_noise is not None and (timings.incomplete_runs or len(run_noise) != len(totals)):
