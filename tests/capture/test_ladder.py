@@ -15,10 +15,18 @@ from pyfxprof.timing.recorder import Records
 from tests.models import DataDependent, Net, net_input
 
 
+def refuse_dynamo():
+    """Fail under TorchDynamo, as code Dynamo cannot run does (a model split at graph breaks
+    is profiled on the dynamo rung: the rungs below it need models Dynamo fails on)."""
+    if torch.compiler.is_compiling():
+        raise RuntimeError("this model fails under TorchDynamo")
+
+
 class Gate(nn.Module):
-    """Branches on a tensor value: torch.fx cannot trace it."""
+    """Branches on a tensor value: torch.fx cannot trace it; fails under TorchDynamo."""
 
     def forward(self, x):
+        refuse_dynamo()
         return x * 2 if x.mean() > 0 else x
 
 
@@ -45,7 +53,8 @@ class PartlyTraceable(nn.Module):
 
 
 class Untraceable(nn.Module):
-    """Branches on a tensor value in its own forward; calls relu twice."""
+    """Branches on a tensor value in its own forward; calls relu twice; fails under
+    TorchDynamo."""
 
     def __init__(self):
         super().__init__()
@@ -55,6 +64,7 @@ class Untraceable(nn.Module):
         self.drop = nn.Dropout()
 
     def forward(self, x):
+        refuse_dynamo()
         x = self.relu(self.bn(self.conv(x)))
         if x.sum() > 0:
             x = x + 1
@@ -82,17 +92,16 @@ def hook_counts(model):
     return [(len(m._forward_pre_hooks), len(m._forward_hooks)) for m in model.modules()]
 
 
-def test_data_dependent_model_falls_back_and_says_so():
-    with pytest.warns(CaptureFallbackWarning) as warned:
-        prof = run(DataDependent())
-    message = str(warned[0].message)
-    assert "fx: torch.fx cannot trace DataDependent" in message and "TraceError" in message
-    assert "dynamo: TorchDynamo split DataDependent into 2 graphs" in message
-    assert "capture mode 'whole'" in message and len(warned) == 1
-    assert prof.meta["capture_mode"] == "whole" and prof.n_nodes == 1
+def test_data_dependent_model_runs_as_dynamo_graphs_and_says_why():
+    prof = run(DataDependent())
+    notes = prof.meta["capture_notes"]
+    assert notes[0].startswith("fx: torch.fx cannot trace DataDependent") and "TraceError" in notes[0]
+    assert notes[1] == "dynamo: 2 graphs at function level (graph breaks: Data-dependent branching)"
+    assert prof.meta["capture_mode"] == "dynamo" and prof.meta["graphs"] == 2
+    assert list(prof.nodes["op"])[-1] == "between_graphs"
     assert 0 < prof.meta["coverage"]
     header = prof.table().split("\n\n")[0]
-    assert "capture whole" in header
+    assert "capture dynamo" in header
     assert "capture: fx: torch.fx cannot trace DataDependent" in header
 
 

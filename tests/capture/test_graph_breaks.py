@@ -1,0 +1,152 @@
+"""Models Dynamo splits into several graphs (graph breaks): profiled on the dynamo rung graph by
+graph, run by Dynamo's own code, with the time between graphs a row of its own; the same row for
+torch.compile'd models with graph breaks."""
+
+import numpy as np
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof.capture.dynamo_frame import graphs_capture
+from pyfxprof.capture.inputs import BoundInputs
+from pyfxprof.capture.node_table import BETWEEN_GRAPHS
+from pyfxprof.capture.tracing import CaptureFallbackWarning
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.timing.graph_spans import GraphsExecutor
+
+RUNS = dict(runs=5, warmup=1, progress=False)
+
+
+class Broken(torch.nn.Module):
+    """Two linear layers with an explicit graph break between them."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = torch.relu(self.a(x))
+        torch._dynamo.graph_break()
+        return torch.sigmoid(self.b(x))
+
+
+class ItemBreak(torch.nn.Module):
+    """A `.item()` (a graph break) between two blocks, in a submodule's forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = Broken(), torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        scale = self.first(x).mean().item()
+        return self.second(x * scale)
+
+
+def test_a_graph_break_gives_each_graph_and_the_between_row():
+    prof = pyfxprof.profile(Broken().eval(), (torch.randn(4, 8),), capture="dynamo", **RUNS)
+    meta, nodes = prof.meta, prof.nodes
+    assert meta["capture_mode"] == "dynamo" and meta["mode"] == "codegen"
+    assert meta["graphs"] == 2 and len(meta["graph_breaks"]) >= 1
+    assert meta["capture_notes"][-1].startswith("dynamo: 2 graphs at function level (graph breaks: ")
+    ops = nodes[nodes["op"] != "between_graphs"]
+    assert list(ops["module_path"]) == ["a", "", "b", ""]
+    assert list(ops["graph"]) == [0, 0, 1, 1]
+    assert all(source.endswith("in forward") for source in ops["source"])
+    assert nodes["name"].is_unique and list(nodes["name"])[-1] == BETWEEN_GRAPHS
+    between = prof.samples[:, -1]
+    assert (between > 0).all() and (prof.samples.sum(axis=1) <= prof.run_totals).all()
+    assert 0 < meta["coverage"] < 1
+    header = prof.table().split("\n\n")[0]
+    assert "capture dynamo" in header and "2 graphs run by Dynamo's code" in header
+    assert "graph breaks: " in header
+
+
+def test_outputs_are_the_eager_models(tmp_path):
+    model = ItemBreak().eval()
+    with torch.inference_mode():  # as profile() runs it
+        x = torch.randn(4, 8)
+        frame = graphs_capture(model, BoundInputs((x,)), "function")
+        executor = GraphsExecutor(frame, {})
+        with executor:
+            found = [executor.run((x,)) for _ in range(3)]
+        expected = model(x)
+    assert len(frame.graphs) >= 2 and all(torch.equal(out, expected) for out in found)
+    assert executor.timings().between_graphs.shape == (3,)
+
+
+def test_saved_profiles_keep_the_graphs(tmp_path):
+    prof = pyfxprof.profile(ItemBreak().eval(), (torch.randn(4, 8),), capture="dynamo", **RUNS)
+    prof.save(tmp_path / "p.json")
+    loaded = pyfxprof.load(tmp_path / "p.json")
+    assert loaded.meta["graphs"] == prof.meta["graphs"] >= 2
+    assert loaded.meta["graph_breaks"] == prof.meta["graph_breaks"]
+    assert list(loaded.nodes["name"]) == list(prof.nodes["name"])
+    assert list(loaded.nodes["graph"]) == list(prof.nodes["graph"])
+    assert np.array_equal(loaded.samples, prof.samples)
+
+
+class BreaksInALoop(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        for _ in range(3):
+            x = self.lin(x)
+            torch._dynamo.graph_break()
+        return x
+
+
+def test_a_graph_run_twice_per_call_is_refused_in_one_line():
+    with pytest.raises(PyfxprofError) as info:
+        pyfxprof.profile(BreaksInALoop().eval(), (torch.ones(2, 4),), capture="dynamo", **RUNS)
+    assert "\n" not in str(info.value)
+
+
+class Branches(torch.nn.Module):
+    """A data-dependent branch between two layers: torch.fx cannot trace it, Dynamo splits it."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = self.a(x)
+        if x.sum() > 0:
+            x = x * 2
+        return self.b(x)
+
+
+def test_train_mode_graphs_go_down_the_ladder():
+    with pytest.warns(CaptureFallbackWarning, match="graph breaks .*timed in eval mode only"), \
+            pytest.raises(PyfxprofError, match="backward=True needs a graph capture"):
+        pyfxprof.profile(Branches(), (torch.randn(4, 8),), backward=True, **RUNS)
+
+
+def test_compiled_graph_breaks_have_the_between_row(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    prof = pyfxprof.profile(Broken().eval(), (torch.randn(4, 8),), compile=True, **RUNS)
+    nodes = prof.nodes.set_index("name")
+    assert nodes.loc[BETWEEN_GRAPHS, "op"] == "between_graphs"
+    assert {"a", "b"} <= {m for ms in prof.nodes["source_modules"] for m in ms}
+    column = list(prof.nodes["name"]).index(BETWEEN_GRAPHS)
+    assert (prof.samples[:, column] > 0).all()
+    assert (prof.samples.sum(axis=1) <= prof.run_totals).all()
+
+
+@pytest.mark.timing(attempts=3)
+def test_segformer_profiles_on_dynamo_with_attention_rows():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.SegformerConfig(
+        num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16],
+        num_attention_heads=[1, 2], decoder_hidden_size=16, num_labels=3, patch_sizes=[7, 3],
+        strides=[4, 2], mlp_ratios=[2, 2])
+    torch.manual_seed(0)
+    model = transformers.SegformerForSemanticSegmentation(config).eval()
+    prof = pyfxprof.profile(model, (torch.randn(1, 3, 64, 64),), runs=10, warmup=2,
+                            progress=False)
+    assert prof.meta["capture_mode"] == "dynamo" and prof.meta["graphs"] >= 2
+    attention = prof.nodes[prof.nodes["module_path"].str.endswith(".attention")]
+    assert "torch._C._nn.scaled_dot_product_attention" in set(attention["target"])
+    assert prof.meta["coverage"] >= 0.9, prof.meta["coverage"]
