@@ -183,8 +183,8 @@ def frame_capture(live: LiveCall, bound: BoundInputs,
 def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str
                    ) -> tuple[fx.GraphModule, list] | DynamoFrame:
     """profile()'s Dynamo capture of ``model(*bound.args, **bound.kwargs)`` (run on a copy):
-    one graph without a break as dynamo.one_graph gives it (run on its own, its inputs
-    found again in each call), or a DynamoFrame holding the graphs of a call Dynamo split.
+    one graph as dynamo.one_graph gives it (run on its own, its inputs found again in each
+    call), or a DynamoFrame holding the graphs of a call Dynamo split into several.
 
     Example:
         >>> class Broken(torch.nn.Module):
@@ -200,7 +200,7 @@ def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str
     relays: list[_Relay] = []
     try:
         found = run_dynamo(model, bound, _relaying(relays))
-        if len(found.graphs) == 1 and not found.breaks:
+        if len(found.graphs) == 1:  # Python after a break (no other graph) stays out
             return one_graph(found, model, granularity)
         if not found.graphs or len(found.cache_entries) != 1:
             raise PyfxprofError(f"TorchDynamo made no graph of {name} it can run again "
