@@ -45,7 +45,7 @@ def net_profiles():
 
 
 def _kernels(prof):
-    return prof.nodes[prof.nodes["op"] != "outside_kernels"]
+    return prof.nodes[~prof.nodes["op"].isin(("outside_kernels", "between_graphs"))]
 
 
 def test_compiled_model_is_profiled_per_kernel_with_provenance(net_profiles):
