@@ -125,7 +125,7 @@ def break_reasons(reasons: list[str]) -> list[str]:
     """Each graph-break reason Dynamo gave, as its first line.
 
     Example:
-        >>> break_reasons(["Unsupported context manager\n  Explanation: ..."])
+        >>> break_reasons([f"Unsupported context manager{chr(10)}  Explanation: ..."])
         ['Unsupported context manager']
     """
     return [first_line(reason) for reason in reasons]

@@ -36,6 +36,7 @@ class GraphSpans:
         self.graphs = graphs
         self._stamps: list[int] = []   # graph, start, end per graph call of the open run
         self._between: list[int] = []  # per ended run
+        self._spans: list[int] = []    # per ended run: first graph's start to last one's end
 
     def wrap(self, graph: int, run: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """`run` (a graph taking one argument) stamped as graph number `graph`."""
@@ -66,23 +67,29 @@ class GraphSpans:
                                 "or inputs Dynamo's code was not made for); use "
                                 "capture='hooks'")
         self._between.append(sum(stamps[k + 1] - stamps[k - 1] for k in range(3, len(stamps), 3)))
+        self._spans.append(stamps[-1] - stamps[1])
         stamps.clear()
 
     def reset(self) -> None:
         """Forget every run so far (e.g. after warm-up)."""
         self._stamps.clear()
         self._between.clear()
+        self._spans.clear()
 
-    def attach(self, timings: RunTimings) -> RunTimings:
+    def attach(self, timings: RunTimings, span_totals: bool = False) -> RunTimings:
         """`timings` with each ended run's time between graphs (several graphs only: taken
-        out of its time between nodes), which is forgotten here; a one-line PyfxprofError
-        when the runs ended are not the complete runs of `timings` (every graph of an
-        ended run ran, so every node was timed)."""
+        out of its time between nodes) and, with `span_totals`, run totals from the first
+        graph's start to the last graph's end; what was stamped is forgotten here. A
+        one-line PyfxprofError when the runs ended are not the complete runs of `timings`
+        (every graph of an ended run ran, so every node was timed)."""
         between = np.asarray(self._between, dtype=np.int64)
-        self._between = []
+        spans = np.asarray(self._spans, dtype=np.int64)
+        self._between, self._spans = [], []
         if len(between) != len(timings.run_totals):
             raise PyfxprofError(f"{len(between)} runs stamped between graphs for "
                                 f"{len(timings.run_totals)} complete runs")
+        if span_totals:
+            timings.run_totals = spans
         if self.graphs > 1:
             timings.between_graphs = between
             if timings.between_nodes is not None:
@@ -93,7 +100,9 @@ class GraphSpans:
 class GraphsExecutor:
     """Runs a call Dynamo split into several graphs: Dynamo's own code (a DynamoFrame) makes
     the call, each graph's nodes timed by the codegen instrumentation into one table (graph
-    k's columns after graph k-1's), the time between graphs stamped (GraphSpans). Follows
+    k's columns after graph k-1's), the time between graphs stamped (GraphSpans). A run's
+    total is its graphs' span, from the first one's start to the last one's end: as with
+    one graph, the Python before the first graph and after the last is not in it. Follows
     timing.executors.Executor; host times only.
 
     Example:
@@ -157,8 +166,8 @@ class GraphsExecutor:
         self.spans.reset()
 
     def timings(self) -> RunTimings:
-        return self.spans.attach(self.calibration.correct(self.table.take(),
-                                                          self.calls_per_run))
+        return self.calibration.correct(self.spans.attach(self.table.take(), span_totals=True),
+                                        self.calls_per_run)
 
     def device_samples(self) -> None:
         """Host times only."""

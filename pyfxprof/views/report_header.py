@@ -89,15 +89,16 @@ def model_mode_text(meta: dict) -> str:
 
 def _eager_text(meta: dict) -> str:
     """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's
-    (several graphs: the graphs run by Dynamo's code, the Python between them included).
+    (several graphs: from the first graph's start to the last one's end, the Python between
+    them included).
 
     >>> _eager_text({"eager_forward_median_ns": 2.3e6})
     ' (graph; eager forward 2.30 ms median, timed after the runs)'
-    >>> _eager_text({"eager_forward_median_ns": 2.3e6, "graphs": 2})[:40]
-    " (2 graphs run by Dynamo's code; eager f"
+    >>> _eager_text({"eager_forward_median_ns": 2.3e6, "graphs": 2}).split(";")[0]
+    ' (2 graphs and the Python between them'
     """
     graphs = meta.get("graphs", 1)
-    what = "graph" if graphs == 1 else f"{graphs} graphs run by Dynamo's code"
+    what = "graph" if graphs == 1 else f"{graphs} graphs and the Python between them"
     eager = meta.get("eager_forward_median_ns")
     if eager is None:
         error = meta.get("eager_forward_error")

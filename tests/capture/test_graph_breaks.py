@@ -57,7 +57,7 @@ def test_a_graph_break_gives_each_graph_and_the_between_row():
     assert (between > 0).all() and (prof.samples.sum(axis=1) <= prof.run_totals).all()
     assert 0 < meta["coverage"] < 1
     header = prof.table().split("\n\n")[0]
-    assert "capture dynamo" in header and "2 graphs run by Dynamo's code" in header
+    assert "capture dynamo" in header and "2 graphs and the Python between them" in header
     assert "graph breaks: " in header
 
 
