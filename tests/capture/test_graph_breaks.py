@@ -144,7 +144,7 @@ def test_segformer_profiles_on_dynamo_with_attention_rows():
         strides=[4, 2], mlp_ratios=[2, 2])
     torch.manual_seed(0)
     model = transformers.SegformerForSemanticSegmentation(config).eval()
-    prof = pyfxprof.profile(model, (torch.randn(1, 3, 64, 64),), runs=10, warmup=2,
+    prof = pyfxprof.profile(model, (torch.randn(1, 3, 128, 128),), runs=10, warmup=2,
                             progress=False)
     assert prof.meta["capture_mode"] == "dynamo" and prof.meta["graphs"] >= 2
     attention = prof.nodes[prof.nodes["module_path"].str.endswith(".attention")]
