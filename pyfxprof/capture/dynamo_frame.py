@@ -97,6 +97,11 @@ class _Relay:
         return self.runner(flat)
 
 
+def _left_out(_flat: tuple) -> None:
+    raise PyfxprofError("Dynamo's code ran a graph that the analysis run did not (its inputs "
+                        "take another branch); profile it with capture='hooks'")
+
+
 def _relaying(relays: list[_Relay]) -> Callable:
     """A Dynamo backend returning, for each graph, a new relay (kept in `relays`) that runs
     the graph itself until run_graph_with says otherwise."""
@@ -147,6 +152,21 @@ class DynamoFrame:
     def run_graph_with(self, runner: Callable[[tuple], Any], graph: int = 0) -> None:
         """Run graph number `graph` with `runner` from now on."""
         self.relays[graph].runner = runner
+
+    def keep(self, order: list[int]) -> None:
+        """Keep the graphs numbered in `order` (the graphs a call runs, in the order it runs
+        them) as graphs 0, 1, ...; a graph left out that runs later raises a one-line
+        PyfxprofError.
+
+        Example:
+            >>> frame = DynamoFrame(None, None, None, [_Relay(), _Relay()], ["g0", "g1"])
+            >>> frame.keep([1]); frame.graphs
+            ['g1']
+        """
+        for graph in set(range(len(self.relays))) - set(order):
+            self.relays[graph].runner = _left_out
+        self.relays = [self.relays[graph] for graph in order]
+        self.graphs = [self.graphs[graph] for graph in order]
 
 
 def frame_capture(live: LiveCall, bound: BoundInputs,

@@ -275,13 +275,15 @@ def _graphs_prepared(model: torch.nn.Module, frame: DynamoFrame, bound: BoundInp
 
 
 def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
-    """The per-node info of the analysis run of every graph of `frame`, called by Dynamo's
-    code on a copy of `bound`; `_RungFailed` unless each graph ran once."""
+    """The per-node info of the analysis run of the graphs of `frame`, called by Dynamo's
+    code on a copy of `bound`; the frame keeps the graphs that run, in the order they ran
+    (DynamoFrame.keep: a graph Dynamo compiled for the first call only, such as code that
+    fills a cache, is left out). `_RungFailed` when a graph runs twice in one call."""
     info: dict = {}
-    ran = [0] * len(frame.graphs)
+    order: list[int] = []
     for graph, gm in enumerate(frame.graphs):
         def analysed(flat: tuple, graph: int = graph, gm: fx.GraphModule = gm) -> Any:
-            ran[graph] += 1
+            order.append(graph)
             output, found = analyse(gm, flat)
             info.update(found)
             return output
@@ -291,9 +293,12 @@ def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
     except Exception as error:  # Dynamo's code around the graphs failed on the copies
         raise _RungFailed(f"Dynamo's code fails on the inputs ({type(error).__name__}: "
                           f"{first_line(error)})") from None
-    if ran != [1] * len(ran):
-        raise _RungFailed(f"the graphs Dynamo made ran {ran} times in one call (a graph "
-                          "break inside a loop)")
+    repeated = max(set(order), key=order.count, default=None)
+    if repeated is None or order.count(repeated) > 1:
+        times = f"graph {repeated} ran {order.count(repeated)} times" if order else "no graph ran"
+        raise _RungFailed(f"{times} in one call (a graph break inside a loop runs a graph "
+                          "once per iteration)")
+    frame.keep(order)
     return info
 
 
