@@ -78,6 +78,7 @@ class DynamoRun:
     entry: types.FunctionType
     cache_entries: list
     breaks: list[str]
+    region: int = -1  # Dynamo's isolate_recompiles region of the compilation (-1: none)
 
 
 def _logging_methods() -> set:
@@ -89,12 +90,16 @@ def _logging_methods() -> set:
 
 
 def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
-               dynamic: Any = None, family: str | None = None) -> DynamoRun:
+               dynamic: Any = None, family: str | None = None,
+               isolated: bool = False) -> DynamoRun:
     """Run ``target(*args, **kwargs)`` once under Dynamo on a deep copy of `bound`: every
     graph it made, in the order they ran. `backend(gm, example_inputs)` returns what runs
     the graph (default: the graph itself); `dynamic(copied)` may mark dimensions of the
     copied tensors dynamic (then shapes not marked stay static where Dynamo can); `family`:
-    see _entry."""
+    see _entry. `isolated`: the compilation's cache entries (the model's own frames'
+    too, at graph breaks) are kept in a region of their own (torch.compile's
+    isolate_recompiles), so captures in a process never add up to Dynamo's recompile
+    limit for the model's functions."""
     import torch._dynamo  # noqa: F401  (imported lazily: it is slow to import)
     from torch._dynamo.utils import counters
 
@@ -111,14 +116,18 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     entry, eval_frame = _entry(family), torch._C._dynamo.eval_frame
     try:
         with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods()):
-            torch.compile(entry, backend=recording, dynamic=None if dynamic else False)(
-                target, copied.args, copied.kwargs)
-        cache_entries = list(eval_frame._debug_get_cache_entry_list(entry.__code__))
+            compiled = torch.compile(entry, backend=recording, dynamic=None if dynamic else False,
+                                     isolate_recompiles=isolated)
+            compiled(target, copied.args, copied.kwargs)
+        region = getattr(compiled, "_isolate_recompiles_id", -1)
+        cache_entries = list(eval_frame._get_cache_entries_for_region(entry.__code__, region)
+                             if isolated else
+                             eval_frame._debug_get_cache_entry_list(entry.__code__))
     finally:
         if hasattr(eval_frame, "_reset_code"):
             eval_frame._reset_code(entry.__code__)
     reasons = [r for r, n in counters["graph_break"].items() if n > breaks_before.get(r, 0)]
-    return DynamoRun(graphs, copied, entry, cache_entries, reasons)
+    return DynamoRun(graphs, copied, entry, cache_entries, reasons, region)
 
 
 def break_reasons(reasons: list[str]) -> list[str]:

@@ -153,6 +153,13 @@ class DynamoFrame:
         """Run graph number `graph` with `runner` from now on."""
         self.relays[graph].runner = runner
 
+    def release(self) -> None:
+        """Let go of what the graphs' runners hold (instrumented graphs, tables): Dynamo's
+        cache keeps the relays for as long as it keeps the code; a call after this raises.
+        """
+        for relay in self.relays:
+            relay.runner = _left_out
+
     def keep(self, order: list[int]) -> None:
         """Keep the graphs numbered in `order` (the graphs a call runs, in the order it runs
         them) as graphs 0, 1, ...; a graph left out that runs later raises a one-line
@@ -219,7 +226,7 @@ def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str
     name = type(model).__name__
     relays: list[_Relay] = []
     try:
-        found = run_dynamo(model, bound, _relaying(relays))
+        found = run_dynamo(model, bound, _relaying(relays), isolated=True)
         if len(found.graphs) == 1:  # Python after a break (no other graph) stays out
             return one_graph(found, model, granularity)
         if not found.graphs or len(found.cache_entries) != 1:
@@ -237,12 +244,15 @@ def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str
 def _frame(found: DynamoRun, target: Callable, relays: list[_Relay],
            nested: bool) -> DynamoFrame:
     """The DynamoFrame of `found`'s one cache entry; `nested`: its calls run under Dynamo's
-    frame hook in run-only mode (resume functions and nested frames run their cached code)."""
+    frame hook in run-only mode, in the capture's isolate_recompiles region (resume
+    functions and nested frames run the code cached for them there)."""
     entry = found.cache_entries[0]
     function = types.FunctionType(entry.code, found.entry.__globals__, "captured")
     if nested:
-        import torch._dynamo
-        function = torch._dynamo.run(function)
+        from torch._dynamo.eval_frame import RunOnlyContext
+        run_only = RunOnlyContext()
+        run_only._isolate_recompiles_id = found.region
+        function = run_only(function)
     return DynamoFrame(target, function, entry.guard_manager, relays,
                        breaks=break_reasons(found.breaks))
 

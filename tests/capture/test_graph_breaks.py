@@ -150,3 +150,19 @@ def test_segformer_profiles_on_dynamo_with_attention_rows():
     attention = prof.nodes[prof.nodes["module_path"].str.endswith(".attention")]
     assert "torch._C._nn.scaled_dot_product_attention" in set(attention["target"])
     assert prof.meta["coverage"] >= 0.9, prof.meta["coverage"]
+
+
+class Halves(torch.nn.Module):
+    def forward(self, x):
+        x = x + 1
+        torch._dynamo.graph_break()
+        return x * 2
+
+
+def test_captures_never_reach_dynamos_recompile_limit():
+    limit = torch._dynamo.config.recompile_limit
+    model = Halves().eval()
+    for _ in range(limit + 1):  # each capture compiles the model's frames in a region of its own
+        prof = pyfxprof.profile(model, (torch.ones(3),), capture="dynamo", runs=1, warmup=0,
+                                progress=False)
+        assert prof.meta["graphs"] == 2
