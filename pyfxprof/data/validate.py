@@ -349,9 +349,15 @@ def check_node_cells(nodes: pd.DataFrame) -> None:
         raise FormatError(f"node name {duplicated[0]!r:.40} appears more than once")
 
 
+#: Rows that are not the model's nodes: user ranges (not part of the run) and the time
+#: outside every node (between graphs, outside a compiled model's kernels).
+NOT_NODES = ("range", "between_graphs", "outside_kernels")
+
+
 def model_nodes(nodes: pd.DataFrame) -> np.ndarray:
-    """Mask of the model's own nodes (user ranges, op "range", are not part of the run)."""
-    return (nodes["op"] != "range").to_numpy(dtype=bool)
+    """Mask of the model's own nodes (rows of NOT_NODES are not nodes; coverage is the
+    nodes' share of the run)."""
+    return (~nodes["op"].isin(NOT_NODES)).to_numpy(dtype=bool)
 
 
 def run_coverage(samples: np.ndarray, run_totals: np.ndarray) -> float:
