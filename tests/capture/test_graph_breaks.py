@@ -83,6 +83,8 @@ def test_saved_profiles_keep_the_graphs(tmp_path):
     assert list(loaded.nodes["name"]) == list(prof.nodes["name"])
     assert list(loaded.nodes["graph"]) == list(prof.nodes["graph"])
     assert np.array_equal(loaded.samples, prof.samples)
+    assert loaded.meta["coverage"] == pytest.approx(prof.meta["coverage"])  # nodes only
+    assert loaded.table().split("\n\n")[0] == prof.table().split("\n\n")[0]
 
 
 class BreaksInALoop(torch.nn.Module):
