@@ -54,14 +54,19 @@ class GraphSpans:
         """Forget the stamps of a run that did not end."""
         self._stamps.clear()
 
-    def end_run(self) -> None:
-        """Keep the run's time between graphs; a one-line PyfxprofError when its graphs did
-        not each run once, in order (a graph break in a loop, or guards that sent a call to
-        code Dynamo had not compiled)."""
+    def end_run(self, strict: bool = True) -> None:
+        """Keep the run's time between graphs; when its graphs did not each run once, in
+        order (a graph break in a loop, guards that sent a call to code Dynamo had not
+        compiled, a recompile), a one-line PyfxprofError, or with `strict` False a run
+        that attach() leaves out (its nodes were not all timed either)."""
         stamps = self._stamps
         order = stamps[0::3]
         if order != list(range(self.graphs)):
             stamps.clear()
+            if not strict:
+                self._between.append(-1)
+                self._spans.append(-1)
+                return
             raise PyfxprofError(f"the call ran its {self.graphs} graphs in the order {order} "
                                 "instead of each once in turn (a graph break inside a loop, "
                                 "or inputs Dynamo's code was not made for); use "
@@ -85,6 +90,7 @@ class GraphSpans:
         between = np.asarray(self._between, dtype=np.int64)
         spans = np.asarray(self._spans, dtype=np.int64)
         self._between, self._spans = [], []
+        between, spans = between[between >= 0], spans[between >= 0]
         if len(between) != len(timings.run_totals):
             raise PyfxprofError(f"{len(between)} runs stamped between graphs for "
                                 f"{len(timings.run_totals)} complete runs")
