@@ -39,19 +39,18 @@ def gunzip_capped(data: bytes, limit: int) -> bytes | None:
         >>> gunzip_capped(gzip.compress(bytes(100)), 10) is None
         True
     """
-    out = bytearray()
+    out = io.BytesIO()  # getvalue() hands its buffer over: the content is held once
     while data:
         stream = zlib.decompressobj(wbits=31)
         while not stream.eof:
             piece = stream.decompress(data, _PIECE)
-            out += piece
-            if len(out) > limit:
+            if out.write(piece) and out.tell() > limit:
                 return None
             if not piece and not stream.unconsumed_tail:
                 raise EOFError("compressed file ended before the end-of-stream marker")
             data = stream.unconsumed_tail
         data = stream.unused_data
-    return bytes(out)
+    return out.getvalue()
 
 
 def read_maybe_gzipped(path: Path, doing: str) -> bytes:

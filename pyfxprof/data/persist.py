@@ -161,7 +161,7 @@ def unpack_array(packed, what: str, ndim: int | None = None) -> np.ndarray:
 def _decode_tag(tag: str, inner):
     """The value of one tagged object (see :func:`encode_value`)."""
     if tag == "$tuple" and isinstance(inner, list):
-        return tuple(decode_value(v) for v in inner)
+        return tuple(_decode_children(inner))
     if tag == "$float" and inner in ("nan", "inf", "-inf"):
         return float(inner)
     if tag == "$na" and inner is None:
@@ -169,23 +169,29 @@ def _decode_tag(tag: str, inner):
     if tag == "$array":
         return unpack_array(inner, "array cell")
     if tag == "$dict" and isinstance(inner, dict):
-        return {k: decode_value(v) for k, v in inner.items()}
+        return _decode_children(inner)
     raise FormatError(f"bad {tag} value {inner!r:.40}")
 
 
+def _decode_children(container: list | dict) -> list | dict:
+    """``container`` with each of its values decoded, in place."""
+    for key, value in (enumerate(container) if isinstance(container, list)
+                       else container.items()):
+        if isinstance(value, (list, dict)):
+            container[key] = decode_value(value)
+    return container
+
+
 def decode_value(data):
-    """Inverse of :func:`encode_value`.
+    """Inverse of :func:`encode_value`. Lists and dicts of parsed JSON are decoded in place (a
+    loaded document is never copied, so it takes memory once).
 
     >>> decode_value({"stack": {"$tuple": ["a", "a.b"]}, "x": {"$float": "inf"}})
     {'stack': ('a', 'a.b'), 'x': inf}
     """
-    if isinstance(data, list):
-        return [decode_value(v) for v in data]
-    if not isinstance(data, dict):
-        return data
-    if len(data) == 1 and next(iter(data)) in _TAGS:
+    if isinstance(data, dict) and len(data) == 1 and next(iter(data)) in _TAGS:
         return _decode_tag(*next(iter(data.items())))
-    return {k: decode_value(v) for k, v in data.items()}
+    return _decode_children(data) if isinstance(data, (list, dict)) else data
 
 
 def _decode_column(column, n_nodes: int) -> tuple[str, pd.Series]:

@@ -20,10 +20,16 @@ import pandas as pd
 
 #: Deepest nesting of lists/objects accepted in a loaded JSON document.
 MAX_JSON_DEPTH = 64
-#: Most JSON values (containers and scalars) a loaded document may hold: each becomes a Python
-#: object of up to ~200 bytes, so this bounds the parsed document to ~1 GB whatever the file.
-#: A saved 20,000-node profile holds under 1 M (its arrays are packed, one string each).
+#: Most JSON values (containers, scalars and keys) any loaded document may hold: each becomes a
+#: Python object of up to ~100 bytes, so this bounds the parsed document to ~400 MB whatever the
+#: file. A saved 20,000-node profile holds under 1 M (its arrays are packed, one string each).
 MAX_JSON_ELEMENTS = 4_000_000
+#: Fewest bytes of JSON text per value (counted outside strings) a document may average, so that
+#: its parsed values take a small multiple of its text's size: a saved profile averages 9-12
+#: bytes per value, padding with ``{}`` or ``0`` 1.5-2.
+MIN_BYTES_PER_VALUE = 4
+#: Values a document may hold whatever its size (a small file is never refused for density).
+FREE_VALUES = 100_000
 #: Most digits of an integer literal (int64 and uint64 need at most 20).
 MAX_INT_DIGITS = 20
 #: Largest ns value (a duration, an overhead, a timestamp span) kept exact in float64 (104 days).
@@ -60,23 +66,61 @@ def _unique_keys(pairs: list) -> dict:
     return value
 
 
-def element_bound(text: str) -> int:
-    """An upper bound on the number of JSON values and keys in ``text``, counted before
-    parsing: every value but a container's first follows a comma or a colon, and each
-    container opens with a bracket (the same characters inside strings only raise the bound).
+def element_bound(text: str | bytes) -> int:
+    """An upper bound on the number of JSON values and keys in ``text`` (UTF-8 bytes or str),
+    counted before parsing: every value but a container's first follows a comma or a colon, and
+    each container opens with a bracket (the same characters inside strings only raise the
+    bound).
 
-    >>> element_bound('{"a": [1, 2], "b": {}}')
-    11
+    >>> element_bound('{"a": [1, 2], "b": {}}'), element_bound(b'[{}, 0]')
+    (11, 6)
     """
-    opening = text.count("[") + text.count("{")
-    return text.count(",") + text.count(":") + 2 * opening + 1
+    marks = "[{,:" if isinstance(text, str) else b"[{,:"
+    opening = text.count(marks[0:1]) + text.count(marks[1:2])
+    return text.count(marks[2:3]) + text.count(marks[3:4]) + 2 * opening + 1
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_STRING_BYTES = re.compile(_STRING.pattern.encode())
+
+
+def value_cap(size: int, max_elements: int = MAX_JSON_ELEMENTS) -> int:
+    """The most values a JSON text of ``size`` bytes may hold: one per MIN_BYTES_PER_VALUE (at
+    least FREE_VALUES), at most ``max_elements``.
+
+    >>> value_cap(10_000_000), value_cap(1_000), value_cap(10**9)
+    (2500000, 100000, 4000000)
+    """
+    return min(max_elements, max(FREE_VALUES, size // MIN_BYTES_PER_VALUE))
+
+
+def check_value_count(text: str | bytes, max_elements: int = MAX_JSON_ELEMENTS) -> None:
+    """FormatError when ``text`` (UTF-8 bytes or str) holds more values than :func:`value_cap`
+    allows for its size, counted before any is built (the cheap bound first, then outside
+    strings only when the bound is over).
+
+    >>> check_value_count(b"[" + b"{}," * 200_000 + b"0]")
+    Traceback (most recent call last):
+    ...
+    pyfxprof.data.validate.FormatError: JSON of 600,003 bytes holding 600,003 values is more than the 150,000 a file of that size may hold (one per 4 bytes, at most 4,000,000; padded, or not ours)
+    """
+    cap = value_cap(len(text), max_elements)
+    if element_bound(text) <= cap:
+        return
+    strings, empty = (_STRING, '""') if isinstance(text, str) else (_STRING_BYTES, b'""')
+    count = element_bound(strings.sub(empty, text))
+    if count > cap:
+        raise FormatError(f"JSON of {len(text):,} bytes holding {count:,} values is more than "
+                          f"the {cap:,} a file of that size may hold (one per "
+                          f"{MIN_BYTES_PER_VALUE} bytes, at most {max_elements:,}; padded, or "
+                          "not ours)")
 
 
 def parse_json(raw: bytes | str, allow_constants: bool = False,
                max_elements: int = MAX_JSON_ELEMENTS) -> Any:
-    """Parse JSON with a cap on its values (checked before any is built), a depth cap, an
-    integer size cap, no duplicate keys and (unless ``allow_constants``) no NaN/Infinity;
-    FormatError with the reason otherwise.
+    """Parse JSON with a cap on its values relative to its size (checked before any is built,
+    :func:`check_value_count`), a depth cap, an integer size cap, no duplicate keys and
+    (unless ``allow_constants``) no NaN/Infinity; FormatError with the reason otherwise.
 
     >>> parse_json('{"a": [1, 2]}')
     {'a': [1, 2]}
@@ -89,14 +133,12 @@ def parse_json(raw: bytes | str, allow_constants: bool = False,
     ...
     pyfxprof.data.validate.FormatError: key 'a' appears twice in one object
     """
+    check_value_count(raw, max_elements)  # on the bytes: refused before they are decoded
     if isinstance(raw, (bytes, bytearray)):
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise FormatError("not UTF-8 text, so not JSON") from None
-    if element_bound(raw) > max_elements:
-        raise FormatError(f"JSON holding up to {element_bound(raw):,} values is more than the "
-                          f"{max_elements:,} a pyfxprof file may hold (padded or not ours)")
     options = {} if allow_constants else {"parse_constant": _refuse_constant}
     try:
         doc = json.loads(raw, parse_int=_bounded_int, object_pairs_hook=_unique_keys, **options)
@@ -109,22 +151,24 @@ def parse_json(raw: bytes | str, allow_constants: bool = False,
 
 
 def check_depth(doc: Any, limit: int = MAX_JSON_DEPTH) -> None:
-    """FormatError when lists/dicts in ``doc`` nest deeper than ``limit`` (no recursion).
+    """FormatError when lists/dicts in ``doc`` nest deeper than ``limit`` (no recursion, and
+    memory for one iterator per level, not one entry per value).
 
     >>> check_depth([[[]]], limit=2)
     Traceback (most recent call last):
     ...
     pyfxprof.data.validate.FormatError: JSON nested deeper than 2 levels
     """
-    stack = [(doc, 1)]
+    stack = [iter((doc,))]
     while stack:
-        value, depth = stack.pop()
-        children = value.values() if isinstance(value, dict) else value
-        if not isinstance(value, (dict, list)):
-            continue
-        if depth > limit:
-            raise FormatError(f"JSON nested deeper than {limit} levels")
-        stack.extend((child, depth + 1) for child in children)
+        for value in stack[-1]:
+            if isinstance(value, (dict, list)):
+                if len(stack) > limit:
+                    raise FormatError(f"JSON nested deeper than {limit} levels")
+                stack.append(iter(value.values() if isinstance(value, dict) else value))
+                break
+        else:
+            stack.pop()
 
 
 # ---- value predicates ------------------------------------------------------------------------
