@@ -175,6 +175,9 @@ def _decode_tag(tag: str, inner):
 
 def _decode_children(container: list | dict) -> list | dict:
     """``container`` with each of its values decoded, in place."""
+    if validate.CONTAINERS.isdisjoint(map(type, container.values() if isinstance(
+            container, dict) else container)):
+        return container  # only scalars: nothing to decode
     for key, value in (enumerate(container) if isinstance(container, list)
                        else container.items()):
         if isinstance(value, (list, dict)):

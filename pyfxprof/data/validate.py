@@ -40,6 +40,11 @@ ARRAY_DTYPE = re.compile(r"^[<>|=]?(b1|[iu][1248]|f[48])$")
 VALUE_COLUMN_DTYPES = frozenset({"object", "str", "string"})
 
 
+#: The types parsed JSON containers have (a set: ``CONTAINERS.isdisjoint(map(type, values))``
+#: tells in C whether a list or dict of parsed values holds any).
+CONTAINERS = frozenset({dict, list})
+
+
 class FormatError(ValueError):
     """A loaded file is not what its format says (one-line reason in the message)."""
 
@@ -165,8 +170,10 @@ def check_depth(doc: Any, limit: int = MAX_JSON_DEPTH) -> None:
             if isinstance(value, (dict, list)):
                 if len(stack) > limit:
                     raise FormatError(f"JSON nested deeper than {limit} levels")
-                stack.append(iter(value.values() if isinstance(value, dict) else value))
-                break
+                children = value.values() if isinstance(value, dict) else value
+                if not CONTAINERS.isdisjoint(map(type, children)):  # else nothing deeper
+                    stack.append(iter(children))
+                    break
         else:
             stack.pop()
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -81,10 +82,10 @@ def _node_args(profile: Profile) -> list[dict]:
     """Per node: its name (as ``node``), op type, target, module path and type, every known extra
     column value (shapes, source, flops...), and Kineto's ``Input Dims`` / ``Input type`` when the
     node has input shapes."""
-    extra = [c for c in profile.nodes.columns if c not in NODE_COLUMNS]
+    keys = _NODE_ARGS + tuple(c for c in profile.nodes.columns if c not in NODE_COLUMNS)
     args, dims = [], {}
-    for row in profile.nodes[list(_NODE_ARGS) + extra].itertuples(index=False):
-        values = {k: _plain(v) for k, v in zip(_NODE_ARGS + tuple(extra), row)}
+    for row in zip(*(profile.nodes[key].tolist() for key in keys)):
+        values = {k: _plain(v) for k, v in zip(keys, row)}
         node = {("node" if k == "name" else k): v for k, v in values.items() if v is not None}
         shapes = node.get("input_shapes")
         if isinstance(shapes, str):
@@ -202,16 +203,31 @@ class _Events:
             np.asarray(ts, np.int64), np.asarray(dur, np.int64), np.asarray(template, np.int64)))
         self.columns.append((np.full(ts.size, tid), ts, dur, np.full(ts.size, depth), template))
 
-    def texts(self) -> list[str]:
+    def pieces(self, chunk: int = 100_000) -> Iterator[str]:
+        """The events' JSON texts in order, each after ",\\n", joined ``chunk`` events a piece:
+        the numbers are made text by ``map(str)`` and the templates picked by index, and
+        each piece is one join of them (no Python-level formatting per event)."""
         if not self.columns:
-            return []
+            return
         tid, ts, dur, depth, template = (np.concatenate(c) for c in zip(*self.columns))
         order = np.lexsort((depth, -dur, ts, tid))
-        heads, tails, pad = self.heads, self.tails, ("", "5")
-        return [f"{heads[t]}{s // 1000}, \"dur\": {d // 1000}.{d % 1000:03d}{pad[p]}{tails[t]}"
-                for t, s, d, p in zip(template[order].tolist(), ts[order].tolist(),
-                                      dur[order].tolist(),
-                                      (depth[order] < self.leaf_depth).tolist())]
+        heads, tails = np.array(self.heads, dtype=object), np.array(self.tails, dtype=object)
+        for start in range(0, order.size, chunk):
+            part = order[start:start + chunk]
+            picked, length = template[part], dur[part]
+            flat = [',\n', None, None, ', "dur": ', None, None, None] * part.size
+            flat[1::7] = heads[picked].tolist()
+            flat[2::7] = map(str, (ts[part] // 1000).tolist())
+            flat[4::7] = map(str, (length // 1000).tolist())
+            parent = depth[part] < self.leaf_depth
+            flat[5::7] = _FRACTIONS[length % 1000 + 1000 * parent].tolist()
+            flat[6::7] = tails[picked].tolist()
+            yield "".join(flat)
+
+
+#: ".NNN" for each ns remainder of a µs duration, then the same with a 5 after (parents).
+_FRACTIONS = np.array([f".{i:03d}" for i in range(1000)] + [f".{i:03d}5" for i in range(1000)],
+                      dtype=object)
 
 
 def _metadata_events(profile: Profile, pid: int, rank: int) -> list[dict]:
@@ -282,15 +298,9 @@ def _backend(profile: Profile) -> str:
     return str((profile.meta.get("distributed") or {}).get("backend") or "none")
 
 
-def trace_text(profile: Profile, runs=None, max_runs: int | None = 100, rank: int = 0,
-               world_size: int = 1) -> str:
-    """The trace of one process as JSON text (what `export_chrome_trace` writes, `chrome_trace`
-    parsed), one event a line: top-level keys first (HTA finds ``"rank": N`` there), then
-    ``traceEvents``, parents before children.
-
-    >>> trace_text(prof).count("ProfilerStep#")  # doctest: +SKIP
-    51
-    """
+def _trace_pieces(profile: Profile, runs, max_runs: int | None, rank: int,
+                  world_size: int) -> Iterator[str]:
+    """The pieces of :func:`trace_text`, in order (a large trace is never one string)."""
     chosen = select_runs(profile, runs, max_runs)
     layout = timeline(profile, chosen, whole_us=True)
     node_args = _node_args(profile)
@@ -305,10 +315,24 @@ def trace_text(profile: Profile, runs=None, max_runs: int | None = 100, rank: in
            "distributedInfo": {"backend": _backend(profile), "rank": rank,
                                "world_size": world_size},
            "displayTimeUnit": _display_unit(profile), "otherData": other}
-    lines = [json.dumps(e) for e in _metadata_events(profile, rank, rank)] + events.texts()
-    lines += [json.dumps(e) for e in backward_events(profile, chosen, layout, rank)]  # training
-    head = json.dumps(top, separators=(",", ": "), allow_nan=False)[:-1]
-    return head + ',\n"traceEvents": [\n' + ",\n".join(lines) + "\n]}\n"
+    yield json.dumps(top, separators=(",", ": "), allow_nan=False)[:-1] + ',\n"traceEvents": [\n'
+    yield ",\n".join(json.dumps(e) for e in _metadata_events(profile, rank, rank))  # never empty
+    yield from events.pieces()
+    for event in backward_events(profile, chosen, layout, rank):  # training steps
+        yield ",\n" + json.dumps(event)
+    yield "\n]}\n"
+
+
+def trace_text(profile: Profile, runs=None, max_runs: int | None = 100, rank: int = 0,
+               world_size: int = 1) -> str:
+    """The trace of one process as JSON text (what `export_chrome_trace` writes, `chrome_trace`
+    parsed), one event a line: top-level keys first (HTA finds ``"rank": N`` there), then
+    ``traceEvents``, parents before children.
+
+    >>> trace_text(prof).count("ProfilerStep#")  # doctest: +SKIP
+    51
+    """
+    return "".join(_trace_pieces(profile, runs, max_runs, rank, world_size))
 
 
 def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100, rank: int = 0,
@@ -333,6 +357,9 @@ def export_chrome_trace(profile: Profile, path, runs=None, max_runs: int | None 
 
     >>> export_chrome_trace(prof, "trace.json.gz", runs=range(10))  # doctest: +SKIP
     """
-    text = trace_text(profile, runs=runs, max_runs=max_runs, rank=rank, world_size=world_size)
+    pieces = _trace_pieces(profile, runs, max_runs, rank, world_size)
+    first = next(pieces)  # bad arguments are refused before the file is opened
     with open_output(path) as stream:
-        stream.write(text)
+        stream.write(first)
+        for piece in pieces:
+            stream.write(piece)
