@@ -11,9 +11,11 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/audit_inputs.py [--only SECTION ..
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,7 @@ COUNTS = {"cases": 0, "tracebacks": 0, "crashes": 0, "clobbered": 0}
 
 
 def child_env() -> dict:
-    return dict(os.environ, PYTHONPATH=str(ROOT))
+    return dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'benchmarks'}")
 
 
 #: Runs `pyfxprof ARGS` and prints its peak RSS (VmHWM, which exec resets: a forked child's
@@ -157,22 +159,342 @@ def audit_memory(folder: Path, quick: bool) -> None:
         path.unlink()
 
 
+# ---- command line -----------------------------------------------------------------------------
+
+#: Options of a quick `pyfxprof profile` of audit_cases.Block.
+PROFILE = ["profile", "audit_cases:Block", "--runs", "3", "--warmup", "1"]
+INPUT = ["--input", "2x3x8x8"]
+
+
+def cli_cases(folder: Path) -> list[list[str]]:
+    """Bad arguments and bad files for `pyfxprof report`, `diff` and `profile`."""
+    base = str(folder / "base.json")
+    (folder / "dir").mkdir()
+    (folder / "garbage.json").write_bytes(b"\x00\xff{not json")
+    (folder / "existing").write_text("keep me")
+    gzip_bomb(folder / "bomb.json.gz", 1)
+    report = [["report", folder / "missing.json"], ["report", folder / "dir"],
+              ["report", folder / "garbage.json"], ["report", folder / "bomb.json.gz"],
+              ["report", base, "--top", "-1"], ["report", base, "--top", "abc"],
+              ["report", base, "--sort", "zz"], ["report", base, "--depth", "2"],
+              ["report", base, "--rank-traces", folder / "traces"],
+              ["report", base, "--chrome-trace", folder / "nowhere" / "t.json"],
+              ["report", base, "--csv", folder / "dir"], ["report", base, "--tail", "2"],
+              ["report", base, "--tail", "nan"], ["report", base, "--group-by", "input_shape"],
+              ["report", base, "--exclude-preempted", "--latency"],
+              ["diff", base, folder / "missing.json"], ["diff", base, folder / "garbage.json"]]
+    profile = [[*PROFILE, "--input", "99999999999999999999999x16"],
+               [*PROFILE, "--input", "0x3x8x8"], [*PROFILE, "--input", "abc"],
+               [*PROFILE, "--input", "2x3x8x8:complex999"], [*PROFILE, *INPUT, "--threads",
+                                                              "100000"],
+               [*PROFILE, *INPUT, "--threads", "0"], [*PROFILE, *INPUT, "--runs", "-1"],
+               [*PROFILE, *INPUT, "--warmup", "-5"], [*PROFILE, *INPUT, "--device", "foo"],
+               [*PROFILE, *INPUT, "--device", "meta"], [*PROFILE, *INPUT, "--device", "cuda:99"],
+               ["profile", "nonexistent.module:Thing", *INPUT],
+               ["profile", "audit_cases:VALUES", *INPUT],
+               [*PROFILE, *INPUT, "--ranks-out", folder / "existing"],
+               [*PROFILE, *INPUT, "--gather-timeout", "-3"],
+               [*PROFILE, "--input", "2x3x9x9"]]
+    return [[str(a) for a in case] for case in report + profile]
+
+
+def audit_cli(folder: Path, quick: bool) -> None:
+    """Each bad command line in a child `pyfxprof`: a one-line error, never a traceback."""
+    audit_cases.base_profile().save(folder / "base.json")
+    cases = cli_cases(folder)
+    outcomes = {}
+    for argv in cases[:12] + cases[-4:] if quick else cases:
+        result = run_child(pyfxprof_argv(*argv), cwd=folder)
+        judge("pyfxprof " + " ".join(argv), result)
+        lines = [line for line in result["stderr"].splitlines() if line.strip()]
+        kind = ("exit 0" if result["rc"] == 0 else "one-line error" if len(lines) == 1
+                else "usage error" if lines and lines[0].startswith("usage:")
+                else f"{len(lines)} lines")
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+        if kind not in ("exit 0", "one-line error", "usage error"):
+            print(f"  {kind}: pyfxprof {' '.join(argv)}: {lines[-3:]}")
+    print(f"  {sum(outcomes.values())} command lines: {outcomes}")
+
+
+# ---- in-process cases, run in a child so that a crash is seen -------------------------------
+
+def attempt(what: str, call, *errors) -> str:
+    """Run ``call``: "ok", "refused" (a one-line PyfxprofError), or count a traceback (any other
+    exception, or an error of several lines)."""
+    from pyfxprof.errors import PyfxprofError
+    COUNTS["cases"] += 1
+    try:
+        call()
+        return "ok"
+    except PyfxprofError as error:
+        if "\n" not in str(error):
+            return "refused"
+        problem = f"a PyfxprofError of several lines: {str(error)[:120]!r}"
+    except Exception as error:  # noqa: BLE001 - what the audit counts
+        problem = f"{type(error).__name__}: {str(error)[:120]!r}"
+    COUNTS["tracebacks"] += 1
+    print(f"  TRACEBACK: {what}: {problem}", flush=True)
+    return "traceback"
+
+
+def render_everything(path: Path, folder: Path) -> None:
+    """`pyfxprof report --tree` of ``path`` writing every export, and the API's views."""
+    import contextlib
+    import io
+
+    from pyfxprof.cli.main import main
+    from pyfxprof.data.persist import load_profile
+    profile = load_profile(path)
+    exports = ["--html", folder / "r.html", "--chrome-trace", folder / "t.json", "--stacks",
+               folder / "s.txt", "--flamegraph", folder / "f.svg", "--speedscope",
+               folder / "x.speedscope.json", "--csv", folder / "n.csv"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(["report", str(path), "--tree", *map(str, exports)])
+    if code != 0 or any(c in out.getvalue() for c in "\x1b\x07\x9b"):
+        raise AssertionError(f"report exit {code} or raw control characters: "
+                             f"{out.getvalue()[-200:]!r}")
+    str(profile.advise()), profile.table(group_by="module"), repr(profile)
+
+
+def audit_mutations(folder: Path, quick: bool) -> None:
+    """Mutated saved profiles: each refused in one line, or loaded and rendered everywhere."""
+    from pyfxprof.data.persist import load_profile
+    audit_cases.base_profile().save(folder / "base.json")
+    base = (folder / "base.json").read_text()
+    outcomes = {"ok": 0, "refused": 0, "traceback": 0}
+    path = folder / "m.json"
+    for text in audit_cases.mutated_texts(base, 300 if quick else MUTATIONS[0]):
+        path.write_text(text, errors="surrogatepass")
+        outcome = attempt("load", lambda: load_profile(path))
+        if outcome == "ok":
+            outcome = attempt(f"render of an accepted file {text[:0]}",
+                              lambda: render_everything(path, folder))
+        outcomes[outcome] += 1
+    print(f"  {sum(outcomes.values())} mutated files: {outcomes['refused']} refused in one "
+          f"line, {outcomes['ok']} loaded and rendered, {outcomes['traceback']} tracebacks")
+
+
+def api_cases(folder: Path) -> dict:
+    """Bad arguments for each public function and Profile method: description -> call."""
+    import torch
+
+    import pyfxprof
+    model, x = audit_cases.Block().eval(), torch.randn(2, 3, 8, 8)
+    prof = audit_cases.base_profile()
+    cases = {f"load({value!r:.30})": (lambda v=value: pyfxprof.load(v))
+             for value in (None, 5, b"{}", folder / "missing.json", folder, "")}
+    bad = {"runs": (-1, 0, "x", 2**70, None), "warmup": (-1, "x", 1.5),
+           "device": ("foo", "meta", 5, "cuda:99"), "mode": ("zz", None),
+           "leaf_modules": (None, 5, ["x"]), "capture": ("zz",), "progress": ("x",),
+           "granularity": ("zz",), "name": (5,), "profile_memory": ("x",)}
+    for key, values in bad.items():
+        for value in values:
+            cases[f"profile({key}={value!r:.30})"] = (
+                lambda k=key, v=value: pyfxprof.profile(model, (x,), **{"runs": 2, "warmup": 0,
+                                                                         k: v}))
+    cases.update({
+        "profile(None)": lambda: pyfxprof.profile(None, (x,)),
+        "profile(model, None)": lambda: pyfxprof.profile(model, None, runs=2),
+        "profile(model, wrong shape)": lambda: pyfxprof.profile(model, (torch.randn(2, 5),)),
+        "profile(torch.jit.script)": lambda: pyfxprof.profile(torch.jit.script(model), (x,)),
+        "profile(torch.jit.trace)": lambda: pyfxprof.profile(torch.jit.trace(model, (x,)),
+                                                             (x,)),
+        "fuse_conv_bn(None)": lambda: pyfxprof.fuse_conv_bn(None),
+        "fuse_conv_bn(5)": lambda: pyfxprof.fuse_conv_bn(5),
+        "diff(prof, None)": lambda: pyfxprof.diff(prof, None),
+        "diff(None, prof)": lambda: pyfxprof.diff(None, prof)})
+    cases.update(_method_cases(prof, folder))
+    return cases
+
+
+def _method_cases(prof, folder: Path) -> dict:
+    """Bad arguments for the Profile's views and exports."""
+    calls = {"table": {"sort_by": ("zz", None, 5), "top": (-1, "x", 1.5, 2**70),
+                       "group_by": ("zz", 5), "depth": (-1, "x"), "columns": (["zz"], 5),
+                       "width": (-5, "x"), "row_limit": (-1, "x")},
+             "tree": {"max_depth": (-1, "x", 1.5)},
+             "export_flamegraph": {"metric": ("zz", None), "by": ("zz",)},
+             "export_stacks": {"metric": ("zz",), "by": ("zz", 5)},
+             "export_speedscope": {"metric": ("zz",), "run": (99, -1, "x")},
+             "export_chrome_trace": {"runs": ([99], "x", [-1], [1.5]), "max_runs": (-1, "x")},
+             "export_html": {"top": (-1, "x"), "metric": ("zz",)},
+             "advise": {"rules": (5, ["zz"])}}
+    suffix = {"export_flamegraph": ".svg", "export_stacks": ".txt", "export_html": ".html",
+              "export_speedscope": ".speedscope.json", "export_chrome_trace": ".json"}
+    cases = {}
+    for method, arguments in calls.items():
+        for key, values in arguments.items():
+            for value in values:
+                where = () if method not in suffix else (folder / f"out{suffix[method]}",)
+                cases[f"Profile.{method}({key}={value!r:.30})"] = (
+                    lambda m=method, k=key, v=value, w=where: str(getattr(prof, m)(*w, **{k: v})))
+    cases["Profile.export(path, format='zz')"] = lambda: prof.export(folder / "a.json", "zz")
+    cases["Profile.export('x.unknown')"] = lambda: prof.export(folder / "a.unknown")
+    cases["Profile.save(None)"] = lambda: prof.save(None)
+    cases["Profile.save(directory)"] = lambda: prof.save(folder)
+    return cases
+
+
+def audit_api(folder: Path, quick: bool) -> None:
+    """Each bad API call: it works, or raises a one-line PyfxprofError; anything else (a raw
+    TypeError, ValueError, AttributeError ...) is counted as a traceback."""
+    outcomes = {"ok": 0, "refused": 0, "traceback": 0}
+    for what, call in api_cases(folder).items():
+        outcomes[attempt(what, call)] += 1
+    print(f"  {sum(outcomes.values())} API calls: {outcomes['refused']} refused in one line, "
+          f"{outcomes['ok']} accepted, {outcomes['traceback']} raw exceptions")
+
+
+def writers(prof) -> dict:
+    """Every way pyfxprof writes a file: suffix -> writer(path)."""
+    return {".json": prof.save, ".json.gz": prof.save, ".html": prof.export_html,
+            ".trace.json": prof.export_chrome_trace, ".trace.json.gz": prof.export_chrome_trace,
+            ".txt": prof.export_stacks, ".svg": prof.export_flamegraph,
+            ".speedscope.json": prof.export_speedscope, ".csv": lambda p: prof.export(p, "csv"),
+            ".png": lambda p: prof.export(p, "plot")}
+
+
+@contextlib.contextmanager
+def read_only_folder(folder: Path):
+    """A folder on a tmpfs remounted read-only holding ``kept`` (root bypasses permission
+    bits; a read-only mount it cannot), or None when mounting is not allowed."""
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        yield None
+        return
+    try:
+        (folder / "kept").write_text("keep me")
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def target_cases(folder: Path, suffix: str, read_only) -> list[tuple]:
+    """(what, target path, check after the write: the clobbered file's name or None)."""
+    def planted():
+        (folder / "victim").write_text("victim")
+        os.symlink(folder / "victim", folder / f"out{suffix}.partial")
+        return lambda: None if (folder / "victim").read_text() == "victim" else "victim"
+
+    def linked():
+        (folder / f"real{suffix}").write_text("old")
+        os.symlink(folder / f"real{suffix}", folder / f"link{suffix}")
+        return lambda: None if (folder / f"link{suffix}").is_symlink() and (
+            folder / f"real{suffix}").read_bytes() != b"old" else "symlink"
+
+    def device(minor: int, name: str):
+        os.mknod(folder / name, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+        return lambda: None if stat.S_ISCHR(os.lstat(folder / name).st_mode) else name
+
+    cases = [("planted .partial symlink", f"out{suffix}", planted),
+             ("symlink to a file", f"link{suffix}", linked),
+             ("character device (copy of /dev/null)", "null", lambda: device(3, "null")),
+             ("full device (copy of /dev/full)", "full", lambda: device(7, "full")),
+             ("directory", "dir", lambda: (folder / "dir").mkdir() or (lambda: None)),
+             ("missing folder", f"nowhere/x{suffix}", lambda: lambda: None),
+             ("control characters in the name", f"a\x1b[31m\x07{suffix}", lambda: lambda: None)]
+    if read_only is not None:
+        kept = lambda: None if (read_only / "kept").read_text() == "keep me" else "kept"
+        cases += [("read-only existing file", read_only / "kept", lambda: kept),
+                  ("new file in a read-only folder", read_only / f"new{suffix}", lambda: kept)]
+    return cases
+
+
+def fifo_case(folder: Path, write) -> tuple[str, str | None]:
+    """Write into a FIFO read by a thread: the outcome, and "fifo" if it was replaced."""
+    import threading
+    fifo = folder / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    outcome = attempt("write into a FIFO", lambda: write(fifo))
+    reader.join(10)
+    replaced = None if stat.S_ISFIFO(os.lstat(fifo).st_mode) and received and received[0] \
+        else "fifo"
+    fifo.unlink()
+    return outcome, replaced
+
+
+def audit_outputs(folder: Path, quick: bool) -> None:
+    """Every writer onto every kind of target: written, or refused in one line; never a file
+    clobbered (a planted link followed, a device or link replaced, a read-only file changed)."""
+    prof = audit_cases.base_profile()
+    outcomes = {"ok": 0, "refused": 0, "traceback": 0}
+    with read_only_folder(folder / "ro") as read_only:
+        if read_only is None:
+            print("  (no read-only cases: mounting a tmpfs is not allowed here)")
+        for suffix, write in writers(prof).items():
+            case_folder = Path(tempfile.mkdtemp(dir=folder))
+            for what, target, prepare in target_cases(case_folder, suffix, read_only):
+                check = prepare()
+                outcome = attempt(f"{suffix} onto {what}",
+                                  lambda: write(case_folder / target))
+                outcomes[outcome] += 1
+                clobbered = check()
+                if clobbered:
+                    COUNTS["clobbered"] += 1
+                    print(f"  CLOBBERED {clobbered}: {suffix} written onto {what}")
+            outcome, replaced = fifo_case(case_folder, write)
+            outcomes[outcome] += 1
+            if replaced:
+                COUNTS["clobbered"] += 1
+                print(f"  CLOBBERED fifo: {suffix} written into a FIFO")
+    print(f"  {sum(outcomes.values())} writes: {outcomes['ok']} written, {outcomes['refused']} "
+          f"refused in one line, {outcomes['traceback']} tracebacks")
+
+
+#: Mutated files to try (--mutations).
+MUTATIONS = [3000]
+
+
 # ---- main -------------------------------------------------------------------------------------
 
-SECTIONS = {"memory": audit_memory}
+IN_CHILD = {"mutations": audit_mutations, "api": audit_api, "outputs": audit_outputs}
+SECTIONS = {"memory": audit_memory, "cli": audit_cli, **IN_CHILD}
+
+
+def in_child(name: str, quick: bool) -> None:
+    """Run section ``name`` in a child process: its printed lines, and its counts added to
+    ours (a death by a signal is a crash)."""
+    argv = [sys.executable, __file__, "--child", name, "--mutations", str(MUTATIONS[0])]
+    child = subprocess.run(argv + ["--quick"] * quick, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, env=child_env())
+    lines = child.stdout.rstrip().splitlines()
+    if child.returncode < 0 or not lines or not lines[-1].startswith("COUNTS "):
+        COUNTS["crashes"] += 1
+        print(f"  CRASH of section {name}: exit {child.returncode}")
+        print("\n".join(lines[-20:]))
+        return
+    print("\n".join(lines[:-1]), flush=True)
+    for key, value in json.loads(lines[-1][len("COUNTS "):]).items():
+        COUNTS[key] += value
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", choices=sorted(SECTIONS), default=sorted(SECTIONS))
+    parser.add_argument("--only", nargs="+", choices=sorted(SECTIONS), default=list(SECTIONS))
     parser.add_argument("--quick", action="store_true", help="fewer and smaller cases")
+    parser.add_argument("--mutations", type=int, default=MUTATIONS[0])
+    parser.add_argument("--child", choices=sorted(IN_CHILD), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print(f"load {os.getloadavg()[0]:.2f}")
+    MUTATIONS[0] = args.mutations
     with tempfile.TemporaryDirectory() as folder:
+        if args.child:
+            IN_CHILD[args.child](Path(folder), args.quick)
+            print("COUNTS " + json.dumps(COUNTS))
+            return
+        print(f"load {os.getloadavg()[0]:.2f}")
         for name in args.only:
-            print(f"\n## {name}")
-            SECTIONS[name](Path(folder), args.quick)
+            print(f"\n## {name}", flush=True)
+            if name in IN_CHILD:
+                in_child(name, args.quick)
+            else:
+                SECTIONS[name](Path(folder), args.quick)
     print(f"\n{COUNTS['cases']} cases: {COUNTS['tracebacks']} tracebacks, {COUNTS['crashes']} "
           f"crashes, {COUNTS['clobbered']} files clobbered (load {os.getloadavg()[0]:.2f})")
 

@@ -111,6 +111,9 @@ def save_profile(profile: Profile, path) -> None:
 
     >>> save_profile(prof, "rn18.json.gz")  # doctest: +SKIP
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(f"path must be a file name (str or os.PathLike), got "
+                            f"{type(path).__name__}")
     try:
         document = to_document(profile)
     except TypeError as error:

@@ -102,6 +102,9 @@ def select_runs(profile: Profile, runs=None, max_runs: int | None = 100) -> np.n
     >>> select_runs(prof, runs=[3, 1, 3])  # doctest: +SKIP
     array([1, 3])
     """
+    whole = isinstance(max_runs, (int, np.integer)) and not isinstance(max_runs, bool)
+    if max_runs is not None and (not whole or max_runs < 1):
+        raise ArgumentError(f"max_runs must be a positive int or None, got {max_runs!r}")
     chosen = np.arange(profile.n_runs) if runs is None else np.unique(np.asarray(list(runs)))
     valid = chosen.size == 0 or chosen.dtype.kind in "iu"
     if not valid or ((chosen < 0) | (chosen >= profile.n_runs)).any():

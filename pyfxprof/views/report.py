@@ -246,7 +246,7 @@ def _check_args(sort_by, top, columns, valid_columns) -> None:
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise ArgumentError(f"top must be None or a positive int, got {top!r}")
     if columns is not None:
-        if isinstance(columns, str) or not columns:
+        if not isinstance(columns, (list, tuple)) or not columns:
             raise ArgumentError("columns must be a non-empty list of column names")
         unknown = [c for c in columns if c not in valid_columns]
         if unknown:
@@ -484,7 +484,12 @@ def profile_table(profile, sort_by: str | None = None, top: int | None = None,
     >>> text.splitlines()[-3:]
     ['Node  Median', '----  ------', 'x       5 ns']
     """
+    if width not in (None, "auto") and (isinstance(width, bool) or not isinstance(width, int)
+                                        or width < 1):
+        raise ArgumentError(f"width must be a positive int, \"auto\" or None, got {width!r}")
     if row_limit is not None:
+        if isinstance(row_limit, bool) or not isinstance(row_limit, int):
+            raise ArgumentError(f"row_limit must be an int (-1: all rows), got {row_limit!r}")
         if top is not None:
             raise PyfxprofError("give top or row_limit (torch.profiler's name for it), not both")
         top = None if row_limit < 0 else row_limit
