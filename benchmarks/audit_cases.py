@@ -103,3 +103,18 @@ def mutated_texts(base: str, count: int, seed: int = 0):
             for _ in range(rng.randint(1, 3)):
                 text = mutate_text(text, rng)
             yield text
+
+
+#: A module name carrying terminal escape sequences and a bell.
+HOSTILE_NAME = "a\x1b[31mRED\x07\x1b]0;title\x07"
+
+
+class Hostile(torch.nn.Module):
+    """A model whose submodule's name holds control characters."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_module(HOSTILE_NAME, torch.nn.Linear(4, 4))
+
+    def forward(self, x):
+        return torch.relu(getattr(self, HOSTILE_NAME)(x))

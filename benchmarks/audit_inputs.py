@@ -115,7 +115,7 @@ def memory_cases(folder: Path, quick: bool) -> list[tuple[str, Path]]:
     """(description, file) of padded profiles, densest accepted ones and gzip bombs."""
     base = (folder / "base.json").read_text()
     cases = [("base profile", folder / "base.json")]
-    sizes = (1 << 20, 8 << 20) if quick else (1 << 20, 8 << 20, 32 << 20, 128 << 20)
+    sizes = (1 << 20, 8 << 20) if quick else (1 << 20, 8 << 20, 32 << 20)
     for padding in ("{}", "[]", "0"):
         for size in sizes:
             for kind, text in (("padded", padded(base, padding, size // (len(padding) + 1))),
@@ -447,13 +447,46 @@ def audit_outputs(folder: Path, quick: bool) -> None:
           f"refused in one line, {outcomes['traceback']} tracebacks")
 
 
+def audit_names(folder: Path, quick: bool) -> None:
+    """A module named with control characters: no raw control character in any text, SVG or
+    HTML output, and the SVG parses as XML."""
+    import contextlib
+    import io
+    from xml.etree import ElementTree
+
+    import torch
+
+    import pyfxprof
+    from pyfxprof.cli.main import main
+    prof = pyfxprof.profile(audit_cases.Hostile(), (torch.randn(2, 4),), runs=3, warmup=1,
+                            progress=False)
+    prof.save(folder / "hostile.json")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        main(["report", str(folder / "hostile.json"), "--tree", "--html", str(folder / "r.html"),
+              "--flamegraph", str(folder / "f.svg"), "--stacks", str(folder / "s.txt"),
+              "--csv", str(folder / "n.csv")])
+    texts = {"report": out.getvalue(), "table": prof.table(), "tree": prof.tree(),
+             "advice": str(prof.advise()), "repr": repr(prof)}
+    texts.update({name: (folder / name).read_text() for name in ("r.html", "f.svg", "s.txt")})
+    unsafe = [name for name, text in texts.items() if any(c in text for c in "\x1b\x07\x9b")]
+    COUNTS["cases"] += len(texts)
+    for name in unsafe:
+        COUNTS["tracebacks"] += 1  # counted with the failures
+        print(f"  UNSAFE: raw control characters in the {name}")
+    ElementTree.fromstring((folder / "f.svg").read_bytes())
+    print(f"  {len(texts)} outputs of a module named {audit_cases.HOSTILE_NAME!r}: "
+          f"{len(unsafe)} with raw control characters; the SVG parses as XML")
+
+
 #: Mutated files to try (--mutations).
 MUTATIONS = [3000]
 
 
 # ---- main -------------------------------------------------------------------------------------
 
-IN_CHILD = {"mutations": audit_mutations, "api": audit_api, "outputs": audit_outputs}
+IN_CHILD = {"mutations": audit_mutations, "api": audit_api, "outputs": audit_outputs,
+            "names": audit_names}
 SECTIONS = {"memory": audit_memory, "cli": audit_cli, **IN_CHILD}
 
 

@@ -34,6 +34,7 @@ CASES = {
     "max_runs": lambda p: p.export_chrome_trace("t.json", max_runs="x"),
     "max_runs ": lambda p: p.export_chrome_trace("t.json", max_runs=0),
     "path   ": lambda p: p.save(None),
+    "rules": lambda p: p.advise(rules=5),
     "leaf_modules": lambda p: _profile(leaf_modules=None),
     "autowrap_functions": lambda p: _profile(autowrap_functions="torch.relu"),
     "device": lambda p: _profile(device="foo"),

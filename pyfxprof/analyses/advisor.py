@@ -31,6 +31,8 @@ def advise(profile, rules=None) -> Advice:
         >>> advise(prof, rules=["hotspots"])[0].nodes               # doctest: +SKIP
         ['layer4_0_conv2', 'layer4_1_conv1', ...]
     """
+    if not (rules is None or isinstance(rules, (str, list, tuple, set, frozenset))):
+        raise ArgumentError(f"rules must be None, a rule name or a list of them, got {rules!r}")
     names = list(RULES) if rules is None else [rules] if isinstance(rules, str) else list(rules)
     unknown = [n for n in names if n not in RULES]
     if unknown:
