@@ -96,7 +96,7 @@ def densest_accepted(base: str, padding: str, size: int) -> str:
     allows for its size (the rest a string): the worst accepted case."""
     from pyfxprof.data import validate
     per = validate.element_bound("," + padding)
-    count = max(1, size // validate.MIN_BYTES_PER_VALUE // per - 2000)
+    count = max(1, validate.value_cap(size) // per - 2000)
     text = padded(base, padding, count)
     return padded(base, padding, count, max(0, size - len(text)))
 
