@@ -193,10 +193,10 @@ def assert_consistent(prof: Profile) -> None:
         assert meta["coverage"] == expected
 
 
-#: Every export but the PNG plot and CSV: the HTML page holds a table, the tree, the flame
+#: Every export but the PNG plot: the HTML page holds a table, the tree, the flame
 #: graph and advise()'s advice.
 _EXPORTS = {"html": "r.html", "chrome_trace": "t.json", "stacks": "s.txt",
-            "flamegraph": "f.svg", "speedscope": "ss.json"}
+            "flamegraph": "f.svg", "speedscope": "ss.json", "csv": "n.csv"}
 
 
 def assert_renders(prof: Profile, tmp_path, path) -> None:

@@ -106,10 +106,12 @@ def _exclusive_temporary(target: Path) -> tuple[Path, int]:
 @contextlib.contextmanager
 def _open_fd(fd: int, compress: bool, binary: bool):
     """A UTF-8 text (or ``binary``) stream over descriptor ``fd``, gzip-compressed when
-    ``compress``; closed (its data flushed, a write error raised) on leaving."""
+    ``compress``; closed (its data flushed, a write error raised) on leaving. Text that UTF-8
+    cannot encode (a lone surrogate) is written backslash-escaped, never an error."""
     with open(fd, "wb") as raw:
         packed = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL) if compress else raw
-        with packed if binary else io.TextIOWrapper(packed, encoding="utf-8") as stream:
+        with packed if binary else io.TextIOWrapper(
+                packed, encoding="utf-8", errors="backslashreplace") as stream:
             yield stream
 
 
