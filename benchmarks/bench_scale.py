@@ -90,8 +90,8 @@ def main() -> None:
           f"{time.perf_counter() - start:.2f} s")
     with tempfile.TemporaryDirectory() as folder:
         for name, step in steps(profile, Path(folder), args.runs).items():
-            if args.steps and name not in args.steps and not (name == "save" and "load" in
-                                                                args.steps):
+            needs_file = {"load", "report"} & set(args.steps or ())
+            if args.steps and name not in args.steps and not (name == "save" and needs_file):
                 continue
             start = time.perf_counter()
             result = step()
