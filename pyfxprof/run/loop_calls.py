@@ -1,0 +1,223 @@
+"""Each call of the model while a Profiler block is open (the loop's hot path): routed to
+its call group (input signature; call_groups.py), captured on first sight or taken from the
+capture cache, and run by the group's instrumented capture with one log entry per recorded
+call. run/loop.py's Profiler holds the state these methods read (the block, the schedule's
+current action, the open window)."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+import warnings
+from collections import deque
+from dataclasses import replace
+from typing import Any, Callable
+
+import torch
+
+from ..timing.native import _C
+from ..capture.inductor import is_compiled
+from ..capture.inputs import Binder, BoundInputs
+from ..capture.tracing import CaptureFallbackWarning
+from ..errors import PyfxprofError
+from ..timing.failures import node_kind, note_failure
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, call_key, capture_group, next_variant,
+                          signature_key, too_many_groups_warning)
+from .capture_cache import CAPTURES
+from .compiled_loop import compiled_group
+from .loop_training import wrap_for_backward
+from .schedule import ProfilerAction
+from .window import Window
+
+
+class CallRouting:
+    """The Profiler's handling of one call of the model (its base class; the state is the
+    Profiler's, set in Profiler.__init__)."""
+
+    module: torch.nn.Module
+    name: str
+    step_num: int
+    current_action: ProfilerAction
+    _groups: dict[tuple, CallGroup]
+    _direct: dict[tuple, CallGroup]
+    _uncaptured: set[tuple]
+    _window: Window | None
+    _open: bool
+    _busy: threading.Lock
+    _holder: int | None
+    _thread: int | None
+    _warmup_calls: int
+    _warned: set[str]
+    _log: deque
+    _binder: Binder | None
+    _own_ns_after: int
+    _calls: int
+    _first_call: int
+    _backward: bool
+    _tracer_options: tuple
+    _analysis: tuple[bool, bool]
+
+
+    def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
+        """The model's ``forward`` while the block is open (see model_patch.ForwardPatch)."""
+        if not self._open or torch.compiler.is_compiling():
+            return forward(*args, **kwargs)  # (compiling: Dynamo was loaded after start())
+        thread = threading.get_ident()
+        if self._holder == thread:  # a call nested in the call being handled
+            return forward(*args, **kwargs)
+        with self._busy:  # calls from several threads run one at a time (hooks are global)
+            self._holder = thread
+            try:
+                if self._thread not in (None, thread):  # the first caller's thread is profiled
+                    return forward(*args, **kwargs)
+                self._thread = thread
+                self._calls += 1
+                if self.current_action == ProfilerAction.NONE and self._groups:
+                    return forward(*args, **kwargs)  # NONE steps capture only the first call
+                return self._profiled_call(forward, args, kwargs)
+            finally:
+                self._holder = None
+
+    def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
+        """One call of the model: itself in NONE steps, else its group's instrumented capture
+        (captured first when its signature is new). The hot path of the loop: besides the
+        timed run, a binding by plan, a signature key, two clock reads and one log entry."""
+        action, entered = self.current_action, _C.now_ns()
+        group, bound = self._group_for(args, kwargs, forward)
+        if group is None or action == ProfilerAction.NONE:
+            return forward(*args, **kwargs)
+        if self.module.training != group.training:
+            self._warn_training_flag(group)
+        inputs = bound if group.graph_takes_bound else group.inputs(args, kwargs, bound)
+        if action == ProfilerAction.WARMUP:
+            self._warmup_calls += 1
+            return self._run(group, inputs)
+        if group.index not in self._window.first_calls:
+            self._window.note_call(group, self.module, args, kwargs)
+        start = _C.now_ns()
+        output = self._run(group, inputs)
+        end = _C.now_ns()
+        self._log.append((start, end, group.index, start - entered + self._own_ns_after,
+                          self._calls, self._calls == self._first_call))
+        self._own_ns_after = _C.now_ns() - end
+        return output
+
+    def _run(self, group: CallGroup, inputs: BoundInputs) -> Any:
+        """One call of the group's instrumented capture. The model's own exception goes to
+        the caller unchanged (type and object), with a note naming the call, step and node;
+        the failed call's records are drained (runs before it stay in the window)."""
+        try:
+            if group.graph_run:  # (the loop's hot path: one call less)
+                return group.executor.run(inputs.args)
+            return group.run(inputs)
+        except PyfxprofError:
+            raise
+        except Exception as error:
+            node = group.executor.failed_node(group.frame["name"].tolist())
+            call = f"call {self._calls - self._first_call + 1} of {self.name} " \
+                   f"(step {self.step_num}, {self.current_action.name.lower()})"
+            note_failure(error, node, call, node_kind(group.frame, node))
+            raise
+
+    def _group_for(self, args: tuple, kwargs: dict, forward: Callable, strict: bool = False
+                   ) -> tuple[CallGroup | None, BoundInputs | None]:
+        """(the call group of these arguments, captured and analysed on copies when new;
+        the call bound to the model's forward). A call its group's Dynamo guards refuse goes
+        to the next variant of the signature. No group: the call runs unprofiled, as when
+        its signature could not be captured (the model raised on the copies, or they could
+        not be made): warned once, and unless `strict` the call goes on, so the model
+        raises its own exception, not pyfxprof's."""
+        if not kwargs:  # the loop's hot path: a graph taking the call as it is
+            group = self._direct.get(call_key(args, kwargs))
+            if group is not None:
+                return group, BoundInputs(args, kwargs)
+        try:
+            bound = BoundInputs(args, kwargs) if self._binder is None else \
+                self._binder(args, kwargs)
+        except PyfxprofError:  # not a valid call: the model raises its own error
+            return None, None
+        key = signature_key(bound)
+        group = self._groups.get(key)
+        if group is not None and group.graph_run:
+            if (group.graph_takes_bound and bound.args is args and not kwargs
+                    and len(self._direct) < MAX_CALL_GROUPS):
+                self._direct[key] = group  # bound as given: next time, no binding
+            return group, bound
+        refusal = None
+        while group is not None and not group.accepts(bound):
+            refusal = group.capture.frame.refusal(bound)
+            key = next_variant(key)
+            group = self._groups.get(key)
+        if group is not None or key in self._uncaptured:
+            return group, bound
+        if len(self._groups) >= MAX_CALL_GROUPS:
+            if "groups" not in self._warned:
+                self._warned.add("groups")
+                too_many_groups_warning(self.name)
+            return None, bound
+        try:
+            group = self._captured(args, kwargs, key, forward, refusal)
+        except PyfxprofError as error:
+            if strict:
+                raise
+            self._uncaptured.add(key)
+            warnings.warn(f"pyfxprof: calls of {self.name} with this input signature run "
+                          f"unprofiled: {error}", CaptureFallbackWarning, stacklevel=5)
+            return None, bound
+        self._groups[key] = group
+        if self._backward:
+            wrap_for_backward(group, self._open)
+        return group, bound
+
+    def _captured(self, args: tuple, kwargs: dict, key: tuple, forward: Callable,
+                  refusal: str | None) -> CallGroup:
+        """The call group of signature `key`: captured now, or taken from the process's
+        capture cache (run/capture_cache.py) when this model was captured for it before,
+        with the same tracer and analysis options and autograd mode (a Dynamo capture runs in it).
+        `refusal`: the Dynamo guard that refused the call (for a variant's warning)."""
+        started = time.perf_counter_ns()
+        leaves, autowrap, concrete = self._tracer_options
+        cache_key = ("loop", key, tuple(leaves), tuple(autowrap), repr(concrete),
+                     torch.is_grad_enabled(), torch.is_inference_mode_enabled(), self._analysis)
+        group = CAPTURES.lookup(self.module, cache_key)
+        if group is not None:
+            return replace(group, index=len(self._groups), cached=True,
+                           capture_ns=time.perf_counter_ns() - started)
+        if is_compiled(self.module):
+            group = compiled_group(self.module, args, kwargs, key, len(self._groups), forward,
+                                   self._tracer_options, refusal)
+        else:
+            group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
+                                  self._tracer_options, refusal, self._analysis)
+        CAPTURES.keep(self.module, cache_key, group)
+        return group
+
+    def _bound(self, args: tuple, kwargs: dict) -> BoundInputs:
+        """The call's inputs bound to the model's forward (as given when it has no signature
+        Python can read)."""
+        if self._binder is None:
+            return BoundInputs(args, kwargs)
+        return self._binder(args, kwargs)
+
+    def _warn_training_flag(self, group: CallGroup) -> None:
+        """Warned once: the model's training flag is not the one it was captured in."""
+        if not group.hooks and "training" not in self._warned:
+            self._warned.add("training")
+            warnings.warn("the model's training flag changed since it was captured; leaf "
+                          "modules follow it, but code branching on self.training elsewhere "
+                          "keeps the captured mode", stacklevel=5)
+
+
+def binder_of(model: torch.nn.Module) -> Binder | None:
+    """The binder of calls to the model's ``forward`` (None: a builtin or extension forward,
+    whose calls are bound as given).
+
+    Example:
+        >>> binder_of(torch.nn.ReLU())((torch.ones(1),), {}).args[0].tolist()
+        [1.0]
+    """
+    try:
+        return Binder(inspect.signature(model.forward))
+    except (TypeError, ValueError):  # a builtin or extension forward
+        return None
