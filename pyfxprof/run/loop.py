@@ -134,11 +134,12 @@ class Profiler(CallRouting):
         self._analysis = (bool(profile_memory), bool(library_frames))
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._groups: dict[tuple, CallGroup] = {}
-        self._direct: dict[tuple, CallGroup] = {}  # call_key -> graph group, calls bound as given
+        self._direct: dict[tuple, CallGroup] = {}  # args_key -> graph group, calls bound as given
         self._uncaptured: set[tuple] = set()  # signatures whose capture failed
         self._window: Window | None = None
         self._patch: ForwardPatch | None = None
         self._open = False
+        self._recording = False  # a recording step, with its window open
         self._busy = threading.Lock()  # held while a call of the model is handled
         self._holder: int | None = None  # the thread handling it (its nested calls pass)
         self._thread: int | None = None  # the thread whose calls are profiled in this block
@@ -282,7 +283,7 @@ class Profiler(CallRouting):
         return "\n".join(lines)
 
     def _close(self) -> None:
-        self._open = False
+        self._open = self._recording = False
         optimizer_hooks(self._groups.values(), False)
         if self._patch is not None:
             self._patch.restore()
@@ -317,6 +318,7 @@ class Profiler(CallRouting):
                 self._open_window()
             self._window.steps.append(self.step_num)
             self._window.step_starts.append(_C.now_ns())
+        self._recording = action in _RECORDING  # (after the window it needs is open)
 
     def _reset_executors(self) -> None:
         for group in self._groups.values():
@@ -331,7 +333,7 @@ class Profiler(CallRouting):
 
     def _close_window(self, deliver: bool) -> None:
         """Collect the window's node and range records (the buffer keeps none of them)."""
-        window, self._window = self._window, None
+        window, self._window, self._recording = self._window, None, False
         window.meter.read()
         ranges.stop_recording()
         collected = collect(list(self._groups.values()))

@@ -9,12 +9,14 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+from threading import get_ident
 import warnings
 from collections import deque
 from dataclasses import replace
 from typing import Any, Callable
 
 import torch
+from torch.compiler import is_compiling
 
 from ..timing.native import _C
 from ..capture.inductor import is_compiled
@@ -22,7 +24,7 @@ from ..capture.inputs import Binder, BoundInputs
 from ..capture.tracing import CaptureFallbackWarning
 from ..errors import PyfxprofError
 from ..timing.failures import node_kind, note_failure
-from .call_groups import (MAX_CALL_GROUPS, CallGroup, call_key, capture_group, next_variant,
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, args_key, capture_group, next_variant,
                           signature_key, too_many_groups_warning)
 from .capture_cache import CAPTURES
 from .compiled_loop import compiled_group
@@ -57,13 +59,26 @@ class CallRouting:
     _backward: bool
     _tracer_options: tuple
     _analysis: tuple[bool, bool]
-
+    _recording: bool
 
     def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
-        """The model's ``forward`` while the block is open (see model_patch.ForwardPatch)."""
-        if not self._open or torch.compiler.is_compiling():
+        """The model's ``forward`` while the block is open (see model_patch.ForwardPatch).
+
+        The hot path: a recorded call of the profiled thread, positional arguments only,
+        of a group whose graph takes them as they are and whose first call in the window
+        was noted. It skips the lock (no hooks are installed for a graph, and other
+        threads' calls run the model itself) and the binding; every other call takes the
+        general path below."""
+        if not self._open or is_compiling():
             return forward(*args, **kwargs)  # (compiling: Dynamo was loaded after start())
-        thread = threading.get_ident()
+        thread = get_ident()
+        if self._recording and not kwargs and thread == self._thread and self._holder is None:
+            entered = _C.now_ns()
+            group = self._direct.get(args_key(args))
+            if (group is not None and group.index in self._window.first_calls
+                    and self.module.training == group.training):
+                self._calls += 1
+                return self._recorded(group, args, None, entered)
         if self._holder == thread:  # a call nested in the call being handled
             return forward(*args, **kwargs)
         with self._busy:  # calls from several threads run one at a time (hooks are global)
@@ -81,8 +96,7 @@ class CallRouting:
 
     def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """One call of the model: itself in NONE steps, else its group's instrumented capture
-        (captured first when its signature is new). The hot path of the loop: besides the
-        timed run, a binding by plan, a signature key, two clock reads and one log entry."""
+        (captured first when its signature is new)."""
         action, entered = self.current_action, _C.now_ns()
         group, bound = self._group_for(args, kwargs, forward)
         if group is None or action == ProfilerAction.NONE:
@@ -92,24 +106,34 @@ class CallRouting:
         inputs = bound if group.graph_takes_bound else group.inputs(args, kwargs, bound)
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
-            return self._run(group, inputs)
+            return self._run(group, None, inputs)
         if group.index not in self._window.first_calls:
             self._window.note_call(group, self.module, args, kwargs)
+        return self._recorded(group, None, inputs, entered)
+
+    def _recorded(self, group: CallGroup, args: tuple | None, inputs: BoundInputs | None,
+                  entered: int) -> Any:
+        """A recorded call (`_run`'s arguments) and its log entry: when the run began and
+        ended, its group, the Profiler's own time since the previous entry (from `entered`,
+        when the Profiler took the call, and after the previous run), its number, whether
+        it is the block's first."""
         start = _C.now_ns()
-        output = self._run(group, inputs)
+        output = self._run(group, args, inputs)
         end = _C.now_ns()
         self._log.append((start, end, group.index, start - entered + self._own_ns_after,
                           self._calls, self._calls == self._first_call))
         self._own_ns_after = _C.now_ns() - end
         return output
 
-    def _run(self, group: CallGroup, inputs: BoundInputs) -> Any:
-        """One call of the group's instrumented capture. The model's own exception goes to
-        the caller unchanged (type and object), with a note naming the call, step and node;
-        the failed call's records are drained (runs before it stay in the window)."""
+    def _run(self, group: CallGroup, args: tuple | None, inputs: BoundInputs | None) -> Any:
+        """One call of the group's instrumented capture: its graph on the call's positional
+        arguments `args` (the hot path), or `inputs` as the group takes them. The model's
+        own exception goes to the caller unchanged (type and object), with a note naming
+        the call, step and node; the failed call's records are drained (runs before it
+        stay in the window)."""
         try:
-            if group.graph_run:  # (the loop's hot path: one call less)
-                return group.executor.run(inputs.args)
+            if inputs is None:
+                return group.executor.run(args)
             return group.run(inputs)
         except PyfxprofError:
             raise
@@ -128,8 +152,8 @@ class CallRouting:
         its signature could not be captured (the model raised on the copies, or they could
         not be made): warned once, and unless `strict` the call goes on, so the model
         raises its own exception, not pyfxprof's."""
-        if not kwargs:  # the loop's hot path: a graph taking the call as it is
-            group = self._direct.get(call_key(args, kwargs))
+        if not kwargs:  # a graph taking the call as it is
+            group = self._direct.get(args_key(args))
             if group is not None:
                 return group, BoundInputs(args, kwargs)
         try:
@@ -140,9 +164,7 @@ class CallRouting:
         key = signature_key(bound)
         group = self._groups.get(key)
         if group is not None and group.graph_run:
-            if (group.graph_takes_bound and bound.args is args and not kwargs
-                    and len(self._direct) < MAX_CALL_GROUPS):
-                self._direct[key] = group  # bound as given: next time, no binding
+            self._take_as_given(group, args, kwargs, bound)
             return group, bound
         refusal = None
         while group is not None and not group.accepts(bound):
@@ -168,7 +190,16 @@ class CallRouting:
         self._groups[key] = group
         if self._backward:
             wrap_for_backward(group, self._open)
+        self._take_as_given(group, args, kwargs, bound)
         return group, bound
+
+    def _take_as_given(self, group: CallGroup, args: tuple, kwargs: dict,
+                       bound: BoundInputs) -> None:
+        """Remember a group whose graph takes the call as it is (positional arguments, bound
+        to themselves): its later calls of this args_key skip the binding."""
+        if (group.graph_run and group.graph_takes_bound and bound.args is args and not kwargs
+                and len(self._direct) < MAX_CALL_GROUPS):
+            self._direct[args_key(args)] = group
 
     def _captured(self, args: tuple, kwargs: dict, key: tuple, forward: Callable,
                   refusal: str | None) -> CallGroup:

@@ -8,8 +8,8 @@ import torch
 
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.capture.inputs import BoundInputs, bind_inputs
-from pyfxprof.run.call_groups import (analysis_copy, capture_group, next_variant, primary_shape,
-                                       signature_key)
+from pyfxprof.run.call_groups import (analysis_copy, args_key, capture_group, next_variant,
+                                       primary_shape, signature_key)
 from tests.models import CachedModel, GrowingCache
 
 
@@ -44,6 +44,23 @@ def test_flags_count_by_value_and_objects_by_type():
     assert _key(ids, use_cache=True) != _key(ids, use_cache=False)
     assert _key(ids, past=[1]) == _key(ids, past=[2, 3]) != _key(ids, past=(1,))
     assert primary_shape(signature_key(BoundInputs((None, 3), {}))) is None
+
+
+def test_calls_sharing_an_args_key_share_a_signature_key():
+    ids, mask = torch.zeros(1, 8, dtype=torch.long), torch.ones(1, 8)
+    calls = [(ids,), (ids.clone(),), (ids.float(),), (torch.zeros(1, 9, dtype=torch.long),),
+             (ids, mask), (ids, torch.ones(1, 12)), (ids, torch.ones(12)), (ids, None),
+             (ids, True), (ids, False), (ids, 1), (ids, 2.0), (None, ids), (ids, ids),
+             (mask, ids), (3,), (True,), ([ids],), ((ids,),), ()]
+    for first in calls:
+        for second in calls:
+            same_args = args_key(first) == args_key(second)
+            same_signature = (signature_key(BoundInputs(first, {}))
+                              == signature_key(BoundInputs(second, {})))
+            assert same_signature or not same_args, (first, second)
+    # what keeps a decode loop on the hot path: a mask growing by one position
+    assert args_key((ids[:, :1], torch.ones(1, 9))) == args_key((ids[:, :1], torch.ones(1, 10)))
+    assert args_key((ids,)) != args_key((ids.float(),)) != args_key((ids[:, :4].float(),))
 
 
 class _Cache:

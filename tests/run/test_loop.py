@@ -313,6 +313,28 @@ def test_calls_are_grouped_by_input_signature_each_with_its_own_shapes_and_flops
     assert one.meta["loop"]["window"] == three.meta["loop"]["window"] == 0
 
 
+def test_the_hot_path_binds_a_signatures_first_call_only_and_keeps_groups_and_flags_apart():
+    model = _linear_relu()
+    small, large, double = torch.randn(1, 4), torch.randn(3, 4), torch.randn(1, 4).double()
+    with Profiler(model) as p:
+        bound = []
+        binder = p._binder
+        p._binder = lambda args, kwargs: bound.append(args) or binder(args, kwargs)
+        outputs = [model(x) for x in (small, large, small, large, small)]
+        model.double()
+        outputs.append(model(double))
+        model.float().train()
+        with pytest.warns(UserWarning, match="training flag changed"):
+            outputs.append(model(small))
+        outputs.append(model(small))
+    model.eval()
+    assert [len(args) for args in bound] == [1, 1, 1]  # each signature's first call only
+    expected = [model(x) for x in (small, large, small, large, small)]
+    assert all(torch.equal(a, b) for a, b in zip(outputs, expected))
+    runs = {prof.meta["loop"]["signature"]: prof.n_runs for prof in p.profiles}
+    assert runs == {"([1, 4] float32)": 5, "([3, 4] float32)": 2, "([1, 4] float64)": 1}
+
+
 def test_the_analysis_run_never_sees_the_callers_stateful_arguments():
     x, counter, log = torch.randn(2, 4), torch.zeros(()), []
     with Profiler(_Bump(), example_inputs={"x": x, "counter": torch.zeros(())}) as p:
