@@ -1,30 +1,46 @@
-"""What the Profiler loop adds to each call of a model: plain calls and calls inside an open
-``pyfxprof.Profiler`` block (recording), interleaved, on a one-node model (`x + 1`), a
-300-node chain of `x + 1` and a tiny GPT-2 decode step (one token on an 8-token cache, the
+"""What the Profiler loop adds to each call of a model, from calls paired one by one: a model
+inside an open ``pyfxprof.Profiler`` block (recording) and an identical twin outside it,
+called alternately. Workloads: a one-node model (`x + 1`); 300-node chains of `x + 1` and
+of `x.flatten()` (about ten times cheaper per node, so per-call noise, which grows with a
+call's time, hides less), both written out as the graph runs them (no Python loop in the
+plain call either); a tiny GPT-2 decode step (one token on an 8-token cache, each model's
 cache cropped back after each call).
 
-Each call is timed alone (one clock read before and after it), so the median per call of a
-block is not moved by a preempted call, and the Profiler's start/stop (capture, window
-collection) stays outside. A round is a plain block then a profiled block of the same model;
-the added time per call is the median over rounds of (profiled median - plain median), with
-its quartiles; the added time per node is the 300-node chain's figure minus the one-node
-model's, over the 299 further nodes, paired per round; beside it the same figure for the
-group's codegen executor run alone (what pyfxprof.profile() runs per timed run), in the
-same rounds.
+Every call is timed alone (one clock read before and after it) and paired with the twin's
+call next to it (which goes first alternates), so drifts of the machine between calls
+cancel and a preempted call moves one pair. A round is a block of pairs of each workload
+in turn; the Profiler's start/stop (window collection) stays outside the blocks.
 
-Run: .venv/bin/python benchmarks/bench_loop.py [--rounds R] [--calls N] [--only NAME]
+- Added per call: the median of (profiled - plain) over the pairs, with the sign test's
+  95% interval (pyfxprof.tools.overhead.paired_estimate).
+- Added per node beyond the first: (a chain's added time - the one-node model's) / 299,
+  over pairs matched by their place in the round, with its interval; beside it the same
+  figure for the group's codegen executor run alone (what pyfxprof.profile() runs per
+  timed run), timed in the same pairs (triplets).
+- Each figure is checked against issue 24's target (<= 5 µs per call of the one-node
+  model, <= 80 ns per node): "met" / "not met" when the interval lies on one side of it,
+  "not resolved" when the interval holds it.
+
+Run: .venv/bin/python benchmarks/bench_loop.py [--rounds R] [--calls N] [--only NAME ...]
 """
 
 import argparse
-import statistics
+import copy
 import warnings
 
 import numpy as np
 import torch
+import torch.fx as fx
 from machine import describe_machine
 
 import pyfxprof
 from pyfxprof import _C
+from pyfxprof.data.units import format_ns
+from pyfxprof.timing.executors import CodegenExecutor
+from pyfxprof.tools.overhead import Estimate, paired_estimate
+
+#: Issue 24's targets: added ns per call of the one-node model, per node beyond the first.
+TARGET_PER_CALL_NS, TARGET_PER_NODE_NS = 5_000, 80
 
 
 class PlusOne(torch.nn.Module):
@@ -47,94 +63,157 @@ class PlusOneChain(torch.nn.Module):
         return x
 
 
+class FlattenChain(PlusOneChain):
+    """`nodes` nodes: `x.flatten()` repeated, a tensor method ~10x cheaper than `x + 1` on
+    one element (no new storage), so per-call noise, which grows with the call's time, hides
+    less of a per-node cost. (A method: the plain code looks it up on `x` per node as the
+    timed call does; `torch.flatten(x)` would look up `torch.flatten` in the plain code
+    only, which the timed call holds already.)"""
+
+    def forward(self, x):
+        for _ in range(self.nodes):
+            x = x.flatten()
+        return x
+
+
+class Unrolled(torch.nn.Module):
+    """`chain`'s forward as torch.fx writes it out (a statement per node, no Python loop), so
+    the plain call runs the code the Profiler's graph runs, without the loop's own time."""
+
+    def __init__(self, chain: torch.nn.Module) -> None:
+        super().__init__()
+        self.code = fx.symbolic_trace(chain)
+
+    def forward(self, x):
+        return self.code.forward(x)
+
+
 def gpt2_decode():
-    """(a tiny GPT-2, a function making one decode call, what to do after each call)."""
+    """(a tiny GPT-2, its call, what to do after each call) for one model of the pair."""
     import transformers
     config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=100,
                                      n_positions=64, bos_token_id=0, eos_token_id=0)
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(config).eval()
-    cache = transformers.DynamicCache(config=config)
-    model(torch.randint(1, 100, (1, 8)), past_key_values=cache, use_cache=True)
-    token = torch.randint(1, 100, (1, 1))
-    return model, lambda: model(token, past_key_values=cache, use_cache=True), \
-        lambda: cache.crop(-1)
+    prompt, token = torch.randint(1, 100, (1, 8)), torch.randint(1, 100, (1, 1))
+
+    def decoder(model):
+        cache = transformers.DynamicCache(config=config)
+        model(prompt, past_key_values=cache, use_cache=True)
+        return (lambda: model(token, past_key_values=cache, use_cache=True),
+                lambda: cache.crop(-1))
+    return model, decoder
 
 
 def tensor_workload(model: torch.nn.Module):
     x = torch.zeros(1)
-    return model, lambda: model(x), None
+    return model, lambda model: (lambda: model(x), None)
 
 
 WORKLOADS = {"one node": lambda: tensor_workload(PlusOne()),
-             "300 nodes": lambda: tensor_workload(PlusOneChain(300)),
+             "300 nodes": lambda: tensor_workload(Unrolled(PlusOneChain(300))),
+             "300 flattens": lambda: tensor_workload(Unrolled(FlattenChain(300))),
              "GPT-2 decode": gpt2_decode}
+#: The chains whose added time per node beyond the first is reported.
+CHAINS = ("300 nodes", "300 flattens")
 
 
-def block_medians(call, after, calls: int) -> float:
-    """Median ns of `calls` calls, each timed alone (`after` runs untimed after each)."""
-    times = np.empty(calls, dtype=np.int64)
-    for k in range(calls):
-        started = _C.now_ns()
-        call()
-        times[k] = _C.now_ns() - started
-        if after is not None:
-            after()
-    return float(np.median(times))
+class Workload:
+    """A profiled model and its plain twin, with their calls; for an fx graph taking the
+    call as it is, also the group's codegen executor run alone."""
 
-
-def measure(name: str, rounds: int, calls: int) -> tuple[list[float], ...]:
-    """(plain medians, profiled medians, codegen executor medians or []) per round: the
-    last is the group's executor run alone, as pyfxprof.profile() runs it (fx captures)."""
-    model, call, after = WORKLOADS[name]()
-    profiler = pyfxprof.Profiler(model, keep_profiles=1)
-    with profiler:  # the capture, outside every timed block
-        call()
-    group = next(iter(profiler._groups.values()))
-    graph = getattr(group, "graph_run", group.capture.frame is None and not group.hooks)
-    executor = group.executor if graph else None  # (getattr: also runs on older checkouts)
-    plain, profiled, alone = [], [], []
-    for _ in range(rounds):
-        plain.append(block_medians(call, after, calls))
-        profiler.start()
-        profiled.append(block_medians(call, after, calls))
-        profiler.stop()
-        if executor is not None:
+    def __init__(self, name: str) -> None:
+        model, make = WORKLOADS[name]()
+        self.name, self.profiler = name, pyfxprof.Profiler(model, keep_profiles=1)
+        self.profiled, self.after_profiled = make(model)
+        self.plain, self.after_plain = make(copy.deepcopy(model))
+        with self.profiler:  # the capture, outside every timed block
+            self.profiled()
+        group = next(iter(self.profiler._groups.values()))
+        self.describe = f"capture {group.capture.mode}, {len(group.frame)} nodes"
+        self.executor = self.alone = None
+        if group.capture.mode == "fx":
+            self.executor = CodegenExecutor(group.capture.graph_module, len(group.frame))
             x = torch.zeros(1)
-            alone.append(block_medians(lambda: executor.run((x,)), None, calls))
-            executor.reset()
-    print(f"  {name}: capture {group.capture.mode}, {len(group.frame)} nodes")
-    return plain, profiled, alone
+            self.alone = lambda: self.executor.run((x,))
+        self.times: dict[str, list] = {"profiled": [], "plain": [], "alone": []}
+
+    def block(self, calls: int) -> None:
+        """`calls` pairs (triplets with the executor alone), timed call by call."""
+        kinds = [("profiled", self.profiled, self.after_profiled),
+                 ("plain", self.plain, self.after_plain)]
+        if self.alone is not None:
+            kinds.append(("alone", self.alone, None))
+        times = np.empty((len(kinds), calls), dtype=np.int64)
+        self.profiler.start()
+        for k in range(calls):
+            for j in range(len(kinds)):
+                which = (k + j) % len(kinds)  # who goes first turns round
+                _, call, after = kinds[which]
+                started = _C.now_ns()
+                call()
+                times[which, k] = _C.now_ns() - started
+                if after is not None:
+                    after()
+        self.profiler.stop()
+        if self.executor is not None:
+            self.executor.reset()
+        for (kind, _, _), row in zip(kinds, times):
+            self.times[kind].append(row)
+
+    def series(self, kind: str) -> np.ndarray:
+        return np.concatenate(self.times[kind])
+
+
+def verdict(estimate: Estimate, target: float) -> str:
+    """Whether the interval lies at or below the target, above it, or holds it."""
+    if estimate.low is None or estimate.high is None:
+        return "not resolved (too few pairs)"
+    if estimate.high <= target:
+        return f"<= {format_ns(target)}: met"
+    if estimate.low > target:
+        return f"<= {format_ns(target)}: not met"
+    return f"<= {format_ns(target)}: not resolved (the interval holds it)"
+
+
+def report(found: dict[str, Workload]) -> None:
+    print(f"{'workload':14s} {'plain/call':>10s}  added/call [95% interval] over pairs")
+    for name, work in found.items():
+        plain = work.series("plain")
+        added = paired_estimate(plain, work.series("profiled"))
+        check = f"  {verdict(added, TARGET_PER_CALL_NS)}" if name == "one node" else ""
+        print(f"{name:14s} {format_ns(np.median(plain)):>10s}  {added.text()} over "
+              f"{len(plain)} pairs{check}")
+    for chain_name in [name for name in CHAINS if name in found and "one node" in found]:
+        one, chain = found["one node"], found[chain_name]
+        for label, kind in (("the Profiler loop", "profiled"),
+                            ("the codegen executor alone", "alone")):
+            one_added = one.series(kind) - one.series("plain")
+            chain_added = chain.series(kind) - chain.series("plain")
+            per_node = paired_estimate(one_added, chain_added).scaled(299)
+            print(f"added per node beyond the first ({chain_name}), {label}: "
+                  f"{per_node.text()} — {verdict(per_node, TARGET_PER_NODE_NS)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=21)
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--only", choices=sorted(WORKLOADS))
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=50, help="pairs per workload and round")
+    parser.add_argument("--only", choices=sorted(WORKLOADS), action="append",
+                        help="these workloads only (repeat the option for several)")
     options = parser.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     print(describe_machine())
-    found = {}
     with torch.inference_mode():
-        for name in [options.only] if options.only else WORKLOADS:
-            found[name] = measure(name, options.rounds, options.calls)
+        found = {name: Workload(name) for name in options.only or WORKLOADS}
+        for work in found.values():
+            print(f"  {work.name}: {work.describe}")
+        for _ in range(options.rounds):
+            for work in found.values():
+                work.block(options.calls)
     print(describe_machine())
-    print(f"{'workload':14s} {'plain/call':>11s} {'added/call':>11s} {'quartiles':>20s}  ratio")
-    for name, (plain, profiled, _) in found.items():
-        added = np.subtract(profiled, plain)
-        q1, q3 = np.percentile(added, [25, 75])
-        base = statistics.median(plain)
-        print(f"{name:14s} {base:9.0f} ns {np.median(added):8.0f} ns "
-              f"{q1:9.0f} .. {q3:7.0f} ns  {statistics.median(profiled) / base:5.2f}x")
-    if "one node" in found and "300 nodes" in found:
-        one, chain = found["one node"], found["300 nodes"]
-        for label, k in (("the Profiler loop", 1), ("the codegen executor alone", 2)):
-            per_node = (np.subtract(chain[k], chain[0]) - np.subtract(one[k], one[0])) / 299
-            q1, q3 = np.percentile(per_node, [25, 75])
-            print(f"added per node beyond the first, {label}: {np.median(per_node):.0f} ns "
-                  f"(quartiles {q1:.0f} .. {q3:.0f} ns over {len(per_node)} rounds)")
+    report(found)
 
 
 if __name__ == "__main__":
