@@ -429,7 +429,7 @@ class _Recursive(torch.nn.Module):
 
 @pytest.mark.parametrize("build", [_linear_relu, _BranchOnValue, _Recursive],
                          ids=["fx", "hooks", "recursive"])
-def test_the_first_callers_thread_is_profiled_and_other_threads_calls_wait_their_turn(build):
+def test_the_first_callers_thread_is_profiled_and_other_threads_calls_run_unprofiled(build):
     import threading
 
     model = build().eval()
