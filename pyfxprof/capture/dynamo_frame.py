@@ -40,8 +40,8 @@ from .inputs import BoundInputs, input_tensors
 @dataclass(frozen=True)
 class LiveCall:
     """How the caller's real calls run: what they call (the model's own ``forward``), in
-    which autograd mode, and whether a module of the model is in training mode. The
-    capture runs in that autograd mode (Dynamo's guards check it).
+    which autograd mode, and each module's training flag (``model.modules()`` order). The
+    capture runs in that autograd mode and with those flags (Dynamo's guards check both).
 
     Example:
         >>> relu = torch.nn.ReLU().eval()
@@ -54,7 +54,7 @@ class LiveCall:
     target: Callable
     grad: bool
     inference: bool
-    training: bool
+    flags: tuple[bool, ...]
     refused: str | None = None  # why the dynamo rung may not serve these calls (None: it may)
     family: str | None = None  # captures of one signature share Dynamo's automatic dynamic
 
@@ -62,7 +62,12 @@ class LiveCall:
     def of(cls, target: Callable, model: torch.nn.Module) -> "LiveCall":
         """`target` called in the current autograd mode, `model` in its current mode."""
         return cls(target, torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
-                   any(module.training for module in model.modules()))
+                   tuple(module.training for module in model.modules()))
+
+    @property
+    def training(self) -> bool:
+        """Whether a module of the model is in training mode."""
+        return any(self.flags)
 
     def mode(self) -> Any:
         """A context manager entering the calls' autograd mode."""

@@ -10,11 +10,12 @@ caller's tensors and caches are never run on.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -101,7 +102,7 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
     "aten" skips the fx rung). `exact_outputs`: the caller hands the model's real outputs
     back, from calls made as this LiveCall says; the dynamo rung then keeps the code
     Dynamo generates around its graph (capture/dynamo_frame.py), whose calls give exactly
-    the model's outputs and side effects, and refuses a model in training mode.
+    the model's outputs and side effects, captured with the live calls' training flags.
 
     Example:
         >>> p = prepare(torch.nn.Sequential(torch.nn.ReLU()), (torch.zeros(2),))
@@ -304,19 +305,39 @@ def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
 
 def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,
                 granularity: str) -> Prepared:
-    if granularity != "function" or live.training:
-        why = "the model is in training mode" if live.training else "aten granularity"
-        raise _RungFailed(f"{why}: the loop times Dynamo graphs of eval-mode models at "
-                          "function level only")
+    if granularity != "function":
+        raise _RungFailed("aten granularity: the loop times Dynamo graphs at function level "
+                          "only")
     if live.refused:
         raise _RungFailed(live.refused)
+    with _as_called(live, model):
+        try:
+            graph, frame = frame_capture(live, bound, type(model).__name__)
+        except PyfxprofError as error:
+            raise _RungFailed(str(error)) from None
+        captured = Capture(graph, "dynamo", ["dynamo: one graph at function level, the "
+                                             "model's own outputs rebuilt by Dynamo's code"],
+                           frame=frame)
+        return _graph_prepared(model, captured, bound)
+
+
+@contextlib.contextmanager
+def _as_called(live: LiveCall, model: torch.nn.Module) -> Iterator[None]:
+    """Each module's training flag as the live calls have it (the caller holds the model in
+    eval mode for the analysis; Dynamo bakes the flags into the graph, e.g. dropout's), and
+    the random state restored after: in training mode the capture and analysis runs draw
+    dropout masks, which the user's own calls must draw as if unprofiled."""
+    modules = list(model.modules())
+    held = [module.training for module in modules]
+    devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
     try:
-        graph, frame = frame_capture(live, bound, type(model).__name__)
-    except PyfxprofError as error:
-        raise _RungFailed(str(error)) from None
-    captured = Capture(graph, "dynamo", ["dynamo: one graph at function level, the model's "
-                                         "own outputs rebuilt by Dynamo's code"], frame=frame)
-    return _graph_prepared(model, captured, bound)
+        for module, flag in zip(modules, live.flags):
+            module.training = flag
+        with torch.random.fork_rng(devices=devices):
+            yield
+    finally:
+        for module, flag in zip(modules, held):
+            module.training = flag
 
 
 def _leaf_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> Prepared:

@@ -125,24 +125,30 @@ def primary_shape(key: tuple) -> tuple | None:
                 None)
 
 
-def analysis_copy(value: Any) -> Any:
+def analysis_copy(value: Any, memo: dict | None = None) -> Any:
     """A copy of call arguments the analysis run may consume: tensors detached and cloned,
-    tuples, lists and dicts copied item by item, other objects (caches) deep-copied.
+    tuples, lists and dicts copied item by item, other objects (caches) deep-copied. A
+    tensor passed twice (``input_ids=ids, labels=ids``) is one copy passed twice: Dynamo's
+    guards check that the real calls alias their tensors as the captured call did.
 
     Example:
-        >>> x = torch.zeros(2); y = analysis_copy({"x": x}); _ = y["x"].add_(1); x.tolist()
-        [0.0, 0.0]
+        >>> x = torch.zeros(2); y = analysis_copy({"x": x, "y": x}); _ = y["x"].add_(1)
+        >>> x.tolist(), y["y"].tolist()
+        ([0.0, 0.0], [1.0, 1.0])
     """
+    memo = {} if memo is None else memo
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        if id(value) not in memo:
+            memo[id(value)] = value.detach().clone()
+        return memo[id(value)]
     if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
-        return type(value)(analysis_copy(item) for item in value)
+        return type(value)(analysis_copy(item, memo) for item in value)
     if isinstance(value, dict):
-        return {name: analysis_copy(item) for name, item in value.items()}
+        return {name: analysis_copy(item, memo) for name, item in value.items()}
     if isinstance(value, (bool, int, float, str, type(None), torch.dtype, torch.device)):
         return value
     try:
-        return copy.deepcopy(value)
+        return copy.deepcopy(value, memo)
     except Exception as error:
         raise PyfxprofError(
             f"cannot copy a {type(value).__name__} argument for pyfxprof's analysis run "

@@ -78,6 +78,13 @@ def test_analysis_copies_share_no_state_with_the_callers_arguments():
     assert copied[1]["flags"] == [True, None] and not copied[0][0].requires_grad
 
 
+def test_a_tensor_passed_twice_is_copied_once():
+    ids = torch.ones(2, 3)  # model(input_ids=ids, labels=ids): Dynamo guards the aliasing
+    copied = analysis_copy({"input_ids": ids, "labels": ids, "other": ids.clone()})
+    assert copied["input_ids"] is copied["labels"] and copied["labels"] is not ids
+    assert copied["other"] is not copied["labels"]
+
+
 def test_an_argument_that_cannot_be_copied_is_a_one_line_error():
     with pytest.raises(PyfxprofError, match="cannot copy a lock argument"):
         analysis_copy({"lock": threading.Lock()})
@@ -118,8 +125,26 @@ def test_a_dynamo_group_makes_the_models_calls_and_accepts_what_its_guards_accep
     assert group.executor.timings().intervals.shape == (2, len(group.frame))
 
 
-def test_a_model_in_training_mode_is_not_captured_by_dynamo_for_exact_outputs():
-    model = CachedModel().train()
-    with pytest.warns(UserWarning, match="dynamo: the model is in training mode"):
-        group = capture_group(model, (torch.ones(1, 3), GrowingCache(2)), {}, (), 0, model.forward)
-    assert group.capture.mode == "hooks"
+class _DropoutCachedModel(CachedModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x, cache):
+        y, cache = super().forward(x, cache)
+        return self.drop(y), cache
+
+
+def test_a_model_in_training_mode_is_captured_by_dynamo_with_its_flags_and_random_state():
+    model = _DropoutCachedModel().train()
+    model.lin.eval()  # a mixed state is captured and left as the user set it
+    flags, rng = [m.training for m in model.modules()], torch.get_rng_state()
+    group = capture_group(model, (torch.ones(4, 3), GrowingCache(2)), {}, (), 0, model.forward)
+    assert group.capture.mode == "dynamo" and "dropout" in group.capture.graph_module.code
+    assert [m.training for m in model.modules()] == flags
+    assert torch.equal(torch.get_rng_state(), rng)  # capture and analysis drew no mask
+    args = (torch.ones(4, 3), GrowingCache(2))
+    torch.manual_seed(3)
+    out, _ = group.run(group.inputs(args, {}, bind_inputs(model, args)))
+    torch.manual_seed(3)
+    assert torch.equal(out, model(torch.ones(4, 3), GrowingCache(2))[0])
