@@ -94,10 +94,11 @@ class LoopBackwardExecutor:
         return output
 
     def _claim(self, args: tuple) -> None:
-        guard = InPlaceGuard(self.gm)
+        guards = InPlaceGuard(self.gm), InPlaceGuard(_untracked_arguments(args))
         with torch.random.fork_rng():
             rows = row_of_positions(self.gm, args, None, self.n_nodes)
-        guard.restore()
+        for guard in guards:
+            guard.restore()
         self.node_first = RECORDER.allocate(len(rows))
         self.hooks = [mark_hook(self.node_first + i) for i in range(len(rows))]
         self.rows = rows
@@ -163,6 +164,23 @@ class LoopBackwardExecutor:
     def backward_samples(self) -> np.ndarray | None:
         """Backward ns (calls, nodes + 4) of the calls timings() handed over, or None."""
         return self._backward
+
+
+def _untracked_arguments(args: tuple) -> torch.nn.Module:
+    """The graph's tensor arguments autograd does not track, as buffers of a module for
+    InPlaceGuard: a Dynamo graph takes the model's buffers as arguments (BatchNorm's running
+    statistics, updated in place in training mode).
+
+    Example:
+        >>> args = (torch.zeros(1), torch.ones(1, requires_grad=True), 2)
+        >>> dict(_untracked_arguments(args).named_buffers())
+        {'_0': tensor([0.])}
+    """
+    holder = torch.nn.Module()
+    for k, value in enumerate(args):
+        if isinstance(value, torch.Tensor) and not value.requires_grad:
+            holder.register_buffer(f"_{k}", value)
+    return holder
 
 
 def _ended(handles: list, end_id: int) -> None:

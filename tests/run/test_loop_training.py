@@ -3,6 +3,7 @@ each call gets its backward per node and the optimizer step as a row."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -51,6 +52,41 @@ def test_weights_after_profiled_steps_are_bit_identical_and_rows_are_filled():
     assert frame.loc["(optimizer step)", "min"] > 0
     assert frame.loc["(optimizer step)", "op"] == "optimizer"
     assert not _global_optimizer_pre_hooks  # removed on exit
+
+
+class _Configured(torch.nn.Module):
+    """BatchNorm and dropout in training mode, branching on a dict argument (torch.fx
+    cannot trace it: the loop takes it on the dynamo rung)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = _model_and_optimizer()[0]
+
+    def forward(self, x, config):
+        y = self.body(x)
+        return y * 2 if config["twice"] else y
+
+
+def test_a_dynamo_captured_model_in_training_mode_trains_bit_identically():
+    batches = [torch.randn(6, 8, generator=torch.Generator().manual_seed(i)) for i in range(3)]
+    models = []
+    for profiled in (False, True):
+        model = _Configured().train()  # seeded: the same weights twice
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        p = pyfxprof.Profiler(model, backward=True)
+        torch.manual_seed(1)  # the dropout masks
+        with p if profiled else contextlib.nullcontext():
+            for x in batches:
+                optimizer.zero_grad()
+                (p.model if profiled else model)(x, {"twice": True}).pow(2).mean().backward()
+                optimizer.step()
+                p.step() if profiled else None
+        models.append(model)
+    plain, profiled = (m.state_dict() for m in models)  # BatchNorm's statistics included
+    assert all(torch.equal(plain[k], profiled[k]) for k in plain)
+    [prof] = p.profiles
+    assert prof.meta["capture_mode"] == "dynamo" and prof.backward_samples is not None
+    assert (prof.to_dataframe()["backward_min"] > 0).sum() >= 3
 
 
 def test_calls_without_backward_leave_no_backward_columns():
