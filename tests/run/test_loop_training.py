@@ -89,6 +89,34 @@ def test_a_dynamo_captured_model_in_training_mode_trains_bit_identically():
     assert (prof.to_dataframe()["backward_min"] > 0).sum() >= 3
 
 
+class _Branching(torch.nn.Module):
+    """Branches on a tensor's value: torch.fx refuses it, Dynamo splits it in two graphs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.a(x)
+        return self.b(y) if y.sum() > -1e9 else y
+
+
+@pytest.mark.filterwarnings("ignore::pyfxprof.capture.tracing.CaptureFallbackWarning")
+def test_calls_timed_by_hooks_say_why_they_have_no_backward_columns(tmp_path):
+    model = _Branching().train()
+    with pyfxprof.Profiler(model, backward=True) as p:
+        for _ in range(2):
+            p.model(torch.randn(2, 4)).sum().backward()
+            p.step()
+    prof = p.profiles[-1]
+    assert prof.meta["capture_mode"] == "hooks" and prof.backward_samples is None
+    note = prof.meta["backward_note"]
+    assert note.startswith("no backward columns") and "\n" not in note
+    assert "dynamo: TorchDynamo split _Branching into 2 graphs" in note
+    prof.export_html(tmp_path / "r.html")
+    assert "backward: no backward columns" in (tmp_path / "r.html").read_text()
+
+
 def test_calls_without_backward_leave_no_backward_columns():
     model, _ = _model_and_optimizer()
     with pyfxprof.Profiler(model.eval(), backward=True) as p:
