@@ -90,7 +90,8 @@ def test_a_dynamo_captured_model_in_training_mode_trains_bit_identically():
 
 
 class _Branching(torch.nn.Module):
-    """Branches on a tensor's value: torch.fx refuses it, Dynamo splits it in two graphs."""
+    """Branches on a tensor's value: torch.fx refuses it, Dynamo breaks its graph (the loop
+    takes one graph only)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -112,7 +113,7 @@ def test_calls_timed_by_hooks_say_why_they_have_no_backward_columns(tmp_path):
     assert prof.meta["capture_mode"] == "hooks" and prof.backward_samples is None
     note = prof.meta["backward_note"]
     assert note.startswith("no backward columns") and "\n" not in note
-    assert "dynamo: TorchDynamo split _Branching into 2 graphs" in note
+    assert "dynamo: TorchDynamo breaks the graph of _Branching" in note
     prof.export_html(tmp_path / "r.html")
     assert "backward: no backward columns" in (tmp_path / "r.html").read_text()
 
