@@ -174,6 +174,7 @@ _SLIDING = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_a
     lambda: transformers.Gemma2ForCausalLM(transformers.Gemma2Config(**_SLIDING, head_dim=16)),
     lambda: transformers.Starcoder2ForCausalLM(transformers.Starcoder2Config(**_SLIDING)),
 ], ids=["mistral", "gemma2", "starcoder2"])
+@pytest.mark.timing(attempts=3)  # the prefill's coverage is one run's: a preempted run reads low
 def test_sliding_window_models_decode_on_the_dynamo_rung_in_one_profile(build):
     """A sliding-window cache keeps its length in a Python int (cumulative_length) that
     Dynamo would pin: captured dynamic, one capture serves every decode step."""
