@@ -13,7 +13,7 @@ import torch
 
 from ..capture.inductor import CompileSettings, InductorCapture
 from ..capture.inputs import BoundInputs, split_inputs
-from ..capture.model_state import evaluation_mode, grad_context
+from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
 from ..capture.analysis import describe
 from ..capture.node_table import between_graphs_row
 from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
@@ -108,6 +108,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
                             "move the model and inputs first and leave device= and "
                             "device_events= unset")
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))
+    given_training = module.training
     with evaluation_mode(module), grad_context(grad):
         capture = compiled_capture(module, settings, BoundInputs(args, kwargs), cache_key)
         plans = [plan_graph(graph) for graph in capture.graphs]
@@ -117,7 +118,9 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         prof = timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
                              dict(name=name or f"{root_type} (compiled)", device=device,
                                   grad=grad, input_shapes=describe(example_inputs),
-                                  captured=Capture(None, "inductor", notes(settings, plans))))
+                                  captured=Capture(None, "inductor", notes(settings, plans)),
+                                  training=False, given_training=given_training,
+                                  autograd=autograd_mode()))
         if len(capture.graphs) != len(plans):
             raise PyfxprofError("the compiled model recompiled while it was profiled (inputs "
                                 "or guards changed between runs); profile it on fixed inputs")
