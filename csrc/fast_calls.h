@@ -8,7 +8,7 @@
 
 namespace pyfxprof {
 
-// Adds `mark`, `mark_cuda` and `_noop` to `module`. Returns 0, or -1 with a Python error set.
+// Adds `mark`, `mark_cuda`, `now_ns` and `_noop` to `module`. Returns 0, or -1 with a Python error set.
 int add_fast_calls(PyObject* module);
 
 // The Python exception types `mark_cuda` raises (registered by the pybind11 module).

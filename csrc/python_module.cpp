@@ -92,7 +92,6 @@ int64_t spin_ns(int64_t duration_ns) {
 }
 
 void define_clock_and_buffer(py::module_& m) {
-  m.def("now_ns", &now_ns, "Current time in ns on the profiler's clock.");
   m.def("clock_info", &clock_info_dict,
         "Clock name ('tsc' or 'steady_clock'), tsc_hz, resolution_ns, read_cost_ns, reason.");
   m.def(

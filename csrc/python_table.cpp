@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "sample_table.h"
 #include "timed_calls.h"
+#include "timed_run.h"
 
 namespace py = pybind11;
 
@@ -106,7 +107,28 @@ void define_sample_table(py::module_& m) {
       py::arg("table"),
       "The TimedCalls of `table`: one entry per column, set with .set(node, target, ...);\n"
       "instrumented nodes call .timed(node, *args, **kwargs).");
+  m.def(
+      "timed_run",
+      [](py::object table, py::object forward, py::object busy_error) {
+        if (!py::isinstance<SampleTable>(table)) {
+          throw py::type_error("timed_run(table, forward, busy_error): table must be a "
+                               "pyfxprof._C.SampleTable");
+        }
+        if (!PyCallable_Check(forward.ptr()) || !PyExceptionClass_Check(busy_error.ptr())) {
+          throw py::type_error("timed_run(table, forward, busy_error): forward must be callable "
+                               "and busy_error an exception class");
+        }
+        PyObject* made =
+            new_timed_run(table.cast<SampleTable*>(), table.ptr(), forward.ptr(), busy_error.ptr());
+        if (!made) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(made);
+      },
+      py::arg("table"), py::arg("forward"), py::arg("busy_error"),
+      "The TimedRun of `table`: calling it as forward(*args, **kwargs) is one run, one row of\n"
+      "`table` (begin_run, the call, end_run; unended when the call raises). A row another\n"
+      "thread holds open raises busy_error.");
   if (add_timed_calls_type(m.ptr()) != 0) throw py::error_already_set();
+  if (add_timed_run_type(m.ptr()) != 0) throw py::error_already_set();
 }
 
 }  // namespace pyfxprof
