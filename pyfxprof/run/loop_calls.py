@@ -106,43 +106,49 @@ class CallRouting:
         inputs = bound if group.graph_takes_bound else group.inputs(args, kwargs, bound)
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
-            return self._run(group, None, inputs)
+            return self._run(group, inputs)
         if group.index not in self._window.first_calls:
             self._window.note_call(group, self.module, args, kwargs)
         return self._recorded(group, None, inputs, entered)
 
     def _recorded(self, group: CallGroup, args: tuple | None, inputs: BoundInputs | None,
                   entered: int) -> Any:
-        """A recorded call (`_run`'s arguments) and its log entry: when the run began and
-        ended, its group, the Profiler's own time since the previous entry (from `entered`,
-        when the Profiler took the call, and after the previous run), its number, whether
-        it is the block's first."""
+        """A recorded call and its log entry: when the run began and ended, its group, the
+        Profiler's own time since the previous entry (from `entered`, when the Profiler took
+        the call, and after the previous run), its number, whether it is the block's first.
+        The call is the group's graph on the call's positional arguments `args` (the hot
+        path), or `inputs` as the group takes them; it runs here rather than through
+        `_run`, a Python call less on the hot path."""
         start = _C.now_ns()
-        output = self._run(group, args, inputs)
+        try:
+            output = group.executor.run(args) if inputs is None else group.run(inputs)
+        except Exception as error:
+            self._note_failed_call(group, error)
+            raise
         end = _C.now_ns()
         self._log.append((start, end, group.index, start - entered + self._own_ns_after,
                           self._calls, self._calls == self._first_call))
         self._own_ns_after = _C.now_ns() - end
         return output
 
-    def _run(self, group: CallGroup, args: tuple | None, inputs: BoundInputs | None) -> Any:
-        """One call of the group's instrumented capture: its graph on the call's positional
-        arguments `args` (the hot path), or `inputs` as the group takes them. The model's
-        own exception goes to the caller unchanged (type and object), with a note naming
-        the call, step and node; the failed call's records are drained (runs before it
-        stay in the window)."""
+    def _run(self, group: CallGroup, inputs: BoundInputs) -> Any:
+        """One unrecorded call (warm-up) of the group's instrumented capture on `inputs`."""
         try:
-            if inputs is None:
-                return group.executor.run(args)
             return group.run(inputs)
-        except PyfxprofError:
-            raise
         except Exception as error:
-            node = group.executor.failed_node(group.frame["name"].tolist())
-            call = f"call {self._calls - self._first_call + 1} of {self.name} " \
-                   f"(step {self.step_num}, {self.current_action.name.lower()})"
-            note_failure(error, node, call, node_kind(group.frame, node))
+            self._note_failed_call(group, error)
             raise
+
+    def _note_failed_call(self, group: CallGroup, error: Exception) -> None:
+        """The model's own exception goes to the caller unchanged (type and object), with a
+        note naming the call, step and node; the failed call's records are drained (runs
+        before it stay in the window). pyfxprof's own errors pass as they are."""
+        if isinstance(error, PyfxprofError):
+            return
+        node = group.executor.failed_node(group.frame["name"].tolist())
+        call = f"call {self._calls - self._first_call + 1} of {self.name} " \
+               f"(step {self.step_num}, {self.current_action.name.lower()})"
+        note_failure(error, node, call, node_kind(group.frame, node))
 
     def _group_for(self, args: tuple, kwargs: dict, forward: Callable, strict: bool = False
                    ) -> tuple[CallGroup | None, BoundInputs | None]:
