@@ -124,9 +124,9 @@ void define_sample_table(py::module_& m) {
         return py::reinterpret_steal<py::object>(made);
       },
       py::arg("table"), py::arg("forward"), py::arg("busy_error"),
-      "The TimedRun of `table`: calling it as forward(*args, **kwargs) is one run, one row of\n"
-      "`table` (begin_run, the call, end_run; unended when the call raises). A row another\n"
-      "thread holds open raises busy_error.");
+      "The TimedRun of `table`: run(args), args a tuple, is one run of forward(*args), one\n"
+      "row of `table` (begin_run, the call, end_run; unended when the call raises). A row\n"
+      "another thread holds open raises busy_error.");
   if (add_timed_calls_type(m.ptr()) != 0) throw py::error_already_set();
   if (add_timed_run_type(m.ptr()) != 0) throw py::error_already_set();
 }

@@ -20,9 +20,8 @@ struct TimedRun {
 // The calling thread, as the table's row owner (the same token the timed calls record with).
 inline uintptr_t owner_token() { return reinterpret_cast<uintptr_t>(PyThreadState_Get()); }
 
-// tp_call: the caller's argument tuple goes to `forward` as it is (no vectorcall repacking).
-PyObject* timed_run_call(PyObject* callable, PyObject* args, PyObject* kwargs) {
-  TimedRun* self = reinterpret_cast<TimedRun*>(callable);
+// forward(*args) as one row of the table.
+PyObject* timed_call_of(TimedRun* self, PyObject* args) {
   const uintptr_t owner = owner_token();
   bool opened = false;
   try {
@@ -36,12 +35,29 @@ PyObject* timed_run_call(PyObject* callable, PyObject* args, PyObject* kwargs) {
                     "of a profiled model at a time");
     return nullptr;
   }
-  PyObject* result = PyObject_Call(self->forward, args, kwargs);
+  PyObject* result = PyObject_Call(self->forward, args, nullptr);
   if (!result) {
     self->table->abandon_run();  // the row stays, unended: failed_node() reads it
     return nullptr;
   }
   self->table->end_run(now_ticks(), owner);
+  return result;
+}
+
+// tp_call, as run(args): the one argument, a tuple (the executors' calls: passed on as it
+// is) or another sequence, holds the forward's positional arguments.
+PyObject* timed_run_call(PyObject* callable, PyObject* call, PyObject* kwargs) {
+  TimedRun* self = reinterpret_cast<TimedRun*>(callable);
+  if (PyTuple_GET_SIZE(call) != 1 || (kwargs && PyDict_GET_SIZE(kwargs) != 0)) {
+    PyErr_SetString(PyExc_TypeError, "a TimedRun is called as run(args), args a sequence");
+    return nullptr;
+  }
+  PyObject* args = PyTuple_GET_ITEM(call, 0);
+  if (PyTuple_CheckExact(args)) return timed_call_of(self, args);
+  PyObject* as_tuple = PySequence_Tuple(args);
+  if (!as_tuple) return nullptr;
+  PyObject* result = timed_call_of(self, as_tuple);
+  Py_DECREF(as_tuple);
   return result;
 }
 
@@ -71,7 +87,7 @@ void timed_run_dealloc(PyObject* callable) {
 
 PyType_Slot g_timed_run_slots[] = {
     {Py_tp_doc, const_cast<char*>("One run of an instrumented graph as one SampleTable row: "
-                                  "call it as the graph's forward.")},
+                                  "run(args) calls the graph's forward(*args).")},
     {Py_tp_call, reinterpret_cast<void*>(timed_run_call)},
     {Py_tp_traverse, reinterpret_cast<void*>(timed_run_traverse)},
     {Py_tp_clear, reinterpret_cast<void*>(timed_run_clear)},

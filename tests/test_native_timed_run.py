@@ -29,7 +29,7 @@ def _graph(table):
 def test_a_timed_run_is_one_row_with_the_forwards_result_and_node_times():
     table = _C.SampleTable(2)
     run = _C.timed_run(table, _graph(table), Busy)
-    assert run(2) == 3 and run(2, scale=10) == 30  # positional and keyword arguments pass
+    assert run((2,)) == 3 and run((2, 10)) == 30  # the tuple is the call's arguments
     taken = table.take()
     assert taken["samples"].shape == (2, 2) and (taken["samples"] >= 0).all()
     assert (taken["end_ns"] >= taken["last_call_end_ns"]).all()
@@ -40,9 +40,9 @@ def test_a_raising_forward_leaves_its_row_unended_and_the_table_usable():
     table = _C.SampleTable(2)
     run = _C.timed_run(table, _graph(table), Busy)
     with pytest.raises(TypeError) as raised:
-        run("text")  # "text" + 1 raises in node 0
+        run(("text",))  # "text" + 1 raises in node 0
     assert "str" in str(raised.value)
-    assert run(1) == 2  # the next run opens its own row
+    assert run((1,)) == 2  # the next run opens its own row
     taken = table.take()
     np.testing.assert_array_equal(taken["samples"][0], [-1, -1])
     assert taken["end_ns"][0] == -1 and taken["end_ns"][1] > 0
@@ -55,7 +55,18 @@ def test_a_row_open_on_another_thread_raises_the_busy_error():
     opener.start()
     opener.join()
     with pytest.raises(Busy, match="another thread's run of this model is still open"):
-        run(1)
+        run((1,))
+
+
+def test_a_timed_run_takes_one_sequence_of_arguments():
+    table = _C.SampleTable(2)
+    run = _C.timed_run(table, _graph(table), Busy)
+    assert run([4, 2]) == 10  # a list is taken as the tuple it holds
+    with pytest.raises(TypeError, match=r"run\(args\), args a sequence"):
+        run((1,), (2,))
+    with pytest.raises(TypeError):
+        run(1)  # not a sequence: nothing is run
+    assert table.rows == 1
 
 
 def test_timed_run_checks_its_arguments():

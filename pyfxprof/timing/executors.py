@@ -65,11 +65,13 @@ class CodegenExecutor:
         # the generated forward itself: the instrumented GraphModule is ours and has no
         # hooks, so nn.Module.__call__ and GraphModule's call wrapper would only add time
         self._forward = self.module.forward
-        # one run, one row: the table's begin_run, the forward and end_run in one native
-        # call (the Profiler's hot path; two pybind11 calls less per run)
-        self._timed_run = _C.timed_run(self.table.native, self._forward, PyfxprofError)
         self.calibration: Calibration = calibrate_timed_calls()
         self.device = DeviceEvents(first_event, n_nodes) if device_events else None
+        if self.device is None:
+            # run(args) is then one native call: the table's begin_run, the forward and
+            # end_run (the Profiler's hot path: no Python frame, no pybind11 call); a
+            # raising run's row stays unended, for failed_node()
+            self.run = _C.timed_run(self.table.native, self._forward, PyfxprofError)
         self._runs = 0
 
     def __enter__(self) -> "CodegenExecutor":
@@ -79,11 +81,8 @@ class CodegenExecutor:
         self.table.abandon()
 
     def run(self, args: tuple) -> Any:
-        if self.device is not None:
-            return self._run_with_device_events(args)
-        return self._timed_run(*args)  # a raising run's row stays unended (failed_node)
-
-    def _run_with_device_events(self, args: tuple) -> Any:
+        """One timed run on `args` with CUDA events (without them, run is the instance's
+        native TimedRun, set in __init__)."""
         self.device.begin_run()
         self.table.begin()
         try:
