@@ -7,16 +7,21 @@ plain call either); a tiny GPT-2 decode step (one token on an 8-token cache, eac
 cache cropped back after each call).
 
 Every call is timed alone (one clock read before and after it) and paired with the twin's
-call next to it (which goes first alternates), so drifts of the machine between calls
-cancel and a preempted call moves one pair. A round is a block of pairs of each workload
-in turn; the Profiler's start/stop (window collection) stays outside the blocks.
+call next to it, so drifts of the machine between calls cancel and a preempted call moves
+one pair. The order of the calls in a pair (a triplet, a quadruplet) is drawn at random
+each time: a call's time depends on the call before it (caches, branch predictors), and a
+fixed or rotating order gives each kind the same predecessors, a bias of ~20 ns per node
+on the `x + 1` chain measured between two identical plain twins. A round is a block of
+pairs of each workload in turn; the Profiler's start/stop (window collection) stays
+outside the blocks.
 
 - Added per call: the median of (profiled - plain) over the pairs, with the sign test's
   95% interval (pyfxprof.tools.overhead.paired_estimate).
 - Added per node beyond the first: (a chain's added time - the one-node model's) / 299,
   over pairs matched by their place in the round, with its interval; beside it the same
   figure for the group's codegen executor run alone (what pyfxprof.profile() runs per
-  timed run), timed in the same pairs (triplets).
+  timed run), and for a second plain twin (the measurement's own bias: two identical
+  models; it should read "not resolved"), timed in the same pairs (quadruplets).
 - Each figure is checked against issue 24's target (<= 5 µs per call of the one-node
   model, <= 80 ns per node): "met" / "not met" when the interval lies on one side of it,
   "not resolved" when the interval holds it.
@@ -131,25 +136,29 @@ class Workload:
             self.profiled()
         group = next(iter(self.profiler._groups.values()))
         self.describe = f"capture {group.capture.mode}, {len(group.frame)} nodes"
-        self.executor = self.alone = None
+        self.executor = self.alone = self.twin = None
         if group.capture.mode == "fx":
             self.executor = CodegenExecutor(group.capture.graph_module, len(group.frame))
             x = torch.zeros(1)
             self.alone = lambda: self.executor.run((x,))
-        self.times: dict[str, list] = {"profiled": [], "plain": [], "alone": []}
+            self.twin, _ = make(copy.deepcopy(model))
+        self.order = np.random.default_rng(0)
+        self.times: dict[str, list] = {"profiled": [], "plain": [], "alone": [], "twin": []}
 
     def block(self, calls: int) -> None:
-        """`calls` pairs (triplets with the executor alone), timed call by call."""
+        """`calls` pairs (quadruplets with the executor alone and the plain model's second
+        twin), timed call by call, in an order drawn at random each time."""
         kinds = [("profiled", self.profiled, self.after_profiled),
                  ("plain", self.plain, self.after_plain)]
         if self.alone is not None:
-            kinds.append(("alone", self.alone, None))
+            kinds += [("alone", self.alone, None), ("twin", self.twin, None)]
         times = np.empty((len(kinds), calls), dtype=np.int64)
+        # drawn before the block: no numpy code runs between the timed calls
+        orders = [[kinds[which] + (which,) for which in self.order.permutation(len(kinds))]
+                  for _ in range(calls)]
         self.profiler.start()
         for k in range(calls):
-            for j in range(len(kinds)):
-                which = (k + j) % len(kinds)  # who goes first turns round
-                _, call, after = kinds[which]
+            for _, call, after, which in orders[k]:
                 started = _C.now_ns()
                 call()
                 times[which, k] = _C.now_ns() - started
@@ -187,12 +196,14 @@ def report(found: dict[str, Workload]) -> None:
     for chain_name in [name for name in CHAINS if name in found and "one node" in found]:
         one, chain = found["one node"], found[chain_name]
         for label, kind in (("the Profiler loop", "profiled"),
-                            ("the codegen executor alone", "alone")):
+                            ("the codegen executor alone", "alone"),
+                            ("a second plain twin (bias check)", "twin")):
             one_added = one.series(kind) - one.series("plain")
             chain_added = chain.series(kind) - chain.series("plain")
             per_node = paired_estimate(one_added, chain_added).scaled(299)
+            check = "" if kind == "twin" else f" — {verdict(per_node, TARGET_PER_NODE_NS)}"
             print(f"added per node beyond the first ({chain_name}), {label}: "
-                  f"{per_node.text()} — {verdict(per_node, TARGET_PER_NODE_NS)}")
+                  f"{per_node.text()}{check}")
 
 
 def main() -> None:
