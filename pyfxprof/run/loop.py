@@ -135,6 +135,8 @@ class Profiler(CallRouting):
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._groups: dict[tuple, CallGroup] = {}
         self._direct: dict[tuple, CallGroup] = {}  # args_key -> graph group, calls bound as given
+        self._armed: dict[tuple, CallGroup] = {}  # the hot path's: _direct's noted in the window
+        self._traceable = True  # Dynamo may trace the patched forward (loaded after start())
         self._uncaptured: set[tuple] = set()  # signatures whose capture failed
         self._window: Window | None = None
         self._patch: ForwardPatch | None = None
@@ -191,6 +193,7 @@ class Profiler(CallRouting):
         self._first_call = self._calls + 1
         self._thread = None
         self._patch = ForwardPatch(self.module, self._forward)
+        self._traceable = self._patch.traceable
         self._open = True
         optimizer_hooks(self._groups.values(), True)
         try:
@@ -326,6 +329,7 @@ class Profiler(CallRouting):
 
     def _open_window(self) -> None:
         self._reset_executors()
+        self._armed.clear()
         self._window = Window(self._warmup_calls, RECORDER.dropped_total)
         self._warmup_calls = 0
         self._window.meter.read()
@@ -334,6 +338,7 @@ class Profiler(CallRouting):
     def _close_window(self, deliver: bool) -> None:
         """Collect the window's node and range records (the buffer keeps none of them)."""
         window, self._window, self._recording = self._window, None, False
+        self._armed.clear()
         window.meter.read()
         ranges.stop_recording()
         collected = collect(list(self._groups.values()))

@@ -43,6 +43,8 @@ class CallRouting:
     current_action: ProfilerAction
     _groups: dict[tuple, CallGroup]
     _direct: dict[tuple, CallGroup]
+    _armed: dict[tuple, CallGroup]
+    _traceable: bool
     _uncaptured: set[tuple]
     _window: Window | None
     _open: bool
@@ -65,20 +67,20 @@ class CallRouting:
         """The model's ``forward`` while the block is open (see model_patch.ForwardPatch).
 
         The hot path: a recorded call of the profiled thread, positional arguments only,
-        of a group whose graph takes them as they are and whose first call in the window
-        was noted. It skips the lock (no hooks are installed for a graph, and other
+        of an armed group (its graph takes them as they are and its first call in the
+        window was noted). It skips the lock (no hooks are installed for a graph, and other
         threads' calls run the model itself) and the binding; every other call takes the
-        general path below."""
-        if not self._open or is_compiling():
+        general path below. Each step it saves is worth more than its warm cost: after a
+        long model run the Profiler's Python runs with cold caches (bench_loop_path.py)."""
+        if not self._open or (self._traceable and is_compiling()):
             return forward(*args, **kwargs)  # (compiling: Dynamo was loaded after start())
         thread = get_ident()
         if self._recording and not kwargs and thread == self._thread and self._holder is None:
             entered = _C.now_ns()
-            group = self._direct.get(args_key(args))
-            if (group is not None and group.index in self._window.first_calls
-                    and self.module.training == group.training):
+            group = self._armed.get(args_key(args))
+            if group is not None and self.module.training == group.training:
                 self._calls += 1
-                return self._recorded(group, args, None, entered)
+                return self._recorded(group, group.executor.run, args, entered)
         if self._holder == thread:  # a call nested in the call being handled
             return forward(*args, **kwargs)
         with self._busy:  # calls from several threads run one at a time (hooks are global)
@@ -109,19 +111,27 @@ class CallRouting:
             return self._run(group, inputs)
         if group.index not in self._window.first_calls:
             self._window.note_call(group, self.module, args, kwargs)
-        return self._recorded(group, None, inputs, entered)
+            self._arm(group, args, kwargs)
+        return self._recorded(group, group.run, inputs, entered)
 
-    def _recorded(self, group: CallGroup, args: tuple | None, inputs: BoundInputs | None,
-                  entered: int) -> Any:
-        """A recorded call and its log entry: when the run began and ended, its group, the
-        Profiler's own time since the previous entry (from `entered`, when the Profiler took
-        the call, and after the previous run), its number, whether it is the block's first.
-        The call is the group's graph on the call's positional arguments `args` (the hot
-        path), or `inputs` as the group takes them; it runs here rather than through
-        `_run`, a Python call less on the hot path."""
+    def _arm(self, group: CallGroup, args: tuple, kwargs: dict) -> None:
+        """Let the hot path take the group's later calls in this window (armed groups are
+        forgotten when a window opens or closes): a group whose graph takes such a call as
+        it is (see _take_as_given)."""
+        key = None if kwargs else args_key(args)
+        if key is not None and self._direct.get(key) is group:
+            self._armed[key] = group
+
+    def _recorded(self, group: CallGroup, run: Callable, call: Any, entered: int) -> Any:
+        """A recorded call, `run(call)` (the group's executor on the call's positional
+        arguments on the hot path, the group on the call's inputs otherwise; here rather
+        than through `_run`, a Python call less), and its log entry: when the run began and
+        ended, its group, the Profiler's own time since the previous entry (from `entered`,
+        when the Profiler took the call, and after the previous run), its number, whether
+        it is the block's first."""
         start = _C.now_ns()
         try:
-            output = group.executor.run(args) if inputs is None else group.run(inputs)
+            output = run(call)
         except Exception as error:
             self._note_failed_call(group, error)
             raise

@@ -50,6 +50,10 @@ class ForwardPatch:
                 return wrapper(original, args, kwargs)
             return eager(original, args, kwargs)
 
+        #: Whether Dynamo may trace the wrapper: it was not loaded when the wrapper was made
+        #: (so not told to skip it), and a compiled caller made later reaches `wrapper`
+        #: through it (the wrapper must then ask torch.compiler.is_compiling()).
+        self.traceable = "torch._dynamo" not in sys.modules
         self.original = original
         self.wrapper = _skipped_by_dynamo(forward)
         vars(model)["forward"] = self.wrapper  # no nn.Module.__setattr__ bookkeeping
