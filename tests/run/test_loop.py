@@ -764,3 +764,16 @@ def test_profile_memory_and_library_frames_give_each_call_group_what_profile_giv
 def test_profile_memory_is_refused_for_a_compiled_model():
     with pytest.raises(PyfxprofError, match="profile_memory=True is not supported for compiled"):
         Profiler(torch.compile(torch.nn.Linear(2, 2)), profile_memory=True)
+
+
+def test_each_window_notes_its_own_first_call_before_the_hot_path_takes_the_rest():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    with Profiler(model, schedule=schedule(wait=0, warmup=0, active=2, repeat=2)) as p:
+        for step in range(4):
+            with torch.set_grad_enabled(step < 2):  # the second window runs without grad
+                for _ in range(3):
+                    p.model(torch.randn(2, 4))
+            p.step()
+    first, second = p.profiles
+    assert (first.n_runs, second.n_runs) == (6, 6)
+    assert first.meta["grad"] is True and second.meta["grad"] is False
