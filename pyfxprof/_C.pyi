@@ -2,7 +2,7 @@
 # tests/test_native_stub.py checks its names and parameters against the built module.
 # Python code reaches the extension through pyfxprof.timing.native only.
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 #: Size of one record in bytes (csrc/record.h).
 RECORD_BYTES: int
@@ -80,6 +80,15 @@ class TimedCalls:
         """timed(node, *args, **kwargs), the builtin instrumented nodes call."""
 
 def timed_calls(table: SampleTable) -> TimedCalls: ...
+
+class TimedRun:
+    """One run of an instrumented graph as one SampleTable row: run(args) calls the graph's
+    forward(*args) between the table's begin_run and end_run (unended when it raises)."""
+
+    def __call__(self, args: Sequence[Any], /) -> Any: ...
+
+def timed_run(table: SampleTable, forward: Callable[..., Any],
+              busy_error: type[BaseException]) -> TimedRun: ...
 
 # ---- CUDA events (the runtime loaded with dlopen) ------------------------------------------
 def cuda_available() -> bool: ...
