@@ -70,15 +70,21 @@ def aten_of_operator(target: str, input_shapes: str) -> str | None:
 
 
 def op_names(nodes: pd.DataFrame) -> list[str]:
-    """`op_name` of every node of a nodes table (computed once per distinct op).
+    """`op_name` of every node of a nodes table (computed once per distinct op), a Python
+    operator on a tensor named by its aten op as key_averages names it (``out += x``:
+    aten::add_), so a trace's slices and its key_averages rows say the same.
 
-    >>> op_names(pd.DataFrame({"op": ["call_method"] * 2, "target": ["view"] * 2,
-    ...                        "module_type": ["", ""]}))
-    ['Tensor.view', 'Tensor.view']
+    >>> op_names(pd.DataFrame({"op": ["call_method", "call_function", "call_function"],
+    ...                        "target": ["view", "_operator.iadd", "_operator.add"],
+    ...                        "module_type": ["", "", ""],
+    ...                        "input_shapes": ["", "([2] float32, [2] float32)", "(int, int)"]}))
+    ['Tensor.view', 'aten::add_', 'operator.add']
     """
+    shapes = nodes["input_shapes"].astype(str) if "input_shapes" in nodes else [""] * len(nodes)
     keys = list(zip(nodes["op"].astype(str), nodes["target"].astype(str),
-                    nodes["module_type"].astype(str)))
-    names = {key: op_name(*key) for key in set(keys)}
+                    nodes["module_type"].astype(str), shapes))
+    names = {key: (key[0] == "call_function" and aten_of_operator(key[1], key[3]))
+             or op_name(*key[:3]) for key in set(keys)}
     return [names[key] for key in keys]
 
 

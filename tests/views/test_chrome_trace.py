@@ -274,3 +274,14 @@ def test_empty_profile_gives_metadata_only():
     empty = Profile(make_nodes(), np.zeros((0, 3), np.int64), np.zeros(0, np.int64))
     trace = chrome_trace(empty)
     assert not complete_events(trace) and trace["traceEvents"]
+
+
+def test_operator_slices_are_named_as_key_averages_names_them():
+    from pyfxprof.views.key_averages import key_averages
+    nodes = make_nodes(input_shapes=["([1, 3] float32)", "([2] float32, [2] float32)", "(int)"])
+    nodes["target"] = ["conv", "_operator.iadd", "view"]
+    nodes["op"] = ["call_module", "call_function", "call_method"]
+    profile = make_profile(nodes)
+    ops = [e["name"] for e in complete_events(chrome_trace(profile)) if e["cat"] == "cpu_op"]
+    assert ops[:3] == ["Conv2d", "aten::add_", "Tensor.view"]
+    assert "aten::add_" in {row.key for row in key_averages(profile)}
