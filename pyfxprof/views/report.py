@@ -22,6 +22,7 @@ from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statist
                           cumulative_pct, group_samples, node_statistics, noisy_mask,
                           relative_iqr, with_flop_rate)
 from ..data.units import MISSING, format_ns, format_pct, format_si
+from ..data.validate import model_nodes
 from ..errors import ArgumentError, PyfxprofError
 from .report_header import header_lines
 from .safe_text import is_terminal_safe, terminal_line, terminal_text, xml_text
@@ -316,7 +317,8 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     rows = [list(row) for row in zip(*formatted)]
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
-        header=header_lines(profile.meta, profile.n_runs, profile.n_nodes, profile.run_totals)
+        header=header_lines(profile.meta, profile.n_runs,
+                            int(model_nodes(profile.nodes).sum()), profile.run_totals)
         + latency_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
         notes=_notes(frame, shown, label, name_column, top),

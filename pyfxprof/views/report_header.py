@@ -21,6 +21,8 @@ def _clock_text(clock) -> str:
 
 def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]:
     """The header block: what was measured, how, and how much of it is trustworthy.
+    `n_nodes`: the model's own nodes (not ranges, not the time between graphs or outside
+    kernels, which have rows of their own).
 
     >>> lines = header_lines({"overhead_ns": 52.2}, 2, 3, [100, 300])
     >>> lines[1]

@@ -257,3 +257,12 @@ def test_default_order_is_not_led_by_a_preempted_run():
     page = prof._repr_html_()  # the notebook view
     assert page.index(">logits<") < page.index(">layer_norm<")
     assert "rows: by median" in page
+
+
+def test_header_counts_the_models_nodes_not_the_time_between_graphs():
+    nodes = make_nodes()
+    nodes.loc[2, ["name", "op", "target"]] = ["(between graphs)", "between_graphs", "Python"]
+    prof = Profile(nodes, SAMPLES, SAMPLES.sum(axis=1) + 1000, META)
+    header = prof.table().splitlines()[1]
+    assert " · 2 nodes · " in header
+    assert "(between graphs)" in prof.table(sort_by="order")  # still a row of the table
