@@ -14,12 +14,11 @@ import pandas as pd
 
 from ..data.profile import Profile
 from ..data.units import format_ns, format_pct
+from ..data.validate import OUTSIDE_KERNELS
 from ..errors import PyfxprofError
 
 #: The capture mode of a compiled profile.
 INDUCTOR = "inductor"
-#: Row of the time no node (eager) or kernel (compiled) covers, in both tables.
-OUTSIDE = "(outside kernels)"
 
 
 def is_compiled_profile(profile: Profile) -> bool:
@@ -112,8 +111,9 @@ def compiled_by_module(profile: Profile, depth: int | None = None) -> pd.DataFra
     for name, op, path, modules, median in zip(
             profile.nodes["name"], profile.nodes["op"], profile.nodes["module_path"],
             profile.nodes["source_modules"], _medians(profile)):
-        owners = [OUTSIDE] if op == "outside_kernels" else [name] if op == "between_graphs" else [
-            _prefix(m, depth) for m in (modules or (path,))]
+        owners = ([OUTSIDE_KERNELS] if op == "outside_kernels" else
+                  [name] if op == "between_graphs" else
+                  [_prefix(m, depth) for m in (modules or (path,))])
         for owner in owners:
             rows.append((owner, median / len(owners), name, len(set(owners)) > 1))
     frame = pd.DataFrame(rows, columns=["module", "compiled_ns", "kernel", "shared"])
@@ -131,8 +131,8 @@ def eager_by_module(profile: Profile, depth: int | None = None) -> pd.DataFrame:
     grouped = frame.groupby("module", sort=False).agg(
         eager_ns=("eager_ns", "sum"), ops=("op", tuple)).reset_index()
     outside = float(np.median(profile.run_totals - profile.samples.sum(axis=1)))
-    return pd.concat([grouped, pd.DataFrame([{"module": OUTSIDE, "eager_ns": max(outside, 0.0),
-                                              "ops": ()}])], ignore_index=True)
+    outside_row = {"module": OUTSIDE_KERNELS, "eager_ns": max(outside, 0.0), "ops": ()}
+    return pd.concat([grouped, pd.DataFrame([outside_row])], ignore_index=True)
 
 
 #: Eager nodes that run no op of their own (attribute reads): never paired with a source node.

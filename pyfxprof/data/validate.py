@@ -403,6 +403,9 @@ def check_node_cells(nodes: pd.DataFrame) -> None:
 #: Rows that are not the model's nodes: user ranges (not part of the run) and the time
 #: outside every node (between graphs, outside a compiled model's kernels).
 NOT_NODES = ("range", "between_graphs", "outside_kernels")
+#: The name of a compiled model's row of the time outside its kernels (op "outside_kernels"),
+#: and in a compiled diff the row of the time no eager node or kernel covers.
+OUTSIDE_KERNELS = "(outside kernels)"
 
 
 def model_nodes(nodes: pd.DataFrame) -> np.ndarray:

@@ -19,7 +19,7 @@ from ..capture.node_table import between_graphs_row
 from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
 from ..capture.tracing import Capture
 from ..data.profile import Profile
-from ..data.validate import run_coverage
+from ..data.validate import OUTSIDE_KERNELS, run_coverage
 from ..errors import PyfxprofError
 from ..timing.compiled import CompiledExecutor, GraphPlan, plan_graph
 from ..timing.durations import RunTimings
@@ -28,8 +28,6 @@ from ..timing.run_table import check_fits_in_memory
 from .capture_cache import CAPTURES
 from .metadata import run_meta
 
-#: Name of the row holding each run's time outside every kernel.
-OUTSIDE = "(outside kernels)"
 
 
 def graph_rows(plan: GraphPlan, root_type: str) -> list[dict]:
@@ -56,8 +54,8 @@ def compiled_frame(plans: list[GraphPlan], root_type: str) -> pd.DataFrame:
 def outside_row(root_type: str) -> dict:
     """The nodes-table row of the time outside every kernel (the last column of a compiled
     profile's samples)."""
-    return {"name": OUTSIDE, "op": "outside_kernels", "target": "wrapper Python, allocations, "
-            "Dynamo guards", "module_path": "",
+    return {"name": OUTSIDE_KERNELS, "op": "outside_kernels",
+            "target": "wrapper Python, allocations, Dynamo guards", "module_path": "",
             "module_type": root_type, "module_stack": (), "inputs": (), "communication": False,
             "source_nodes": (), "source_modules": (), "aten_ops": (), "source_lines": (),
             "graph": -1}
