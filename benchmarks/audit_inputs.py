@@ -211,7 +211,7 @@ def audit_cli(folder: Path, quick: bool) -> None:
                 else "usage error" if lines and lines[0].startswith("usage:")
                 else f"{len(lines)} lines")
         outcomes[kind] = outcomes.get(kind, 0) + 1
-        if kind not in ("exit 0", "one-line error", "usage error"):
+        if kind not in ("one-line error", "usage error"):  # exit 0: was the line valid?
             print(f"  {kind}: pyfxprof {' '.join(argv)}: {lines[-3:]}")
     print(f"  {sum(outcomes.values())} command lines: {outcomes}")
 

@@ -9,6 +9,7 @@ import math
 import os
 import re
 import sys
+import warnings
 
 import torch
 
@@ -101,6 +102,9 @@ def parse_input(text: str, device: str = "cpu", seed: int = 0) -> torch.Tensor:
     if math.prod(shape) > MAX_INPUT_ELEMENTS:
         raise PyfxprofError(f"input {text[:60]!r} has {math.prod(shape):.3g} elements, more than "
                             f"{MAX_INPUT_ELEMENTS:.0e}; use a smaller shape")
+    if 0 in shape:
+        warnings.warn(f"pyfxprof: input {text!r} is empty (a dimension is 0): the model runs "
+                      "on no data, so the profile shows per-op overhead only", stacklevel=2)
     dtype = _DTYPES[dtype_name]
     generator = torch.Generator().manual_seed(seed)
     try:

@@ -36,6 +36,11 @@ def test_parse_input_shapes_and_dtypes():
     torch.testing.assert_close(parse_input("3x3"), parse_input("3x3"))  # seeded
 
 
+def test_an_empty_input_is_run_with_a_warning():
+    with pytest.warns(UserWarning, match="'0x3x8' is empty .* per-op overhead only"):
+        assert parse_input("0x3x8").shape == (0, 3, 8)
+
+
 @pytest.mark.parametrize("text, message", [("5x", "not a shape"), ("a", "not a shape"),
                                            ("2x2:complex7", "dtype 'complex7' is not one of")])
 def test_parse_input_refuses_bad_text(text, message):
