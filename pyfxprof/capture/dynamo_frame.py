@@ -12,11 +12,11 @@ object identities and the side effects the eager call gives. Dynamo's guards say
 calls the code is valid for (`DynamoFrame.accepts`); they are checked for every call.
 
 A call Dynamo splits into several graphs (graph breaks) is a DynamoFrame too
-(`graphs_capture`, profile()'s dynamo rung): Dynamo's code then calls resume functions and
-the model's own nested frames, which run the code Dynamo compiled for them only under its
-frame hook, so such a frame's calls run under ``torch._dynamo.run`` (cached code only,
-never a new compile), exactly as ``torch.compile(backend="eager")`` runs them, each graph
-behind a relay of its own.
+(`graphs_capture` for profile()'s dynamo rung, `frame_capture` for the Profiler's): Dynamo's
+code then calls resume functions and the model's own nested frames, which run the code
+Dynamo compiled for them only under its frame hook, so such a frame's calls run under
+``torch._dynamo.run`` (cached code only, never a new compile), exactly as
+``torch.compile(backend="eager")`` runs them, each graph behind a relay of its own.
 
 Dimensions the Profiler's call groups do not pin (every tensor but the first one, so a
 cache growing by one position per decode step) are marked dynamic, so one capture serves
@@ -182,10 +182,12 @@ class DynamoFrame:
 
 
 def frame_capture(live: LiveCall, bound: BoundInputs,
-                  name: str) -> tuple[fx.GraphModule, DynamoFrame]:
+                  name: str) -> tuple[fx.GraphModule | None, DynamoFrame]:
     """(the graph, with module stacks, and the DynamoFrame running it) of ``live.target``
-    called on `bound` (run on a copy, in ``live``'s autograd mode). A graph break, several
-    graphs or Dynamo's own failure is a one-line PyfxprofError.
+    called on `bound` (run on a copy, in ``live``'s autograd mode). A call Dynamo splits
+    (graph breaks) gives (None, a DynamoFrame holding its graphs, run as graphs_capture's
+    are); Dynamo's own failure, or a split with no graph or no code to run again, is a
+    one-line PyfxprofError.
 
     Example:
         >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()).eval()
@@ -200,16 +202,19 @@ def frame_capture(live: LiveCall, bound: BoundInputs,
     try:
         with live.mode(), _argument_ints_dynamic():
             found = run_dynamo(live.target, bound, _relaying(relays), _dynamic_beyond_first,
-                               live.family)
-        if found.breaks or len(found.cache_entries) != 1 or len(relays) != 1:
-            raise PyfxprofError(f"TorchDynamo breaks the graph of {name} "
+                               live.family, isolated=True)
+        if not found.graphs or len(found.cache_entries) != 1:
+            raise PyfxprofError(f"TorchDynamo made no graph of {name} it can run again "
                                 f"({'; '.join(break_reasons(found.breaks)[:2])})")
-        frame = _frame(found, live.target, relays, nested=False)
+        split = bool(found.breaks) or len(relays) != 1
+        frame = _frame(found, live.target, relays, nested=split)
+        if split:
+            frame.graphs = graphs_of(found, name, "function")
     except PyfxprofError:
         raise
     except Exception as error:  # Dynamo's own failures become one line
         raise _failed(name, error) from None
-    return with_module_stacks(found.graphs[0][0], name), frame
+    return (None, frame) if split else (with_module_stacks(found.graphs[0][0], name), frame)
 
 
 def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str

@@ -315,6 +315,9 @@ def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,
             graph, frame = frame_capture(live, bound, type(model).__name__)
         except PyfxprofError as error:
             raise _RungFailed(str(error)) from None
+        if graph is None:  # a call Dynamo split: Dynamo's code runs (and guards) its
+            with live.mode():  # frames in the live calls' autograd mode
+                return _graphs_prepared(model, frame, bound, granularity)
         captured = Capture(graph, "dynamo", ["dynamo: one graph at function level, the "
                                              "model's own outputs rebuilt by Dynamo's code"],
                            frame=frame)

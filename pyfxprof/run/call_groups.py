@@ -181,6 +181,8 @@ class CallGroup:
         self.hooks = self.executor.mode == "hooks"
         #: A traced graph run by its executor on the call's positional arguments.
         self.graph_run = not self.hooks and self.capture.frame is None
+        #: A call Dynamo split: its executor makes the call with Dynamo's code (graph_spans).
+        self.graphs = self.capture.frame is not None and self.capture.graph_module is None
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether the group's capture is valid for this call (bound to the model's forward):
@@ -203,6 +205,8 @@ class CallGroup:
         if self.hooks:
             with self.executor:
                 return self.executor.run(inputs.args, inputs.kwargs)
+        if self.graphs:
+            return self.executor.call(inputs)
         return self.capture.frame.call(inputs)  # Dynamo's code runs the executor's graph
 
 
@@ -245,20 +249,33 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     on_cuda = device.startswith("cuda")
     if on_cuda and prepared.analysis is None:
         ensure_cuda_runtime()
-    executor = executor_for(model, prepared, "codegen", on_cuda)
-    if executor.mode == "hooks":
-        executor.kwargs = {}  # every call passes its own: the analysis copies are not kept
-        if prepared.captured.mode == "hooks":
-            executor.model = call_target or model
-        elif call_target is not None:  # whole: time the call itself (the root's hooks ran)
-            executor.model = _Call(call_target)
-            executor.leaves = [("", executor.model)]
-    if prepared.captured.frame is not None:
-        prepared.captured.frame.run_graph_with(executor.run)
+    executor = _group_executor(model, prepared, call_target, on_cuda)
     return CallGroup(index, key, label, prepared.captured,
                      prepared.frame, prepared.flops, executor, model.training,
                      device, time.perf_counter_ns() - started,
                      _graph_takes_bound(prepared.captured, call_target or model.forward))
+
+
+def _group_executor(model: torch.nn.Module, prepared: Any, call_target: Callable | None,
+                    on_cuda: bool) -> Executor:
+    """The executor of a new call group, set up for the live calls: hooks time the call
+    target on each call's own arguments; a Dynamo graph is run by the executor from Dynamo's
+    code; several Dynamo graphs leave out (never refuse) a call that did not run each of
+    its graphs once (the guards of a resumed frame refused it, and it ran eagerly)."""
+    executor = executor_for(model, prepared, "codegen", on_cuda)
+    captured = prepared.captured
+    if executor.mode == "hooks":
+        executor.kwargs = {}  # every call passes its own: the analysis copies are not kept
+        if captured.mode == "hooks":
+            executor.model = call_target or model
+        elif call_target is not None:  # whole: time the call itself (the root's hooks ran)
+            executor.model = _Call(call_target)
+            executor.leaves = [("", executor.model)]
+    elif captured.frame is not None and captured.graph_module is not None:
+        captured.frame.run_graph_with(executor.run)
+    elif captured.frame is not None:
+        executor.strict = False
+    return executor
 
 
 def _graph_takes_bound(captured: Capture, target: Callable) -> bool:

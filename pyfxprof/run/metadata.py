@@ -45,10 +45,26 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
             "input_shapes": input_shapes, "incomplete_runs": timings.incomplete_runs,
             "dropped_records": dropped_records}
     meta.update(extra)
+    meta.update(graphs_meta(captured))
     meta.update(executor.calibration.as_meta())
     meta.update(fusion_meta(model))
     meta.update(environment_meta())
     return meta
+
+
+def graphs_meta(captured: Capture) -> dict:
+    """``graphs`` (how many) and ``graph_breaks`` (Dynamo's reasons, first lines) of a call
+    Dynamo split (a capture with a DynamoFrame and no graph of its own); nothing otherwise.
+
+    Example:
+        >>> from types import SimpleNamespace as Fake
+        >>> graphs_meta(Fake(graph_module=None, frame=Fake(graphs=[1, 2], breaks=["why"])))
+        {'graphs': 2, 'graph_breaks': ['why']}
+    """
+    frame = getattr(captured, "frame", None)
+    if getattr(captured, "graph_module", None) is not None or frame is None:
+        return {}
+    return {"graphs": len(frame.graphs), "graph_breaks": list(frame.breaks)}
 
 
 def fusion_meta(model: torch.nn.Module) -> dict:

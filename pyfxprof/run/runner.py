@@ -218,16 +218,7 @@ def _profile_meta(model: torch.nn.Module, name: str | None, prepared: Prepared, 
     return run_meta(model, name, device=device_of(model, prepared.args), executor=executor,
                     captured=prepared.captured, timings=timings, mode=executor.mode,
                     flops=prepared.flops, input_shapes=_inputs_shown(example_inputs, prepared),
-                    **figures, **prepared.memory_meta, **_graphs_meta(prepared))
-
-
-def _graphs_meta(prepared: Prepared) -> dict:
-    """``graphs`` (how many) and ``graph_breaks`` (Dynamo's reasons, first lines) of a call
-    Dynamo split; nothing for other captures."""
-    frame = prepared.captured.frame
-    if prepared.captured.graph_module is not None or frame is None:
-        return {}
-    return {"graphs": len(frame.graphs), "graph_breaks": list(frame.breaks)}
+                    **figures, **prepared.memory_meta)
 
 
 def _device_events_for(model: torch.nn.Module, example_inputs: Any,

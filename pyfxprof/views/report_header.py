@@ -92,19 +92,23 @@ def model_mode_text(meta: dict) -> str:
 def _eager_text(meta: dict) -> str:
     """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's
     (several graphs: from the first graph's start to the last one's end, the Python between
-    them included).
+    them included; said also where no eager forward was timed, as in the Profiler loop).
 
     >>> _eager_text({"eager_forward_median_ns": 2.3e6})
     ' (graph; eager forward 2.30 ms median, timed after the runs)'
     >>> _eager_text({"eager_forward_median_ns": 2.3e6, "graphs": 2}).split(";")[0]
     ' (2 graphs and the Python between them'
+    >>> _eager_text({"graphs": 3})
+    ' (3 graphs and the Python between them)'
     """
     graphs = meta.get("graphs", 1)
     what = "graph" if graphs == 1 else f"{graphs} graphs and the Python between them"
     eager = meta.get("eager_forward_median_ns")
     if eager is None:
         error = meta.get("eager_forward_error")
-        return "" if error is None else f" ({what}; eager forward failed: {error})"
+        if error is None:
+            return f" ({what})" if graphs > 1 else ""
+        return f" ({what}; eager forward failed: {error})"
     return f" ({what}; eager forward {format_ns(eager)} median, timed after the runs)"
 
 
