@@ -189,8 +189,9 @@ def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
     """(a Prepared, its executor or None, keep): a graph capture cached for these inputs'
     signature and `options` (capture, tracer options, granularity, mode, grad) with the
     graph arguments of these inputs and its executor, else prepare()'s capture, None and
-    ``keep(executor)`` that keeps a graph capture (not hooks, whole or a Dynamo frame) with
-    its executor for the next calls and returns the executor. Nothing is cached for a
+    ``keep(executor)`` that keeps a graph capture (not hooks or whole; several Dynamo graphs
+    too, their executor then keeping its graphs after each profile) with its executor for
+    the next calls and returns the executor. Nothing is cached for a
     `model` that is not the user's `own` (a copy moved to the device asked for) or with
     `flags` (device events, profile_memory, backward: a train-mode capture, library_frames)
     on."""
@@ -200,14 +201,19 @@ def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
     if found is not None:
         prepared, executor = found
         bound = copied_inputs(model, example_inputs)  # as prepare() copies them
+        if isinstance(executor, GraphsExecutor):  # Dynamo's code takes the call as bound
+            executor.kwargs = bound.kwargs
+            return replace(prepared, args=bound.args, kwargs=bound.kwargs), executor, None
         args = prepared.captured.graph_args(bound.args, bound.kwargs)
         return replace(prepared, args=args), executor, None
     with profiling_memory(profile_memory), keeping_library_frames(library_frames):
         prepared = prepare(model, example_inputs, *options[:3])
 
     def keep(executor: Any) -> Any:
-        if key is not None and prepared.analysis is None and prepared.captured.frame is None:
+        if key is not None and prepared.analysis is None:
             CAPTURES.keep(model, key, (prepared, executor))
+            if isinstance(executor, GraphsExecutor):
+                executor.releases = False
         return executor
     return prepared, None, keep
 

@@ -133,6 +133,9 @@ class GraphsExecutor:
 
     def __init__(self, frame: DynamoFrame, kwargs: dict, strict: bool = True) -> None:
         self.frame, self.kwargs, self.strict = frame, kwargs, strict
+        #: Whether leaving the `with` block lets go of the graphs (False: the capture cache,
+        #: run/capture_cache.py, keeps this executor for later profiles).
+        self.releases = True
         sizes = [len(timed_nodes(gm.graph)) for gm in frame.graphs]
         self.calls_per_run = sum(sizes)
         self.table = RunTable(self.calls_per_run)
@@ -149,7 +152,8 @@ class GraphsExecutor:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.table.abandon()
-        self.frame.release()  # Dynamo's cache outlives the profile: it keeps no graph
+        if self.releases:  # Dynamo's cache outlives the profile: it keeps no graph
+            self.frame.release()
 
     def run(self, args: tuple) -> Any:
         return self.call(BoundInputs(args, self.kwargs))

@@ -12,6 +12,7 @@ from pyfxprof.capture.inputs import BoundInputs
 from pyfxprof.capture.node_table import BETWEEN_GRAPHS
 from pyfxprof.capture.tracing import CaptureFallbackWarning
 from pyfxprof.errors import PyfxprofError
+from pyfxprof.run.capture_cache import CAPTURES
 from pyfxprof.timing.graph_spans import GraphsExecutor
 
 RUNS = dict(runs=5, warmup=1, progress=False)
@@ -165,6 +166,7 @@ def test_captures_never_reach_dynamos_recompile_limit():
     limit = torch._dynamo.config.recompile_limit
     model = Halves().eval()
     for _ in range(limit + 1):  # each capture compiles the model's frames in a region of its own
+        CAPTURES.clear()  # (else the next profile() reuses the capture)
         prof = pyfxprof.profile(model, (torch.ones(3),), capture="dynamo", runs=1, warmup=0,
                                 progress=False)
         assert prof.meta["graphs"] == 2

@@ -112,3 +112,54 @@ def test_profile_reuses_a_graph_capture_for_the_same_signature(monkeypatch):
     model.double()
     assert shapes(torch.randn(3, 4).double()) == ["[3, 4] float64"] * 2
     assert len(prepares) == 3
+
+
+class Branches(torch.nn.Module):
+    """A data-dependent branch: torch.fx cannot trace it, Dynamo splits it into two graphs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.a(x)
+        if x.sum() > 0:
+            x = x * 2
+        return self.b(x)
+
+
+def test_a_graph_broken_capture_is_reused_by_the_next_block_until_the_model_changes():
+    model, x = Branches().eval(), torch.randn(2, 4)
+    with torch.no_grad():
+        first, cached, _ = _block(model, x)
+        assert not cached
+        second, cached, p = _block(model, x)
+        expected = model(x)
+    assert cached and torch.equal(first, second) and torch.equal(second, expected)
+    assert "(capture dynamo from the cache in " in p.summary()
+    (prof,) = p.profiles
+    assert prof.meta["graphs"] == 2 and prof.n_runs == 1 and (prof.samples > 0).all()
+    model.train()
+    with torch.no_grad():
+        _, cached, p = _block(model, x)
+    assert not cached and p.profiles[0].meta["capture_mode"] != "dynamo"  # eval mode only
+
+
+def test_profile_reuses_a_graph_broken_capture_until_the_model_changes(monkeypatch):
+    from pyfxprof.run import runner
+    prepares = []
+    real = runner.prepare
+    monkeypatch.setattr(runner, "prepare", lambda *a, **k: prepares.append(1) or real(*a, **k))
+    model = Branches().eval()
+
+    def profiled(x):
+        prof = runner.profile(model, (x,), runs=3, warmup=1, progress=False)
+        assert prof.meta["graphs"] == 2 and (prof.samples > 0).all()
+        return prof
+
+    first = profiled(torch.randn(2, 4))
+    second = profiled(torch.randn(2, 4))
+    assert len(prepares) == 1 and first.nodes.equals(second.nodes)
+    model.double()
+    assert profiled(torch.randn(2, 4).double()).nodes["output_shapes"].iloc[0] == "[2, 4] float64"
+    assert len(prepares) == 2
