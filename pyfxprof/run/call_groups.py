@@ -182,7 +182,8 @@ class CallGroup:
         #: A traced graph run by its executor on the call's positional arguments.
         self.graph_run = not self.hooks and self.capture.frame is None
         #: A call Dynamo split: its executor makes the call with Dynamo's code (graph_spans).
-        self.graphs = self.capture.frame is not None and self.capture.graph_module is None
+        self.graphs = (self.capture.mode == "dynamo" and self.capture.frame is not None
+                       and self.capture.graph_module is None)
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether the group's capture is valid for this call (bound to the model's forward):

@@ -54,15 +54,17 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
 
 def graphs_meta(captured: Capture) -> dict:
     """``graphs`` (how many) and ``graph_breaks`` (Dynamo's reasons, first lines) of a call
-    Dynamo split (a capture with a DynamoFrame and no graph of its own); nothing otherwise.
+    Dynamo split (a dynamo capture with a DynamoFrame and no graph of its own); nothing
+    otherwise.
 
     Example:
         >>> from types import SimpleNamespace as Fake
-        >>> graphs_meta(Fake(graph_module=None, frame=Fake(graphs=[1, 2], breaks=["why"])))
+        >>> split = Fake(graphs=[1, 2], breaks=["why"])
+        >>> graphs_meta(Fake(mode="dynamo", graph_module=None, frame=split))
         {'graphs': 2, 'graph_breaks': ['why']}
     """
     frame = getattr(captured, "frame", None)
-    if getattr(captured, "graph_module", None) is not None or frame is None:
+    if captured.mode != "dynamo" or frame is None or captured.graph_module is not None:
         return {}
     return {"graphs": len(frame.graphs), "graph_breaks": list(frame.breaks)}
 
