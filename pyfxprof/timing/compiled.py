@@ -11,14 +11,13 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 
 from .native import _C
 from ..capture.inductor import CompiledGraph
 from ..capture.provenance import CALL, CallSite, call_sites
 from .calibration import Calibration, calibrate_timed_calls
 from .durations import RunTimings
-from .graph_spans import GraphSpans
+from .graph_spans import GraphSpans, SpannedExecutor
 from .run_table import RunTable
 
 #: The name the rewritten wrapper calls the native timed builtin by (a fast local default).
@@ -113,14 +112,13 @@ def timed_call_source(source: str, sites: list[CallSite], first_column: int) -> 
     return "\n".join([head, *body])
 
 
-class CompiledExecutor:
+class CompiledExecutor(SpannedExecutor):
     """Runs a torch.compile'd callable with its graphs' kernel calls timed into one table
     (columns: the graphs' plans in order); `with executor:` swaps the timed wrappers in and
     restores Inductor's own afterwards; with several graphs the time between them is stamped
     (timing.graph_spans). Follows timing.executors.Executor."""
 
-    mode = "inductor"
-    device = None  # host times: kernel launches on a GPU (see docs/compiled.md)
+    mode = "inductor"  # host times: kernel launches on a GPU (see docs/compiled.md)
 
     def __init__(self, compiled: Any, kwargs: dict, plans: list[GraphPlan]) -> None:
         self.compiled, self.kwargs, self.plans = compiled, kwargs, plans
@@ -174,22 +172,9 @@ class CompiledExecutor:
         table.end()
         return output
 
-    def failed_node(self, names: list[str]) -> str | None:
-        """The name of the kernel the last run raised in (None: outside every kernel)."""
-        return self.table.failed_node(names)
-
-    def reset(self, runs: int = 0) -> None:
-        self.table.clear()
-        self.table.reserve(runs)
-        self.spans.reset()
-
     def timings(self) -> RunTimings:
         timings = self.calibration.correct(self.table.take(), self.calls_per_run)
         return self.spans.attach(timings) if len(self.plans) > 1 else timings
-
-    def device_samples(self) -> np.ndarray | None:
-        """Host times only."""
-        return None
 
 
 def _compile_call(plan: GraphPlan, plain: Any, first_column: int, timed: Any) -> Any:

@@ -103,7 +103,38 @@ class GraphSpans:
         return timings
 
 
-class GraphsExecutor:
+class SpannedExecutor:
+    """What the executors of several graphs share (GraphsExecutor, timing.compiled's
+    CompiledExecutor): one RunTable (`table`) for every graph's timed calls and the stamps
+    between graphs (`spans`); host times only.
+
+    Example:
+        >>> executor = SpannedExecutor()
+        >>> executor.table, executor.spans = RunTable(2), GraphSpans(2)
+        >>> executor.reset(3); executor.failed_node(["a", "b"]), executor.device_samples()
+        ('a', None)
+    """
+
+    device = None
+    table: RunTable
+    spans: GraphSpans
+
+    def failed_node(self, names: list[str]) -> str | None:
+        """The name of the node (kernel) the last run raised in (None: after the last one)."""
+        return self.table.failed_node(names)
+
+    def reset(self, runs: int = 0) -> None:
+        """Forget every run so far and make room for `runs` more."""
+        self.table.clear()
+        self.table.reserve(runs)
+        self.spans.reset()
+
+    def device_samples(self) -> None:
+        """Host times only."""
+        return None
+
+
+class GraphsExecutor(SpannedExecutor):
     """Runs a call Dynamo split into several graphs: Dynamo's own code (a DynamoFrame) makes
     the call, each graph's nodes timed by the codegen instrumentation into one table (graph
     k's columns after graph k-1's), the time between graphs stamped (GraphSpans). A run's
@@ -129,7 +160,6 @@ class GraphsExecutor:
     """
 
     mode = "codegen"
-    device = None
 
     def __init__(self, frame: DynamoFrame, kwargs: dict, strict: bool = True) -> None:
         self.frame, self.kwargs, self.strict = frame, kwargs, strict
@@ -173,19 +203,6 @@ class GraphsExecutor:
         self.table.end()
         return output
 
-    def failed_node(self, names: list[str]) -> str | None:
-        """The name of the node the last run raised in (None: after the last node)."""
-        return self.table.failed_node(names)
-
-    def reset(self, runs: int = 0) -> None:
-        self.table.clear()
-        self.table.reserve(runs)
-        self.spans.reset()
-
     def timings(self) -> RunTimings:
         return self.calibration.correct(self.spans.attach(self.table.take(), span_totals=True),
                                         self.calls_per_run)
-
-    def device_samples(self) -> None:
-        """Host times only."""
-        return None
