@@ -12,7 +12,6 @@ own code); `dynamo_capture`, which needs one graph, refuses it with the break re
 
 from __future__ import annotations
 
-import copy
 import functools
 import itertools
 import logging
@@ -25,7 +24,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
-from .inputs import BoundInputs, input_tensors
+from .inputs import BoundInputs, copied_alike, input_tensors
 
 #: Values of profile(granularity=...): torch functions and methods, or aten ops.
 GRANULARITIES = ("function", "aten")
@@ -109,7 +108,7 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
         graphs.append((gm, list(example_inputs)))
         return gm.forward if backend is None else backend(gm, example_inputs)
 
-    copied = BoundInputs(*copy.deepcopy((bound.args, bound.kwargs)))
+    copied = BoundInputs(*copied_alike((bound.args, bound.kwargs)))
     if dynamic is not None:
         dynamic(copied)
     breaks_before = dict(counters["graph_break"])

@@ -194,3 +194,26 @@ def input_tensors(bound: BoundInputs, limit: int = 4) -> list[torch.Tensor]:
 
     walk((bound.args, bound.kwargs), 0)
     return found
+
+
+def copied_alike(value: Any, memo: dict | None = None) -> Any:
+    """``copy.deepcopy(value, memo)`` whose tensors (those input_tensors finds) are inference
+    tensors exactly where the originals are, whatever the autograd mode it is made in: a
+    copy made under ``inference_mode`` would otherwise be an inference tensor, and Dynamo's
+    guards (which check a tensor's dispatch keys) would then refuse the caller's own tensors.
+
+    Example:
+        >>> x = torch.ones(2)
+        >>> with torch.inference_mode():
+        ...     [copy] = copied_alike([x])
+        >>> copy.is_inference(), torch.equal(copy, x) and copy is not x
+        (False, True)
+    """
+    import copy
+
+    memo = {} if memo is None else memo
+    for tensor in input_tensors(BoundInputs((value,))):
+        if id(tensor) not in memo:
+            with torch.inference_mode(tensor.is_inference()):
+                memo[id(tensor)] = copy.deepcopy(tensor)
+    return copy.deepcopy(value, memo)

@@ -29,7 +29,7 @@ from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, check_granularity
 from .dynamo_frame import DynamoFrame, LiveCall, frame_capture, graphs_capture
 from .hooks import HookAnalysis, analyse_hooks
-from .inputs import BoundInputs, bind_inputs, split_inputs
+from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
 from .memory import ALLOCATOR_COLUMNS
 from .node_table import between_graphs_row, module_calls_frame, nodes_frame
 from .source import missing_source_notes
@@ -160,7 +160,7 @@ def _copied(bound: BoundInputs) -> BoundInputs:
     caller's arguments stay untouched, `x += 1` in forward included). When the whole refuses
     deepcopy, each value is copied on its own (see _copied_value)."""
     try:
-        return BoundInputs(*copy.deepcopy((bound.args, bound.kwargs)))
+        return BoundInputs(*copied_alike((bound.args, bound.kwargs)))
     except Exception:  # e.g. a tensor autograd made: copy value by value
         return BoundInputs(*pytree.tree_map(_copied_value, (bound.args, bound.kwargs)))
 

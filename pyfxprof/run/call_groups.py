@@ -8,7 +8,6 @@ caller owns is not appended to and in-place state is untouched.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import time
 import warnings
@@ -20,7 +19,7 @@ import torch
 
 from ..capture.analysis import describe
 from ..capture.dynamo_frame import LiveCall
-from ..capture.inputs import BoundInputs
+from ..capture.inputs import BoundInputs, copied_alike
 from ..capture.memory import profiling_memory
 from ..capture.model_state import evaluation_mode
 from ..capture.source import keeping_library_frames
@@ -138,8 +137,9 @@ def analysis_copy(value: Any, memo: dict | None = None) -> Any:
     """
     memo = {} if memo is None else memo
     if isinstance(value, torch.Tensor):
-        if id(value) not in memo:
-            memo[id(value)] = value.detach().clone()
+        if id(value) not in memo:  # an inference tensor where the caller's is (guards)
+            with torch.inference_mode(value.is_inference()):
+                memo[id(value)] = value.detach().clone()
         return memo[id(value)]
     if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
         return type(value)(analysis_copy(item, memo) for item in value)
@@ -148,7 +148,7 @@ def analysis_copy(value: Any, memo: dict | None = None) -> Any:
     if isinstance(value, (bool, int, float, str, type(None), torch.dtype, torch.device)):
         return value
     try:
-        return copy.deepcopy(value, memo)
+        return copied_alike(value, memo)
     except Exception as error:
         raise PyfxprofError(
             f"cannot copy a {type(value).__name__} argument for pyfxprof's analysis run "

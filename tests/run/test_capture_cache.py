@@ -157,9 +157,10 @@ def test_profile_reuses_a_graph_broken_capture_until_the_model_changes(monkeypat
         assert prof.meta["graphs"] == 2 and (prof.samples > 0).all()
         return prof
 
-    first = profiled(torch.randn(2, 4))
-    second = profiled(torch.randn(2, 4))
+    x = torch.randn(2, 4)  # the same values: the branch Dynamo's code was made for
+    first = profiled(x)
+    second = profiled(x.clone())
     assert len(prepares) == 1 and first.nodes.equals(second.nodes)
     model.double()
-    assert profiled(torch.randn(2, 4).double()).nodes["output_shapes"].iloc[0] == "[2, 4] float64"
+    assert profiled(x.double()).nodes["output_shapes"].iloc[0] == "[2, 4] float64"
     assert len(prepares) == 2

@@ -75,3 +75,16 @@ def test_a_graph_broken_segformer_is_profiled_on_dynamo_in_the_loop():
     reference = pyfxprof.profile(segformer(), (x,), runs=2, warmup=1, progress=False)
     assert reference.meta["graphs"] == prof.meta["graphs"]
     assert prof.nodes[ROWS].equals(reference.nodes[ROWS])
+
+
+def test_tensors_made_outside_inference_mode_are_one_group_under_it():
+    # the capture's copies are inference tensors where the caller's are, so Dynamo's guards
+    # (which check dispatch keys) take the caller's own calls
+    model, x = Branches().eval(), torch.randn(4, 8)
+    with torch.inference_mode():
+        with pyfxprof.Profiler(model) as p:
+            outputs = [model(x) for _ in range(3)]
+        expected = model(x)
+    assert len(p._groups) == 1 and all(torch.equal(out, expected) for out in outputs)
+    (prof,) = p.profiles
+    assert prof.meta["graphs"] == 2 and prof.n_runs == 3
