@@ -32,7 +32,7 @@ from .hooks import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
 from .memory import ALLOCATOR_COLUMNS
 from .node_table import between_graphs_row, module_calls_frame, nodes_frame
-from .source import missing_source_notes
+from .source import missing_source_notes, node_source
 from .tracing import (CAPTURE_MODES, RUNGS, Capture, CaptureFallbackWarning, capture,
                       fallback_capture, leaf_trace, timed_nodes)
 
@@ -294,13 +294,27 @@ def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
     except Exception as error:  # Dynamo's code around the graphs failed on the copies
         raise _RungFailed(f"Dynamo's code fails on the inputs ({type(error).__name__}: "
                           f"{first_line(error)})") from None
-    repeated = max(set(order), key=order.count, default=None)
-    if repeated is None or order.count(repeated) > 1:
-        times = f"graph {repeated} ran {order.count(repeated)} times" if order else "no graph ran"
-        raise _RungFailed(f"{times} in one call (a graph break inside a loop runs a graph "
-                          "once per iteration)")
+    failure = _not_once(frame, order)
+    if failure:
+        raise _RungFailed(failure)
     frame.keep(order)
     return info
+
+
+def _not_once(frame: DynamoFrame, order: list[int]) -> str | None:
+    """Why the graphs a call ran, in `order`, cannot be timed (None: each ran once): none
+    ran, or the one that ran most often ran more than once, named by its number and the
+    last two model-code frames of its first node, with the count."""
+    if not order:
+        return "no graph ran in one call"
+    graph = max(set(order), key=order.count)
+    if order.count(graph) == 1:
+        return None
+    stacks = (node_source(node)[1][-2:] for node in timed_nodes(frame.graphs[graph].graph))
+    where = next((f" (its first node at {' → '.join(stack)})" for stack in stacks if stack), "")
+    return (f"graph {graph} of {len(frame.graphs)}{where} ran {order.count(graph)} times in "
+            "one call (a graph break inside a loop runs a graph once per iteration; each "
+            "graph is timed once per call)")
 
 
 def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,

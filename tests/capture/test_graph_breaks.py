@@ -106,6 +106,39 @@ def test_a_graph_run_twice_per_call_is_refused_in_one_line():
     assert "\n" not in str(info.value)
 
 
+class Step(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.lin(x)
+        torch._dynamo.graph_break()
+        return x.relu()
+
+
+class StepsInALoop(torch.nn.Module):
+    """A submodule with a graph break called in a loop: its graphs run once per iteration."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre, self.step = torch.nn.Linear(4, 4), Step()
+
+    def forward(self, x):
+        x = self.pre(x)
+        for _ in range(3):
+            x = self.step(x)
+        return x
+
+
+def test_a_graph_run_several_times_per_call_is_named_with_its_count():
+    with pytest.raises(PyfxprofError) as info:
+        pyfxprof.profile(StepsInALoop().eval(), (torch.ones(2, 4),), capture="dynamo", **RUNS)
+    message = str(info.value)
+    assert "\n" not in message and " ran 3 times in one call" in message
+    assert "(its first node at test_graph_breaks.py:" in message
+
+
 class Branches(torch.nn.Module):
     """A data-dependent branch between two layers: torch.fx cannot trace it, Dynamo splits it."""
 
