@@ -258,8 +258,11 @@ def wrap_for_backward(group, block_open: bool) -> None:
     """Give a newly captured call group (a graph capture) a LoopBackwardExecutor; groups
     timed by module hooks keep theirs, and their ``backward_note`` says why their backward
     is not timed."""
-    if group.hooks or group.capture.graph_module is None:
+    if group.hooks:
         group.backward_note = no_graph_note(group.capture.notes)
+        return
+    if group.capture.graph_module is None:  # several Dynamo graphs (graph breaks)
+        group.backward_note = several_graphs_note(group.capture.frame)
         return
     group.executor = LoopBackwardExecutor(group.executor, group.capture.graph_module)
     if group.capture.frame is not None:  # Dynamo's code calls the executor's run
@@ -283,6 +286,21 @@ def no_graph_note(capture_notes: list) -> str:
     why = f" ({why[:300]}…)" if len(why) > 300 else f" ({why})" if why else ""
     return ("no backward columns: the backward is timed per node on a graph capture (fx or "
             f"Dynamo) and these calls were timed by module hooks{why}")
+
+
+def several_graphs_note(frame) -> str:
+    """Why a call group that ran as several Dynamo graphs has no backward columns.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> several_graphs_note(SimpleNamespace(graphs=[1, 2], breaks=["Data-dependent branching"]))
+        'no backward columns: the backward is timed per node on one graph, and these calls ran as 2 Dynamo graphs (graph breaks: Data-dependent branching)'
+    """
+    graphs = len(getattr(frame, "graphs", None) or ())
+    breaks = "; ".join(getattr(frame, "breaks", None) or ())[:300]
+    return ("no backward columns: the backward is timed per node on one graph, and these calls "
+            f"ran as {graphs or 'several'} Dynamo graphs"
+            + (f" (graph breaks: {breaks})" if breaks else ""))
 
 
 def optimizer_hooks(groups, on: bool) -> None:

@@ -97,3 +97,16 @@ def test_tensors_made_outside_inference_mode_are_one_group_under_it():
     assert len(p._groups) == 1 and all(torch.equal(out, expected) for out in outputs)
     (prof,) = p.profiles
     assert prof.meta["graphs"] == 2 and prof.n_runs == 3
+
+
+def test_a_graph_broken_group_says_why_its_backward_is_not_timed():
+    model = Branches().eval()
+    with pyfxprof.Profiler(model, backward=True) as p:
+        with torch.no_grad():
+            for _ in range(2):
+                model(torch.randn(4, 8))
+    (prof,) = p.profiles
+    assert prof.meta["capture_mode"] == "dynamo" and prof.backward_samples is None
+    note = prof.meta["backward_note"]
+    assert note.startswith("no backward columns") and "ran as 2 Dynamo graphs" in note
+    assert "module hooks" not in note
