@@ -13,6 +13,7 @@
 #include "arguments.h"
 #include "clock.h"
 #include "fast_calls.h"
+#include "hot_forward.h"
 #include "python_table.h"
 #include "session_state.h"
 
@@ -203,4 +204,5 @@ PYBIND11_MODULE(_C, m) {
   define_cuda(m);
   define_sample_table(m);
   if (add_fast_calls(m.ptr()) != 0) throw py::error_already_set();
+  if (add_hot_forward(m.ptr()) != 0) throw py::error_already_set();
 }

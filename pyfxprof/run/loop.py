@@ -39,7 +39,7 @@ from ..data.units import format_ns
 from ..errors import PyfxprofError
 from ..timing.recorder import RECORDER
 from . import ranges
-from .call_groups import CallGroup, primary_shape
+from .call_groups import CallGroup, args_key, primary_shape
 from .generation import CallLog, format_latency, generation_latency
 from .loop_calls import CallRouting, binder_of
 from .loop_training import optimizer_hooks
@@ -135,7 +135,7 @@ class Profiler(CallRouting):
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._groups: dict[tuple, CallGroup] = {}
         self._direct: dict[tuple, CallGroup] = {}  # args_key -> graph group, calls bound as given
-        self._armed: dict[tuple, CallGroup] = {}  # the hot path's: _direct's noted in the window
+        self._armed: dict[tuple, tuple] = {}  # the hot path's: _direct's noted in the window
         self._traceable = True  # Dynamo may trace the patched forward (loaded after start())
         self._uncaptured: set[tuple] = set()  # signatures whose capture failed
         self._window: Window | None = None
@@ -150,9 +150,8 @@ class Profiler(CallRouting):
         self._warned: set[str] = set()
         self._log: deque[tuple] = deque(maxlen=MAX_LOGGED_CALLS)
         self._binder = binder_of(model)
-        self._own_ns_after = 0  # the Profiler's time after the last logged call's end
-        self._calls = 0  # calls of the model seen while open (numbers the logged ones)
-        self._first_call = 1  # the number of the block's first call
+        self._hot = _C.hot_forward(self._armed, model, torch.Tensor, self._log.append, args_key,
+                                   self._note_failed_call)
         self._backward = backward
 
     @property
@@ -192,7 +191,7 @@ class Profiler(CallRouting):
         self._calls += 1  # no call of an earlier block directly precedes this block's first
         self._first_call = self._calls + 1
         self._thread = None
-        self._patch = ForwardPatch(self.module, self._forward)
+        self._patch = ForwardPatch(self.module, self._forward, front=self._hot)
         self._traceable = self._patch.traceable
         self._open = True
         optimizer_hooks(self._groups.values(), True)
@@ -287,6 +286,7 @@ class Profiler(CallRouting):
 
     def _close(self) -> None:
         self._open = self._recording = False
+        self._sync_hot()
         optimizer_hooks(self._groups.values(), False)
         if self._patch is not None:
             self._patch.restore()
@@ -322,6 +322,7 @@ class Profiler(CallRouting):
             self._window.steps.append(self.step_num)
             self._window.step_starts.append(_C.now_ns())
         self._recording = action in _RECORDING  # (after the window it needs is open)
+        self._sync_hot()
 
     def _reset_executors(self) -> None:
         for group in self._groups.values():
@@ -339,6 +340,7 @@ class Profiler(CallRouting):
         """Collect the window's node and range records (the buffer keeps none of them)."""
         window, self._window, self._recording = self._window, None, False
         self._armed.clear()
+        self._sync_hot()
         window.meter.read()
         ranges.stop_recording()
         collected = collect(list(self._groups.values()))

@@ -33,6 +33,20 @@ from .schedule import ProfilerAction
 from .window import Window
 
 
+class _KeptInHotForward:
+    """A Profiler attribute kept in its HotForward (`_calls` is its `calls`), which the hot
+    path reads and writes in C."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.field = name.lstrip("_")
+
+    def __get__(self, routing: Any, owner: type | None = None) -> Any:
+        return self if routing is None else getattr(routing._hot, self.field)
+
+    def __set__(self, routing: Any, value: int) -> None:
+        setattr(routing._hot, self.field, value)
+
+
 class CallRouting:
     """The Profiler's handling of one call of the model (its base class; the state is the
     Profiler's, set in Profiler.__init__)."""
@@ -43,7 +57,7 @@ class CallRouting:
     current_action: ProfilerAction
     _groups: dict[tuple, CallGroup]
     _direct: dict[tuple, CallGroup]
-    _armed: dict[tuple, CallGroup]
+    _armed: dict[tuple, tuple]  # args_key -> (group, its run, training flag, index)
     _traceable: bool
     _uncaptured: set[tuple]
     _window: Window | None
@@ -55,36 +69,28 @@ class CallRouting:
     _warned: set[str]
     _log: deque
     _binder: Binder | None
-    _own_ns_after: int
-    _calls: int
-    _first_call: int
+    _hot: Any  # _C.HotForward: the model's forward while open, the hot path in C
+    _own_ns_after = _KeptInHotForward()  # the Profiler's time after the last logged call's end
+    _calls = _KeptInHotForward()  # calls of the model seen while open (numbers the logged ones)
+    _first_call = _KeptInHotForward()  # the number of the block's first call
     _backward: bool
     _tracer_options: tuple
     _analysis: tuple[bool, bool]
     _recording: bool
 
     def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
-        """The model's ``forward`` while the block is open (see model_patch.ForwardPatch).
-
-        The hot path: a recorded call of the profiled thread, positional arguments only,
-        of an armed group (its graph takes them as they are and its first call in the
-        window was noted). It skips the lock (no hooks are installed for a graph, and other
-        threads' calls run the model itself) and the binding; every other call takes the
-        general path below. Each step it saves is worth more than its warm cost: after a
-        long model run the Profiler's Python runs with cold caches (bench_loop_path.py)."""
+        """The model's ``forward`` while the block is open, for every call the hot path does
+        not take (see model_patch.ForwardPatch; the hot path is `_hot`, in C: a recorded
+        call of the profiled thread, positional arguments only, of an armed group, which
+        skips the lock, the binding and this Python)."""
         if not self._open or (self._traceable and is_compiling()):
             return forward(*args, **kwargs)  # (compiling: Dynamo was loaded after start())
         thread = get_ident()
-        if self._recording and not kwargs and thread == self._thread and self._holder is None:
-            entered = _C.now_ns()
-            group = self._armed.get(args_key(args))
-            if group is not None and self.module.training == group.training:
-                self._calls += 1
-                return self._recorded(group, group.executor.run, args, entered)
         if self._holder == thread:  # a call nested in the call being handled
             return forward(*args, **kwargs)
         with self._busy:  # calls from several threads run one at a time (hooks are global)
             self._holder = thread
+            self._sync_hot()
             try:
                 if self._thread not in (None, thread):  # the first caller's thread is profiled
                     return forward(*args, **kwargs)
@@ -92,14 +98,21 @@ class CallRouting:
                 self._calls += 1
                 if self.current_action == ProfilerAction.NONE and self._groups:
                     return forward(*args, **kwargs)  # NONE steps capture only the first call
-                return self._profiled_call(forward, args, kwargs)
+                return self._profiled_call(forward, args, kwargs, _C.now_ns())
             finally:
                 self._holder = None
+                self._sync_hot()
 
-    def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
+    def _sync_hot(self) -> None:
+        """Let the hot path take the profiled thread's calls while a recording step is open
+        and no call is being handled here (its nested calls run the model itself)."""
+        hot = self._open and self._recording and self._holder is None and self._thread
+        self._hot.thread = self._thread if hot else 0
+
+    def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict, entered: int) -> Any:
         """One call of the model: itself in NONE steps, else its group's instrumented capture
-        (captured first when its signature is new)."""
-        action, entered = self.current_action, _C.now_ns()
+        (captured first when its signature is new); `entered`: when the Profiler took it."""
+        action = self.current_action
         group, bound = self._group_for(args, kwargs, forward)
         if group is None or action == ProfilerAction.NONE:
             return forward(*args, **kwargs)
@@ -120,7 +133,7 @@ class CallRouting:
         it is (see _take_as_given)."""
         key = None if kwargs else args_key(args)
         if key is not None and self._direct.get(key) is group:
-            self._armed[key] = group
+            self._armed[key] = (group, group.executor.run, group.training, group.index)
 
     def _recorded(self, group: CallGroup, run: Callable, call: Any, entered: int) -> Any:
         """A recorded call, `run(call)` (the group's executor on the call's positional

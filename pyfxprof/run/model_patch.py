@@ -20,7 +20,10 @@ _MISSING = object()
 
 
 class ForwardPatch:
-    """Replaces ``model.forward`` by ``wrapper(original, args, kwargs)`` until `restore()`.
+    """Replaces ``model.forward`` by ``wrapper(original, args, kwargs)`` until `restore()`;
+    with `front` (a native callable with a settable ``general``, such as the Profiler's
+    ``_C.HotForward``), by `front`, which takes the calls it can and passes the others to the
+    wrapper (as ``general``).
 
     The wrapper keeps the original's name, docstring and signature (``inspect.signature``
     follows ``__wrapped__``), which libraries read to decide which arguments to pass. A
@@ -37,7 +40,7 @@ class ForwardPatch:
     """
 
     def __init__(self, model: torch.nn.Module,
-                 wrapper: Callable[[Callable, tuple, dict], Any]) -> None:
+                 wrapper: Callable[[Callable, tuple, dict], Any], front: Any = None) -> None:
         self.model = model
         self._saved = vars(model).get("forward", _MISSING)
         original = model.forward
@@ -56,7 +59,11 @@ class ForwardPatch:
         self.traceable = "torch._dynamo" not in sys.modules
         self.original = original
         self.wrapper = _skipped_by_dynamo(forward)
-        vars(model)["forward"] = self.wrapper  # no nn.Module.__setattr__ bookkeeping
+        installed = self.wrapper
+        if front is not None:  # a native callable taking some calls itself, the rest to wrapper
+            front.general = self.wrapper
+            installed = functools.update_wrapper(front, original)
+        vars(model)["forward"] = installed  # no nn.Module.__setattr__ bookkeeping
 
     def restore(self) -> None:
         """Put the model's ``forward`` back as it was (idempotent)."""

@@ -56,3 +56,19 @@ def test_a_compiled_caller_runs_the_profiled_call_eagerly_through_a_graph_break(
     assert [prof.n_runs for prof in p.profiles] == [1]  # profiled, not traced into
     assert not [w for w in caught if "Dynamo does not know" in str(w.message)]
     torch._dynamo.reset()
+
+
+def test_every_call_of_a_compiled_caller_is_profiled_eagerly():
+    import torch._dynamo  # noqa: F401
+
+    from pyfxprof.run.loop import Profiler
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 4)
+    expected = model(x) * 2
+    caller = torch.compile(lambda x: model(x) * 2, backend="eager")
+    with Profiler(model) as p:
+        outputs = [caller(x) for _ in range(3)]  # after the first, the hot path's calls
+    assert all(torch.equal(out, expected) for out in outputs)
+    assert [prof.n_runs for prof in p.profiles] == [3]
+    torch._dynamo.reset()

@@ -1,0 +1,300 @@
+// HotForward: a profiled model's forward while a Profiler block is open; its hot path in C.
+//
+// A call of the profiled thread, with positional arguments only, whose arguments' key names an
+// armed call group (run/loop_calls.py) of the model's current training flag, is one timed run
+// of that group and one log entry, without a line of Python between the model's call and the
+// run (after a long model run the Profiler's Python runs with cold caches: each step of it
+// costs several times its warm cost, benchmarks/bench_loop_path.py). Every other call goes to
+// `general`, the Profiler's Python path.
+#include "hot_forward.h"
+
+#include <structmember.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "clock.h"
+
+namespace pyfxprof {
+
+namespace {
+
+struct HotForward {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* dict;          // __wrapped__, __name__, ... (functools.update_wrapper)
+  PyObject* general;       // every call the hot path does not take: general(*args, **kwargs)
+  PyObject* armed;         // dict: args_key -> (group, run, training, index)
+  PyObject* module;        // the model, whose `training` flag each call checks
+  PyObject* tensor_type;   // torch.Tensor: one exact tensor's key is (dtype, shape)
+  PyObject* log_append;    // the Profiler's log deque's append
+  PyObject* args_key;      // the Python key function, for any other call
+  PyObject* on_failure;    // on_failure(group, error): the failure note, before the re-raise
+  PyObject* dynamo;        // get_eval_frame_callback once torch._dynamo is loaded, else null
+  unsigned long thread;    // the thread whose calls take the hot path; 0: none now
+  long long calls;         // calls of the model seen while open (numbers the logged ones)
+  long long first_call;    // the number of the block's first call
+  long long own_ns_after;  // the Profiler's own time after the last logged call's end
+};
+
+PyObject* g_dtype = nullptr;
+PyObject* g_shape = nullptr;
+PyObject* g_training = nullptr;
+PyObject* g_dynamo_module = nullptr;
+
+PyObject* call_general(HotForward* self, PyObject* const* args, size_t nargsf,
+                       PyObject* kwnames) {
+  if (!self->general) {
+    PyErr_SetString(PyExc_RuntimeError, "the Profiler's forward has no general path set");
+    return nullptr;
+  }
+  return PyObject_Vectorcall(self->general, args, nargsf, kwnames);
+}
+
+// Whether a compiled caller is running (Dynamo's eval-frame callback is set): its calls take
+// the general path, which runs them with the callback off. -1 with a Python error set.
+int compiled_caller(HotForward* self) {
+  if (!self->dynamo) {
+    PyObject* loaded = PyImport_GetModule(g_dynamo_module);
+    if (!loaded) return PyErr_Occurred() ? -1 : 0;  // not loaded: nothing is compiled
+    Py_DECREF(loaded);
+    PyObject* eval_frame = PyImport_ImportModule("torch._C._dynamo.eval_frame");
+    if (!eval_frame) return -1;
+    self->dynamo = PyObject_GetAttrString(eval_frame, "get_eval_frame_callback");
+    Py_DECREF(eval_frame);
+    if (!self->dynamo) return -1;
+  }
+  PyObject* callback = PyObject_CallNoArgs(self->dynamo);
+  if (!callback) return -1;
+  const int active = callback != Py_None;
+  Py_DECREF(callback);
+  return active;
+}
+
+// The call's key, as run/call_groups.args_key gives it: (dtype, shape) for one tensor.
+PyObject* key_of(HotForward* self, PyObject* call) {
+  if (PyTuple_GET_SIZE(call) == 1) {
+    PyObject* arg = PyTuple_GET_ITEM(call, 0);
+    if (reinterpret_cast<PyObject*>(Py_TYPE(arg)) == self->tensor_type) {
+      PyObject* dtype = PyObject_GetAttr(arg, g_dtype);
+      if (!dtype) return nullptr;
+      PyObject* shape = PyObject_GetAttr(arg, g_shape);
+      PyObject* key = shape ? PyTuple_Pack(2, dtype, shape) : nullptr;
+      Py_DECREF(dtype);
+      Py_XDECREF(shape);
+      return key;
+    }
+  }
+  return PyObject_CallOneArg(self->args_key, call);
+}
+
+// The armed entry (new reference) for this call, or null (no Python error) when the call
+// is not the hot path's: no armed group, or the model's training flag is not the group's.
+PyObject* armed_entry(HotForward* self, PyObject* call) {
+  PyObject* key = key_of(self, call);
+  PyObject* entry = key ? PyDict_GetItemWithError(self->armed, key) : nullptr;
+  Py_XDECREF(key);
+  if (!entry || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4) {
+    PyErr_Clear();  // an odd argument the key or the dict refused: the general path decides
+    return nullptr;
+  }
+  Py_INCREF(entry);
+  PyObject* training = PyObject_GetAttr(self->module, g_training);
+  const int same = training ? PyObject_RichCompareBool(training, PyTuple_GET_ITEM(entry, 2), Py_EQ)
+                            : -1;
+  Py_XDECREF(training);
+  if (same != 1) {
+    PyErr_Clear();
+    Py_DECREF(entry);
+    return nullptr;
+  }
+  return entry;
+}
+
+// The model's own exception goes on unchanged, after on_failure(group, error) noted it.
+void note_failure(HotForward* self, PyObject* group) {
+  if (!PyErr_ExceptionMatches(PyExc_Exception)) return;  // KeyboardInterrupt & co.: no note
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  if (traceback) PyException_SetTraceback(value, traceback);
+  PyObject* noted = PyObject_CallFunctionObjArgs(self->on_failure, group, value, nullptr);
+  if (noted) {
+    Py_DECREF(noted);
+  } else {
+    PyErr_Clear();  // the note failed: the model's error still goes on as it is
+  }
+  PyErr_Restore(type, value, traceback);
+}
+
+// One recorded call: the group's timed run on `call` and its log entry (loop_calls._recorded).
+PyObject* recorded(HotForward* self, PyObject* entry, PyObject* call, int64_t entered) {
+  self->calls += 1;
+  const int64_t start = now_ns();
+  PyObject* result = PyObject_CallOneArg(PyTuple_GET_ITEM(entry, 1), call);
+  const int64_t end = now_ns();
+  if (!result) {
+    note_failure(self, PyTuple_GET_ITEM(entry, 0));
+    return nullptr;
+  }
+  PyObject* first = self->calls == self->first_call ? Py_True : Py_False;
+  PyObject* line = Py_BuildValue("(LLOLLO)", static_cast<long long>(start),
+                                 static_cast<long long>(end), PyTuple_GET_ITEM(entry, 3),
+                                 static_cast<long long>(start - entered + self->own_ns_after),
+                                 self->calls, first);
+  PyObject* appended = line ? PyObject_CallOneArg(self->log_append, line) : nullptr;
+  Py_XDECREF(line);
+  if (!appended) {
+    Py_DECREF(result);
+    return nullptr;
+  }
+  Py_DECREF(appended);
+  self->own_ns_after = now_ns() - end;
+  return result;
+}
+
+PyObject* hot_call(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  HotForward* self = reinterpret_cast<HotForward*>(callable);
+  if (self->thread == 0 || (kwnames && PyTuple_GET_SIZE(kwnames) != 0) ||
+      PyThread_get_thread_ident() != self->thread) {
+    return call_general(self, args, nargsf, kwnames);
+  }
+  const int compiled = compiled_caller(self);
+  if (compiled != 0) return compiled < 0 ? nullptr : call_general(self, args, nargsf, kwnames);
+  const int64_t entered = now_ns();
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  PyObject* call = PyTuple_New(nargs);
+  if (!call) return nullptr;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    Py_INCREF(args[i]);
+    PyTuple_SET_ITEM(call, i, args[i]);
+  }
+  PyObject* entry = armed_entry(self, call);
+  PyObject* result = entry ? recorded(self, entry, call, entered)
+                           : call_general(self, args, nargsf, kwnames);
+  Py_XDECREF(entry);
+  Py_DECREF(call);
+  return result;
+}
+
+PyObject** object_fields(HotForward* self, size_t* count) {
+  *count = 9;
+  return &self->dict;  // dict .. dynamo: nine consecutive PyObject* fields
+}
+
+int hot_traverse(PyObject* callable, visitproc visit, void* arg) {
+  size_t count = 0;
+  PyObject** fields = object_fields(reinterpret_cast<HotForward*>(callable), &count);
+  for (size_t i = 0; i < count; ++i) Py_VISIT(fields[i]);
+  return 0;
+}
+
+int hot_clear(PyObject* callable) {
+  size_t count = 0;
+  PyObject** fields = object_fields(reinterpret_cast<HotForward*>(callable), &count);
+  for (size_t i = 0; i < count; ++i) Py_CLEAR(fields[i]);
+  return 0;
+}
+
+void hot_dealloc(PyObject* callable) {
+  PyTypeObject* type = Py_TYPE(callable);
+  PyObject_GC_UnTrack(callable);
+  hot_clear(callable);
+  type->tp_free(callable);
+  Py_DECREF(type);  // instances of heap types hold a reference to their type
+}
+
+PyMemberDef g_hot_members[] = {
+    {"general", T_OBJECT, offsetof(HotForward, general), 0,
+     "general(*args, **kwargs): the Profiler's Python path, for every other call"},
+    {"thread", T_ULONG, offsetof(HotForward, thread), 0,
+     "the thread (threading.get_ident()) whose calls take the hot path; 0: none now"},
+    {"calls", T_LONGLONG, offsetof(HotForward, calls), 0, "calls seen while open"},
+    {"first_call", T_LONGLONG, offsetof(HotForward, first_call), 0, "the block's first call"},
+    {"own_ns_after", T_LONGLONG, offsetof(HotForward, own_ns_after), 0,
+     "the Profiler's time after the last logged call's end"},
+    {"__dictoffset__", T_PYSSIZET, offsetof(HotForward, dict), READONLY, nullptr},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(HotForward, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+
+PyGetSetDef g_hot_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyType_Slot g_hot_slots[] = {
+    {Py_tp_doc, const_cast<char*>("A profiled model's forward while a Profiler block is open: "
+                                  "armed calls of the profiled thread run here, others go to "
+                                  "`general`.")},
+    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+    {Py_tp_members, g_hot_members},
+    {Py_tp_getset, g_hot_getset},
+    {Py_tp_traverse, reinterpret_cast<void*>(hot_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(hot_clear)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(hot_dealloc)},
+    {0, nullptr}};
+
+PyType_Spec g_hot_spec = {"pyfxprof._C.HotForward", sizeof(HotForward), 0,
+                          Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                              Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                          g_hot_slots};
+
+PyTypeObject* g_hot_type = nullptr;
+
+PyObject* new_hot_forward(PyObject*, PyObject* args) {
+  PyObject *armed, *module, *tensor_type, *log_append, *args_key, *on_failure;
+  if (!PyArg_ParseTuple(args, "O!OO!OOO:hot_forward", &PyDict_Type, &armed, &module,
+                        &PyType_Type, &tensor_type, &log_append, &args_key, &on_failure)) {
+    return nullptr;
+  }
+  if (!PyCallable_Check(log_append) || !PyCallable_Check(args_key) ||
+      !PyCallable_Check(on_failure)) {
+    PyErr_SetString(PyExc_TypeError, "hot_forward(): log_append, args_key and on_failure must "
+                                     "be callable");
+    return nullptr;
+  }
+  HotForward* self = PyObject_GC_New(HotForward, g_hot_type);
+  if (!self) return nullptr;
+  self->vectorcall = hot_call;
+  self->dict = self->general = self->dynamo = nullptr;
+  PyObject* given[] = {armed, module, tensor_type, log_append, args_key, on_failure};
+  PyObject** fields[] = {&self->armed, &self->module, &self->tensor_type, &self->log_append,
+                         &self->args_key, &self->on_failure};
+  for (size_t i = 0; i < 6; ++i) {
+    Py_INCREF(given[i]);
+    *fields[i] = given[i];
+  }
+  self->thread = 0;
+  self->calls = self->own_ns_after = 0;
+  self->first_call = 1;
+  PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
+  return reinterpret_cast<PyObject*>(self);
+}
+
+PyMethodDef g_hot_functions[] = {
+    {"hot_forward", new_hot_forward, METH_VARARGS,
+     "hot_forward(armed, module, tensor_type, log_append, args_key, on_failure) -> HotForward\n\n"
+     "The forward a Profiler installs on its model: a call of `thread` whose key (args_key)\n"
+     "names an entry (group, run, training, index) of the dict `armed`, with the model's\n"
+     "training flag equal to `training`, is run(args) and one log_append((start, end, index,\n"
+     "own_ns, calls, first)); any other call is general(*args, **kwargs)."},
+    {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
+
+int add_hot_forward(PyObject* module) {
+  g_dtype = PyUnicode_InternFromString("dtype");
+  g_shape = PyUnicode_InternFromString("shape");
+  g_training = PyUnicode_InternFromString("training");
+  g_dynamo_module = PyUnicode_InternFromString("torch._dynamo");
+  if (!g_dtype || !g_shape || !g_training || !g_dynamo_module) return -1;
+  g_hot_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&g_hot_spec));
+  if (!g_hot_type) return -1;
+  Py_INCREF(g_hot_type);
+  if (PyModule_AddObject(module, "HotForward", reinterpret_cast<PyObject*>(g_hot_type)) < 0) {
+    Py_DECREF(g_hot_type);
+    return -1;
+  }
+  return PyModule_AddFunctions(module, g_hot_functions);
+}
+
+}  // namespace pyfxprof

@@ -1,0 +1,86 @@
+"""_C.hot_forward (csrc/hot_forward.cpp): the Profiler's forward with its hot path in C. An
+armed call of the set thread is run(args) and one log entry; every other call goes to the
+general path; a failing run is noted and re-raised as it is."""
+
+import functools
+import inspect
+import threading
+from collections import deque
+
+import pytest
+import torch
+
+from pyfxprof import _C
+from pyfxprof.run.call_groups import args_key
+
+
+class Model(torch.nn.Module):
+    def forward(self, x, scale: float = 1.0):
+        return x * scale
+
+
+def _hot(run=lambda call: call[0] + 1):
+    model, armed, log, failures, general = Model(), {}, deque(), [], []
+    hot = _C.hot_forward(armed, model, torch.Tensor, log.append, args_key,
+                         lambda group, error: failures.append((group, error)))
+    hot.general = lambda *args, **kwargs: general.append((args, kwargs)) or "general"
+    x = torch.zeros(2)
+    armed[args_key((x,))] = ("group", run, model.training, 7)
+    return hot, model, x, log, failures, general
+
+
+def test_an_armed_call_of_the_set_thread_is_one_run_and_one_log_entry():
+    hot, _, x, log, _, general = _hot()
+    hot.thread, hot.first_call = threading.get_ident(), 1
+    assert torch.equal(hot(x), x + 1) and torch.equal(hot(x), x + 1)
+    assert not general and hot.calls == 2 and hot.own_ns_after >= 0
+    (start, end, index, own, calls, first), second = log
+    assert end >= start and index == 7 and own >= 0 and (calls, first) == (1, True)
+    assert second[4:] == (2, False)
+
+
+@pytest.mark.parametrize("case", ["no thread", "keywords", "other key", "other training",
+                                  "other thread"])
+def test_every_other_call_goes_to_the_general_path(case):
+    hot, model, x, log, _, general = _hot()
+    hot.thread = 0 if case == "no thread" else threading.get_ident()
+    if case == "other training":
+        model.eval()
+    if case == "other thread":
+        worker = threading.Thread(target=hot, args=(x,))
+        worker.start()
+        worker.join()
+    elif case == "keywords":
+        assert hot(x, scale=2.0) == "general"
+    else:
+        assert hot(torch.zeros(3) if case == "other key" else x) == "general"
+    assert len(general) == 1 and not log and hot.calls == 0
+
+
+def test_a_failing_run_is_noted_and_its_error_goes_on_unchanged():
+    error = ValueError("the model's own")
+
+    def run(call):
+        raise error
+
+    hot, _, x, log, failures, _ = _hot(run)
+    hot.thread = threading.get_ident()
+    with pytest.raises(ValueError) as raised:
+        hot(x)
+    assert raised.value is error and failures == [("group", error)] and not log
+
+
+def test_it_wraps_the_models_forward_for_inspect():
+    hot, model, *_ = _hot()
+    functools.update_wrapper(hot, model.forward)
+    assert list(inspect.signature(hot).parameters) == ["x", "scale"]
+    assert hot.__name__ == "forward" and hot.__wrapped__ == model.forward
+
+
+def test_hot_forward_checks_its_arguments():
+    with pytest.raises(TypeError):
+        _C.hot_forward([], Model(), torch.Tensor, print, args_key, print)  # armed: a dict
+    with pytest.raises(TypeError, match="must be callable"):
+        _C.hot_forward({}, Model(), torch.Tensor, 1, args_key, print)
+    with pytest.raises(TypeError, match="cannot create"):
+        _C.HotForward()
