@@ -177,22 +177,31 @@ PyObject* hot_call(PyObject* callable, PyObject* const* args, size_t nargsf, PyO
   return result;
 }
 
-PyObject** object_fields(HotForward* self, size_t* count) {
-  *count = 9;
-  return &self->dict;  // dict .. dynamo: nine consecutive PyObject* fields
-}
-
 int hot_traverse(PyObject* callable, visitproc visit, void* arg) {
-  size_t count = 0;
-  PyObject** fields = object_fields(reinterpret_cast<HotForward*>(callable), &count);
-  for (size_t i = 0; i < count; ++i) Py_VISIT(fields[i]);
+  HotForward* self = reinterpret_cast<HotForward*>(callable);
+  Py_VISIT(self->dict);
+  Py_VISIT(self->general);
+  Py_VISIT(self->armed);
+  Py_VISIT(self->module);
+  Py_VISIT(self->tensor_type);
+  Py_VISIT(self->log_append);
+  Py_VISIT(self->args_key);
+  Py_VISIT(self->on_failure);
+  Py_VISIT(self->dynamo);
   return 0;
 }
 
 int hot_clear(PyObject* callable) {
-  size_t count = 0;
-  PyObject** fields = object_fields(reinterpret_cast<HotForward*>(callable), &count);
-  for (size_t i = 0; i < count; ++i) Py_CLEAR(fields[i]);
+  HotForward* self = reinterpret_cast<HotForward*>(callable);
+  Py_CLEAR(self->dict);
+  Py_CLEAR(self->general);
+  Py_CLEAR(self->armed);
+  Py_CLEAR(self->module);
+  Py_CLEAR(self->tensor_type);
+  Py_CLEAR(self->log_append);
+  Py_CLEAR(self->args_key);
+  Py_CLEAR(self->on_failure);
+  Py_CLEAR(self->dynamo);
   return 0;
 }
 
