@@ -25,7 +25,7 @@ from ..data.profile import Profile
 from ..data.stats import group_samples
 from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError, PyfxprofError
-from ..views import report
+from ..views import report_render
 from ..views.diff_plots import node_label
 from .compiled import CompiledDiff, is_compiled_profile
 
@@ -368,9 +368,9 @@ class ProfileDiff:
         >>> print(diff(control_profile, test_profile).table(top=5))   # doctest: +SKIP
         """
         view = self._view(sort_by, top, by, depth)
-        return report.render_text(view, report.terminal_width() if width == "auto" else width)
+        return report_render.render_text(view, report_render.terminal_width() if width == "auto" else width)
 
-    def _view(self, sort_by: str, top: int | None, by: str, depth) -> report.View:
+    def _view(self, sort_by: str, top: int | None, by: str, depth) -> report_render.View:
         """The comparison as a report View (text and HTML render the same cells)."""
         if sort_by not in SORT_KEYS:
             raise ArgumentError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
@@ -381,7 +381,7 @@ class ProfileDiff:
         columns = _table_columns(frame, self.labels, by)
         notes = ([f"… {len(frame) - len(shown)} more rows not shown (top={top})"]
                  if len(shown) < len(frame) else [])
-        return report.View(
+        return report_render.View(
             header=self._header(frame, by, depth), titles=[c[0] for c in columns],
             right_aligned=[c[2] for c in columns],
             rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
@@ -389,7 +389,7 @@ class ProfileDiff:
 
     def _repr_html_(self) -> str:
         """The comparison (top 20 rows by |diff|) as an HTML table, for notebooks."""
-        return report.render_html(self._view("diff_duration", 20, "node", None))
+        return report_render.render_html(self._view("diff_duration", 20, "node", None))
 
     def _header(self, frame: pd.DataFrame, by: str, depth) -> list[str]:
         (label_c, label_t), totals = self.labels, self.totals()

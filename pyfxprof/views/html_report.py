@@ -14,7 +14,7 @@ import io
 
 from ..data.files import open_output
 from ..data.profile import Profile
-from . import report
+from . import report, report_render
 from .flamegraph import flamegraph_svg
 from .safe_text import xml_text
 
@@ -59,7 +59,7 @@ def advice_html(advice) -> str:
             f"{esc(advice.saving_text(item))}</div></li>")
     lines = str(advice).splitlines()
     body = f"<ol>{''.join(items)}</ol>" if items else "<p>nothing to suggest</p>"
-    return (f'<div class="pyfxprof advice">{report.HTML_STYLE}{_PAGE_STYLE}'
+    return (f'<div class="pyfxprof advice">{report_render.HTML_STYLE}{_PAGE_STYLE}'
             f"<p>{esc(lines[0])}</p>{body}</div>")
 
 
@@ -92,7 +92,7 @@ def html_report(profile: Profile, top: int = REPORT_TOP, metric: str = "median",
     meta = profile.meta
     title = title or f"pyfxprof — {meta.get('model', '?')} on {meta.get('device', '?')}"
     bodies = {
-        "table": report.render_html(report.build_view(profile, top=top)),
+        "table": report_render.render_html(report.build_view(profile, top=top)),
         "tree": f'<div class="pyfxprof"><pre class="scroll">{html.escape(profile.tree())}'
                 '</pre></div>',
         "flame": _inline_svg(profile, metric),
@@ -102,7 +102,7 @@ def html_report(profile: Profile, top: int = REPORT_TOP, metric: str = "median",
     nav = " ".join(f'<a href="#{key}">{name}</a>' for key, name in _SECTIONS)
     sections = "\n".join(f'<h2 id="{key}">{name}</h2>\n{bodies[key]}' for key, name in _SECTIONS)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)}</title>{report.HTML_STYLE}{_PAGE_STYLE}</head>\n"
+            f"<title>{html.escape(title)}</title>{report_render.HTML_STYLE}{_PAGE_STYLE}</head>\n"
             f'<body class="pyfxprof"><h1>{html.escape(title)}</h1><nav>{nav}</nav>\n'
             f"{sections}\n</body></html>\n")
 

@@ -12,7 +12,7 @@ from ..data.files import open_output
 from ..data.rank_profiles import COMM_COLUMN, RankProfiles
 from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError
-from . import report
+from . import report_render
 
 #: Ranks shown as columns of the node table; more ranks show min / median / max only.
 MAX_RANK_COLUMNS = 8
@@ -31,8 +31,8 @@ def render_rank_table(ranks: RankProfiles, sort_by: str = "spread",
     >>> print(render_rank_table(ranks, top=5))   # doctest: +SKIP
     """
     summary, nodes = _views(ranks, sort_by, top)
-    nodes.header = [report.render_text(summary).lstrip("\n")]  # no header block of its own
-    return "\n".join(_header(ranks)) + "\n\n" + report.render_text(nodes)
+    nodes.header = [report_render.render_text(summary).lstrip("\n")]  # no header block of its own
+    return "\n".join(_header(ranks)) + "\n\n" + report_render.render_text(nodes)
 
 
 def rank_report_html(ranks: RankProfiles, top: int | None = 50) -> str:
@@ -42,13 +42,13 @@ def rank_report_html(ranks: RankProfiles, top: int | None = 50) -> str:
     """
     summary, nodes = _views(ranks, "spread", top)
     title = _header(ranks)[0]
-    sections = [("Ranks", report.render_html(summary)),
-                ("Stragglers", report.render_html(_straggler_view(ranks))),
-                ("Nodes", report.render_html(nodes))]
+    sections = [("Ranks", report_render.render_html(summary)),
+                ("Stragglers", report_render.render_html(_straggler_view(ranks))),
+                ("Nodes", report_render.render_html(nodes))]
     body = "\n".join(f"<h2>{html.escape(name)}</h2>\n{part}" for name, part in sections)
     notes = html.escape("\n".join(_header(ranks)[1:]))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)}</title>{report.HTML_STYLE}</head>\n"
+            f"<title>{html.escape(title)}</title>{report_render.HTML_STYLE}</head>\n"
             f'<body class="pyfxprof"><h1>{html.escape(title)}</h1><pre>{notes}</pre>\n'
             f"{body}\n</body></html>\n")
 
@@ -62,7 +62,7 @@ def _views(ranks: RankProfiles, sort_by: str, top: int | None) -> tuple:
         frame = frame.sort_values(sort_by, ascending=False, kind="stable")
     shown = frame if top is None else frame.head(top)
     columns = _node_columns(ranks.ranks)
-    nodes = report.View(
+    nodes = report_render.View(
         header=[], titles=[c[0] for c in columns], right_aligned=[c[2] for c in columns],
         rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
         notes=([f"… {len(frame) - len(shown)} more nodes not shown (top={top})"]
@@ -70,11 +70,11 @@ def _views(ranks: RankProfiles, sort_by: str, top: int | None) -> tuple:
     return _summary_view(ranks.rank_summary()), nodes
 
 
-def _straggler_view(ranks: RankProfiles) -> report.View:
+def _straggler_view(ranks: RankProfiles) -> report_render.View:
     found = ranks.stragglers()
     rows = [[row.key, f"r{row.rank}", format_ns(row.median), format_ns(row.reference),
              "+" + format_ns(row.excess), f"{row.p_value:.2g}"] for row in found.itertuples()]
-    return report.View(header=[], titles=["Node", "Rank", "Median", "Other ranks", "Excess", "p"],
+    return report_render.View(header=[], titles=["Node", "Rank", "Median", "Other ranks", "Excess", "p"],
                        right_aligned=[False] + [True] * 5, rows=rows,
                        notes=[] if rows else ["none: no rank slower beyond run-to-run noise"])
 
@@ -106,12 +106,12 @@ def _node_columns(rank_list: list[int]) -> list[tuple]:
     ]
 
 
-def _summary_view(summary: pd.DataFrame) -> report.View:
+def _summary_view(summary: pd.DataFrame) -> report_render.View:
     """The per-rank block: runs, run total, compute, communication, wait."""
     rows = [[f"r{rank}", str(int(row["runs"])), format_ns(row["total"]),
              format_ns(row["compute"]), format_ns(row["communication"]), format_ns(row["wait"])]
             for rank, row in summary.iterrows()]
-    return report.View(header=[], titles=["Rank", "Runs", "Run total", "Compute",
+    return report_render.View(header=[], titles=["Rank", "Runs", "Run total", "Compute",
                                           "Communication", "Wait"],
                        right_aligned=[False] + [True] * 5, rows=rows)
 

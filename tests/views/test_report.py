@@ -3,7 +3,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from pyfxprof.views import report
+from pyfxprof.views import report, report_render
 from pyfxprof.data.profile import Profile
 
 # conv1 [2.0, 2.1, 1.9, 2.0] ms: median 2.00 ms, IQR 2.025 - 1.975 = 50 µs, total 8 ms
@@ -147,8 +147,8 @@ def test_html_has_table_escaped_cells_and_notes():
 
 def test_html_and_text_show_the_same_cells():
     view = report.build_view(make_profile(), sort_by="order", columns=["name", "median"])
-    text = report.render_text(view)
-    page = report.render_html(view)
+    text = report_render.render_text(view)
+    page = report_render.render_html(view)
     assert table_rows(text) == view.rows
     for name, median in view.rows:
         assert (f'<td style="text-align:left">{name}</td>'
@@ -226,7 +226,7 @@ def test_width_auto_is_the_terminal_only_when_printing_to_one(monkeypatch):
 
     monkeypatch.setattr("shutil.get_terminal_size", lambda: __import__("os").terminal_size(
         (72, 24)))
-    assert report.terminal_width(Terminal()) == 72
+    assert report_render.terminal_width(Terminal()) == 72
     monkeypatch.setattr("sys.stdout", Terminal())
     assert max(map(len, make_profile().table().splitlines())) <= 72
 

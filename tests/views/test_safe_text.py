@@ -58,6 +58,7 @@ def test_svg_and_html_outputs_parse_as_xml(tmp_path):
     prof.export_html(tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert xml_text(page) == page and "\x1b" not in page
-    from pyfxprof.views.report import build_view, render_html
+    from pyfxprof.views.report import build_view
+    from pyfxprof.views.report_render import render_html
     fragment = render_html(build_view(prof))
     xml.dom.minidom.parseString(fragment[fragment.index("<table>"):fragment.index("</table>") + 8])
