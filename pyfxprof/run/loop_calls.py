@@ -125,7 +125,7 @@ class CallRouting:
         if group.index not in self._window.first_calls:
             self._window.note_call(group, self.module, args, kwargs)
             self._arm(group, args, kwargs)
-        return self._recorded(group, group.run, inputs, entered)
+        return self._recorded(group, inputs, entered)
 
     def _arm(self, group: CallGroup, args: tuple, kwargs: dict) -> None:
         """Let the hot path take the group's later calls in this window (armed groups are
@@ -135,16 +135,15 @@ class CallRouting:
         if key is not None and self._direct.get(key) is group:
             self._armed[key] = (group, group.executor.run, group.training, group.index)
 
-    def _recorded(self, group: CallGroup, run: Callable, call: Any, entered: int) -> Any:
-        """A recorded call, `run(call)` (the group's executor on the call's positional
-        arguments on the hot path, the group on the call's inputs otherwise; here rather
-        than through `_run`, a Python call less), and its log entry: when the run began and
-        ended, its group, the Profiler's own time since the previous entry (from `entered`,
-        when the Profiler took the call, and after the previous run), its number, whether
-        it is the block's first."""
+    def _recorded(self, group: CallGroup, inputs: BoundInputs, entered: int) -> Any:
+        """A recorded call of the group's instrumented capture on `inputs` (the Python path;
+        the hot path's recorded calls are _C.HotForward's, which logs them alike) and its log
+        entry: when the run began and ended, its group, the Profiler's own time since the
+        previous entry (from `entered`, when the Profiler took the call, and after the
+        previous run), its number, whether it is the block's first."""
         start = _C.now_ns()
         try:
-            output = run(call)
+            output = group.run(inputs)
         except Exception as error:
             self._note_failed_call(group, error)
             raise
