@@ -95,11 +95,17 @@ def test_memory_is_bounded(monkeypatch):
     assert not cache._models and CAPTURES is not cache
 
 
-def test_profile_reuses_a_graph_capture_for_the_same_signature(monkeypatch):
+@pytest.fixture
+def prepares(monkeypatch):
+    """A list that grows by one at each capture profile() prepares (runner.prepare)."""
     from pyfxprof.run import runner
-    prepares = []
-    real = runner.prepare
-    monkeypatch.setattr(runner, "prepare", lambda *a, **k: prepares.append(1) or real(*a, **k))
+    calls, real = [], runner.prepare
+    monkeypatch.setattr(runner, "prepare", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def test_profile_reuses_a_graph_capture_for_the_same_signature(prepares):
+    from pyfxprof.run import runner
     model = Scaled().eval()
 
     def shapes(x):
@@ -145,11 +151,8 @@ def test_a_graph_broken_capture_is_reused_by_the_next_block_until_the_model_chan
     assert not cached and p.profiles[0].meta["capture_mode"] != "dynamo"  # eval mode only
 
 
-def test_profile_reuses_a_graph_broken_capture_until_the_model_changes(monkeypatch):
+def test_profile_reuses_a_graph_broken_capture_until_the_model_changes(prepares):
     from pyfxprof.run import runner
-    prepares = []
-    real = runner.prepare
-    monkeypatch.setattr(runner, "prepare", lambda *a, **k: prepares.append(1) or real(*a, **k))
     model = Branches().eval()
 
     def profiled(x):
