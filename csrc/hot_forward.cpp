@@ -4,10 +4,14 @@
 // armed call group (run/loop_calls.py) of the model's current training flag, is one timed run
 // of that group and one log entry, without a line of Python between the model's call and the
 // run (after a long model run the Profiler's Python runs with cold caches: each step of it
-// costs several times its warm cost, benchmarks/bench_loop_path.py). Every other call goes to
-// `general`, the Profiler's Python path.
+// costs several times its warm cost, benchmarks/bench_loop_path.py). The checks skip what they
+// can for the same reason: torch.Tensor's own dtype and shape getters (no attribute lookup),
+// the training flag from the model's __dict__ (not through nn.Module's __getattr__ hook), and
+// Dynamo's callback asked for only while a frame evaluation hook is installed. Every other
+// call goes to `general`, the Profiler's Python path.
 #include "hot_forward.h"
 
+#include <descrobject.h>
 #include <structmember.h>
 
 #include <cstddef>
@@ -27,6 +31,10 @@ struct HotForward {
   PyObject* armed;         // dict: args_key -> (group, run, training, index)
   PyObject* module;        // the model, whose `training` flag each call checks
   PyObject* tensor_type;   // torch.Tensor: one exact tensor's key is (dtype, shape)
+  bool training_in_dict;   // the model's class does not define `training`: the flag is read
+                           // from the model's __dict__, without its class's __getattr__
+  getter dtype_of;         // torch.Tensor's own getters of dtype and shape, called directly
+  getter shape_of;         // (no attribute lookup per call); null: looked up as attributes
   PyObject* log_append;    // the Profiler's log deque's append
   PyObject* args_key;      // the Python key function, for any other call
   PyObject* on_failure;    // on_failure(group, error): the failure note, before the re-raise
@@ -54,6 +62,14 @@ PyObject* call_general(HotForward* self, PyObject* const* args, size_t nargsf,
 // Whether a compiled caller is running (Dynamo's eval-frame callback is set): its calls take
 // the general path, which runs them with the callback off. -1 with a Python error set.
 int compiled_caller(HotForward* self) {
+#if PY_VERSION_HEX >= 0x03090000
+  // No frame evaluation hook installed (PEP 523): no thread runs with Dynamo's callback set,
+  // so no compiled caller; Dynamo installs its hook while any thread has the callback set.
+  if (_PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) ==
+      _PyEval_EvalFrameDefault) {
+    return 0;
+  }
+#endif
   if (!self->dynamo) {
     PyObject* loaded = PyImport_GetModule(g_dynamo_module);
     if (!loaded) return PyErr_Occurred() ? -1 : 0;  // not loaded: nothing is compiled
@@ -76,9 +92,11 @@ PyObject* key_of(HotForward* self, PyObject* call) {
   if (PyTuple_GET_SIZE(call) == 1) {
     PyObject* arg = PyTuple_GET_ITEM(call, 0);
     if (reinterpret_cast<PyObject*>(Py_TYPE(arg)) == self->tensor_type) {
-      PyObject* dtype = PyObject_GetAttr(arg, g_dtype);
+      PyObject* dtype = self->dtype_of ? self->dtype_of(arg, nullptr)
+                                       : PyObject_GetAttr(arg, g_dtype);
       if (!dtype) return nullptr;
-      PyObject* shape = PyObject_GetAttr(arg, g_shape);
+      PyObject* shape = self->shape_of ? self->shape_of(arg, nullptr)
+                                       : PyObject_GetAttr(arg, g_shape);
       PyObject* key = shape ? PyTuple_Pack(2, dtype, shape) : nullptr;
       Py_DECREF(dtype);
       Py_XDECREF(shape);
@@ -86,6 +104,19 @@ PyObject* key_of(HotForward* self, PyObject* call) {
     }
   }
   return PyObject_CallOneArg(self->args_key, call);
+}
+
+// The model's `training` flag (new reference), from its __dict__ when it lives there.
+PyObject* training_flag(HotForward* self) {
+  if (self->training_in_dict) {
+    PyObject* dict = PyObject_GenericGetDict(self->module, nullptr);
+    PyObject* flag = dict ? PyDict_GetItemWithError(dict, g_training) : nullptr;
+    Py_XINCREF(flag);
+    Py_XDECREF(dict);
+    if (flag) return flag;
+    PyErr_Clear();  // no __dict__, or no flag in it: getattr says what the flag is
+  }
+  return PyObject_GetAttr(self->module, g_training);
 }
 
 // The armed entry (new reference) for this call, or null (no Python error) when the call
@@ -99,7 +130,7 @@ PyObject* armed_entry(HotForward* self, PyObject* call) {
     return nullptr;
   }
   Py_INCREF(entry);
-  PyObject* training = PyObject_GetAttr(self->module, g_training);
+  PyObject* training = training_flag(self);
   const int same = training ? PyObject_RichCompareBool(training, PyTuple_GET_ITEM(entry, 2), Py_EQ)
                             : -1;
   Py_XDECREF(training);
@@ -249,6 +280,15 @@ PyType_Spec g_hot_spec = {"pyfxprof._C.HotForward", sizeof(HotForward), 0,
 
 PyTypeObject* g_hot_type = nullptr;
 
+// The getter of `type`'s attribute `name` when it is a plain C getset (closure-free, as
+// torch.Tensor's dtype and shape are), else null: the attribute is looked up per call.
+getter own_getter(PyObject* type, PyObject* name) {
+  PyObject* descriptor = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), name);
+  if (!descriptor || !Py_IS_TYPE(descriptor, &PyGetSetDescr_Type)) return nullptr;
+  PyGetSetDef* getset = reinterpret_cast<PyGetSetDescrObject*>(descriptor)->d_getset;
+  return getset->closure ? nullptr : getset->get;
+}
+
 PyObject* new_hot_forward(PyObject*, PyObject* args) {
   PyObject *armed, *module, *tensor_type, *log_append, *args_key, *on_failure;
   if (!PyArg_ParseTuple(args, "O!OO!OOO:hot_forward", &PyDict_Type, &armed, &module,
@@ -265,6 +305,10 @@ PyObject* new_hot_forward(PyObject*, PyObject* args) {
   if (!self) return nullptr;
   self->vectorcall = hot_call;
   self->dict = self->general = self->dynamo = nullptr;
+  // A class attribute or property `training` would take precedence over the instance's.
+  self->training_in_dict = _PyType_Lookup(Py_TYPE(module), g_training) == nullptr;
+  self->dtype_of = own_getter(tensor_type, g_dtype);
+  self->shape_of = own_getter(tensor_type, g_shape);
   PyObject* given[] = {armed, module, tensor_type, log_append, args_key, on_failure};
   PyObject** fields[] = {&self->armed, &self->module, &self->tensor_type, &self->log_append,
                          &self->args_key, &self->on_failure};

@@ -19,8 +19,22 @@ class Model(torch.nn.Module):
         return x * scale
 
 
-def _hot(run=lambda call: call[0] + 1):
-    model, armed, log, failures, general = Model(), {}, deque(), [], []
+class ClassFlagModel(Model):
+    """A model whose class defines `training` (a property over a class-wide flag)."""
+
+    flag = True
+
+    @property
+    def training(self):
+        return ClassFlagModel.flag
+
+    @training.setter
+    def training(self, value):
+        ClassFlagModel.flag = value
+
+
+def _hot(run=lambda call: call[0] + 1, model=None):
+    model, armed, log, failures, general = model or Model(), {}, deque(), [], []
     hot = _C.hot_forward(armed, model, torch.Tensor, log.append, args_key,
                          lambda group, error: failures.append((group, error)))
     hot.general = lambda *args, **kwargs: general.append((args, kwargs)) or "general"
@@ -55,6 +69,35 @@ def test_every_other_call_goes_to_the_general_path(case):
     else:
         assert hot(torch.zeros(3) if case == "other key" else x) == "general"
     assert len(general) == 1 and not log and hot.calls == 0
+
+
+def test_a_training_flag_its_class_defines_is_read_through_the_class():
+    hot, model, x, log, _, general = _hot(model=ClassFlagModel())
+    hot.thread = threading.get_ident()
+    assert torch.equal(hot(x), x + 1) and len(log) == 1
+    model.__dict__["training"] = True  # shadowed: the class's property is the flag
+    ClassFlagModel.flag = False
+    try:
+        assert hot(x) == "general" and len(general) == 1 and len(log) == 1
+    finally:
+        ClassFlagModel.flag = True
+
+
+def test_a_call_under_a_compiled_caller_goes_to_the_general_path():
+    hot, _, x, log, _, general = _hot()
+    hot.thread = threading.get_ident()
+
+    @torch.compile(backend="eager")
+    def caller(x):
+        y = x * 1
+        torch._dynamo.graph_break()
+        return hot(y)  # runs eagerly, with Dynamo's frame callback set
+
+    try:
+        assert caller(x) == "general" and len(general) == 1 and not log
+    finally:
+        torch._dynamo.reset()
+    assert torch.equal(hot(x), x + 1) and len(log) == 1  # no compiled caller: the hot path
 
 
 def test_a_failing_run_is_noted_and_its_error_goes_on_unchanged():
