@@ -8,12 +8,19 @@ cache cropped back after each call).
 
 Every call is timed alone (one clock read before and after it) and paired with the twin's
 call next to it, so drifts of the machine between calls cancel and a preempted call moves
-one pair. The order of the calls in a pair (a triplet, a quadruplet) is drawn at random
-each time: a call's time depends on the call before it (caches, branch predictors), and a
-fixed or rotating order gives each kind the same predecessors, a bias of ~20 ns per node
-on the `x + 1` chain measured between two identical plain twins. A round is a block of
-pairs of each workload in turn; the Profiler's start/stop (window collection) stays
-outside the blocks.
+one pair. A call's time depends on the calls before it (caches, branch predictors): the
+profiled call runs the Profiler's generated code where the plain call runs the model's own,
+and each evicts the other's. So every figure is given for two orders of the calls:
+
+- **in a loop**: each model is called ``--streak`` times in a row (4 by default), as a
+  serving loop calls it; the first call of each streak follows the other model's and is
+  dropped; the models' streaks come in an order drawn at random each time;
+- **after the other model**: one call of each model at a time, in an order drawn at random
+  each time (a fixed or rotating order gives each kind the same predecessors, a bias of
+  ~20 ns per node on the `x + 1` chain measured between two identical plain twins).
+
+A round is a block of groups of each workload in turn (both orders); the Profiler's
+start/stop (window collection) stays outside the blocks.
 
 - Added per call: the median of (profiled - plain) over the pairs, with the sign test's
   95% interval (pyfxprof.tools.overhead.paired_estimate).
@@ -21,12 +28,13 @@ outside the blocks.
   over pairs matched by their place in the round, with its interval; beside it the same
   figure for the group's codegen executor run alone (what pyfxprof.profile() runs per
   timed run), and for a second plain twin (the measurement's own bias: two identical
-  models; it should read "not resolved"), timed in the same pairs (quadruplets).
-- Each figure is checked against issue 24's target (<= 5 µs per call of the one-node
+  models; it should read "not resolved"), timed in the same groups.
+- Each figure is checked against issue 24's targets (<= 5 µs per call of the one-node
   model, <= 80 ns per node): "met" / "not met" when the interval lies on one side of it,
   "not resolved" when the interval holds it.
 
-Run: .venv/bin/python benchmarks/bench_loop.py [--rounds R] [--calls N] [--only NAME ...]
+Run: .venv/bin/python benchmarks/bench_loop.py [--rounds R] [--calls N] [--streak S]
+     [--only NAME ...]
 """
 
 import argparse
@@ -128,10 +136,11 @@ class Workload:
     call as it is, also the group's codegen executor run alone."""
 
     def __init__(self, name: str) -> None:
-        model, make = WORKLOADS[name]()
+        model, self.make = WORKLOADS[name]()
+        self.pristine = copy.deepcopy(model)  # what the twins are copied from
         self.name, self.profiler = name, pyfxprof.Profiler(model, keep_profiles=1)
-        self.profiled, self.after_profiled = make(model)
-        self.plain, self.after_plain = make(copy.deepcopy(model))
+        self.profiled, self.after_profiled = self.make(model)
+        self.new_twins()
         with self.profiler:  # the capture, outside every timed block
             self.profiled()
         group = next(iter(self.profiler._groups.values()))
@@ -141,37 +150,51 @@ class Workload:
             self.executor = CodegenExecutor(group.capture.graph_module, len(group.frame))
             x = torch.zeros(1)
             self.alone = lambda: self.executor.run((x,))
-            self.twin, _ = make(copy.deepcopy(model))
         self.order = np.random.default_rng(0)
-        self.times: dict[str, list] = {"profiled": [], "plain": [], "alone": [], "twin": []}
+        # times[in a loop?][kind]: the kept calls' times, block by block
+        self.times = {in_loop: {"profiled": [], "plain": [], "alone": [], "twin": []}
+                      for in_loop in (True, False)}
 
-    def block(self, calls: int) -> None:
-        """`calls` pairs (quadruplets with the executor alone and the plain model's second
-        twin), timed call by call, in an order drawn at random each time."""
+    def new_twins(self) -> None:
+        """Fresh plain twins for each block: two copies of one model can differ in speed by
+        where their code and data landed in memory (~20 ns per node on the `x + 1` chain
+        between two twins kept for a whole run); fresh copies turn that into noise the
+        intervals hold."""
+        self.plain, self.after_plain = self.make(copy.deepcopy(self.pristine))
+        self.twin, _ = self.make(copy.deepcopy(self.pristine))
+
+    def block(self, calls: int, streak: int) -> None:
+        """`calls` groups of one call per model (streak 1) or of `streak` calls per model,
+        the first of each streak dropped; each call timed alone, the order of the models in
+        a group drawn at random each time."""
+        self.new_twins()
         kinds = [("profiled", self.profiled, self.after_profiled),
                  ("plain", self.plain, self.after_plain)]
         if self.alone is not None:
             kinds += [("alone", self.alone, None), ("twin", self.twin, None)]
-        times = np.empty((len(kinds), calls), dtype=np.int64)
+        times = np.empty((len(kinds), calls, streak), dtype=np.int64)
         # drawn before the block: no numpy code runs between the timed calls
-        orders = [[kinds[which] + (which,) for which in self.order.permutation(len(kinds))]
-                  for _ in range(calls)]
+        orders = [self.order.permutation(len(kinds)).tolist() for _ in range(calls)]
         self.profiler.start()
         for k in range(calls):
-            for _, call, after, which in orders[k]:
-                started = _C.now_ns()
-                call()
-                times[which, k] = _C.now_ns() - started
-                if after is not None:
-                    after()
+            for which in orders[k]:
+                _, call, after = kinds[which]
+                slots = times[which, k]
+                for j in range(streak):
+                    started = _C.now_ns()
+                    call()
+                    slots[j] = _C.now_ns() - started
+                    if after is not None:
+                        after()
         self.profiler.stop()
         if self.executor is not None:
             self.executor.reset()
-        for (kind, _, _), row in zip(kinds, times):
-            self.times[kind].append(row)
+        kept = times[:, :, 1:] if streak > 1 else times
+        for (kind, _, _), row in zip(kinds, kept):
+            self.times[streak > 1][kind].append(row.reshape(-1))
 
-    def series(self, kind: str) -> np.ndarray:
-        return np.concatenate(self.times[kind])
+    def series(self, in_loop: bool, kind: str) -> np.ndarray:
+        return np.concatenate(self.times[in_loop][kind])
 
 
 def verdict(estimate: Estimate, target: float) -> str:
@@ -185,24 +208,28 @@ def verdict(estimate: Estimate, target: float) -> str:
     return f"<= {format_ns(target)}: not resolved (the interval holds it)"
 
 
-def report(found: dict[str, Workload]) -> None:
-    print(f"{'workload':14s} {'plain/call':>10s}  added/call [95% interval] over pairs")
+ORDERS = {True: "in a loop", False: "after the other model"}
+
+
+def report(found: dict[str, Workload], in_loop: bool) -> None:
+    print(f"{ORDERS[in_loop]}:")
+    print(f"  {'workload':14s} {'plain/call':>10s}  added/call [95% interval] over pairs")
     for name, work in found.items():
-        plain = work.series("plain")
-        added = paired_estimate(plain, work.series("profiled"))
+        plain = work.series(in_loop, "plain")
+        added = paired_estimate(plain, work.series(in_loop, "profiled"))
         check = f"  {verdict(added, TARGET_PER_CALL_NS)}" if name == "one node" else ""
-        print(f"{name:14s} {format_ns(np.median(plain)):>10s}  {added.text()} over "
+        print(f"  {name:14s} {format_ns(np.median(plain)):>10s}  {added.text()} over "
               f"{len(plain)} pairs{check}")
     for chain_name in [name for name in CHAINS if name in found and "one node" in found]:
         one, chain = found["one node"], found[chain_name]
         for label, kind in (("the Profiler loop", "profiled"),
                             ("the codegen executor alone", "alone"),
                             ("a second plain twin (bias check)", "twin")):
-            one_added = one.series(kind) - one.series("plain")
-            chain_added = chain.series(kind) - chain.series("plain")
+            one_added = one.series(in_loop, kind) - one.series(in_loop, "plain")
+            chain_added = chain.series(in_loop, kind) - chain.series(in_loop, "plain")
             per_node = paired_estimate(one_added, chain_added).scaled(299)
             check = "" if kind == "twin" else f" — {verdict(per_node, TARGET_PER_NODE_NS)}"
-            print(f"added per node beyond the first ({chain_name}), {label}: "
+            print(f"  added per node beyond the first ({chain_name}), {label}: "
                   f"{per_node.text()}{check}")
 
 
@@ -210,6 +237,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--calls", type=int, default=50, help="pairs per workload and round")
+    parser.add_argument("--streak", type=int, default=4,
+                        help="calls of each model in a row in the loop order (the first dropped)")
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append",
                         help="these workloads only (repeat the option for several)")
     options = parser.parse_args()
@@ -220,11 +249,14 @@ def main() -> None:
         found = {name: Workload(name) for name in options.only or WORKLOADS}
         for work in found.values():
             print(f"  {work.name}: {work.describe}")
+        streaks = max(1, -(-options.calls // max(1, options.streak - 1)))  # ~calls kept
         for _ in range(options.rounds):
             for work in found.values():
-                work.block(options.calls)
+                work.block(streaks, max(2, options.streak))
+                work.block(options.calls, 1)
     print(describe_machine())
-    report(found)
+    for in_loop in (True, False):
+        report(found, in_loop)
 
 
 if __name__ == "__main__":
