@@ -44,7 +44,7 @@ def measure(model: torch.nn.Module, calls: int, order: np.random.Generator) -> d
                 profiled_calls[k] = started, ended
             else:
                 plain_calls[k] = ended - started
-    runs = np.array(list(profiler._log)[-calls:], dtype=np.int64)[:, :2]
+    runs = np.frombuffer(profiler._log.rows(), dtype=np.int64).reshape(-1, 6)[-calls:, :2]
     profiler.stop()
     return {"before": np.median(runs[:, 0] - profiled_calls[:, 0]),
             "run": np.median(runs[:, 1] - runs[:, 0]),

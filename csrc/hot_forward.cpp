@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "clock.h"
+#include "logged_calls.h"
 
 namespace pyfxprof {
 
@@ -35,7 +36,7 @@ struct HotForward {
                            // from the model's __dict__, without its class's __getattr__
   getter dtype_of;         // torch.Tensor's own getters of dtype and shape, called directly
   getter shape_of;         // (no attribute lookup per call); null: looked up as attributes
-  PyObject* log_append;    // the Profiler's log deque's append
+  PyObject* log;           // the Profiler's LoggedCalls
   PyObject* args_key;      // the Python key function, for any other call
   PyObject* on_failure;    // on_failure(group, error): the failure note, before the re-raise
   PyObject* dynamo;        // get_eval_frame_callback once torch._dynamo is loaded, else null
@@ -168,18 +169,13 @@ PyObject* recorded(HotForward* self, PyObject* entry, PyObject* call, int64_t en
     note_failure(self, PyTuple_GET_ITEM(entry, 0));
     return nullptr;
   }
-  PyObject* first = self->calls == self->first_call ? Py_True : Py_False;
-  PyObject* line = Py_BuildValue("(LLOLLO)", static_cast<long long>(start),
-                                 static_cast<long long>(end), PyTuple_GET_ITEM(entry, 3),
-                                 static_cast<long long>(start - entered + self->own_ns_after),
-                                 self->calls, first);
-  PyObject* appended = line ? PyObject_CallOneArg(self->log_append, line) : nullptr;
-  Py_XDECREF(line);
-  if (!appended) {
+  const long long index = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 3));
+  if (index == -1 && PyErr_Occurred()) {
     Py_DECREF(result);
     return nullptr;
   }
-  Py_DECREF(appended);
+  log_call(self->log, {start, end, index, start - entered + self->own_ns_after, self->calls,
+                       self->calls == self->first_call ? 1 : 0});
   self->own_ns_after = now_ns() - end;
   return result;
 }
@@ -215,7 +211,7 @@ int hot_traverse(PyObject* callable, visitproc visit, void* arg) {
   Py_VISIT(self->armed);
   Py_VISIT(self->module);
   Py_VISIT(self->tensor_type);
-  Py_VISIT(self->log_append);
+  Py_VISIT(self->log);
   Py_VISIT(self->args_key);
   Py_VISIT(self->on_failure);
   Py_VISIT(self->dynamo);
@@ -229,7 +225,7 @@ int hot_clear(PyObject* callable) {
   Py_CLEAR(self->armed);
   Py_CLEAR(self->module);
   Py_CLEAR(self->tensor_type);
-  Py_CLEAR(self->log_append);
+  Py_CLEAR(self->log);
   Py_CLEAR(self->args_key);
   Py_CLEAR(self->on_failure);
   Py_CLEAR(self->dynamo);
@@ -290,15 +286,17 @@ getter own_getter(PyObject* type, PyObject* name) {
 }
 
 PyObject* new_hot_forward(PyObject*, PyObject* args) {
-  PyObject *armed, *module, *tensor_type, *log_append, *args_key, *on_failure;
+  PyObject *armed, *module, *tensor_type, *log, *args_key, *on_failure;
   if (!PyArg_ParseTuple(args, "O!OO!OOO:hot_forward", &PyDict_Type, &armed, &module,
-                        &PyType_Type, &tensor_type, &log_append, &args_key, &on_failure)) {
+                        &PyType_Type, &tensor_type, &log, &args_key, &on_failure)) {
     return nullptr;
   }
-  if (!PyCallable_Check(log_append) || !PyCallable_Check(args_key) ||
-      !PyCallable_Check(on_failure)) {
-    PyErr_SetString(PyExc_TypeError, "hot_forward(): log_append, args_key and on_failure must "
-                                     "be callable");
+  if (!is_logged_calls(log)) {
+    PyErr_SetString(PyExc_TypeError, "hot_forward(): log must be a LoggedCalls (logged_calls())");
+    return nullptr;
+  }
+  if (!PyCallable_Check(args_key) || !PyCallable_Check(on_failure)) {
+    PyErr_SetString(PyExc_TypeError, "hot_forward(): args_key and on_failure must be callable");
     return nullptr;
   }
   HotForward* self = PyObject_GC_New(HotForward, g_hot_type);
@@ -309,8 +307,8 @@ PyObject* new_hot_forward(PyObject*, PyObject* args) {
   self->training_in_dict = _PyType_Lookup(Py_TYPE(module), g_training) == nullptr;
   self->dtype_of = own_getter(tensor_type, g_dtype);
   self->shape_of = own_getter(tensor_type, g_shape);
-  PyObject* given[] = {armed, module, tensor_type, log_append, args_key, on_failure};
-  PyObject** fields[] = {&self->armed, &self->module, &self->tensor_type, &self->log_append,
+  PyObject* given[] = {armed, module, tensor_type, log, args_key, on_failure};
+  PyObject** fields[] = {&self->armed, &self->module, &self->tensor_type, &self->log,
                          &self->args_key, &self->on_failure};
   for (size_t i = 0; i < 6; ++i) {
     Py_INCREF(given[i]);
@@ -325,11 +323,12 @@ PyObject* new_hot_forward(PyObject*, PyObject* args) {
 
 PyMethodDef g_hot_functions[] = {
     {"hot_forward", new_hot_forward, METH_VARARGS,
-     "hot_forward(armed, module, tensor_type, log_append, args_key, on_failure) -> HotForward\n\n"
+     "hot_forward(armed, module, tensor_type, log, args_key, on_failure) -> HotForward\n\n"
      "The forward a Profiler installs on its model: a call of `thread` whose key (args_key)\n"
      "names an entry (group, run, training, index) of the dict `armed`, with the model's\n"
-     "training flag equal to `training`, is run(args) and one log_append((start, end, index,\n"
-     "own_ns, calls, first)); any other call is general(*args, **kwargs)."},
+     "training flag equal to `training`, is run(args) and one row (start, end, index,\n"
+     "own_ns, calls, first) of the LoggedCalls `log`; any other call is general(*args,\n"
+     "**kwargs)."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace

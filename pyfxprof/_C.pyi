@@ -93,8 +93,8 @@ def timed_run(table: SampleTable, forward: Callable[..., Any],
 class HotForward:
     """A profiled model's forward while a Profiler block is open: a call of `thread` whose
     args_key names an entry (group, run, training, index) of `armed`, with the model's
-    training flag equal to `training`, is run(args) and one log entry; any other call is
-    general(*args, **kwargs)."""
+    training flag equal to `training`, is run(args) and one row of its LoggedCalls; any
+    other call is general(*args, **kwargs)."""
 
     @property
     def general(self) -> Callable[..., Any] | None: ...
@@ -119,9 +119,19 @@ class HotForward:
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 def hot_forward(armed: dict[Any, tuple[Any, Callable[[tuple], Any], bool, int]], module: Any,
-                tensor_type: type, log_append: Callable[[tuple], Any],
-                args_key: Callable[[tuple], Any],
+                tensor_type: type, log: LoggedCalls, args_key: Callable[[tuple], Any],
                 on_failure: Callable[[Any, BaseException], Any]) -> HotForward: ...
+
+class LoggedCalls:
+    """The Profiler loop's log of recorded calls: the newest `capacity` rows of 6 ints
+    (start, end, group, own_ns, call, first), written by HotForward and the Python path."""
+
+    def append(self, start: int, end: int, group: int, own_ns: int, call: int,
+               first: int, /) -> None: ...
+    def rows(self) -> bytes: ...
+    def __len__(self) -> int: ...
+
+def logged_calls(capacity: int, /) -> LoggedCalls: ...
 
 # ---- CUDA events (the runtime loaded with dlopen) ------------------------------------------
 def cuda_available() -> bool: ...

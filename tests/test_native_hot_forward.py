@@ -5,8 +5,8 @@ general path; a failing run is noted and re-raised as it is."""
 import functools
 import inspect
 import threading
-from collections import deque
 
+import numpy as np
 import pytest
 import torch
 
@@ -34,8 +34,8 @@ class ClassFlagModel(Model):
 
 
 def _hot(run=lambda call: call[0] + 1, model=None):
-    model, armed, log, failures, general = model or Model(), {}, deque(), [], []
-    hot = _C.hot_forward(armed, model, torch.Tensor, log.append, args_key,
+    model, armed, log, failures, general = model or Model(), {}, _C.logged_calls(8), [], []
+    hot = _C.hot_forward(armed, model, torch.Tensor, log, args_key,
                          lambda group, error: failures.append((group, error)))
     hot.general = lambda *args, **kwargs: general.append((args, kwargs)) or "general"
     x = torch.zeros(2)
@@ -43,14 +43,18 @@ def _hot(run=lambda call: call[0] + 1, model=None):
     return hot, model, x, log, failures, general
 
 
+def _rows(log):
+    return np.frombuffer(log.rows(), dtype=np.int64).reshape(-1, 6).tolist()
+
+
 def test_an_armed_call_of_the_set_thread_is_one_run_and_one_log_entry():
     hot, _, x, log, _, general = _hot()
     hot.thread, hot.first_call = threading.get_ident(), 1
     assert torch.equal(hot(x), x + 1) and torch.equal(hot(x), x + 1)
     assert not general and hot.calls == 2 and hot.own_ns_after >= 0
-    (start, end, index, own, calls, first), second = log
-    assert end >= start and index == 7 and own >= 0 and (calls, first) == (1, True)
-    assert second[4:] == (2, False)
+    (start, end, index, own, calls, first), second = _rows(log)
+    assert end >= start and index == 7 and own >= 0 and (calls, first) == (1, 1)
+    assert list(second[4:]) == [2, 0]
 
 
 @pytest.mark.parametrize("case", ["no thread", "keywords", "other key", "other training",
@@ -122,8 +126,10 @@ def test_it_wraps_the_models_forward_for_inspect():
 
 def test_hot_forward_checks_its_arguments():
     with pytest.raises(TypeError):
-        _C.hot_forward([], Model(), torch.Tensor, print, args_key, print)  # armed: a dict
+        _C.hot_forward([], Model(), torch.Tensor, _C.logged_calls(1), args_key, print)  # a dict
+    with pytest.raises(TypeError, match="must be a LoggedCalls"):
+        _C.hot_forward({}, Model(), torch.Tensor, print, args_key, print)
     with pytest.raises(TypeError, match="must be callable"):
-        _C.hot_forward({}, Model(), torch.Tensor, 1, args_key, print)
+        _C.hot_forward({}, Model(), torch.Tensor, _C.logged_calls(1), 1, print)
     with pytest.raises(TypeError, match="cannot create"):
         _C.HotForward()

@@ -148,9 +148,9 @@ class Profiler(CallRouting):
         self._warmup_calls = 0
         self._windows = 0
         self._warned: set[str] = set()
-        self._log: deque[tuple] = deque(maxlen=MAX_LOGGED_CALLS)
+        self._log = _C.logged_calls(MAX_LOGGED_CALLS)
         self._binder = binder_of(model)
-        self._hot = _C.hot_forward(self._armed, model, torch.Tensor, self._log.append, args_key,
+        self._hot = _C.hot_forward(self._armed, model, torch.Tensor, self._log, args_key,
                                    self._note_failed_call)
         self._backward = backward
 
@@ -242,7 +242,7 @@ class Profiler(CallRouting):
             >>> p.generation_latency()["decode_ns"]["median"]  # doctest: +SKIP
             1043210.0
         """
-        log = np.array(self._log, dtype=np.int64).reshape(-1, 6).T
+        log = np.frombuffer(self._log.rows(), dtype=np.int64).reshape(-1, 6).T
         groups = {group.index: group for group in self._groups.values()}
         single = {index: _single_position(group) for index, group in groups.items()}
         cost = {index: group.executor.calls_per_run * group.executor.calibration.overhead_ns

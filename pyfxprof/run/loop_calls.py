@@ -11,7 +11,6 @@ import threading
 import time
 from threading import get_ident
 import warnings
-from collections import deque
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -67,7 +66,7 @@ class CallRouting:
     _thread: int | None
     _warmup_calls: int
     _warned: set[str]
-    _log: deque
+    _log: Any  # _C.LoggedCalls: one row (start, end, group, own ns, call, first) per recorded call
     _binder: Binder | None
     _hot: Any  # _C.HotForward: the model's forward while open, the hot path in C
     _own_ns_after = _KeptInHotForward()  # the Profiler's time after the last logged call's end
@@ -148,8 +147,8 @@ class CallRouting:
             self._note_failed_call(group, error)
             raise
         end = _C.now_ns()
-        self._log.append((start, end, group.index, start - entered + self._own_ns_after,
-                          self._calls, self._calls == self._first_call))
+        self._log.append(start, end, group.index, start - entered + self._own_ns_after,
+                         self._calls, self._calls == self._first_call)
         self._own_ns_after = _C.now_ns() - end
         return output
 
