@@ -14,11 +14,11 @@ import statistics
 import time
 import warnings
 
-import numpy as np
 import torch
 from machine import describe_machine
 
 import pyfxprof
+from pyfxprof.timing.native import logged_rows
 
 
 def tiny_models() -> dict:
@@ -70,7 +70,7 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
               f"{prof.meta['capture_mode']} in {group.capture_ns / 1e9:.2f} s, "
               f"{prof.n_nodes} nodes, {prof.n_runs} calls, coverage {prof.meta['coverage']:.1%}")
     # the first call's own time includes the captures
-    own_ns = np.frombuffer(p._log.rows(), dtype=np.int64).reshape(-1, 6)[1:, 3].tolist()
+    own_ns = logged_rows(p._log)[1:, 3].tolist()
     print(f"  Dynamo's guard check per call: median {statistics.median(guard_checks) / 1e3:.1f} µs "
           f"over {len(guard_checks)} calls; the Profiler's own time per call (binding, "
           f"grouping, guard check, bookkeeping): median {statistics.median(own_ns) / 1e3:.1f} µs")

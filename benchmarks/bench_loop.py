@@ -242,6 +242,8 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append",
                         help="these workloads only (repeat the option for several)")
     options = parser.parse_args()
+    if options.streak < 2:
+        parser.error("--streak must be at least 2 (the first call of each streak is dropped)")
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     print(describe_machine())
@@ -249,10 +251,10 @@ def main() -> None:
         found = {name: Workload(name) for name in options.only or WORKLOADS}
         for work in found.values():
             print(f"  {work.name}: {work.describe}")
-        streaks = max(1, -(-options.calls // max(1, options.streak - 1)))  # ~calls kept
+        streaks = -(-options.calls // (options.streak - 1))  # about `calls` kept per kind
         for _ in range(options.rounds):
             for work in found.values():
-                work.block(streaks, max(2, options.streak))
+                work.block(streaks, options.streak)
                 work.block(options.calls, 1)
     print(describe_machine())
     for in_loop in (True, False):

@@ -24,6 +24,7 @@ from machine import describe_machine
 import pyfxprof
 from pyfxprof import _C
 from pyfxprof.data.units import format_ns
+from pyfxprof.timing.native import logged_rows
 
 
 def measure(model: torch.nn.Module, calls: int, order: np.random.Generator) -> dict:
@@ -44,7 +45,7 @@ def measure(model: torch.nn.Module, calls: int, order: np.random.Generator) -> d
                 profiled_calls[k] = started, ended
             else:
                 plain_calls[k] = ended - started
-    runs = np.frombuffer(profiler._log.rows(), dtype=np.int64).reshape(-1, 6)[-calls:, :2]
+    runs = logged_rows(profiler._log)[-calls:, :2]
     profiler.stop()
     return {"before": np.median(runs[:, 0] - profiled_calls[:, 0]),
             "run": np.median(runs[:, 1] - runs[:, 0]),

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "clock.h"
+#include "heap_type.h"
 #include "logged_calls.h"
 
 namespace pyfxprof {
@@ -339,13 +340,8 @@ int add_hot_forward(PyObject* module) {
   g_training = PyUnicode_InternFromString("training");
   g_dynamo_module = PyUnicode_InternFromString("torch._dynamo");
   if (!g_dtype || !g_shape || !g_training || !g_dynamo_module) return -1;
-  g_hot_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&g_hot_spec));
+  g_hot_type = add_heap_type(module, &g_hot_spec);
   if (!g_hot_type) return -1;
-  Py_INCREF(g_hot_type);
-  if (PyModule_AddObject(module, "HotForward", reinterpret_cast<PyObject*>(g_hot_type)) < 0) {
-    Py_DECREF(g_hot_type);
-    return -1;
-  }
   return PyModule_AddFunctions(module, g_hot_functions);
 }
 

@@ -5,6 +5,8 @@
 #include <new>
 #include <vector>
 
+#include "heap_type.h"
+
 namespace pyfxprof {
 
 namespace {
@@ -145,13 +147,8 @@ void log_call(PyObject* logged_calls, const int64_t (&row)[kLoggedFields]) {
 }
 
 int add_logged_calls(PyObject* module) {
-  g_logged_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&g_spec));
+  g_logged_type = add_heap_type(module, &g_spec);
   if (!g_logged_type) return -1;
-  Py_INCREF(g_logged_type);
-  if (PyModule_AddObject(module, "LoggedCalls", reinterpret_cast<PyObject*>(g_logged_type)) < 0) {
-    Py_DECREF(g_logged_type);
-    return -1;
-  }
   return PyModule_AddFunctions(module, g_functions);
 }
 

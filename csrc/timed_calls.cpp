@@ -9,6 +9,7 @@
 #include "arguments.h"
 #include "clock.h"
 #include "fast_calls.h"
+#include "heap_type.h"
 #include "session_state.h"
 
 namespace pyfxprof {
@@ -374,13 +375,8 @@ PyTypeObject* g_calls_type = nullptr;
 
 int add_timed_calls_type(PyObject* module) {
   if (load_operator_objects() < 0) return -1;
-  g_calls_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&g_calls_spec));
+  g_calls_type = add_heap_type(module, &g_calls_spec);
   if (!g_calls_type) return -1;
-  Py_INCREF(g_calls_type);
-  if (PyModule_AddObject(module, "TimedCalls", reinterpret_cast<PyObject*>(g_calls_type)) < 0) {
-    Py_DECREF(g_calls_type);
-    return -1;
-  }
   return 0;
 }
 

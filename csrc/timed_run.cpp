@@ -4,6 +4,7 @@
 #include <new>
 
 #include "clock.h"
+#include "heap_type.h"
 
 namespace pyfxprof {
 
@@ -104,13 +105,8 @@ PyTypeObject* g_timed_run_type = nullptr;
 }  // namespace
 
 int add_timed_run_type(PyObject* module) {
-  g_timed_run_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&g_timed_run_spec));
+  g_timed_run_type = add_heap_type(module, &g_timed_run_spec);
   if (!g_timed_run_type) return -1;
-  Py_INCREF(g_timed_run_type);
-  if (PyModule_AddObject(module, "TimedRun", reinterpret_cast<PyObject*>(g_timed_run_type)) < 0) {
-    Py_DECREF(g_timed_run_type);
-    return -1;
-  }
   return 0;
 }
 

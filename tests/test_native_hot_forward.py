@@ -6,11 +6,11 @@ import functools
 import inspect
 import threading
 
-import numpy as np
 import pytest
 import torch
 
 from pyfxprof import _C
+from pyfxprof.timing.native import logged_rows
 from pyfxprof.run.call_groups import args_key
 
 
@@ -43,16 +43,12 @@ def _hot(run=lambda call: call[0] + 1, model=None):
     return hot, model, x, log, failures, general
 
 
-def _rows(log):
-    return np.frombuffer(log.rows(), dtype=np.int64).reshape(-1, 6).tolist()
-
-
 def test_an_armed_call_of_the_set_thread_is_one_run_and_one_log_entry():
     hot, _, x, log, _, general = _hot()
     hot.thread, hot.first_call = threading.get_ident(), 1
     assert torch.equal(hot(x), x + 1) and torch.equal(hot(x), x + 1)
     assert not general and hot.calls == 2 and hot.own_ns_after >= 0
-    (start, end, index, own, calls, first), second = _rows(log)
+    (start, end, index, own, calls, first), second = logged_rows(log).tolist()
     assert end >= start and index == 7 and own >= 0 and (calls, first) == (1, 1)
     assert list(second[4:]) == [2, 0]
 

@@ -1,22 +1,19 @@
 """_C.logged_calls (csrc/logged_calls.cpp): the Profiler loop's log of recorded calls, a ring
 keeping the newest rows of six ints, read back oldest first."""
 
-import numpy as np
 import pytest
 
 from pyfxprof import _C
-
-
-def _rows(log):
-    return np.frombuffer(log.rows(), dtype=np.int64).reshape(-1, 6).tolist()
+from pyfxprof.timing.native import logged_rows
 
 
 def test_rows_come_back_oldest_first_as_they_were_appended():
     log = _C.logged_calls(10)
-    assert len(log) == 0 and _rows(log) == []
+    assert len(log) == 0 and logged_rows(log).tolist() == []
     log.append(10, 20, 0, 3, 1, True)
     log.append(30, 45, 2, 4, 2, False)
-    assert len(log) == 2 and _rows(log) == [[10, 20, 0, 3, 1, 1], [30, 45, 2, 4, 2, 0]]
+    assert len(log) == 2
+    assert logged_rows(log).tolist() == [[10, 20, 0, 3, 1, 1], [30, 45, 2, 4, 2, 0]]
 
 
 def test_a_full_log_keeps_the_newest_rows_in_order():
@@ -24,13 +21,13 @@ def test_a_full_log_keeps_the_newest_rows_in_order():
     for call in range(1, 8):
         log.append(call * 100, call * 100 + 5, 0, 0, call, call == 1)
     assert len(log) == 3
-    assert [row[4] for row in _rows(log)] == [5, 6, 7]
+    assert [row[4] for row in logged_rows(log).tolist()] == [5, 6, 7]
 
 
 def test_int64_extremes_round_trip():
     log = _C.logged_calls(1)
     log.append(2**63 - 1, -(2**63), -1, 0, 2**40, 0)
-    assert _rows(log) == [[2**63 - 1, -(2**63), -1, 0, 2**40, 0]]
+    assert logged_rows(log).tolist() == [[2**63 - 1, -(2**63), -1, 0, 2**40, 0]]
 
 
 def test_bad_rows_and_capacities_are_refused():

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import torch
 
-from ..timing.native import _C
+from ..timing.native import _C, logged_rows
 from ..capture.inductor import is_compiled
 from ..capture.inputs import split_inputs
 from ..capture.ladder import check_model
@@ -242,7 +242,7 @@ class Profiler(CallRouting):
             >>> p.generation_latency()["decode_ns"]["median"]  # doctest: +SKIP
             1043210.0
         """
-        log = np.frombuffer(self._log.rows(), dtype=np.int64).reshape(-1, 6).T
+        log = logged_rows(self._log).T
         groups = {group.index: group for group in self._groups.values()}
         single = {index: _single_position(group) for index, group in groups.items()}
         cost = {index: group.executor.calls_per_run * group.executor.calibration.overhead_ns
