@@ -6,11 +6,13 @@
 
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "clock.h"
+#include "nvtx_ranges.h"
 #include "sample_table.h"
 #include "timed_calls.h"
 #include "timed_run.h"
@@ -72,6 +74,20 @@ void begin_run(SampleTable& table) {
   }
 }
 
+// set_ranges(names): one NVTX range name per column, or None for no ranges.
+void set_ranges(SampleTable& table, std::optional<std::vector<std::string>> names) {
+  if (!names) {
+    table.set_ranges(nullptr);
+    return;
+  }
+  if (names->size() != table.nodes()) {
+    throw py::value_error("set_ranges(names): one name per column: " +
+                          std::to_string(table.nodes()) + " columns, " +
+                          std::to_string(names->size()) + " names");
+  }
+  table.set_ranges(std::make_unique<NvtxRanges>(*names));
+}
+
 }  // namespace
 
 void define_sample_table(py::module_& m) {
@@ -89,6 +105,10 @@ void define_sample_table(py::module_& m) {
           "Close the calling thread's open row; False if it has none.")
       .def("abandon_run", &SampleTable::abandon_run, "Leave the open row unended (end_ns -1).")
       .def("clear", &SampleTable::clear, "Forget every row, keeping the reserved room.")
+      .def("set_ranges", &set_ranges, py::arg("names"),
+           "Push an NVTX range named names[k] around each timed call of column k (registered\n"
+           "strings in the \"pyfxprof\" domain, for Nsight); None: no ranges. RuntimeError\n"
+           "when pyfxprof was built without the NVTX headers (see nvtx_built).")
       .def("take", &take_runs,
            "Hand over the rows and empty the table: samples (rows x nodes int64, -1 where a\n"
            "node was not timed), begin_ns, end_ns (-1: not ended), first_call_ns,\n"
@@ -127,6 +147,8 @@ void define_sample_table(py::module_& m) {
       "The TimedRun of `table`: run(args), args a tuple, is one run of forward(*args), one\n"
       "row of `table` (begin_run, the call, end_run; unended when the call raises). A row\n"
       "another thread holds open raises busy_error.");
+  m.attr("nvtx_built") = NvtxRanges::built_in();
+  m.attr("nvtx_include_dir") = NvtxRanges::include_dir();
   if (add_timed_calls_type(m.ptr()) != 0) throw py::error_already_set();
   if (add_timed_run_type(m.ptr()) != 0) throw py::error_already_set();
 }

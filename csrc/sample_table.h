@@ -3,8 +3,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
+
+#include "nvtx_ranges.h"
 
 namespace pyfxprof {
 
@@ -73,6 +76,11 @@ class SampleTable {
 
   uint64_t stray_calls() const noexcept { return stray_calls_.load(std::memory_order_relaxed); }
 
+  // NVTX ranges the timed calls push around each column's call (null: none). Set between
+  // runs only; replacing them frees the previous ones.
+  const NvtxRanges* ranges() const noexcept { return ranges_.get(); }
+  void set_ranges(std::unique_ptr<NvtxRanges> ranges) noexcept { ranges_ = std::move(ranges); }
+
  private:
   void repoint_open_row() noexcept;  // after samples_ / bounds_ may have moved
 
@@ -80,6 +88,7 @@ class SampleTable {
   std::atomic<uintptr_t> owner_{0};  // owner of the open run, 0 when none
   int64_t* row_ = nullptr;           // the open row
   RunBounds* open_bounds_ = nullptr;
+  std::unique_ptr<NvtxRanges> ranges_;
   uint32_t nodes_;
   uint32_t last_node_;
   std::atomic<uint64_t> stray_calls_{0};

@@ -180,11 +180,18 @@ __attribute__((noinline)) PyObject* timed_entry(TimedCalls* self, Py_ssize_t nod
     PyErr_Format(PyExc_ValueError, "timed(): node %zd has no target set", node);
     return nullptr;
   }
-  if (self->cuda) return timed_with_events(self, entry, args, nargs, kwnames);
-  const int64_t begin = now_ticks();
-  PyObject* result = call_entry(entry, args, nargs, kwnames);
-  const int64_t end = now_ticks();
-  if (result) record(self, static_cast<uint32_t>(node), begin, end);
+  const NvtxRanges* ranges = self->table->ranges();
+  if (ranges) ranges->push(static_cast<uint32_t>(node));  // outside the timed interval
+  PyObject* result;
+  if (self->cuda) {
+    result = timed_with_events(self, entry, args, nargs, kwnames);
+  } else {
+    const int64_t begin = now_ticks();
+    result = call_entry(entry, args, nargs, kwnames);
+    const int64_t end = now_ticks();
+    if (result) record(self, static_cast<uint32_t>(node), begin, end);
+  }
+  if (ranges) ranges->pop(static_cast<uint32_t>(node));
   return result;
 }
 
@@ -193,7 +200,8 @@ PyObject* timed(PyObject* callable, PyObject* const* args, Py_ssize_t nargs, PyO
   const Py_ssize_t node = node_of(self, args, nargs);
   if (node < 0) return nullptr;
   const binaryfunc binary = self->binaries[node];
-  if (binary && nargs == 3 && !kwnames) {  // `x + 1` & co. without CUDA events: the shortest path
+  // `x + 1` & co. without CUDA events or NVTX ranges: the shortest path
+  if (binary && nargs == 3 && !kwnames && !self->table->ranges()) {
     const int64_t begin = now_ticks();
     PyObject* result = binary(args[1], args[2]);
     const int64_t end = now_ticks();

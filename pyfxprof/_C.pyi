@@ -61,6 +61,8 @@ class SampleTable:
     def stray_calls(self) -> int:
         """Timed calls not stored: outside a run, or from another thread."""
     def reserve(self, runs: int) -> None: ...
+    def set_ranges(self, names: list[str] | None) -> None:
+        """An NVTX range named names[k] around each timed call of column k (None: none)."""
     def begin_run(self) -> None: ...
     def end_run(self) -> bool: ...
     def abandon_run(self) -> None: ...
@@ -80,6 +82,10 @@ class TimedCalls:
         """timed(node, *args, **kwargs), the builtin instrumented nodes call."""
 
 def timed_calls(table: SampleTable) -> TimedCalls: ...
+
+#: Whether _C was built with the NVTX v3 headers, and the folder that held them ("" if not).
+nvtx_built: bool
+nvtx_include_dir: str
 
 class TimedRun:
     """One run of an instrumented graph as one SampleTable row: run(args) calls the graph's

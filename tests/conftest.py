@@ -1,4 +1,5 @@
-"""Shared fixtures: the fake CUDA runtime library, built once per test session."""
+"""Shared fixtures: the fake CUDA runtime and the fake NVTX tool, each built once per test
+session."""
 
 import shutil
 import subprocess
@@ -8,6 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_CUDART_SOURCE = ROOT / "csrc" / "tests" / "fake_cudart.cpp"
+FAKE_NVTX_SOURCE = ROOT / "csrc" / "tests" / "fake_nvtx_injection.cpp"
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +21,22 @@ def fake_cudart(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fake_cudart") / "libfake_cudart.so"
     subprocess.run([compiler, "-O1", "-shared", "-fPIC", str(FAKE_CUDART_SOURCE), "-o", str(out)],
                    check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def fake_nvtx_tool(tmp_path_factory) -> Path:
+    """Path to a freshly built fake NVTX tool (csrc/tests/fake_nvtx_injection.cpp), compiled
+    against the NVTX headers pyfxprof._C was built with; skips when it was built without."""
+    from pyfxprof.timing.native import _C
+    if not _C.nvtx_built:
+        pytest.skip("pyfxprof._C was built without the NVTX v3 headers")
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.fail("a C++ compiler is needed to build the fake NVTX tool")
+    out = tmp_path_factory.mktemp("fake_nvtx") / "libfake_nvtx_injection.so"
+    subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-isystem", _C.nvtx_include_dir,
+                    str(FAKE_NVTX_SOURCE), "-o", str(out)], check=True)
     return out
 
 

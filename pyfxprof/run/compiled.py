@@ -18,11 +18,13 @@ from ..capture.analysis import describe
 from ..capture.node_table import between_graphs_row
 from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
 from ..capture.tracing import Capture
+from ..data.op_names import range_names
 from ..data.profile import Profile
 from ..data.validate import OUTSIDE_KERNELS, run_coverage
 from ..errors import PyfxprofError
 from ..timing.compiled import CompiledExecutor, GraphPlan, plan_graph
 from ..timing.durations import RunTimings
+from ..timing.nvtx import name_ranges
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
 from .capture_cache import CAPTURES
@@ -87,13 +89,14 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
                      example_inputs: Any, runs: int, warmup: int, *, name: str | None,
                      progress: bool, grad: bool, placement: tuple = (None, None),
                      timed_runs: Callable, device: str = "cpu",
-                     cache_key: tuple | None = None) -> Profile:
+                     cache_key: tuple | None = None, nvtx: bool = False) -> Profile:
     """pyfxprof.profile() for a compiled model (`module`: the eager module compiled with
     `settings`; `model`: what the user passed). It runs where the model is (`device`):
     `placement`, profile()'s (device, device_events), must be unset. `timed_runs` is
     run.runner's loop of warm-up and timed runs; `cache_key` (the inputs' signature, None:
     not cached) keeps the compiled capture for the next profile() of this model
-    (compiled_capture()). See docs/compiled.md.
+    (compiled_capture()). `nvtx`: an NVTX range per kernel call (timing/nvtx.py). See
+    docs/compiled.md.
 
     Example:
         >>> net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
@@ -113,6 +116,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         root_type = type(module).__name__
         frame = compiled_frame(plans, root_type)
         executor = CompiledExecutor(capture.compiled, kwargs, plans)
+        name_ranges(executor, range_names(frame) if nvtx else None)
         prof = timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
                              dict(name=name or f"{root_type} (compiled)", device=device,
                                   grad=grad, input_shapes=describe(example_inputs),

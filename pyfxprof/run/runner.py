@@ -19,6 +19,7 @@ from ..capture.memory import profiling_memory
 from ..capture.source import keeping_library_frames
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
 from ..capture.tracing import CAPTURE_MODES, fx_sources_released
+from ..data.op_names import range_names
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import PyfxprofError
@@ -30,6 +31,7 @@ from ..timing.executors import MODES, make_executor
 from ..timing.failures import node_kind, run_failure
 from ..timing.graph_spans import GraphsExecutor
 from ..timing.hooks import HooksExecutor
+from ..timing.nvtx import name_ranges
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
 from .capture_cache import CAPTURES
@@ -54,7 +56,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             device: str | None = None, device_events: bool | None = None,
             granularity: str = "function", profile_memory: bool = False,
             library_frames: bool = False, compile: bool | dict | None = None,
-            backward: bool = False, loss_fn: Callable | None = None,
+            backward: bool = False, loss_fn: Callable | None = None, nvtx: bool = False,
             **torch_profiler_options) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
@@ -75,7 +77,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             CUDA models). Needs a usable CUDA runtime (see docs/gpu.md).
         profile_memory: each node's allocated, freed and peak bytes, untimed (docs/profile.md).
         library_frames: keep torch's and transformers' frames in `source` lines (docs/profile.md).
-        backward, loss_fn: training steps, forward and backward per node (docs/profile.md).
+        backward, loss_fn: training steps (docs/profile.md). nvtx: NVTX ranges (docs/gpu.md).
 
     Example:
         >>> prof = profile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()),
@@ -96,7 +98,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
-        executor = executor or keep(executor_for(model, prepared, mode, device_events))
+        executor = _ready_executor(executor, keep, model, prepared, (mode, device_events, nvtx))
         with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
             timings, run_noise, warmup_totals = _timed_runs(
                 executor, prepared.args, runs, warmup, progress, prepared.frame)
@@ -117,6 +119,16 @@ def _built(frame: pd.DataFrame, timings: RunTimings, meta: dict, executor, run_n
                                        executor.device_samples(), run_noise), executor, trained)
 
 
+def _ready_executor(executor, keep: Callable, model: torch.nn.Module, prepared: Prepared,
+                    options: tuple[str, bool, bool]):
+    """The cached `executor`, else a new one that `keep` keeps for the next calls, with its
+    NVTX ranges named as `options` (mode, device_events, nvtx) ask (none: reset)."""
+    mode, device_events, nvtx = options
+    executor = executor or keep(executor_for(model, prepared, mode, device_events))
+    name_ranges(executor, range_names(prepared.frame) if nvtx else None)
+    return executor
+
+
 def _training(executor, backward: bool, prepared: Prepared, model: torch.nn.Module,
               loss_fn: Callable | None, example_inputs: Any):
     """`executor` wrapped to run training steps (run.training) when `backward`, else itself
@@ -129,7 +141,7 @@ def _training(executor, backward: bool, prepared: Prepared, model: torch.nn.Modu
 def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, warmup: int, *,
                       compile: bool | dict | None, name: str | None, progress: bool, grad: bool,
                       device: str | None, device_events: bool | None, backward: bool = False,
-                      profile_memory: bool = False, **_: Any) -> Profile:
+                      profile_memory: bool = False, nvtx: bool = False, **_: Any) -> Profile:
     """profile() of a torch.compile'd model, or of `model` compiled as `compile` says (True
     or dict(mode=, dynamic=, options=); docs/compiled.md), or of an AOTInductor model (timed
     whole). Other profile() arguments (capture, mode, tracer options) do not apply to
@@ -142,12 +154,15 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
         if compile not in (None, False) or device is not None or device_events:
             raise PyfxprofError("an AOTInductor model is already compiled and placed: leave "
                                 "compile=, device= and device_events= unset")
+        if nvtx:
+            raise PyfxprofError("nvtx=True needs nodes timed one by one; an AOTInductor model "
+                                "is timed whole")
         return profile_aoti(model, example_inputs, runs, warmup, name=name, progress=progress,
                             timed_runs=_timed_runs)
     eager, settings = compile_settings(model, compile)
     return profile_compiled(model, eager, settings, example_inputs, runs, warmup, name=name,
                             progress=progress, grad=grad, placement=(device, device_events),
-                            timed_runs=_timed_runs, device=device_of(eager, ()),
+                            timed_runs=_timed_runs, device=device_of(eager, ()), nvtx=nvtx,
                             cache_key=_cache_key(example_inputs, True, (grad,)))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .trace_slices import op_names
+from ..data.op_names import op_names
 
 #: Thread id of the backward track (host 1, device 2: views/chrome_trace.py).
 BACKWARD_TID = 3

@@ -13,7 +13,7 @@ speedscope, Holistic Trace Analysis and torch-tb-profiler all open it:
   bracketing the contiguous nodes under that module;
 - inside those, one slice per node (cat ``cpu_op``; ``user_annotation`` for user ranges) named by
   its op as profilers name ops (``aten::addmm``, ``Conv2d``, ``torch.addmm``, ``Tensor.view``:
-  `views.trace_slices.op_name`), so HTA, TensorBoard's operator view and Perfetto aggregate by op;
+  `data.op_names.op_name`), so HTA, TensorBoard's operator view and Perfetto aggregate by op;
   the node's name (``node``), op type, target, module path and type, shapes and every other node
   column are its args, with Kineto's ``Input Dims`` / ``Input type`` lists;
 - a device track with the same layout (cat ``gpu_user_annotation``) when the Profile has
@@ -50,7 +50,8 @@ from ..data.persist import open_output
 from ..data.profile import NODE_COLUMNS, Profile
 from ..errors import ArgumentError
 from .backward_trace import backward_events
-from .trace_slices import input_dims, module_blocks, op_names
+from ..data.op_names import op_names
+from .trace_slices import input_dims, module_blocks
 
 HOST_TID = 1
 DEVICE_TID = 2

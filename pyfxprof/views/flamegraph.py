@@ -21,7 +21,7 @@ from ..data.profile import Profile
 from ..data.units import format_ns
 from .safe_text import xml_text
 from .stacks import frame_name, stack_tree, stack_weights
-from .trace_slices import op_names
+from ..data.op_names import op_names
 
 #: SVG geometry in px: width, one frame's height, margins, title block, bottom bar, font.
 WIDTH, FRAME_HEIGHT, PAD, HEADER, FOOTER, FONT_SIZE = 1200, 18, 10, 56, 22, 12

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..data import rollup
 from ..errors import PyfxprofError
-from .trace_slices import aten_of_operator
+from ..data.op_names import aten_of_operator
 
 #: torch's sort keys -> the row attribute they sort by (descending); cuda_/xpu_ read device_.
 SORT_KEYS = {

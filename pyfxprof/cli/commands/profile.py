@@ -46,6 +46,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--library-frames", action="store_true",
                         help="keep torch's and transformers' frames in source lines (default: "
                              "model code only)")
+    parser.add_argument("--nvtx", action="store_true",
+                        help="push an NVTX range named like each node's trace slice around its "
+                             "timed call, for Nsight Systems / Compute (docs/gpu.md)")
     add_table_arguments(parser)
     add_latency_arguments(parser)
     parser.add_argument("--advise", action="store_true",
@@ -70,13 +73,14 @@ def profile_arguments(args: argparse.Namespace) -> dict:
     >>> profile_arguments(argparse.Namespace(runs=5, warmup=1, mode="codegen", device=None,
     ...     capture="auto", granularity="aten", compile=False, compile_mode=None,
     ...     compare_eager=False, backward=False, profile_memory=True,
-    ...     library_frames=False))["granularity"]
+    ...     library_frames=False, nvtx=False))["granularity"]
     'aten'
     """
     return {"runs": args.runs, "warmup": args.warmup, "mode": args.mode, "device": args.device,
             "capture": args.capture, "granularity": args.granularity,
             "compile": compile_option(args), "backward": args.backward,
-            "profile_memory": args.profile_memory, "library_frames": args.library_frames}
+            "profile_memory": args.profile_memory, "library_frames": args.library_frames,
+            "nvtx": args.nvtx}
 
 
 def run(args: argparse.Namespace) -> int:

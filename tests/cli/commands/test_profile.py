@@ -68,7 +68,7 @@ def test_both_call_sites_pass_every_profile_option(monkeypatch):
     parser = argparse.ArgumentParser()
     command.add_parser(parser.add_subparsers())
     argv = ["profile", "--granularity", "aten", "--capture", "dynamo", "--mode", "interpreter",
-            "--runs", "7", "--warmup", "2", "--profile-memory", "--library-frames"]
+            "--runs", "7", "--warmup", "2", "--profile-memory", "--library-frames", "--nvtx"]
     command._profile_or_error(parser.parse_args(argv + ["--ranks-out", "out"]))
     monkeypatch.setattr(command, "print_table", lambda *a: None)
     monkeypatch.setattr(command, "print_latency", lambda *a: None)
@@ -76,7 +76,7 @@ def test_both_call_sites_pass_every_profile_option(monkeypatch):
     command.run(parser.parse_args(argv))
     expected = {"runs": 7, "warmup": 2, "mode": "interpreter", "device": None,
                 "capture": "dynamo", "granularity": "aten", "name": "name", "compile": None,
-                "backward": False, "profile_memory": True, "library_frames": True}
+                "backward": False, "profile_memory": True, "library_frames": True, "nvtx": True}
     assert seen[0] == dict(expected, progress=False) and seen[1] == expected
 
 
