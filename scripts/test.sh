@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the C++ tests (ctest, including a ThreadSanitizer stress build), the packaging
-# check (sdist -> wheel -> fresh venv -> pyfxprof profile), then pytest.
+# Runs every test: the C++ tests (ctest, including a ThreadSanitizer stress build), the device
+# check's rehearsal (scripts/gpu_check.sh), the packaging check (sdist -> wheel -> fresh venv ->
+# pyfxprof profile), then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -10,5 +11,6 @@ cmake -S . -B build/ctest -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   > build/ctest-configure.log || { cat build/ctest-configure.log; exit 1; }
 cmake --build build/ctest
 ctest --test-dir build/ctest --output-on-failure
+OUT=build/gpu_check bash scripts/gpu_check.sh  # the device check's rehearsal: GPU steps skipped
 bash scripts/check_package.sh
 .venv/bin/python -m pytest -q "$@"

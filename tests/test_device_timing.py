@@ -31,6 +31,26 @@ def test_device_samples_are_resolved_per_node(fake_runtime):
     assert "Device median" in table and "device: busy" in table
 
 
+def test_compiled_kernels_get_device_time_and_the_launch_bound_flag(fake_runtime):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    prof = pyfxprof.profile(torch.compile(model), (torch.randn(8, 16),), runs=3, warmup=1,
+                            device_events=True, progress=False)
+    kernels = prof.nodes["op"].str.endswith("_kernel")  # not the (outside kernels) row
+    assert kernels.sum() >= 2 and prof.device_samples.shape == (3, prof.n_nodes)
+    assert (prof.device_samples[:, kernels.to_numpy()] > 0).all()
+    assert (prof.device_samples[:, ~kernels.to_numpy()] == 0).all()  # host-only rows
+    assert prof.meta["device_events"].endswith("libfake_cudart.so")
+    assert prof.nodes["launch_bound"].dtype == bool
+    assert "Device median" in prof.table()
+
+
+def test_compiled_models_on_the_cpu_time_the_host_only_by_default(fake_runtime):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
+    prof = pyfxprof.profile(torch.compile(model), (torch.randn(8, 16),), runs=2, warmup=1,
+                            progress=False)
+    assert prof.device_samples is None and prof.meta["device_events"] is None
+
+
 @pytest.mark.timing
 def test_fake_device_time_follows_a_node_of_known_duration(fake_runtime):
     model = torch.nn.Sequential(torch.nn.ReLU(), Spin(2_000_000), torch.nn.ReLU())

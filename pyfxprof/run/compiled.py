@@ -18,11 +18,13 @@ from ..capture.analysis import describe
 from ..capture.node_table import between_graphs_row
 from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
 from ..capture.tracing import Capture
+from ..data.device_summary import add_device_summary
 from ..data.op_names import range_names
 from ..data.profile import Profile
 from ..data.validate import OUTSIDE_KERNELS, run_coverage
 from ..errors import PyfxprofError
 from ..timing.compiled import CompiledExecutor, GraphPlan, plan_graph
+from ..timing.device_events import ensure_cuda_runtime
 from ..timing.durations import RunTimings
 from ..timing.nvtx import name_ranges
 from ..timing.recorder import RECORDER
@@ -77,8 +79,8 @@ def notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
              f"{sum(len(p.sites) for p in plans)} kernel calls timed"]
     whole = [p.graph.index for p in plans if not p.sites]
     if whole:
-        found.append(f"graph(s) {whole} timed whole: no Python wrapper to time per kernel "
-                     "(cpp_wrapper or CUDA graphs)")
+        found.append(f"graph(s) {whole} timed whole: a CUDA graph replay (or cpp_wrapper) "
+                     "launches every kernel in one call, so there are no per-kernel times")
     if settings.config.get("triton.cudagraphs") and len(whole) < len(plans):
         found.append("CUDA graphs (mode='reduce-overhead') were asked for but serve CUDA "
                      "graphs only: the other graphs run Inductor's wrapper, timed per kernel")
@@ -104,10 +106,12 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         >>> prof = profile_compiled(net, *compile_settings(net, True), (torch.ones(2, 4),),
         ...     3, 1, name=None, progress=False, grad=False, timed_runs=_timed_runs)  # doctest: +SKIP
     """
-    if placement[0] is not None or placement[1]:
-        raise PyfxprofError("compiled models are profiled where they are, host times only: "
-                            "move the model and inputs first and leave device= and "
-                            "device_events= unset")
+    if placement[0] is not None:
+        raise PyfxprofError("compiled models are profiled where they are: move the model and "
+                            "inputs first and leave device= unset")
+    device_events = device.startswith("cuda") if placement[1] is None else placement[1]
+    if device_events:
+        ensure_cuda_runtime()
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))
     given_training = module.training
     with evaluation_mode(module), grad_context(grad):
@@ -115,7 +119,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         plans = [plan_graph(graph) for graph in capture.graphs]
         root_type = type(module).__name__
         frame = compiled_frame(plans, root_type)
-        executor = CompiledExecutor(capture.compiled, kwargs, plans)
+        executor = CompiledExecutor(capture.compiled, kwargs, plans, device_events)
         name_ranges(executor, range_names(frame) if nvtx else None)
         prof = timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
                              dict(name=name or f"{root_type} (compiled)", device=device,
@@ -141,11 +145,12 @@ def timed_profile(model: Any, executor: CompiledExecutor, frame: pd.DataFrame, a
         timings, run_noise, warmup_totals = timed_runs(executor, args, runs, warmup, progress,
                                                        frame)
     name = meta.pop("name")
-    meta = run_meta(model, name, device_events=False, executor=executor, timings=timings,
+    meta = run_meta(model, name, device_events=executor.device is not None,
+                    executor=executor, timings=timings,
                     warmup=warmup, mode="inductor",
                     dropped_records=RECORDER.dropped_total - drops_before,
                     warmup_totals_ns=warmup_totals, flops=0, **meta)
-    return with_outside(frame, timings, meta, run_noise)
+    return with_outside(frame, timings, meta, run_noise, executor.device_samples())
 
 
 def compiled_capture(module: torch.nn.Module, settings: CompileSettings, bound: BoundInputs,
@@ -178,10 +183,11 @@ def compiled_capture(module: torch.nn.Module, settings: CompileSettings, bound: 
 
 
 def with_outside(frame: pd.DataFrame, timings: RunTimings, meta: dict,
-                  run_noise: np.ndarray | None) -> Profile:
+                  run_noise: np.ndarray | None, device: np.ndarray | None = None) -> Profile:
     """The Profile, its last columns the time between graphs (several graphs) and each run's
     total minus its kernels and that (the outside row); `coverage` stays the kernels' share
-    of the run."""
+    of the run. `device`: the kernels' device ns (runs x kernels), the rows after them 0 on
+    the device (their time is host time between kernels)."""
     if timings.intervals.shape[0] == 0:
         raise PyfxprofError("no complete run was recorded; lower runs")
     kernels, totals = timings.intervals, timings.run_totals
@@ -193,7 +199,12 @@ def with_outside(frame: pd.DataFrame, timings: RunTimings, meta: dict,
         meta["between_nodes_ns"] = float(np.median(timings.between_nodes))
     if run_noise is not None and (timings.incomplete_runs or len(run_noise) != len(totals)):
         run_noise = None
-    return Profile(frame, np.hstack([kernels, outside]).astype(np.int64), totals, meta,
+    samples = np.hstack([kernels, outside]).astype(np.int64)
+    if device is not None:
+        device = np.hstack([device[:len(totals)], np.zeros((len(totals), samples.shape[1]
+                                                             - device.shape[1]), np.int64)])
+        frame = add_device_summary(frame, samples, device, totals, meta)
+    return Profile(frame, samples, totals, meta, device_samples=device,
                    run_starts=timings.run_starts, run_noise=run_noise)
 
 

@@ -11,13 +11,17 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 
 from .native import _C
 from ..capture.inductor import CompiledGraph
 from ..capture.provenance import CALL, CallSite, call_sites
 from .calibration import Calibration, calibrate_timed_calls
+from .device_events import DeviceEvents
 from .durations import RunTimings
 from .graph_spans import GraphSpans, SpannedExecutor
+from .recorder import RECORDER
 from .run_table import RunTable
 
 #: The name the rewritten wrapper calls the native timed builtin by (a fast local default).
@@ -116,16 +120,23 @@ class CompiledExecutor(SpannedExecutor):
     """Runs a torch.compile'd callable with its graphs' kernel calls timed into one table
     (columns: the graphs' plans in order); `with executor:` swaps the timed wrappers in and
     restores Inductor's own afterwards; with several graphs the time between them is stamped
-    (timing.graph_spans). Follows timing.executors.Executor."""
+    (timing.graph_spans). With `device_events` each kernel call also records a CUDA event
+    before it (and the last one after it): its device time, as eager nodes get theirs
+    (timing.device_events). Follows timing.executors.Executor."""
 
     mode = "inductor"  # host times: kernel launches on a GPU (see docs/compiled.md)
 
-    def __init__(self, compiled: Any, kwargs: dict, plans: list[GraphPlan]) -> None:
+    def __init__(self, compiled: Any, kwargs: dict, plans: list[GraphPlan],
+                 device_events: bool = False) -> None:
         self.compiled, self.kwargs, self.plans = compiled, kwargs, plans
         self.calls_per_run = sum(plan.columns for plan in plans)
         self.table = RunTable(self.calls_per_run)
         self.calls = _C.timed_calls(self.table.native)
         self.calibration: Calibration = calibrate_timed_calls()
+        self._first_event = RECORDER.allocate(self.calls_per_run + 1) if device_events else None
+        self.device = (DeviceEvents(self._first_event, self.calls_per_run) if device_events
+                       else None)
+        self._runs = 0
         self._plain = [plan.graph.output.current_callable for plan in plans]
         self.spans = GraphSpans(len(plans))
         self._timed = [self.spans.wrap(graph, timed) if len(plans) > 1 else timed
@@ -135,14 +146,22 @@ class CompiledExecutor(SpannedExecutor):
         timed, column, made = self.calls.timed, 0, []
         for plan, plain in zip(self.plans, self._plain):
             if not plan.sites:
-                self.calls.set(column, plain)
+                self._set(column, plain)
                 made.append(functools.partial(timed, column))
             else:
                 for k, target in enumerate(plan.targets):
-                    self.calls.set(column + k, target)
+                    self._set(column + k, target)
                 made.append(_compile_call(plan, plain, column, timed))
             column += plan.columns
         return made
+
+    def _set(self, column: int, target: Any) -> None:
+        """Column `column` times `target`, with its CUDA event (and the closing one) when on."""
+        if self._first_event is None:
+            self.calls.set(column, target)
+            return
+        self.calls.set(column, target, cuda_event_id=self._first_event + column,
+                       cuda_event_after=column == self.calls_per_run - 1)
 
     def instrumented(self, on: bool) -> None:
         """Swap the timed wrappers in (on) or Inductor's own back (off)."""
@@ -159,7 +178,9 @@ class CompiledExecutor(SpannedExecutor):
 
     def run(self, args: tuple, kwargs: dict | None = None) -> Any:
         """One timed call on `args` and `kwargs` (None: the executor's own)."""
-        table = self.table
+        table, device = self.table, self.device
+        if device is not None:
+            device.begin_run()
         table.begin()
         self.spans.begin_run()
         try:
@@ -168,9 +189,24 @@ class CompiledExecutor(SpannedExecutor):
                 self.spans.end_run(strict=False)
         except BaseException:
             table.abandon()
+            if device is not None:
+                device.abandon_run()
             raise
         table.end()
+        if device is not None:
+            device.end_run(self._runs)
+        self._runs += 1
         return output
+
+    def reset(self, runs: int = 0) -> None:
+        """Forget every run so far (and their device times) and make room for `runs` more."""
+        super().reset(runs)
+        if self.device is not None:
+            self.device.reset()
+
+    def device_samples(self) -> np.ndarray | None:
+        """Device ns per kernel call (runs x columns), or None without device events."""
+        return None if self.device is None else self.device.samples()
 
     def timings(self) -> RunTimings:
         timings = self.calibration.correct(self.table.take(), self.calls_per_run)
