@@ -29,6 +29,8 @@ def test_device_samples_are_resolved_per_node(fake_runtime):
     assert prof.nodes["launch_bound"].dtype == bool
     table = prof.table()
     assert "Device median" in table and "device: busy" in table
+    assert prof.meta["device_event_cost_ns"] >= 0 and "event record" in table
+    assert prof.nodes["below_resolution"].dtype == bool
 
 
 def test_compiled_kernels_get_device_time_and_the_launch_bound_flag(fake_runtime):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import __version__
+from ..timing.device_events import event_record_cost_ns
 from ..timing.native import _C
 from .distributed import rank_meta
 
@@ -40,6 +41,7 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
     """
     meta = {"model": name or type(model).__name__, "device": device,
             "device_events": _C.cuda_status()["library"] if device_events else None,
+            "device_event_cost_ns": event_record_cost_ns() if device_events else None,
             "runs": int(timings.intervals.shape[0]), "warmup": warmup, "mode": mode,
             "capture_mode": captured.mode, "capture_notes": captured.notes, "grad": grad,
             "input_shapes": input_shapes, "incomplete_runs": timings.incomplete_runs,

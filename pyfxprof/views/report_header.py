@@ -136,5 +136,10 @@ def _device_lines(meta: dict) -> list[str]:
         return []
     busy = meta.get("device_busy_share")
     busy_text = "?" if busy is None else format_pct(100.0 * busy)
+    below = meta.get("device_below_resolution")
+    cost = meta.get("device_event_cost_ns")
     return [f"device: busy {busy_text} of the run · CUDA events via {meta['device_events']} "
-            "(resolution ~0.5 µs, stream current at run start)"]
+            "(resolution ~0.5 µs, stream current at run start)"
+            + ("" if cost is None else f" · event record {format_ns(cost)} host")
+            + (f" · {below} nodes under the resolution: device times are noise" if below
+               else "")]
