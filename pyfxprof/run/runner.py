@@ -40,6 +40,7 @@ from .compiled import profile_compiled
 from .eager import eager_forward_meta
 from .metadata import run_meta
 from .noise import RunMeter
+from .profiler_keywords import torch_profiler_keywords
 from .progress import Progress
 from .training import TrainingExecutor, training_frame, with_backward
 
@@ -85,7 +86,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         >>> prof.n_nodes, prof.n_runs
         (2, 5)
     """
-    _check_arguments(model, runs, warmup, mode, torch_profiler_options)
+    device_events = _check_arguments(**locals())  # the arguments as given
     if is_compiled(model) or is_aoti_model(model) or compile not in (None, False):
         return _profile_compiled(**locals())  # the arguments as given
     own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
@@ -254,15 +255,6 @@ def _device_events_for(model: torch.nn.Module, example_inputs: Any,
     return device_events
 
 
-def _refuse_context_manager_use(model: Any, options: dict) -> None:
-    """torch.profiler habits (no model, `activities=`, `schedule=`...) fail before any work."""
-    if model is None or options:
-        what = "no model" if model is None else f"unexpected arguments {sorted(options)}"
-        raise PyfxprofError(f"pyfxprof.profile(model, inputs) times a model and returns a "
-                            f"Profile ({what}); for `with ... as p:` loops like torch.profiler "
-                            "use `with pyfxprof.Profiler(model, schedule=...) as p:`")
-
-
 def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
     """Shapes of the inputs as the caller gave them (a dynamo graph's args add parameters)."""
     if isinstance(example_inputs, dict) or prepared.captured.graph_inputs is not None:
@@ -270,8 +262,15 @@ def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
     return describe(prepared.args)
 
 
-def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dict) -> None:
-    _refuse_context_manager_use(model, options)
+def _check_arguments(model: Any, runs: int, warmup: int, mode: str, device_events: bool | None,
+                     torch_profiler_options: dict, **_: Any) -> bool | None:
+    """Checks profile()'s arguments and returns device_events as torch.profiler's keywords
+    (run/profiler_keywords.py) set it."""
+    if model is None:  # a torch.profiler habit: `with profile(...) as p:`
+        raise PyfxprofError("pyfxprof.profile(model, inputs) times a model and returns a "
+                            "Profile (no model); for `with ... as p:` loops like torch.profiler "
+                            "use `with pyfxprof.Profiler(model, schedule=...) as p:`")
+    device_events = torch_profiler_keywords(torch_profiler_options, device_events)
     if not is_aoti_model(model):
         check_model(model)
     if mode not in MODES:
@@ -280,6 +279,7 @@ def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dic
         raise PyfxprofError(f"runs must be a positive integer, got {runs!r}")
     if not isinstance(warmup, int) or warmup < 0:
         raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
+    return device_events
 
 
 def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:

@@ -105,6 +105,7 @@ def test_model_without_operations_is_refused():
     lambda: pyfxprof.profile(),
     lambda: pyfxprof.profile(activities=[torch.profiler.ProfilerActivity.CPU]),
     lambda: pyfxprof.profile(Net(), (net_input(),), record_shapes=True, on_trace_ready=print),
+    lambda: pyfxprof.profile(Net(), (net_input(),), with_stack=True, schedule=None),
 ])
 def test_torch_profiler_style_use_fails_at_once_pointing_to_profiler(call, monkeypatch):
     monkeypatch.setattr("pyfxprof.run.runner.prepare", lambda *a, **k: pytest.fail("ran"))
