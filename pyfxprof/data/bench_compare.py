@@ -50,7 +50,7 @@ class Compare:
         """The titles of the row key's parts: the label (when labels differ) and the
         parameters but the last."""
         names = self._parameter_names()[:-1]
-        return (["label"] if self._several_labels() else []) + names
+        return (["label"] if self._label_in_rows() else []) + names
 
     @property
     def column_name(self) -> str:
@@ -64,13 +64,15 @@ class Compare:
             names += [name for name in m.params if name not in names]
         return names
 
-    def _several_labels(self) -> bool:
-        return len({m.label for m in self.measurements}) > 1
+    def _label_in_rows(self) -> bool:
+        """The label is part of a row's key when labels differ or no parameter names rows."""
+        several = len({m.label for m in self.measurements}) > 1
+        return several or len(self._parameter_names()) < 2
 
     def row_key(self, m: Measurement) -> tuple[str, ...]:
         """The row `m` is in."""
         names = self._parameter_names()[:-1]
-        label = (m.label,) if self._several_labels() or not self._parameter_names() else ()
+        label = (m.label,) if self._label_in_rows() else ()
         return label + tuple(value_text(m.params.get(name, "-")) for name in names)
 
     def column_key(self, m: Measurement) -> str:

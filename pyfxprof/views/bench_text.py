@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 
-from ..data.bench_compare import Compare
+from ..data.bench_compare import NO_PARAMS, Compare
 from ..data.measurement import Measurement
 from ..data.units import format_flops, format_ns, format_pct, format_si, plural
 
@@ -67,7 +67,8 @@ def render_measurement(m: Measurement) -> str:
 
     >>> import numpy as np
     >>> m = Measurement("f", np.full((10, 4), 1400), np.full(10, 6000))
-    >>> print("\n".join(render_measurement(m).splitlines()[:2]))
+    >>> for line in render_measurement(m).splitlines()[:2]:
+    ...     print(line)
     f: median 1.50 µs per call (95% interval 1.50 µs – 1.50 µs, ±0.00%), IQR 0 ns, mean 1.50 µs
       the calls alone: median 1.40 µs, IQR 0 ns (without releasing results)
     """
@@ -114,10 +115,8 @@ def measurement_html(m: Measurement) -> str:
 
 def _grid_cells(grid: Compare) -> tuple[list[str], list[list[str]]]:
     """(titles, rows) of the grid's text: row key parts, then a cell per column."""
-    titles = grid.row_names + [f"{grid.column_name}={c}" if grid.column_name != "median"
-                               else c for c in grid.column_keys]
-    if not grid.row_names:
-        titles = ["label"] + titles
+    titles = grid.row_names + [(f"{grid.column_name}={c}" if grid.column_name != NO_PARAMS
+                                else c) + "  " for c in grid.column_keys]
     rows = []
     for row in grid.row_keys:
         cells = []
@@ -137,8 +136,8 @@ def render_compare(grid: Compare) -> str:
     ...       for n, t in [(1, 100), (2, 900)]]
     >>> print(render_compare(Compare(ms)))
     median per call (pyfxprof.bench)
-    n=1       n=2
-    100 ns    900 ns *
+    label     n=1       n=2
+    add    100 ns    900 ns *
     *: differs from the cell to its left (their medians' 95% intervals do not overlap)
     """
     titles, rows = _grid_cells(grid)
@@ -147,13 +146,21 @@ def render_compare(grid: Compare) -> str:
     lines = ["  ".join(c.ljust(w) if i < keys else c.rjust(w)
                        for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
              for cells in [titles] + rows]
-    return "\n".join(["median per call (pyfxprof.bench)"] + lines + [MARK_NOTE])
+    return "\n".join(["median per call (pyfxprof.bench)"] + lines + [MARK_NOTE]
+                     + _short_of_target(grid))
+
+
+def _short_of_target(grid: Compare) -> list[str]:
+    """A line naming the cells whose budget ran out before their target, if any."""
+    short = [f"{' '.join(grid.row_key(m))} {grid.column_key(m)} ({_precision_text(m)})".strip()
+             for m in grid.measurements if m.stopped != "target"]
+    return [f"budget spent before the target in: {', '.join(short)}"] if short else []
 
 
 def compare_html(grid: Compare) -> str:
     """``Compare._repr_html_``: the grid as an HTML table."""
     titles, rows = _grid_cells(grid)
-    head = "".join(f"<th>{html.escape(t)}</th>" for t in titles)
+    head = "".join(f"<th>{html.escape(t.strip())}</th>" for t in titles)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                    for row in rows)
     return (f'<div class="pyfxprof bench-grid"><table><tr>{head}</tr>{body}</table>'
