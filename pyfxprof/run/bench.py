@@ -40,10 +40,12 @@ def bench(fn: Callable, *args: Any, target: float = 0.01, budget: float = 2.0,
     """Time `fn(*args, **kwargs)` call by call on pyfxprof's native clock until the median's
     95% interval is within ±`target` (a fraction) or `budget` seconds of timed calls are spent.
 
-    Calls run in blocks of back-to-back calls (about 0.5 ms, at most 500 calls), each call
-    timed by its own pair of native clock reads with the calibrated cost of the pair
-    subtracted, as profile() times a node. Leading blocks slower than the rest are detected
-    as warm-up and left out. `fn` runs as given (grad mode, module mode untouched).
+    Calls run in blocks of back-to-back calls (about 0.5 ms, at most 500 calls), timed on
+    the native clock as a whole (the median and its interval: of the blocks' time per call,
+    each result's release included) and call by call (`call_median`), with the calibrated
+    cost of the timer subtracted, as profile() times a node. Leading blocks slower than the
+    rest are detected as warm-up and left out. `fn` runs as given (grad mode, module mode
+    untouched); torch's random number generators are left as they were.
 
     Args:
         baseline: "perf_counter" also times the same calls with time.perf_counter() and
@@ -62,7 +64,7 @@ def bench(fn: Callable, *args: Any, target: float = 0.01, budget: float = 2.0,
     """
     label = label or _label_of(fn)
     _check_options(fn, target, budget, baseline, threads)
-    with _threads(threads):
+    with _threads(threads), _rng_kept():
         estimate = _first_calls(fn, args, kwargs, budget, label)
         device = _device_of(args, kwargs)
         events = device.startswith("cuda") if device_events is None else device_events
@@ -170,6 +172,12 @@ def _threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _rng_kept() -> contextlib.AbstractContextManager:
+    """torch's CPU generator (and the CUDA ones in use) restored after the calls."""
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    return torch.random.fork_rng(devices=range(torch.cuda.device_count()) if cuda else [])
+
+
 def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
     return [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
 
@@ -200,9 +208,12 @@ def _label_of(fn: Callable) -> str:
     """
     if isinstance(fn, torch.nn.Module):
         return type(fn).__name__
-    if inspect.isbuiltin(fn) and isinstance(getattr(torch, fn.__name__, None), type(fn)):
-        return f"torch.{fn.__name__}"
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
+    name = getattr(fn, "__name__", None)
+    if name and getattr(torch, name, None) is fn:
+        return f"torch.{name}"
+    if inspect.isbuiltin(fn) and name:
+        return name
+    return getattr(fn, "__qualname__", None) or name or type(fn).__name__
 
 
 def _node_profile(fn: Callable, args: tuple, kwargs: dict, wanted: bool | None, label: str):
