@@ -76,8 +76,9 @@ def render_measurement(m: Measurement) -> str:
     if m.baseline:
         rows = _baseline_rows(m)
         width = max(len(r[0]) for r in rows)
-        lines.append("  timer (Python timers uncorrected)".ljust(width + 4) + "  median  vs native")
-        lines += [f"    {a:<{width}}  {b:>9}  {c}" for a, b, c in rows]
+        lines.append(f"  {'timer':<{width}}  {'median':>9}  vs native (Python timers "
+                     "uncorrected)")
+        lines += [f"  {a:<{width}}  {b:>9}  {c}".rstrip() for a, b, c in rows]
     if m.profile is not None:
         lines.append(f"  per-node profile: {plural(m.profile.n_nodes, 'node')} "
                      "(m.profile.table())")

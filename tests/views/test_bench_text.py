@@ -32,7 +32,7 @@ def test_baselines_side_by_side_with_their_difference():
     text = str(measurement(baseline={"perf_counter per call": np.full((20, 4), 1500),
                                      "time.time per block": np.full((20, 1), 1100)}))
     assert "pyfxprof native" in text
-    assert "perf_counter per call    1.50 µs  +300 ns (+25.0%)" in text
+    assert "  perf_counter per call    1.50 µs  +300 ns (+25.0%)" in text
     assert "time.time per block      1.10 µs  -100 ns (-8.3%)" in text
 
 
