@@ -7,7 +7,9 @@ Each round measures, for every size in turn, torch.utils.benchmark's
 ``Timer("torch.add(x, y)").blocked_autorange(min_run_time)`` and ``pyfxprof.bench(torch.add,
 x, y, budget=...)``, the two in alternating order from round to round, so drift and load hit
 both alike. Printed per size: each tool's median per call (median over the rounds, with the
-rounds' range), their ratio per round (median and range), bench's calls-alone median (each
+rounds' range), their ratio per round (median and range), the same torch Timer's median
+over blocks as short as bench's (``timeit(number)`` repeated, 0.5 ms each) and bench's ratio
+to it, bench's calls-alone median (each
 call's own interval, the release of its result excluded), how often bench stopped at its
 target, and its wall time. On a machine with more runnable work than cores
 torch.utils.benchmark's blocks (10,000 calls of a 1 us op) span several scheduler slices, and
@@ -39,12 +41,28 @@ def torch_median(x: torch.Tensor, threads: int, min_run_time: float) -> float:
     return timer.blocked_autorange(min_run_time=min_run_time).median * 1e9
 
 
+def torch_short_blocks_median(x: torch.Tensor, threads: int, block_s: float = 0.0005,
+                              seconds: float = 0.3) -> float:
+    """The same Timer's median over short blocks (`timeit(number)` repeated, about `block_s`
+    each, as long as bench's): torch.utils.benchmark's own timing with bench's block length."""
+    timer = Timer("torch.add(x, y)", globals={"torch": torch, "x": x, "y": x},
+                  num_threads=threads)
+    one = timer.timeit(10).median  # a Measurement's times are per call
+    number = max(1, int(block_s / max(one, 1e-9)))
+    times, started = [], time.perf_counter()
+    while time.perf_counter() - started < seconds or len(times) < 10:
+        times.append(timer.timeit(number).median)
+    return statistics.median(times) * 1e9
+
+
 def one_round(x: torch.Tensor, args: argparse.Namespace, bench_first: bool) -> dict:
-    """Both tools once on `x`, in the given order."""
+    """Both tools once on `x`, in the given order (torch: blocked_autorange, then short
+    blocks)."""
     found = {}
     for tool in (["bench", "torch"] if bench_first else ["torch", "bench"]):
         if tool == "torch":
             found["torch"] = torch_median(x, args.threads, args.min_run_time)
+            found["short"] = torch_short_blocks_median(x, args.threads)
         else:
             started = time.perf_counter()
             m = pyfxprof.bench(torch.add, x, x, threads=args.threads, budget=args.budget)
@@ -76,9 +94,12 @@ def main() -> None:
           "median [min, max] over rounds")
     for n, found in rounds.items():
         ratio = [f["bench"] / f["torch"] for f in found]
+        short = [f["bench"] / f["short"] for f in found]
         print(f"n={n:>8}  torch.utils.benchmark {spread([f['torch'] for f in found])}  "
               f"bench {spread([f['bench'] for f in found])}  "
               f"ratio {spread(ratio, lambda v: f'{v:.3f}')}  "
+              f"torch 0.5 ms blocks {spread([f['short'] for f in found])} "
+              f"ratio {spread(short, lambda v: f'{v:.3f}')}  "
               f"calls alone {spread([f['alone'] for f in found])}  "
               f"at target {sum(f['stopped'] == 'target' for f in found)}/{len(found)}  "
               f"bench wall {spread([f['wall'] for f in found], lambda v: f'{v:.2f} s')}")
