@@ -156,3 +156,21 @@ def test_bad_input_is_one_line(call, message):
     with pytest.raises(PyfxprofError) as error:
         call()
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_grid_cells_take_turns_so_drift_reaches_them_alike():
+    order = []
+    grid = pyfxprof.bench_grid(lambda name: order.append(name) or _C._spin_ns(20_000),
+                               {"name": ["a", "b"]}, budget=0.3, target=1e-9, profile=False)
+    # both cells ran out of budget, their rounds alternating (one after the other, the
+    # calls would switch between a and b 5 times: checks, rounds, FLOP counts)
+    assert [m.stopped for m in grid.measurements] == ["budget", "budget"]
+    switches = sum(x != y for x, y in zip(order, order[1:]))
+    assert switches >= 10
+    assert abs(grid.measurements[0].calls - grid.measurements[1].calls) \
+        <= 0.5 * grid.measurements[0].calls
+
+
+def test_unknown_options_are_one_line():
+    with pytest.raises(ArgumentError, match=r"unknown bench options \['budgett'\]"):
+        pyfxprof.bench_grid(abs, {"x": [1]}, budgett=1)

@@ -1,15 +1,15 @@
 """`pyfxprof bench STMT [--setup CODE] [--param NAME=V1,V2 ...]`: a microbenchmark of one Python
 statement, in `python -m timeit`'s manner, on pyfxprof's native timers (pyfxprof.bench); with
---param, one table over every combination of the values (pyfxprof.bench_grid's Compare)."""
+--param, one table over every combination of the values, the cells taking turns
+(pyfxprof.run.bench.bench_cells, as bench_grid)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any, Callable
 
-from ...data.bench_compare import Compare
 from ...errors import ArgumentError, PyfxprofError, first_line
-from ...run.bench import BASELINE_CHOICES, THREADS_PARAM, bench, grid_cells
+from ...run.bench import BASELINE_CHOICES, THREADS_PARAM, bench, bench_cells, grid_cells
 from .arg_types import open_unit_interval, positive_int
 
 #: The name the statement is compiled under.
@@ -45,19 +45,17 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = {"target": args.target, "budget": args.budget, "baseline": args.baseline,
-               "label": args.stmt}
+    options = {"target": args.target, "budget": args.budget, "baseline": args.baseline}
     if not args.param:
         statement = _statement(args.stmt, "\n".join(args.setup), {})
-        print(bench(statement, threads=args.threads, **options))
+        print(bench(statement, threads=args.threads, label=args.stmt, **options))
         return 0
-    measurements = []
+    cells = []
     for cell in grid_cells(dict(_parameter(text) for text in args.param)):
         names = {k: v for k, v in cell.items() if k != THREADS_PARAM}
         statement = _statement(args.stmt, "\n".join(args.setup), names)
-        measurements.append(bench(statement, threads=cell.get(THREADS_PARAM, args.threads),
-                                  params=cell, **options))
-    print(Compare(measurements))
+        cells.append((statement, (), {}, cell.get(THREADS_PARAM, args.threads), args.stmt, cell))
+    print(bench_cells(cells, **options))
     return 0
 
 
