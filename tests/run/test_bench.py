@@ -167,8 +167,6 @@ def test_grid_cells_take_turns_so_drift_reaches_them_alike():
     assert [m.stopped for m in grid.measurements] == ["budget", "budget"]
     switches = sum(x != y for x, y in zip(order, order[1:]))
     assert switches >= 10
-    assert abs(grid.measurements[0].calls - grid.measurements[1].calls) \
-        <= 0.5 * grid.measurements[0].calls
 
 
 def test_unknown_options_are_one_line():
