@@ -11,7 +11,7 @@ rounds' range), their ratio per round (median and range), the same torch Timer's
 over blocks as short as bench's (``timeit(number)`` repeated, 0.5 ms each) and bench's ratio
 to it, bench's calls-alone median (each
 call's own interval, the release of its result excluded), how often bench stopped at its
-target, and its wall time. On a machine with more runnable work than cores
+target, and its wall time; then bench's floor, on an empty C function. On a machine with more runnable work than cores
 torch.utils.benchmark's blocks (10,000 calls of a 1 us op) span several scheduler slices, and
 its median counts other processes' time: read the load in the first line.
 """
@@ -22,6 +22,7 @@ import argparse
 import statistics
 import sys
 import time
+import timeit
 from pathlib import Path
 
 import torch
@@ -103,7 +104,25 @@ def main() -> None:
               f"calls alone {spread([f['alone'] for f in found])}  "
               f"at target {sum(f['stopped'] == 'target' for f in found)}/{len(found)}  "
               f"bench wall {spread([f['wall'] for f in found], lambda v: f'{v:.2f} s')}")
+    print(floor(args.rounds))
     print(f"load after: {open('/proc/loadavg').read().split()[0]}")
+
+
+def floor(rounds: int) -> str:
+    """What bench's figure reads for an empty C function (its floor: the timed call's own
+    dispatch and the generated line beyond the subtracted clock pair), beside timeit's loop
+    around the same function and around `pass`, rounds interleaved."""
+    from pyfxprof import _C
+
+    found = {"bench": [], "timeit": [], "pass": []}
+    for _ in range(rounds):
+        found["bench"].append(pyfxprof.bench(_C._noop, 0, budget=0.5).median)
+        for name, statement in (("timeit", "noop(0)"), ("pass", "pass")):
+            times = timeit.repeat(statement, globals={"noop": _C._noop}, number=2000,
+                                  repeat=100)
+            found[name].append(statistics.median(times) / 2000 * 1e9)
+    return (f"empty C function _C._noop(0): bench {spread(found['bench'])}  timeit "
+            f"{spread(found['timeit'])}  timeit of `pass` {spread(found['pass'])}")
 
 
 if __name__ == "__main__":
