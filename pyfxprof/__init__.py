@@ -29,10 +29,12 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "Advice": ("analyses.advisor", "Advice"),
     "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
+    "Compare": ("data.bench_compare", "Compare"),  # Measurements as one grid
     "CompiledDiff": ("analyses.compiled", "CompiledDiff"),  # eager vs compiled, per module
     "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
     "FusionError": ("tools.fusion", "FusionError"),
     "FusionReport": ("tools.fusion", "FusionReport"),
+    "Measurement": ("data.measurement", "Measurement"),  # what bench() returns
     "Profile": ("data.profile", "Profile"),
     "ProfileDiff": ("analyses.diff", "ProfileDiff"),
     "Profiler": ("run.loop", "Profiler"),
@@ -42,6 +44,8 @@ _PUBLIC = {
     "RankProfiles": ("data.rank_profiles", "RankProfiles"),
     "Suggestion": ("analyses.advisor", "Suggestion"),
     "advise": ("analyses.advisor", "advise"),
+    "bench": ("run.bench", "bench"),  # microbenchmark of any callable
+    "bench_grid": ("run.bench", "bench_grid"),
     "benchmark_fusion": ("tools.fusion_bench", "benchmark_fusion"),
     "diff": ("analyses.diff", "diff"),
     "fuse_conv_bn": ("tools.fusion", "fuse_conv_bn"),
@@ -81,6 +85,11 @@ _METHODS = {
     "LatencySummary.__str__": ("views.latency_text", "render_latency"),
     "WarmupReport.__str__": ("views.latency_text", "render_warmup"),
     "Advice._repr_html_": ("views.html_report", "advice_html"),
+    "Measurement.__str__": ("views.bench_text", "render_measurement"),
+    "Measurement.__repr__": ("views.bench_text", "measurement_repr"),
+    "Measurement._repr_html_": ("views.bench_text", "measurement_html"),
+    "Compare.__str__": ("views.bench_text", "render_compare"),
+    "Compare._repr_html_": ("views.bench_text", "compare_html"),
 }
 
 __all__ = sorted(_PUBLIC)

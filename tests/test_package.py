@@ -19,6 +19,7 @@ PUBLIC = {"profile", "Profile", "load", "diff", "ProfileDiff", "Profiler", "Prof
           "schedule", "range", "ProfilingInterpreter", "fuse_conv_bn", "FusionError",
           "FusionReport", "max_abs_difference", "FusionBenchmark", "benchmark_fusion", "advise",
           "Advice", "Suggestion", "register_rule", "PyfxprofError"}
+PUBLIC |= {"bench", "bench_grid", "Compare", "Measurement"}  # microbenchmarks (docs/bench.md)
 
 #: Run first in a subprocess: a meta-path finder that makes importing these modules fail.
 BLOCKER = """

@@ -1,0 +1,185 @@
+"""One callable under pyfxprof.bench(): checked on its inputs, its blocks sized, timed round
+by round until its target or budget (so several can take turns: bench_grid), then its
+Measurement."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.fx as fx
+
+from ..capture.flops import FlopMeter
+from ..capture.tracing import timed_nodes
+from ..data.measurement import Measurement, median_interval, relative_half_width
+from ..data.warmup import warmup_runs
+from ..errors import ArgumentError, PyfxprofError, first_line
+from ..timing.device_events import ensure_cuda_runtime
+from .bench_timers import (BASELINE_CHOICES, BlockTimer, block_size, call_once,
+                           python_timed_blocks)
+
+#: Fewest steady blocks before a run may stop at its target.
+MIN_BLOCKS = 10
+#: Timed runs and untimed warm-up runs of the per-node profile of an fx-traceable function.
+PROFILE_RUNS, PROFILE_WARMUP = 30, 5
+
+
+class BenchSession:
+    """`fn(*args, **kwargs)` being benchmarked. `__init__` makes two untimed calls (a
+    one-line error when fn raises, or when one call exceeds the budget), sizes the blocks and
+    runs one untimed block; each `round()` times more blocks (a tenth of those so far, within
+    the budget left) and sets `stopped` to "target" or "budget" when done; `measurement()`
+    builds the Measurement. `options`: bench()'s target, budget, baseline, device_events,
+    profile.
+
+    Example:
+        >>> s = BenchSession(torch.add, (torch.ones(4), torch.ones(4)), {}, "add", {},
+        ...                  dict(target=0.5, budget=0.05))
+        >>> while s.stopped is None:
+        ...     s.round()
+        >>> s.measurement().median > 0
+        True
+    """
+
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, label: str, params: dict,
+                 options: dict) -> None:
+        self.fn, self.args, self.kwargs, self.label, self.params = fn, args, kwargs, label, params
+        self.target, self.budget = options.get("target", 0.01), options.get("budget", 2.0)
+        self.profile = options.get("profile")
+        estimate = _first_calls(fn, args, kwargs, self.budget, label)
+        self.device = _device_of(args, kwargs)
+        events = options.get("device_events")
+        events = self.device.startswith("cuda") if events is None else events
+        if events:
+            ensure_cuda_runtime()
+        self.timer = BlockTimer(fn, args, kwargs, block_size(estimate * 1e9), events)
+        self.timer.run(1)  # one untimed block: the generated code's and the caches' first run
+        self.timer.take()
+        baseline = options.get("baseline")
+        self.baselines = BASELINE_CHOICES[baseline] if baseline else ()
+        self.taken: list[tuple] = []
+        self.found: dict[str, list[np.ndarray]] = {name: [] for name in self.baselines}
+        self.blocks, self.step, self.elapsed = 0, 1, 0.0
+        self.stopped: str | None = None
+
+    def round(self) -> None:
+        """Time `step` more blocks (each baseline's blocks in turn after them), then stop or
+        size the next round."""
+        started = time.perf_counter()
+        self.timer.run(self.step)
+        self.taken.append(self.timer.take())
+        for name, values in python_timed_blocks(self.baselines, self.fn, self.args,
+                                                self.kwargs, self.timer.calls,
+                                                self.step).items():
+            self.found[name].extend(values)
+        self.elapsed += time.perf_counter() - started
+        self.blocks += self.step
+        if self.blocks >= MIN_BLOCKS and _precision(self._block_ns()) <= self.target:
+            self.stopped = "target"
+        elif self.elapsed >= self.budget:
+            self.stopped = "budget"
+        else:
+            left = (self.budget - self.elapsed) / (self.elapsed / self.blocks)
+            self.step = max(1, min(self.blocks // 10, int(left)))
+
+    def _block_ns(self) -> np.ndarray:
+        return np.concatenate([part[1] for part in self.taken])
+
+    def measurement(self) -> Measurement:
+        """The Measurement of the blocks so far (FLOPs counted and the per-node profile
+        taken now, untimed)."""
+        block_ns, fn, args, kwargs = self._block_ns(), self.fn, self.args, self.kwargs
+        device = (None if self.taken[0][2] is None
+                  else np.vstack([part[2] for part in self.taken]))
+        return Measurement(
+            self.label, np.vstack([part[0] for part in self.taken]), block_ns,
+            _warmup_blocks(block_ns), self.timer.overhead_ns, self.target, self.budget,
+            self.stopped or "budget", torch.get_num_threads(), self.device,
+            _flops_of(fn, args, kwargs), device,
+            {name: np.vstack(blocks) for name, blocks in self.found.items()},
+            _node_profile(fn, args, kwargs, self.profile, self.label), dict(self.params))
+
+
+def _warmup_blocks(block_ns: np.ndarray) -> int:
+    """Leading blocks slower than the rest (data/warmup.py)."""
+    return int(warmup_runs(block_ns)[0])
+
+
+def _precision(block_ns: np.ndarray) -> float:
+    """Relative half-width of the median's interval over the steady blocks (inf: too few)."""
+    steady = block_ns[_warmup_blocks(block_ns):]
+    if len(steady) < MIN_BLOCKS:
+        return float("inf")
+    return relative_half_width(median_interval(steady), float(np.median(steady)))
+
+
+def _first_calls(fn: Callable, args: tuple, kwargs: dict, budget: float, label: str) -> float:
+    """Two untimed calls: a clear error when `fn` raises on its inputs or one call takes more
+    than the budget; the quicker call's seconds (to size the blocks)."""
+    durations = []
+    for _ in range(2):
+        try:
+            _, seconds = call_once(fn, args, kwargs)
+        except Exception as error:
+            raise PyfxprofError(f"{label} raised on its inputs: {type(error).__name__}: "
+                                f"{first_line(error)}; fix the call or its inputs") from None
+        if seconds > budget:
+            raise ArgumentError(f"budget={budget:g} s is too small for one call of {label} "
+                                f"({seconds:.3g} s): give a larger budget")
+        durations.append(seconds)
+    return min(durations)
+
+
+def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    return [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
+
+
+def _device_of(args: tuple, kwargs: dict) -> str:
+    """Device of the first tensor argument ("cpu" without one)."""
+    tensors = _tensors(args, kwargs)
+    return str(tensors[0].device) if tensors else "cpu"
+
+
+def _flops_of(fn: Callable, args: tuple, kwargs: dict) -> int | None:
+    """FLOPs of one untimed call (torch.utils.flop_counter); None when unknown (0 counted,
+    e.g. element-wise ops, or the counter failed)."""
+    try:
+        with FlopMeter() as meter:
+            fn(*args, **kwargs)
+        return int(meter.total()) or None
+    except Exception:  # the count is optional: the timed calls already ran fine
+        return None
+
+
+def _node_profile(fn: Callable, args: tuple, kwargs: dict, wanted: bool | None, label: str):
+    """pyfxprof.profile() of `fn` when it is a module, or a function fx traces (into 2 nodes
+    or more when `wanted` is None); None otherwise. `wanted=True` says why it cannot."""
+    from .runner import profile as run_profile
+
+    model = _traced(fn) if not kwargs else None
+    if model is None or wanted is False:
+        if wanted:
+            raise PyfxprofError(f"profile=True needs a module or a function torch.fx can trace "
+                                f"with positional inputs; {label} is neither")
+        return None
+    if wanted is None and isinstance(model, fx.GraphModule) and len(timed_nodes(model.graph)) < 2:
+        return None
+    return run_profile(model, tuple(args), runs=PROFILE_RUNS, warmup=PROFILE_WARMUP,
+                       progress=False, name=label)
+
+
+def _traced(fn: Callable) -> torch.nn.Module | None:
+    """`fn` itself when a module, its fx trace when a traceable Python function, else None."""
+    if isinstance(fn, torch.nn.Module):
+        return fn
+    if not inspect.isfunction(fn):
+        return None
+    try:
+        return fx.symbolic_trace(fn)
+    except Exception:  # not traceable (data-dependent control flow, ...): no breakdown
+        return None
+
+
