@@ -81,11 +81,28 @@ def module_stack(node: fx.Node, root: fx.GraphModule) -> tuple[tuple[str, ...], 
                for key, value in stack.items()]
     if node.op == "call_module" and (not entries or entries[-1][0] != node.target):
         entries.append((str(node.target), type(root.get_submodule(str(node.target)))))
+    if node.op == "get_attr" and not entries and "." in str(node.target):
+        entries = _owners(str(node.target).rsplit(".", 1)[0], root)  # a lifted parameter's
     if not entries:
         return (), "", type(root).__name__
     path, module_class = entries[-1]
     module_type = getattr(module_class, "__name__", None) or "?"
     return tuple(entry[0] for entry in entries), path, module_type
+
+
+def _owners(path: str, root: fx.GraphModule) -> list[tuple[str, type | None]]:
+    """(path, type) of the modules holding the attribute at `path`, outermost first (an
+    exported program's parameters are read by get_attr nodes without a module stack)."""
+    parts = path.split(".")
+    prefixes = [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
+    return [(prefix, _module_type(root, prefix)) for prefix in prefixes]
+
+
+def _module_type(root: fx.GraphModule, path: str) -> type | None:
+    try:
+        return type(root.get_submodule(path))
+    except AttributeError:
+        return None
 
 
 def nodes_frame(nodes: list[fx.Node], root: fx.GraphModule) -> pd.DataFrame:

@@ -12,12 +12,13 @@ import torch
 
 from ..capture.analysis import describe
 from ..capture.dynamo import GRANULARITIES
+from ..capture.exported import exported_module, is_exported
 from ..capture.inductor import compile_settings, is_compiled
 from ..capture.inputs import split_inputs
 from ..capture.ladder import Prepared, check_model, copied_inputs, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.source import keeping_library_frames
-from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
+from ..capture.model_state import autograd_mode, evaluation_mode, grad_context, numeric_mode
 from ..capture.tracing import CAPTURE_MODES, fx_sources_released
 from ..data.profile import Profile
 from ..data.validate import run_coverage
@@ -83,12 +84,14 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         >>> prof.n_nodes, prof.n_runs
         (2, 5)
     """
-    _check_arguments(model, runs, warmup, mode, torch_profiler_options)
+    model = exported_module(model)  # an ExportedProgram runs as its module (docs/capture.md)
+    _check_arguments(model, runs, warmup, mode, torch_profiler_options, backward)
     if is_compiled(model) or is_aoti_model(model) or compile not in (None, False):
         return _profile_compiled(**locals())  # the arguments as given
     own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
     given_training = model.training
+    numeric = numeric_mode(model, example_inputs)  # the caller's autocast, before ours
     with evaluation_mode(model, not backward), grad_context(grad or backward):
         prepared, executor, keep = _prepared(
             model, own, example_inputs, (device_events, profile_memory, backward, library_frames),
@@ -102,6 +105,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
                 executor, prepared.args, runs, warmup, progress, prepared.frame)
         modes = _modes_meta(model, given_training, example_inputs, runs, prepared)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
+                         **numeric,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
                          warmup_totals_ns=warmup_totals)
@@ -255,8 +259,12 @@ def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
     return describe(prepared.args)
 
 
-def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dict) -> None:
+def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dict,
+                     backward: bool = False) -> None:
     _refuse_context_manager_use(model, options)
+    if backward and is_exported(model):
+        raise PyfxprofError("backward=True needs the eager model: an exported program is an "
+                            "inference graph; profile the nn.Module it was exported from")
     if not is_aoti_model(model):
         check_model(model)
     if mode not in MODES:

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         return run_ranks(args)
     model, inputs, name = model_and_inputs(args)
     if args.backward:
-        model.train()
+        _train(model)
     options = profile_arguments(args)
     prof = profile(model, inputs, name=name, **options)
     print_table(chosen_runs(prof, args), args)
@@ -101,6 +101,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote profile to {args.save}", file=sys.stderr)
     write_exports(prof, args)
     return 0
+
+
+def _train(model) -> None:
+    """``model.train()`` for --backward; an exported program has no modes (profile() then
+    refuses backward=True in one line)."""
+    try:
+        model.train()
+    except (AttributeError, NotImplementedError):  # ExportedProgram, or its module
+        pass
 
 
 def run_ranks(args: argparse.Namespace) -> int:
@@ -147,7 +156,7 @@ def _profile_or_error(args: argparse.Namespace):
     try:
         model, inputs, name = model_and_inputs(args)
         if args.backward:
-            model.train()
+            _train(model)
         return profile(model, inputs, name=name, progress=False, **profile_arguments(args))
     except Exception as error:  # noqa: BLE001 — any failure is this rank's report
         return PyfxprofError(first_line(error))
