@@ -221,8 +221,7 @@ class CompiledDiff:
 
     def __init__(self, eager: Profile, compiled: Profile, labels=("eager", "compiled"),
                  depth: int | None = None) -> None:
-        if is_compiled_profile(eager) or not is_compiled_profile(compiled):
-            raise PyfxprofError("CompiledDiff takes an eager profile first, then a compiled one")
+        self._check_sides(eager, compiled)
         self.eager, self.compiled, self.labels, self.depth = eager, compiled, labels, depth
         frame = eager_by_module(eager, depth).merge(
             compiled_by_module(compiled, depth), on="module", how="outer", sort=False)
@@ -237,6 +236,11 @@ class CompiledDiff:
                             "ops", "kernels", "shared"]].sort_values(
             "saving_ns", ascending=False, kind="stable").reset_index(drop=True)
         self.ops = op_matches(eager, compiled)
+
+    @staticmethod
+    def _check_sides(eager: Profile, compiled: Profile) -> None:
+        if is_compiled_profile(eager) or not is_compiled_profile(compiled):
+            raise PyfxprofError("CompiledDiff takes an eager profile first, then a compiled one")
 
     def ops_table(self, module: str | None = None, top: int | None = 20) -> str:
         """Eager op against source node and kernels, one line each, largest saving first;

@@ -84,14 +84,12 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         >>> prof.n_nodes, prof.n_runs
         (2, 5)
     """
-    model = exported_module(model)  # an ExportedProgram runs as its module (docs/capture.md)
-    _check_arguments(model, runs, warmup, mode, torch_profiler_options, backward)
+    model = _check_arguments(model, runs, warmup, mode, torch_profiler_options, backward)
     if is_compiled(model) or is_aoti_model(model) or compile not in (None, False):
         return _profile_compiled(**locals())  # the arguments as given
     own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
     given_training = model.training
-    numeric = numeric_mode(model, example_inputs)  # the caller's autocast, before ours
     with evaluation_mode(model, not backward), grad_context(grad or backward):
         prepared, executor, keep = _prepared(
             model, own, example_inputs, (device_events, profile_memory, backward, library_frames),
@@ -105,7 +103,6 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
                 executor, prepared.args, runs, warmup, progress, prepared.frame)
         modes = _modes_meta(model, given_training, example_inputs, runs, prepared)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
-                         **numeric,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
                          warmup_totals_ns=warmup_totals)
@@ -158,10 +155,12 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
 def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any, runs: int,
                 prepared: Prepared) -> dict:
     """The modes the model ran in (``training`` False: profile() runs it in eval mode;
-    ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode) and,
+    ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode; the
+    numeric mode: model_state.numeric_mode) and,
     on the dynamo rung, whose graph leaves out the Python around it, the plain eager
     forward's time (run.eager). Called inside profile()'s eval and grad contexts."""
-    modes = {"training": False, "given_training": given_training, "autograd": autograd_mode()}
+    modes = {"training": False, "given_training": given_training, "autograd": autograd_mode(),
+             **numeric_mode(model, example_inputs)}  # the caller's autocast: profile() sets none
     if prepared.captured.mode == "dynamo":
         modes.update(eager_forward_meta(model, example_inputs, runs,
                                         device_of(model, prepared.args)))
@@ -260,7 +259,10 @@ def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
 
 
 def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dict,
-                     backward: bool = False) -> None:
+                     backward: bool = False) -> Any:
+    """The model to run (an ExportedProgram's module: docs/capture.md), or a one-line error
+    for arguments profile() cannot take."""
+    model = exported_module(model)
     _refuse_context_manager_use(model, options)
     if backward and is_exported(model):
         raise PyfxprofError("backward=True needs the eager model: an exported program is an "
@@ -273,6 +275,7 @@ def _check_arguments(model: Any, runs: int, warmup: int, mode: str, options: dic
         raise PyfxprofError(f"runs must be a positive integer, got {runs!r}")
     if not isinstance(warmup, int) or warmup < 0:
         raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
+    return model
 
 
 def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:

@@ -117,6 +117,24 @@ def numeric_mode_text(meta: dict) -> str:
             f"{_meta(meta, 'autograd')}")
 
 
+def numeric_mode_difference(control: dict, test: dict,
+                            labels: tuple[str, str] = ("control", "test")) -> str | None:
+    """'numeric mode differs (control vs test): ...', each differing part of the two
+    profiles' numeric modes (see numeric_mode_text) side by side; None when alike or when
+    either profile does not state it.
+
+    >>> numeric_mode_difference({"autocast": {}}, {"autocast": {"cpu": "bfloat16"}})
+    'numeric mode differs (control vs test): autocast off vs autocast cpu bfloat16'
+    """
+    if "autocast" not in control or "autocast" not in test:
+        return None
+    parts = zip(*(numeric_mode_text(meta).split(" · ") for meta in (control, test)))
+    changes = [f"{ours} vs {theirs}" for ours, theirs in parts if ours != theirs]
+    if not changes:
+        return None
+    return f"numeric mode differs ({labels[0]} vs {labels[1]}): {'; '.join(changes)}"
+
+
 def _eager_text(meta: dict) -> str:
     """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's
     (several graphs: from the first graph's start to the last one's end, the Python between
