@@ -98,7 +98,10 @@ def test_gpt2_with_a_dynamic_sequence_length():
     for length in (8, 40):
         prof = pyfxprof.profile(ep, (em.token_ids(length),), runs=2, warmup=0, progress=False)
         assert prof.meta["input_shapes"] == f"([{em.GPT2_BATCH}, {length}] int64)"
-        assert prof.meta["capture_mode"] == "exported" and module_share(prof) >= 0.95
+        assert prof.meta["capture_mode"] == "exported"
+        # every node has its module but the program's shape guards (a few % of this tiny
+        # model's time: its guards of a dynamic dimension are evaluated in Python)
+        assert prof.nodes.loc[prof.nodes["module_path"] == "", "name"].empty
         attention = prof.nodes[prof.nodes["target"].str.contains("scaled_dot_product")]
         assert attention["module_path"].str.endswith(".attn").all() and len(attention) == 2
     with pytest.raises(PyfxprofError, match=r"shape\[1\] to be <= 64, but got 80") as error:
