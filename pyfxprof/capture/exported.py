@@ -84,7 +84,7 @@ def check_exported_inputs(module: torch.nn.Module, bound: BoundInputs) -> None:
     """
     from torch.export import _unlift
     try:
-        _unlift._check_input_constraints_for_module(module, bound.args, bound.kwargs)
+        _unlift._check_input_constraints_for_module(module, *_as_exported(module, bound))
     except Exception as error:  # torch's checks: a RuntimeError, ValueError or AssertionError
         why = first_line(error).split(". ")[0]  # torch's advice after it is about export
         if isinstance(error, ValueError) and "tree spec" in why:
@@ -92,3 +92,18 @@ def check_exported_inputs(module: torch.nn.Module, bound: BoundInputs) -> None:
         raise PyfxprofError(f"the inputs do not fit the exported program: {why.rstrip('. :')} "
                             "(profile it with inputs it accepts, or export it again with "
                             "dynamic_shapes= covering them)") from None
+
+
+def _as_exported(module: torch.nn.Module, bound: BoundInputs) -> tuple[tuple, dict]:
+    """(positional, keywords) as the program was exported with them: the module's forward
+    takes its keywords positionally after the positional arguments (bound so), the program's
+    input spec names them."""
+    try:
+        positional, keywords = module._in_spec.children()
+        count, names = positional.num_children, list(keywords.context)
+    except (AttributeError, ValueError, TypeError):  # another spec: check as bound
+        return bound.args, bound.kwargs
+    if bound.kwargs or not names or len(bound.args) != count + len(names):
+        return bound.args, bound.kwargs
+    return bound.args[:count], dict(zip(names, bound.args[count:]))
+

@@ -86,3 +86,21 @@ def test_evaluation_mode_leaves_an_exported_module_as_it_is(program):
     with evaluation_mode(module):  # torch refuses eval() on it: never called
         assert module.training
     assert module.training
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x, *, scale=None):
+        return self.fc(x) * scale
+
+
+def test_keyword_inputs_are_checked_as_exported():
+    x, scale = torch.randn(3, 4), torch.ones(4)
+    module = torch.export.export(Scaled(), (x,), {"scale": scale}).module()
+    for given in (BoundInputs((x,), {"scale": scale}), {"x": x, "scale": scale}):
+        assert prepare(module, given).captured.mode == "exported"
+    with pytest.raises(PyfxprofError, match=r"'scale'.shape\[0\] to be equal to 4, but got 5"):
+        prepare(module, BoundInputs((x,), {"scale": torch.ones(5)}))
