@@ -82,7 +82,7 @@ def profile_arguments(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     if args.ranks_out:
         return run_ranks(args)
-    model, inputs, name = model_and_inputs(args)
+    model, inputs, name = model_and_inputs(args, programs=True)
     if args.backward:
         _train(model)
     options = profile_arguments(args)
@@ -154,7 +154,7 @@ def run_ranks(args: argparse.Namespace) -> int:
 def _profile_or_error(args: argparse.Namespace):
     """This rank's Profile, or the exception it got (reported to rank 0 by gather)."""
     try:
-        model, inputs, name = model_and_inputs(args)
+        model, inputs, name = model_and_inputs(args, programs=True)
         if args.backward:
             _train(model)
         return profile(model, inputs, name=name, progress=False, **profile_arguments(args))
