@@ -134,3 +134,16 @@ def test_diff_of_eager_and_exported_lines_up_modules_and_ops():
     table = d.table()
     assert table.splitlines()[0] == ("numeric mode differs (eager vs exported): autocast off vs "
                                      "autocast cpu bfloat16")
+
+
+def test_profiler_loop_on_a_dynamic_program_profiles_each_length():
+    module = em.gpt2_program().module()
+    with torch.no_grad():
+        expected = module(em.token_ids(8))
+        with pyfxprof.Profiler(module) as loop:
+            short, _ = module(em.token_ids(8)), module(em.token_ids(30))
+            with pytest.raises(AssertionError, match="Guard failed"):  # as unprofiled
+                module(em.token_ids(80))
+    assert torch.equal(short, expected)
+    assert [p.meta["input_shapes"] for p in loop.profiles] == ["([2, 8] int64)",
+                                                              "([2, 30] int64)"]
