@@ -109,7 +109,7 @@ def test_gpt2_with_a_dynamic_sequence_length():
     assert "\n" not in str(error.value)
 
 
-def test_autocast_bf16_is_in_the_header_and_meta():
+def test_autocast_bf16_is_in_the_header_and_meta(tmp_path):
     ep, x = em.mlp_program(), torch.randn(*em.MLP_SHAPE)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         prof = pyfxprof.profile(ep, (x,), runs=2, warmup=0, progress=False)
@@ -117,6 +117,10 @@ def test_autocast_bf16_is_in_the_header_and_meta():
     numeric = [line for line in prof.table().splitlines() if line.startswith("numeric:")]
     assert numeric == ["numeric: autocast cpu bfloat16 · parameters float32 · inputs float32 "
                        "contiguous · inference_mode"]
+    prof.save(tmp_path / "bf16.json")
+    loaded = pyfxprof.load(tmp_path / "bf16.json")
+    assert loaded.meta["autocast"] == {"cpu": "bfloat16"} and loaded.meta["exported"] is True
+    assert numeric[0] in loaded.table() and "model exported" in loaded.table()
     plain = pyfxprof.profile(ep, (x,), runs=2, warmup=0, progress=False)
     assert plain.meta["autocast"] == {} and "numeric: autocast off" in plain.table()
 
