@@ -453,8 +453,8 @@ def warn_fallback(captured: Capture, capture_mode: str) -> None:
     """One warning when "auto" capture could not use a plain FX trace or dynamo graph, or
     when the capture is coarse, saying what it did."""
     coarse = any(note.startswith("coarse capture") for note in captured.notes)
-    if coarse or (capture_mode == "auto" and captured.mode not in ("fx", "dynamo",
-                                                                             EXPORTED)):
+    plain = captured.mode in ("fx", "dynamo", EXPORTED)
+    if coarse or (capture_mode == "auto" and not plain):
         warnings.warn(f"pyfxprof: {'; '.join(captured.notes)} (capture mode "
                       f"{captured.mode!r})", CaptureFallbackWarning, stacklevel=3)
 

@@ -40,10 +40,10 @@ from ..errors import PyfxprofError
 from ..timing.recorder import RECORDER
 from . import ranges
 from .call_groups import CallGroup, args_key, primary_shape
-from .metadata import model_name
 from .generation import CallLog, format_latency, generation_latency
 from .loop_calls import CallRouting, binder_of
 from .loop_training import optimizer_hooks
+from .metadata import model_name
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .window import Window, collect, window_profiles
