@@ -16,6 +16,7 @@ from ..data.profile import Profile
 from ..data.units import format_ns, format_pct
 from ..data.validate import OUTSIDE_KERNELS
 from ..errors import PyfxprofError
+from ..views.report_header import numeric_mode_difference
 
 #: The capture mode of a compiled profile.
 INDUCTOR = "inductor"
@@ -274,7 +275,8 @@ class CompiledDiff:
 
     def table(self, top: int | None = 20) -> str:
         """Per module: eager, compiled, saving; the ops and the kernels that replaced them
-        ("*": a kernel shared with other modules, its time split)."""
+        ("*": a kernel shared with other modules, its time split); first, a line when the
+        two ran in different numeric modes (autocast, dtypes, memory formats, autograd)."""
         frame = self.frame.head(top)
         shown = pd.DataFrame({
             "Module": frame["module"].map(lambda m: "(root)" if m == "" else _cut(m, 36)),
@@ -290,7 +292,8 @@ class CompiledDiff:
                 f"{format_ns(t['compiled_ns'])} (median run totals; saving "
                 f"{format_ns(t['saving_ns'])}); per module, * = kernel shared with other "
                 "modules, its time split evenly over its source nodes")
-        return head + "\n" + shown.to_string(index=False)
+        note = numeric_mode_difference(self.eager.meta, self.compiled.meta, self.labels)
+        return (note + "\n" if note else "") + head + "\n" + shown.to_string(index=False)
 
     def __repr__(self) -> str:
         t = self.totals()

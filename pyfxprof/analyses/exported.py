@@ -13,7 +13,6 @@ import pandas as pd
 
 from ..data.profile import Profile
 from ..errors import PyfxprofError
-from ..views.report_header import numeric_mode_difference
 from .compiled import CompiledDiff
 
 #: The capture mode of an exported program's profile (capture/exported.py's EXPORTED).
@@ -70,11 +69,6 @@ class ExportedDiff(CompiledDiff):
         if is_exported_profile(eager) or not is_exported_profile(exported):
             raise PyfxprofError("ExportedDiff takes an eager profile first, then one of its "
                                 "torch.export program")
-
-    def table(self, top: int | None = 20) -> str:
-        """CompiledDiff's table, after a line on differing numeric modes when they differ."""
-        note = numeric_mode_difference(self.eager.meta, self.compiled.meta, self.labels)
-        return (note + "\n" if note else "") + super().table(top)
 
     def __repr__(self) -> str:
         return super().__repr__().replace("<CompiledDiff", "<ExportedDiff", 1)
