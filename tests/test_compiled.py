@@ -55,6 +55,7 @@ def test_compiled_model_is_profiled_per_kernel_with_provenance(net_profiles):
     assert (compiled.meta["training"], compiled.meta["given_training"],
             compiled.meta["autograd"]) == (False, False, "inference_mode")
     assert "model eval, inference_mode" in compiled.table()
+    assert (compiled.meta["autocast"], compiled.meta["param_dtypes"]) == ({}, ["float32"])
     assert 0 < len(kernels) < eager.n_nodes
     assert set(kernels["op"]) <= {"fused_kernel", "extern_kernel", "fallback_op"}
     assert all(len(nodes) > 0 for nodes in kernels["source_nodes"])

@@ -16,6 +16,7 @@ from ..data.profile import Profile
 from ..data.units import format_ns, format_pct
 from ..data.validate import OUTSIDE_KERNELS
 from ..errors import PyfxprofError
+from ..views.report_header import numeric_mode_difference
 
 #: The capture mode of a compiled profile.
 INDUCTOR = "inductor"
@@ -221,8 +222,7 @@ class CompiledDiff:
 
     def __init__(self, eager: Profile, compiled: Profile, labels=("eager", "compiled"),
                  depth: int | None = None) -> None:
-        if is_compiled_profile(eager) or not is_compiled_profile(compiled):
-            raise PyfxprofError("CompiledDiff takes an eager profile first, then a compiled one")
+        self._check_sides(eager, compiled)
         self.eager, self.compiled, self.labels, self.depth = eager, compiled, labels, depth
         frame = eager_by_module(eager, depth).merge(
             compiled_by_module(compiled, depth), on="module", how="outer", sort=False)
@@ -237,6 +237,11 @@ class CompiledDiff:
                             "ops", "kernels", "shared"]].sort_values(
             "saving_ns", ascending=False, kind="stable").reset_index(drop=True)
         self.ops = op_matches(eager, compiled)
+
+    @staticmethod
+    def _check_sides(eager: Profile, compiled: Profile) -> None:
+        if is_compiled_profile(eager) or not is_compiled_profile(compiled):
+            raise PyfxprofError("CompiledDiff takes an eager profile first, then a compiled one")
 
     def ops_table(self, module: str | None = None, top: int | None = 20) -> str:
         """Eager op against source node and kernels, one line each, largest saving first;
@@ -270,7 +275,8 @@ class CompiledDiff:
 
     def table(self, top: int | None = 20) -> str:
         """Per module: eager, compiled, saving; the ops and the kernels that replaced them
-        ("*": a kernel shared with other modules, its time split)."""
+        ("*": a kernel shared with other modules, its time split); first, a line when the
+        two ran in different numeric modes (autocast, dtypes, memory formats, autograd)."""
         frame = self.frame.head(top)
         shown = pd.DataFrame({
             "Module": frame["module"].map(lambda m: "(root)" if m == "" else _cut(m, 36)),
@@ -286,7 +292,8 @@ class CompiledDiff:
                 f"{format_ns(t['compiled_ns'])} (median run totals; saving "
                 f"{format_ns(t['saving_ns'])}); per module, * = kernel shared with other "
                 "modules, its time split evenly over its source nodes")
-        return head + "\n" + shown.to_string(index=False)
+        note = numeric_mode_difference(self.eager.meta, self.compiled.meta, self.labels)
+        return (note + "\n" if note else "") + head + "\n" + shown.to_string(index=False)
 
     def __repr__(self) -> str:
         t = self.totals()

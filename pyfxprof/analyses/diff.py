@@ -27,7 +27,9 @@ from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError, PyfxprofError
 from ..views import report_render
 from ..views.diff_plots import node_label
+from ..views.report_header import numeric_mode_difference
 from .compiled import CompiledDiff, is_compiled_profile
+from .exported import ExportedDiff, is_exported_profile
 
 #: Views of :meth:`ProfileDiff.compare`: one row per node, or per value of a node column,
 #: or per module (optionally cut at a depth).
@@ -411,6 +413,8 @@ class ProfileDiff:
             f"p {_p_text(totals['p_value'])}): {_VERDICTS[totals['change']]}",
             f"rows: {len(frame)} — {summary}",
             f"significance: {test}",
+            *filter(None, [numeric_mode_difference(self.control.meta, self.test.meta,
+                                                   self.labels)]),
         ]
 
     def __repr__(self) -> str:
@@ -439,6 +443,8 @@ def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
     control, test = load_input(control), load_input(test)
     if is_compiled_profile(test) and not is_compiled_profile(control):
         return CompiledDiff(control, test, labels)
+    if is_exported_profile(test) and not is_exported_profile(control):
+        return ExportedDiff(control, test, labels)
     return ProfileDiff(control, test, labels, min_change, alpha, min_runs)
 
 

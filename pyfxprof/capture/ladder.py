@@ -28,6 +28,7 @@ from .analysis import analyse
 from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, check_granularity
 from .dynamo_frame import DynamoFrame, LiveCall, frame_capture, graphs_capture
+from .exported import EXPORTED, check_exported_inputs, is_exported
 from .hooks import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
 from .memory import ALLOCATOR_COLUMNS
@@ -115,7 +116,8 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
     check_granularity(granularity)
     _check_tracer_options(model, *tracer_options)
     bound = copied_inputs(model, example_inputs)
-    rungs = _rungs(capture_mode, granularity, exact_outputs)
+    rungs = (_exported_rungs(capture_mode) if is_exported(model)
+             else _rungs(capture_mode, granularity, exact_outputs))
     notes: list[str] = []
     for name, rung in rungs:
         try:
@@ -143,6 +145,24 @@ def _rungs(capture_mode: str, granularity: str, exact_outputs: LiveCall | None) 
     if granularity == "aten":
         names.remove("fx")
     return [(name, rungs[name]) for name in names]
+
+
+def _exported_rungs(capture_mode: str) -> list[tuple]:
+    """An exported program's capture path: its own graph as it is ("auto", or "fx": the graph
+    is already one), or the whole call ("whole"); other rungs would retrace a flat graph."""
+    if capture_mode in ("auto", "fx"):
+        return [(EXPORTED, _exported_rung)]
+    if capture_mode == "whole":
+        return [("whole", _whole_rung)]
+    raise PyfxprofError(f"capture={capture_mode!r} does not apply to an exported program, "
+                        "whose graph is timed as it is: use capture='auto' (or 'whole')")
+
+
+def _exported_rung(model, bound: BoundInputs, _tracer_options, _granularity) -> Prepared:
+    """The program's own graph, timed as it is (no retrace)."""
+    check_exported_inputs(model, bound)
+    captured = Capture(model, EXPORTED, ["exported: the program's aten graph, timed as it is"])
+    return _graph_prepared(model, captured, bound)
 
 
 def copied_inputs(model: torch.nn.Module, example_inputs: Any) -> BoundInputs:
@@ -433,7 +453,8 @@ def warn_fallback(captured: Capture, capture_mode: str) -> None:
     """One warning when "auto" capture could not use a plain FX trace or dynamo graph, or
     when the capture is coarse, saying what it did."""
     coarse = any(note.startswith("coarse capture") for note in captured.notes)
-    if coarse or (capture_mode == "auto" and captured.mode not in ("fx", "dynamo")):
+    plain = captured.mode in ("fx", "dynamo", EXPORTED)
+    if coarse or (capture_mode == "auto" and not plain):
         warnings.warn(f"pyfxprof: {'; '.join(captured.notes)} (capture mode "
                       f"{captured.mode!r})", CaptureFallbackWarning, stacklevel=3)
 

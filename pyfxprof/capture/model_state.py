@@ -1,22 +1,26 @@
 """Running a user's model in eval mode and putting back every module's training flag, its
 buffer and parameter tensors (the same objects) and the values of the buffers its forward
-changed in place afterwards."""
+changed in place afterwards; the autograd and numeric modes calls run in."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 import warnings
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
+import torch.utils._pytree as pytree
 
 from ..errors import PyfxprofError
+from .exported import is_exported
+from .inputs import split_inputs
 
 
 @contextlib.contextmanager
 def evaluation_mode(model: torch.nn.Module, enabled: bool = True) -> Iterator[None]:
-    """Put `model` in eval mode for the block, then restore each submodule's own flag,
+    """Put `model` in eval mode for the block (an exported program, which has no modes, is
+    left as it is), then restore each submodule's own flag,
     rebind its buffers and parameters to the tensors it had before, and copy back the values
     of the buffers changed in place (a step counter's ``add_``, BatchNorm statistics); see
     InPlaceGuard.
@@ -67,7 +71,7 @@ def _evaluation_mode(model: torch.nn.Module, enabled: bool) -> Iterator[None]:
     # inference mode to an inference tensor: put back the very tensors the user had.
     tensors = [(module, dict(module._buffers), dict(module._parameters)) for module in modules]
     guard = InPlaceGuard(model)
-    if enabled:
+    if enabled and not is_exported(model):  # an exported program has no modes to switch
         model.eval()
     try:
         yield
@@ -165,3 +169,63 @@ def autograd_mode() -> str:
     if torch.is_inference_mode_enabled():
         return "inference_mode"
     return "grad" if torch.is_grad_enabled() else "no_grad"
+
+
+#: Device types whose autocast state numeric_mode reads (the model's own is added).
+AUTOCAST_DEVICE_TYPES = ("cpu", "cuda")
+
+
+def numeric_mode(model: torch.nn.Module, example_inputs: Any) -> dict:
+    """The numbers a run computes with, as `meta` keeps them: ``autocast`` (device type ->
+    dtype, for each device type the caller's context has autocast on; empty when off),
+    ``param_dtypes`` (the dtypes of the parameters, most elements first), ``input_dtypes``
+    and ``input_memory_formats`` (of the tensor inputs, in order of first appearance:
+    "contiguous", "channels_last", "channels_last_3d" or "strided"). The autograd mode is
+    autograd_mode's, read where the calls run.
+
+    Example:
+        >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+        ...     mode = numeric_mode(torch.nn.Linear(2, 2), (torch.zeros(1, 2),))
+        >>> mode["autocast"], mode["param_dtypes"], mode["input_memory_formats"]
+        ({'cpu': 'bfloat16'}, ['float32'], ['contiguous'])
+    """
+    devices = dict.fromkeys([*AUTOCAST_DEVICE_TYPES,
+                             *(p.device.type for p in list(model.parameters())[:1])])
+    autocast = {device: _dtype_name(torch.get_autocast_dtype(device)) for device in devices
+                if _autocast_enabled(device)}
+    counts: dict[str, int] = {}
+    for parameter in model.parameters():
+        name = _dtype_name(parameter.dtype)
+        counts[name] = counts.get(name, 0) + parameter.numel()
+    tensors = [value for value in pytree.tree_leaves(split_inputs(example_inputs))
+               if isinstance(value, torch.Tensor)]
+    return {"autocast": autocast, "param_dtypes": sorted(counts, key=counts.get, reverse=True),
+            "input_dtypes": list(dict.fromkeys(_dtype_name(t.dtype) for t in tensors)),
+            "input_memory_formats": list(dict.fromkeys(memory_format(t) for t in tensors))}
+
+
+def memory_format(tensor: torch.Tensor) -> str:
+    """"contiguous", "channels_last" (4-d), "channels_last_3d" (5-d) or "strided" (neither).
+
+    Example:
+        >>> memory_format(torch.zeros(1, 3, 4, 4).to(memory_format=torch.channels_last))
+        'channels_last'
+    """
+    if tensor.is_contiguous():
+        return "contiguous"
+    for name, kind, dims in (("channels_last", torch.channels_last, 4),
+                             ("channels_last_3d", torch.channels_last_3d, 5)):
+        if tensor.dim() == dims and tensor.is_contiguous(memory_format=kind):
+            return name
+    return "strided"
+
+
+def _autocast_enabled(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except RuntimeError:  # a device type this torch has no autocast for
+        return False
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")

@@ -79,13 +79,36 @@ def module_stack(node: fx.Node, root: fx.GraphModule) -> tuple[tuple[str, ...], 
     stack = node.meta.get("nn_module_stack") or {}
     entries = [value if isinstance(value, tuple) else (str(key), None)
                for key, value in stack.items()]
+    entries = [entry for entry in entries if entry[0]]  # torch.export writes the root too
     if node.op == "call_module" and (not entries or entries[-1][0] != node.target):
         entries.append((str(node.target), type(root.get_submodule(str(node.target)))))
+    if node.op == "get_attr" and not entries and "." in str(node.target):
+        entries = _owners(node, root)  # a lifted parameter's (torch.export)
     if not entries:
         return (), "", type(root).__name__
     path, module_class = entries[-1]
-    module_type = getattr(module_class, "__name__", None) or "?"
+    if isinstance(module_class, str):  # torch.export writes the qualified name
+        module_class = module_class.rsplit(".", 1)[-1]
+    module_type = module_class if isinstance(module_class, str) else getattr(
+        module_class, "__name__", None) or "?"
     return tuple(entry[0] for entry in entries), path, module_type
+
+
+def _owners(node: fx.Node, root: fx.GraphModule) -> list[tuple[str, type | str | None]]:
+    """(path, type) of the modules holding the attribute a get_attr `node` reads, outermost
+    first: an exported program reads its parameters in get_attr nodes without a module stack.
+    The types come from a user's stack that passes through the owner (the exported module
+    keeps only plain containers), else from the module found there."""
+    owner = str(node.target).rsplit(".", 1)[0]
+    for user in node.users:
+        stack = [value for value in (user.meta.get("nn_module_stack") or {}).values()
+                 if isinstance(value, tuple)]
+        paths = [entry[0] for entry in stack]
+        if owner in paths:
+            return [entry for entry in stack[:paths.index(owner) + 1] if entry[0]]
+    parts = owner.split(".")
+    return [(".".join(parts[:k]), type(root.get_submodule(".".join(parts[:k]))))
+            for k in range(1, len(parts) + 1)]
 
 
 def nodes_frame(nodes: list[fx.Node], root: fx.GraphModule) -> pd.DataFrame:

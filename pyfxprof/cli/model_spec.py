@@ -29,6 +29,8 @@ _KEYWORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 _MISSING = object()
+#: What a MODEL spec may give: a module, or a program from torch.export.
+_MODELS = (torch.nn.Module, torch.export.ExportedProgram)
 
 
 def _user_code(call, failed: str):
@@ -47,8 +49,10 @@ def _user_code(call, failed: str):
         raise PyfxprofError(f"{failed}: {type(error).__name__}: {first_line(error)}") from None
 
 
-def load_model(spec: str) -> torch.nn.Module:
+def load_model(spec: str) -> torch.nn.Module | torch.export.ExportedProgram:
     """Import `package.module:callable` and call it (a Module class or a factory) with no arguments.
+    A torch.export program (an ExportedProgram, or a module or factory returning one) is
+    returned as it is: profile() takes it (docs/capture.md).
 
     Modules are found on sys.path and in the current directory, as `python -m` would.
 
@@ -72,14 +76,15 @@ def load_model(spec: str) -> torch.nn.Module:
                          f"reading {part!r} of model {spec!r} failed")
         if obj is _MISSING:
             raise PyfxprofError(f"{module_name!r} has no attribute {attr_path!r} (model {spec!r})")
-    if isinstance(obj, torch.nn.Module):
+    if isinstance(obj, _MODELS):
         return obj
     if not callable(obj):
         raise PyfxprofError(f"{spec!r} is a {type(obj).__name__}, not a Module class or factory")
     kind = "class" if inspect.isclass(obj) else "factory"
     model = _user_code(obj, f"calling {kind} {spec!r}() failed")
-    if not isinstance(model, torch.nn.Module):
-        raise PyfxprofError(f"{spec!r}() returned a {type(model).__name__}, not a torch.nn.Module")
+    if not isinstance(model, _MODELS):
+        raise PyfxprofError(f"{spec!r}() returned a {type(model).__name__}, not a torch.nn.Module "
+                            "or torch.export.ExportedProgram")
     return model
 
 

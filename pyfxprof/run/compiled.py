@@ -13,7 +13,7 @@ import torch
 
 from ..capture.inductor import CompileSettings, InductorCapture
 from ..capture.inputs import BoundInputs, split_inputs
-from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
+from ..capture.model_state import autograd_mode, evaluation_mode, grad_context, numeric_mode
 from ..capture.analysis import describe
 from ..capture.node_table import between_graphs_row
 from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
@@ -126,7 +126,8 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
                                   grad=grad, input_shapes=describe(example_inputs),
                                   captured=Capture(None, "inductor", notes(settings, plans)),
                                   training=False, given_training=given_training,
-                                  autograd=autograd_mode()))
+                                  autograd=autograd_mode(),
+                                  **numeric_mode(module, example_inputs)))
         if len(capture.graphs) != len(plans):
             raise PyfxprofError("the compiled model recompiled while it was profiled (inputs "
                                 "or guards changed between runs); profile it on fixed inputs")

@@ -43,6 +43,7 @@ from .call_groups import CallGroup, args_key, primary_shape
 from .generation import CallLog, format_latency, generation_latency
 from .loop_calls import CallRouting, binder_of
 from .loop_training import optimizer_hooks
+from .metadata import model_name
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .window import Window, collect, window_profiles
@@ -126,7 +127,7 @@ class Profiler(CallRouting):
         self.schedule = schedule or record_every_step
         self.on_trace_ready = on_trace_ready
         self.name = name or (f"{type(model._orig_mod).__name__} (compiled)" if is_compiled(model)
-                             else type(model).__name__)
+                             else model_name(model))
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
         self._example_inputs = example_inputs

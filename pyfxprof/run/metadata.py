@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import __version__
+from ..capture.exported import exported_name, is_exported
 from ..timing.device_events import event_record_cost_ns
 from ..timing.native import _C
 from .distributed import rank_meta
@@ -25,7 +26,9 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
              executor: Any, captured: Capture, timings: RunTimings, warmup: int, mode: str,
              grad: bool | None, input_shapes: str, dropped_records: int, **extra: Any) -> dict:
     """A Profile's `meta`: what the run did (`extra` adds the caller's own keys), the
-    executor's calibration, the fusion report of a fused model and the environment.
+    executor's calibration, the fusion report of a fused model and the environment. An
+    exported program (capture/exported.py) is named after the model it was exported from
+    and has ``exported`` true, ``training`` and ``given_training`` None (it has no modes).
 
     Example:
         >>> from types import SimpleNamespace as Fake
@@ -39,7 +42,7 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
         >>> meta["model"], meta["runs"], meta["incomplete_runs"], meta["flops"], meta["overhead_ns"]
         ('ReLU', 3, 1, 7, 20.0)
     """
-    meta = {"model": name or type(model).__name__, "device": device,
+    meta = {"model": name or model_name(model), "device": device,
             "device_events": _C.cuda_status()["library"] if device_events else None,
             "device_event_cost_ns": event_record_cost_ns() if device_events else None,
             "runs": int(timings.intervals.shape[0]), "warmup": warmup, "mode": mode,
@@ -47,11 +50,23 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
             "input_shapes": input_shapes, "incomplete_runs": timings.incomplete_runs,
             "dropped_records": dropped_records}
     meta.update(extra)
+    if is_exported(model):
+        meta.update(training=None, given_training=None, exported=True)
     meta.update(graphs_meta(captured))
     meta.update(executor.calibration.as_meta())
     meta.update(fusion_meta(model))
     meta.update(environment_meta())
     return meta
+
+
+def model_name(model: torch.nn.Module) -> str:
+    """The model's type name; for an exported program, the exported model's.
+
+    Example:
+        >>> model_name(torch.nn.ReLU())
+        'ReLU'
+    """
+    return exported_name(model) if is_exported(model) else type(model).__name__
 
 
 def graphs_meta(captured: Capture) -> dict:

@@ -12,12 +12,13 @@ import torch
 
 from ..capture.analysis import describe
 from ..capture.dynamo import GRANULARITIES
+from ..capture.exported import exported_module, is_exported
 from ..capture.inductor import compile_settings, is_compiled
 from ..capture.inputs import split_inputs
 from ..capture.ladder import Prepared, check_model, copied_inputs, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.source import keeping_library_frames
-from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
+from ..capture.model_state import autograd_mode, evaluation_mode, grad_context, numeric_mode
 from ..capture.tracing import CAPTURE_MODES, fx_sources_released
 from ..data.op_names import range_names
 from ..data.profile import Profile
@@ -86,7 +87,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         >>> prof.n_nodes, prof.n_runs
         (2, 5)
     """
-    device_events = _check_arguments(**locals())  # the arguments as given
+    model, device_events = _check_arguments(**locals())  # the arguments as given
     if is_compiled(model) or is_aoti_model(model) or compile not in (None, False):
         return _profile_compiled(**locals())  # the arguments as given
     own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
@@ -170,10 +171,12 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
 def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any, runs: int,
                 prepared: Prepared) -> dict:
     """The modes the model ran in (``training`` False: profile() runs it in eval mode;
-    ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode) and,
+    ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode; the
+    numeric mode: model_state.numeric_mode) and,
     on the dynamo rung, whose graph leaves out the Python around it, the plain eager
     forward's time (run.eager). Called inside profile()'s eval and grad contexts."""
-    modes = {"training": False, "given_training": given_training, "autograd": autograd_mode()}
+    modes = {"training": False, "given_training": given_training, "autograd": autograd_mode(),
+             **numeric_mode(model, example_inputs)}  # the caller's autocast: profile() sets none
     if prepared.captured.mode == "dynamo":
         modes.update(eager_forward_meta(model, example_inputs, runs,
                                         device_of(model, prepared.args)))
@@ -263,14 +266,20 @@ def _inputs_shown(example_inputs: Any, prepared: Prepared) -> str:
 
 
 def _check_arguments(model: Any, runs: int, warmup: int, mode: str, device_events: bool | None,
-                     torch_profiler_options: dict, **_: Any) -> bool | None:
-    """Checks profile()'s arguments and returns device_events as torch.profiler's keywords
-    (run/profiler_keywords.py) set it."""
+                     torch_profiler_options: dict, backward: bool = False,
+                     **_: Any) -> tuple[Any, bool | None]:
+    """(the model to run: an ExportedProgram's module, docs/capture.md; device_events as
+    torch.profiler's keywords set it, run/profiler_keywords.py), or a one-line error for
+    arguments profile() cannot take."""
     if model is None:  # a torch.profiler habit: `with profile(...) as p:`
         raise PyfxprofError("pyfxprof.profile(model, inputs) times a model and returns a "
                             "Profile (no model); for `with ... as p:` loops like torch.profiler "
                             "use `with pyfxprof.Profiler(model, schedule=...) as p:`")
+    model = exported_module(model)
     device_events = torch_profiler_keywords(torch_profiler_options, device_events)
+    if backward and is_exported(model):
+        raise PyfxprofError("backward=True needs the eager model: an exported program is an "
+                            "inference graph; profile the nn.Module it was exported from")
     if not is_aoti_model(model):
         check_model(model)
     if mode not in MODES:
@@ -279,7 +288,7 @@ def _check_arguments(model: Any, runs: int, warmup: int, mode: str, device_event
         raise PyfxprofError(f"runs must be a positive integer, got {runs!r}")
     if not isinstance(warmup, int) or warmup < 0:
         raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
-    return device_events
+    return model, device_events
 
 
 def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:

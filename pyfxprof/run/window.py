@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from ..capture.analysis import describe
-from ..capture.model_state import autograd_mode
+from ..capture.inputs import BoundInputs
+from ..capture.model_state import autograd_mode, numeric_mode
 from ..data.profile import Profile
 from ..data.run_noise import NOISE_COLUMNS
 from ..timing.durations import RunTimings
@@ -52,7 +53,8 @@ class Window:
             self.first_calls[group.index] = {"grad": torch.is_grad_enabled(),
                                              "autograd": autograd_mode(),
                                              "training": module.training,
-                                             "input_shapes": shapes}
+                                             "input_shapes": shapes, "numeric": numeric_mode(
+                                                 module, BoundInputs(args, kwargs))}
 
 
 @dataclass
@@ -121,7 +123,7 @@ def _meta(window: Window, found: Collected, context: dict) -> dict[str, Any]:
         input_shapes=first.get("input_shapes", ""),
         dropped_records=RECORDER.dropped_total - window.dropped_before,
         training=first.get("training"), given_training=first.get("training"),
-        autograd=first.get("autograd"), flops=group.flops,
+        autograd=first.get("autograd"), flops=group.flops, **first.get("numeric", {}),
         loop={"window": context["window"], "steps": [window.steps[0], window.steps[-1]],
               "schedule": context["schedule"], "call_group": group.index,
               "signature": group.label, "step_num": context["step_num"],

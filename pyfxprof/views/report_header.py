@@ -48,6 +48,7 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         + _flops_text(meta),
         f"overhead: {ovh_text} · {_clock_text(meta.get('clock'))} · "
         f"dropped records: {_meta(meta, 'dropped_records')}",
+        *([f"numeric: {numeric_mode_text(meta)}"] if "autocast" in meta else []),
         *_device_lines(meta),
         f"cpu {_meta(meta, 'cpu')} · threads {_meta(meta, 'threads')} · versions {ver_text} · "
         f"at {_meta(meta, 'timestamp')}",
@@ -80,13 +81,58 @@ def model_mode_text(meta: dict) -> str:
     'model eval (given in train mode), inference_mode'
     >>> model_mode_text({})
     'model ?, ?'
+    >>> model_mode_text({"exported": True, "autograd": "no_grad"})
+    'model exported, no_grad'
     """
+    if meta.get("exported"):  # an exported program has no eval/train modes
+        return f"model exported, {_meta(meta, 'autograd')}"
+
     def name(training) -> str:
         return "?" if training is None else ("train" if training else "eval")
 
     ran, given = meta.get("training"), meta.get("given_training")
     given_text = "" if given is None or given == ran else f" (given in {name(given)} mode)"
     return f"model {name(ran)}{given_text}, {_meta(meta, 'autograd')}"
+
+
+def numeric_mode_text(meta: dict) -> str:
+    """The numbers the run computed with (capture.model_state.numeric_mode's keys): autocast,
+    the parameters' and inputs' dtypes, the inputs' memory formats, the autograd mode.
+
+    >>> numeric_mode_text({"autocast": {"cpu": "bfloat16"}, "param_dtypes": ["float32"],
+    ...     "input_dtypes": ["float32"], "input_memory_formats": ["channels_last"],
+    ...     "autograd": "inference_mode"})
+    'autocast cpu bfloat16 · parameters float32 · inputs float32 channels_last · inference_mode'
+    >>> numeric_mode_text({"autocast": {}})
+    'autocast off · parameters ? · inputs ? ? · ?'
+    """
+    def listed(key: str) -> str:
+        values = meta.get(key)
+        return ", ".join(values) if values else "?"
+
+    autocast = meta.get("autocast") or {}
+    autocast_text = ", ".join(f"{device} {dtype}" for device, dtype in autocast.items())
+    return (f"autocast {autocast_text or 'off'} · parameters {listed('param_dtypes')} · "
+            f"inputs {listed('input_dtypes')} {listed('input_memory_formats')} · "
+            f"{_meta(meta, 'autograd')}")
+
+
+def numeric_mode_difference(control: dict, test: dict,
+                            labels: tuple[str, str] = ("control", "test")) -> str | None:
+    """'numeric mode differs (control vs test): ...', each differing part of the two
+    profiles' numeric modes (see numeric_mode_text) side by side; None when alike or when
+    either profile does not state it.
+
+    >>> numeric_mode_difference({"autocast": {}}, {"autocast": {"cpu": "bfloat16"}})
+    'numeric mode differs (control vs test): autocast off vs autocast cpu bfloat16'
+    """
+    if "autocast" not in control or "autocast" not in test:
+        return None
+    parts = zip(*(numeric_mode_text(meta).split(" · ") for meta in (control, test)))
+    changes = [f"{ours} vs {theirs}" for ours, theirs in parts if ours != theirs]
+    if not changes:
+        return None
+    return f"numeric mode differs ({labels[0]} vs {labels[1]}): {'; '.join(changes)}"
 
 
 def _eager_text(meta: dict) -> str:

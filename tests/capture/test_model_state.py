@@ -184,3 +184,19 @@ def test_an_input_requiring_grad_is_profiled():
     x = torch.randn(2, 4, requires_grad=True)
     prof = profile(Counting(), (x,), runs=2, warmup=0, progress=False)
     assert prof.n_runs == 2 and x.requires_grad and x.grad is None
+
+
+def test_numeric_mode_reads_autocast_dtypes_and_memory_formats():
+    from pyfxprof.capture.model_state import memory_format, numeric_mode
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1), torch.nn.Linear(2, 2).double())
+    images = torch.randn(1, 3, 4, 4).to(memory_format=torch.channels_last)
+    plain = numeric_mode(model, {"x": images, "ids": torch.zeros(2, dtype=torch.int64)})
+    assert plain == {"autocast": {}, "param_dtypes": ["float32", "float64"],
+                     "input_dtypes": ["float32", "int64"],
+                     "input_memory_formats": ["channels_last", "contiguous"]}
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert numeric_mode(model, (images,))["autocast"] == {"cpu": "bfloat16"}
+    assert numeric_mode(model, (images,))["autocast"] == {}  # read where it is called
+    assert memory_format(torch.randn(4, 4).t()) == "strided"
+    assert memory_format(torch.randn(1, 2, 3, 3, 3).to(
+        memory_format=torch.channels_last_3d)) == "channels_last_3d"

@@ -148,3 +148,21 @@ def test_ctrl_c_while_importing_is_exit_130_with_one_line(monkeypatch, capsys):
     monkeypatch.setattr(cli, "build_parser", interrupted)
     assert cli.main(["profile"]) == 130
     assert capsys.readouterr().err.strip() == "pyfxprof: interrupted"
+
+
+def test_a_program_from_torch_export_is_returned_as_it_is(tmp_path, monkeypatch):
+    (tmp_path / "exported_net.py").write_text(
+        "import torch\n"
+        "PROGRAM = torch.export.export(torch.nn.ReLU(), (torch.zeros(2),))\n"
+        "def build():\n    return PROGRAM\n"
+        "def number():\n    return 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import exported_net
+        assert load_model("exported_net:build") is exported_net.PROGRAM
+        assert load_model("exported_net:PROGRAM") is exported_net.PROGRAM
+        with pytest.raises(PyfxprofError, match="returned a int, not a torch.nn.Module or "
+                                                "torch.export.ExportedProgram"):
+            load_model("exported_net:number")
+    finally:
+        sys.modules.pop("exported_net", None)

@@ -21,3 +21,21 @@ def test_header_with_missing_meta_renders_question_marks():
 def test_header_clock_without_resolution():
     lines = header_lines({"clock": {"name": "steady_clock"}}, 1, 1, [1])
     assert "clock steady_clock (resolution ?)" in lines[2]
+
+
+def test_numeric_mode_line_and_exported_model():
+    from pyfxprof.views.report_header import numeric_mode_difference
+    meta = {"exported": True, "autograd": "no_grad", "autocast": {"cuda": "float16"},
+            "param_dtypes": ["bfloat16", "float32"], "input_dtypes": ["int64"],
+            "input_memory_formats": ["contiguous"]}
+    lines = header_lines(meta, 1, 1, [1])
+    assert lines[0].endswith("capture ? · model exported, no_grad")
+    assert lines[3] == ("numeric: autocast cuda float16 · parameters bfloat16, float32 · inputs "
+                        "int64 contiguous · no_grad")
+    assert not any(line.startswith("numeric:") for line in header_lines({}, 1, 1, [1]))
+    assert numeric_mode_difference(meta, dict(meta)) is None
+    assert numeric_mode_difference(meta, {}) is None  # a profile that does not state it
+    changed = dict(meta, autograd="grad", param_dtypes=["float32"])
+    assert numeric_mode_difference(meta, changed, ("a", "b")) == (
+        "numeric mode differs (a vs b): parameters bfloat16, float32 vs parameters float32; "
+        "no_grad vs grad")

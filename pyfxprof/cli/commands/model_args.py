@@ -10,6 +10,7 @@ import torch
 
 import pyfxprof
 from ...errors import PyfxprofError
+from ...run.runner import is_exported  # capture's, read through run (docs/architecture.md)
 from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input_argument
 from .arg_types import integer_at_least
 
@@ -37,9 +38,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="torch.set_num_threads(N) before running (default: torch's choice)")
 
 
-def model_and_inputs(args: argparse.Namespace) -> tuple[torch.nn.Module, Any, str]:
+def model_and_inputs(args: argparse.Namespace,
+                     programs: bool = False) -> tuple[torch.nn.Module, Any, str]:
     """The model, its inputs and a display name from parsed arguments (applies --threads).
-    The inputs are a tuple (positional only), a dict (keywords only) or a BoundInputs.
+    The inputs are a tuple (positional only), a dict (keywords only) or a BoundInputs. A
+    torch.export program is refused in one line unless the command takes `programs`.
 
     Example:
         >>> args = argparse.Namespace(model="torch.nn:ReLU", input=["2x3"], threads=None)
@@ -53,6 +56,10 @@ def model_and_inputs(args: argparse.Namespace) -> tuple[torch.nn.Module, Any, st
                                 f"most the cores to use (this machine has {os.cpu_count()})")
         torch.set_num_threads(args.threads)
     model = load_model(args.model)
+    if not programs and is_exported(model):
+        raise PyfxprofError(f"{args.model!r} gives a torch.export program, which this command "
+                            "does not take: give the nn.Module it was exported from "
+                            "(pyfxprof profile takes programs)")
     return model, parse_inputs(args.input or [DEFAULT_INPUT]), args.model.rpartition(":")[2]
 
 

@@ -86,9 +86,9 @@ def profile_arguments(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     if args.ranks_out:
         return run_ranks(args)
-    model, inputs, name = model_and_inputs(args)
+    model, inputs, name = model_and_inputs(args, programs=True)
     if args.backward:
-        model.train()
+        _train(model)
     options = profile_arguments(args)
     prof = profile(model, inputs, name=name, **options)
     print_table(chosen_runs(prof, args), args)
@@ -105,6 +105,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote profile to {args.save}", file=sys.stderr)
     write_exports(prof, args)
     return 0
+
+
+def _train(model) -> None:
+    """``model.train()`` for --backward; an exported program has no modes (profile() then
+    refuses backward=True in one line)."""
+    try:
+        model.train()
+    except (AttributeError, NotImplementedError):  # ExportedProgram, or its module
+        pass
 
 
 def run_ranks(args: argparse.Namespace) -> int:
@@ -149,9 +158,9 @@ def run_ranks(args: argparse.Namespace) -> int:
 def _profile_or_error(args: argparse.Namespace):
     """This rank's Profile, or the exception it got (reported to rank 0 by gather)."""
     try:
-        model, inputs, name = model_and_inputs(args)
+        model, inputs, name = model_and_inputs(args, programs=True)
         if args.backward:
-            model.train()
+            _train(model)
         return profile(model, inputs, name=name, progress=False, **profile_arguments(args))
     except Exception as error:  # noqa: BLE001 — any failure is this rank's report
         return PyfxprofError(first_line(error))

@@ -63,7 +63,7 @@ def test_both_call_sites_pass_every_profile_option(monkeypatch):
 
     from pyfxprof.cli.commands import profile as command
     seen = []
-    monkeypatch.setattr(command, "model_and_inputs", lambda args: ("model", ("x",), "name"))
+    monkeypatch.setattr(command, "model_and_inputs", lambda args, **_: ("model", ("x",), "name"))
     monkeypatch.setattr(command, "profile", lambda model, inputs, **kwargs: seen.append(kwargs))
     parser = argparse.ArgumentParser()
     command.add_parser(parser.add_subparsers())
@@ -93,3 +93,11 @@ def test_profile_memory_shows_allocations_per_node(capsys):
     assert float(cells["conv"][:-2]) >= 16.384 and cells["relu"] == "16.4kB"  # not in place
     code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "2", "--warmup", "0"])
     assert code == 0 and "CPU alloc" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["fuse", "overhead"])
+def test_commands_without_programs_refuse_them_in_one_line(capsys, command):
+    assert main([command, "tests.exported_models:mlp_module", "--input", "64x512"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "gives a torch.export program, which this command does not take" in err
+    assert "\n" not in err
