@@ -146,6 +146,7 @@ class Profiler(CallRouting):
         self._holder: int | None = None  # the thread handling it (its nested calls pass)
         self._thread: int | None = None  # the thread whose calls are profiled in this block
         self._warmup_calls = 0
+        self._own_calls: dict[int, int] = {}
         self._windows = 0
         self._warned: set[str] = set()
         self._log = _C.logged_calls(MAX_LOGGED_CALLS)
@@ -279,6 +280,10 @@ class Profiler(CallRouting):
                          f"{group.capture.mode}{' from the cache' if group.cached else ''} in "
                          f"{format_ns(group.capture_ns)}), "
                          f"{group.flops:,} FLOPs")
+        own = sum(self._own_calls.values())
+        if own:
+            lines.append(f"  {_count(own, 'call')} ran the model's own forward, unprofiled: "
+                         "Python state a captured graph assumed had changed")
         latency = self.generation_latency()
         if latency["decode_ns"]["count"]:
             lines.append(format_latency(latency))
@@ -333,6 +338,7 @@ class Profiler(CallRouting):
         self._armed.clear()
         self._window = Window(self._warmup_calls, RECORDER.dropped_total)
         self._warmup_calls = 0
+        self._own_calls: dict[int, int] = {}
         self._window.meter.read()
         ranges.start_recording()
 

@@ -41,6 +41,7 @@ class Window:
     steps: list[int] = field(default_factory=list)
     step_starts: list[int] = field(default_factory=list)
     first_calls: dict[int, dict] = field(default_factory=dict)
+    own_calls: dict[int, int] = field(default_factory=dict)  # per group: own forward's calls
     meter: RunMeter = field(default_factory=RunMeter)  # read at open and at close
 
     def note_call(self, group: CallGroup, module: torch.nn.Module, args: tuple,
@@ -125,4 +126,6 @@ def _meta(window: Window, found: Collected, context: dict) -> dict[str, Any]:
         loop={"window": context["window"], "steps": [window.steps[0], window.steps[-1]],
               "schedule": context["schedule"], "call_group": group.index,
               "signature": group.label, "step_num": context["step_num"],
-              "step_starts_ns": [int(start) for start in window.step_starts]})
+              "step_starts_ns": [int(start) for start in window.step_starts],
+              "own_forward_calls": window.own_calls.get(group.index, 0),
+              "python_note": group.python_note})
