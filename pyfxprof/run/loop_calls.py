@@ -23,14 +23,19 @@ from ..capture.inputs import Binder, BoundInputs
 from ..capture.tracing import CaptureFallbackWarning
 from ..errors import PyfxprofError
 from ..timing.failures import node_kind, note_failure
-from .call_groups import (MAX_CALL_GROUPS, CallGroup, args_key, capture_group, next_variant,
-                          signature_key, too_many_groups_warning)
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, capture_group,
+                          next_variant, signature_key, too_many_groups_warning)
 from .capture_cache import CAPTURES
 from .compiled_loop import compiled_group
 from .python_state import PythonState, python_side_effects
 from .loop_training import wrap_for_backward
 from .schedule import ProfilerAction
 from .window import Window
+
+
+#: Runs of the model's own forward, on fresh copies, per group and window (the median kept:
+#: one run right after a capture or another model is often several times slower).
+OWN_CALL_RUNS = 3
 
 
 class _KeptInHotForward:
@@ -67,6 +72,7 @@ class CallRouting:
     _thread: int | None
     _warmup_calls: int
     _own_calls: dict[int, int]  # per group: calls run by the model's own forward (state changed)
+    _own_ns: dict[int, list]  # per group: the model's own forward timed beside, on copies (ns)
     _warned: set[str]
     _log: Any  # _C.LoggedCalls: one row (start, end, group, own ns, call, first) per recorded call
     _binder: Binder | None
@@ -126,7 +132,32 @@ class CallRouting:
         if group.index not in self._window.first_calls:
             self._window.note_call(group, self.module, args, kwargs)
             self._arm(group, args, kwargs)
+            self._time_own_call(group, forward, args, kwargs)
         return self._recorded(group, inputs, entered)
+
+    def _time_own_call(self, group: CallGroup, forward: Callable, args: tuple,
+                       kwargs: dict) -> None:
+        """Once per group and window, time the model's own forward (OWN_CALL_RUNS runs, median) (the user's program, the
+        Python around the ops included) on copies of the call's arguments, beside the graph
+        run that serves the call: the caller's stateful arguments are never fed twice. Only
+        where a second run cannot change the model: eval mode, no backward timed, a graph
+        (not the model's own code) with no in-place op. The Profiler's own time (the gap
+        accounting subtracts it)."""
+        if (self.module.training or self._backward or group.hooks
+                or group.capture.mode == "inductor" or _in_place(group)):
+            return
+        times = []
+        for _ in range(OWN_CALL_RUNS):
+            try:
+                copies = analysis_copy((args, kwargs))
+            except PyfxprofError:
+                return
+            start = _C.now_ns()
+            forward(*copies[0], **copies[1])
+            times.append(_C.now_ns() - start)
+        elapsed = sorted(times)[len(times) // 2]
+        self._own_ns.setdefault(group.index, []).append(elapsed)
+        self._window.own_ns[group.index] = elapsed
 
     def _own_forward(self, group: CallGroup, forward: Callable, args: tuple, kwargs: dict
                      ) -> Any:
@@ -302,6 +333,13 @@ class CallRouting:
         if self._binder is None:
             return BoundInputs(args, kwargs)
         return self._binder(args, kwargs)
+
+
+def _in_place(group: CallGroup) -> bool:
+    """Whether the group's graph has an in-place op (it may write the model's own tensors)."""
+    return any(isinstance(target, str) and (target.endswith("setitem") or (
+        target.endswith("_") and not target.endswith("__")))
+        for target in group.frame["target"].tolist())
 
 
 def _leaf_ids(group: CallGroup) -> frozenset:

@@ -382,6 +382,8 @@ def test_summary_and_generation_latency_of_a_decode_loop(tmp_path):
     step_starts = loaded.meta["loop"].pop("step_starts_ns")
     assert len(step_starts) == 1 and loaded.run_starts.min() >= step_starts[0]
     noise = loaded.meta["loop"].pop("noise")  # read once per window, not per call
+    own_call_ns = loaded.meta["loop"].pop("own_call_ns")  # the model's own forward, beside
+    assert own_call_ns > 0 and prefill.meta["loop"]["own_call_ns"] > 0
     assert decode.run_noise is None
     assert noise is None or (noise["wall_ns"] > 0 and noise["cpu_ns"] > 0
                              and set(noise) == set(NOISE_COLUMNS))
@@ -393,6 +395,9 @@ def test_summary_and_generation_latency_of_a_decode_loop(tmp_path):
     assert latency["generations"] == 1
     assert latency["ttft_ns"]["count"] == 1 and latency["decode_ns"]["count"] == 4
     assert 0 < latency["ttft_ns"]["median"] and 0 < latency["decode_ns"]["median"]
+    # the user's time to first token is the model's own prefill forward; the graph's beside
+    assert latency["ttft_ns"]["median"] == pytest.approx(prefill.meta["loop"]["own_call_ns"])
+    assert latency["graph_ttft_ns"]["count"] == 1 and latency["graph_decode_ns"]["count"] == 4
     assert latency["decode_ns"]["median"] <= latency["decode_ns"]["p90"] <= latency["decode_ns"]["p99"]
     text = p.summary()
     assert text.startswith("Profiler(Sequential): 2 call signatures, 5 calls recorded, 2 Profiles")
@@ -745,7 +750,9 @@ def test_profile_memory_and_library_frames_give_each_call_group_what_profile_giv
         for _ in range(3):
             model(x)
     hook.remove()
-    assert profiled == [True, False, False, False]  # the analysis run only, no timed call
+    # the analysis run only; neither the model's own forward timed beside (3 runs on copies)
+    # nor a timed call
+    assert profiled == [True] + [False] * 6
     with Profiler(model) as plain:
         model(x)
     once = profile(model, (x,), runs=1, warmup=0, progress=False, profile_memory=True,

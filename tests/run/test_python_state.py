@@ -2,8 +2,10 @@
 are exactly what they are without the Profiler, over several calls, when its forward reads
 a flag, a global or a counter that changes (fx-traced graphs and Dynamo captures alike)."""
 
+import time
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -169,3 +171,61 @@ def test_a_leaf_modules_own_state_is_run_by_the_graph_and_capture_changes_are_un
             outputs = [wrapper(torch.ones(1, 4)) for _ in range(3)]
     assert model.n == 3 and p.profiles[0].meta["capture_mode"] == "fx"
     assert [round((o / outputs[0]).mean().item()) for o in outputs] == [1, 2, 3]
+
+
+def _spin(seconds: float) -> None:
+    """Pure Python work (no tensor op: no node of a traced graph)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+class PythonHeavy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+
+    def forward(self, x):
+        _spin(0.002)
+        return self.l(x)
+
+
+@pytest.mark.timing
+def test_the_users_call_is_timed_beside_the_graph_and_is_the_time_to_first_token():
+    model, x = PythonHeavy().eval(), torch.randn(1, 4)
+    start = time.perf_counter_ns()
+    model(x)
+    alone = time.perf_counter_ns() - start  # the truth: the model's own call, timed alone
+    with Profiler(model) as p:
+        outputs = [model(x) for _ in range(3)]
+    (prof,) = p.profiles
+    own = prof.meta["loop"]["own_call_ns"]
+    assert 0.8 * alone <= own <= 2.0 * alone + 1e6
+    assert float(np.median(prof.run_totals)) < own / 4  # the graph alone: no Python spin
+    latency = p.generation_latency()
+    assert latency["ttft_ns"]["median"] == pytest.approx(own)
+    assert latency["graph_ttft_ns"]["median"] < own / 4
+    assert "the model's own forward" in prof.table()
+    assert all(torch.equal(out, model(x)) for out in outputs)
+
+
+def test_the_users_call_is_not_run_again_where_a_second_run_could_change_the_model():
+    class InPlace(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("seen", torch.zeros(4))
+
+        def forward(self, x):
+            self.seen.add_(x.sum(0))
+            return x * 2
+
+    model, x = InPlace().eval(), torch.ones(2, 4)
+    with Profiler(model) as p:
+        for _ in range(3):
+            model(x)
+    assert p.profiles[0].meta["loop"]["own_call_ns"] is None
+    assert model.seen.tolist() == [6.0] * 4  # three calls, each once
+    train = PythonHeavy().train()
+    with Profiler(train) as p:
+        train(x)
+    assert p.profiles[0].meta["loop"]["own_call_ns"] is None
