@@ -137,12 +137,12 @@ class CallRouting:
 
     def _time_own_call(self, group: CallGroup, forward: Callable, args: tuple,
                        kwargs: dict) -> None:
-        """Once per group and window, time the model's own forward (OWN_CALL_RUNS runs, median) (the user's program, the
-        Python around the ops included) on copies of the call's arguments, beside the graph
-        run that serves the call: the caller's stateful arguments are never fed twice. Only
-        where a second run cannot change the model: eval mode, no backward timed, a graph
-        (not the model's own code) with no in-place op. The Profiler's own time (the gap
-        accounting subtracts it)."""
+        """Once per group and window, time the model's own forward (the user's program, the
+        Python around the ops included; OWN_CALL_RUNS runs, the median kept) on copies of
+        the call's arguments, beside the graph run that serves the call: the caller's
+        stateful arguments are never fed twice. Only where a second run cannot change the
+        model: eval mode, no backward timed, a graph (not the model's own code) with no
+        in-place op. The Profiler's own time (the gap accounting subtracts it)."""
         if (self.module.training or self._backward or group.hooks
                 or group.capture.mode == "inductor" or _in_place(group)):
             return
