@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "heap_type.h"
 #include "logged_calls.h"
+#include "state_guard.h"
 
 namespace pyfxprof {
 
@@ -122,12 +123,13 @@ PyObject* training_flag(HotForward* self) {
 }
 
 // The armed entry (new reference) for this call, or null (no Python error) when the call
-// is not the hot path's: no armed group, or the model's training flag is not the group's.
+// is not the hot path's: no armed group, the model's training flag is not the group's, or
+// the Python state its graph assumed changed (its StateGuard fails: the general path judges).
 PyObject* armed_entry(HotForward* self, PyObject* call) {
   PyObject* key = key_of(self, call);
   PyObject* entry = key ? PyDict_GetItemWithError(self->armed, key) : nullptr;
   Py_XDECREF(key);
-  if (!entry || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4) {
+  if (!entry || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 5) {
     PyErr_Clear();  // an odd argument the key or the dict refused: the general path decides
     return nullptr;
   }
@@ -136,7 +138,8 @@ PyObject* armed_entry(HotForward* self, PyObject* call) {
   const int same = training ? PyObject_RichCompareBool(training, PyTuple_GET_ITEM(entry, 2), Py_EQ)
                             : -1;
   Py_XDECREF(training);
-  if (same != 1) {
+  PyObject* guard = PyTuple_GET_ITEM(entry, 4);
+  if (same != 1 || (guard != Py_None && !(is_state_guard(guard) && state_guard_holds(guard)))) {
     PyErr_Clear();
     Py_DECREF(entry);
     return nullptr;
@@ -326,8 +329,9 @@ PyMethodDef g_hot_functions[] = {
     {"hot_forward", new_hot_forward, METH_VARARGS,
      "hot_forward(armed, module, tensor_type, log, args_key, on_failure) -> HotForward\n\n"
      "The forward a Profiler installs on its model: a call of `thread` whose key (args_key)\n"
-     "names an entry (group, run, training, index) of the dict `armed`, with the model's\n"
-     "training flag equal to `training`, is run(args) and one row (start, end, index,\n"
+     "names an entry (group, run, training, index, guard) of the dict `armed`, with the\n"
+     "model's training flag equal to `training` and the StateGuard `guard` (or None) holding,\n"
+     "is run(args) and one row (start, end, index,\n"
      "own_ns, calls, first) of the LoggedCalls `log`; any other call is general(*args,\n"
      "**kwargs)."},
     {nullptr, nullptr, 0, nullptr}};

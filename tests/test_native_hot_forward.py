@@ -39,7 +39,7 @@ def _hot(run=lambda call: call[0] + 1, model=None):
                          lambda group, error: failures.append((group, error)))
     hot.general = lambda *args, **kwargs: general.append((args, kwargs)) or "general"
     x = torch.zeros(2)
-    armed[args_key((x,))] = ("group", run, model.training, 7)
+    armed[args_key((x,))] = ("group", run, model.training, 7, None)
     return hot, model, x, log, failures, general
 
 

@@ -28,6 +28,7 @@ from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import Executor
 from ..capture.ladder import prepare, warn_fallback
+from .python_state import PythonState
 from .runner import device_of, executor_for
 
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
@@ -175,6 +176,9 @@ class CallGroup:
     graph_takes_bound: bool = False  # a graph whose inputs are the call bound to forward
     cached: bool = False  # taken from the capture cache (capture_ns: the look-up)
     backward_note: str | None = None  # Profiler(backward=True): why no backward is timed
+    #: The Python state its graph assumed (run/python_state.py); None: the model runs itself.
+    state: PythonState | None = None
+    python_note: str | None = None  # why the model's own code runs (its forward changes state)
 
     def __post_init__(self) -> None:
         #: True when the model runs itself with marking hooks (hooks or whole capture).
@@ -214,7 +218,8 @@ class CallGroup:
 def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
                   call_target: Callable | None = None,
                   tracer_options: tuple = ((), (), None), refusal: str | None = None,
-                  analysis: tuple[bool, bool] = (False, False)) -> CallGroup:
+                  analysis: tuple[bool, bool] = (False, False),
+                  capture_mode: str = "auto") -> CallGroup:
     """Capture ``model`` for calls like ``model(*args, **kwargs)`` as
     ``pyfxprof.profile(capture="auto")`` does, run the untimed analysis on copies of the
     arguments in eval mode without grad (flags restored), and build the executor.
@@ -224,6 +229,8 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     length) is captured dynamic by the second. `refusal`: the guard that refused the call
     a variant is captured for, named in the warning of the last variant. `analysis`:
     (profile_memory, library_frames) of the analysis run, as profile() takes them.
+    `capture_mode`: "auto" (the ladder) or "hooks" (the model's own code, for a forward
+    that changes Python state).
 
     Example:
         >>> g = capture_group(torch.nn.Linear(2, 2), (torch.zeros(1, 2),), {}, (), 0)
@@ -243,9 +250,9 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
                                        f"{refusal or 'an unnamed guard'})")
     with evaluation_mode(model), torch.inference_mode(), profiling_memory(analysis[0]), \
             keeping_library_frames(analysis[1]):
-        prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), "auto",
+        prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), capture_mode,
                            tracer_options, exact_outputs=live)
-    warn_fallback(prepared.captured, "auto")
+    warn_fallback(prepared.captured, capture_mode)
     device = device_of(model, prepared.args)
     on_cuda = device.startswith("cuda")
     if on_cuda and prepared.analysis is None:

@@ -17,6 +17,12 @@ is left out.
 The calibrated cost of the call's marks is subtracted from both, as from run totals, and
 the Profiler's own time between two calls (binding inputs, capturing a new signature,
 adding and removing hooks) from the gap.
+
+A recorded call runs the captured graph, without the Python around the model's ops; the
+Profiler also times the model's own forward beside it (run/loop_calls.py), and each call's
+``own_shift_ns`` (its group's own forward minus its graph run, medians) turns the graph's
+figures into the user's program's: ``ttft_ns`` and ``decode_ns`` are the user's, with
+``graph_ttft_ns`` and ``graph_decode_ns`` beside them (equal where no own call was timed).
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ class CallLog:
     paused_ns: the Profiler's own time between the previous call's end and this call's
     start. sequence: the call's number among all calls of the model the Profiler saw
     (recorded or not), so consecutive numbers mean no call in between. first: the first
-    call of the model in its Profiler block.
+    call of the model in its Profiler block. own_shift_ns: what the model's own forward
+    takes beyond the graph run, for the call's group (None: 0).
     """
 
     start_ns: np.ndarray
@@ -49,6 +56,7 @@ class CallLog:
     paused_ns: np.ndarray
     sequence: np.ndarray
     first: np.ndarray
+    own_shift_ns: np.ndarray | None = None  # the user's program minus the graph, per call
 
 
 def _summary(values: np.ndarray) -> dict:
@@ -83,9 +91,13 @@ def generation_latency(log: CallLog) -> dict:
     prefill = ~single | first
     decode = single & ~first & follows
     previous_end = np.concatenate([[np.nan], ends[:-1]])
+    shift = np.zeros(len(sequence)) if log.own_shift_ns is None else \
+        np.asarray(log.own_shift_ns, np.float64)
+    ttft, gaps = (ends - starts - cost)[prefill], (ends - previous_end - cost - paused)[decode]
     return {"generations": int(prefill.sum()),
-            "ttft_ns": _summary((ends - starts - cost)[prefill]),
-            "decode_ns": _summary((ends - previous_end - cost - paused)[decode])}
+            "ttft_ns": _summary(ttft + shift[prefill]),
+            "decode_ns": _summary(gaps + shift[decode]),
+            "graph_ttft_ns": _summary(ttft), "graph_decode_ns": _summary(gaps)}
 
 
 def format_latency(latency: dict) -> str:
@@ -101,11 +113,19 @@ def format_latency(latency: dict) -> str:
     ttft, decode = latency["ttft_ns"], latency["decode_ns"]
     first = (f"time to first token: {format_ns(ttft['median'])}"
              + (f" median, p90 {format_ns(ttft['p90'])}" if ttft["count"] > 1 else "")
-             + f" ({ttft['count']} prefill{'s' if ttft['count'] != 1 else ''})")
+             + f" ({ttft['count']} prefill{'s' if ttft['count'] != 1 else ''})"
+             + _graph_text(ttft, latency.get("graph_ttft_ns")))
     if decode["count"] == 0:
         return first + "\nper-token decode latency: no decode step"
     rate = 1e9 / decode["median"] if decode["median"] > 0 else float("inf")
     tokens = f"{decode['count']} token{'s' if decode['count'] != 1 else ''}"
     return (first + f"\nper-token decode latency: median {format_ns(decode['median'])}, "
             f"p90 {format_ns(decode['p90'])}, p99 {format_ns(decode['p99'])} over {tokens} "
-            f"({rate:.0f} tokens/s)")
+            f"({rate:.0f} tokens/s)" + _graph_text(decode, latency.get("graph_decode_ns")))
+
+
+def _graph_text(user: dict, graph: dict | None) -> str:
+    """'; the graph alone: <median>' where the user's program and the graph differ."""
+    if graph is None or graph["count"] == 0 or graph["median"] == user["median"]:
+        return ""
+    return f"; the graph alone: {format_ns(graph['median'])}"

@@ -147,6 +147,8 @@ class Profiler(CallRouting):
         self._holder: int | None = None  # the thread handling it (its nested calls pass)
         self._thread: int | None = None  # the thread whose calls are profiled in this block
         self._warmup_calls = 0
+        self._own_calls: dict[int, int] = {}
+        self._own_ns: dict[int, list] = {}
         self._windows = 0
         self._warned: set[str] = set()
         self._log = _C.logged_calls(MAX_LOGGED_CALLS)
@@ -237,7 +239,9 @@ class Profiler(CallRouting):
     def generation_latency(self) -> dict:
         """Time to first token and per-token decode latency of the calls recorded so far
         (see pyfxprof/run/generation.py): ``{"generations", "ttft_ns", "decode_ns"}``, each
-        summary with count, mean, median, p90 and p99 in ns.
+        summary with count, mean, median, p90 and p99 in ns: the user's program (the graph's
+        figures shifted by the model's own forward timed beside it), with the graph's alone
+        as ``graph_ttft_ns`` and ``graph_decode_ns``.
 
         Example:
             >>> p.generation_latency()["decode_ns"]["median"]  # doctest: +SKIP
@@ -248,10 +252,11 @@ class Profiler(CallRouting):
         single = {index: _single_position(group) for index, group in groups.items()}
         cost = {index: group.executor.calls_per_run * group.executor.calibration.overhead_ns
                 for index, group in groups.items()}
+        costs = np.array([cost[g] for g in log[2]], dtype=np.float64)
+        shift = _own_shift(self._own_ns, log[2], log[1] - log[0] - costs)
         return generation_latency(CallLog(
-            log[0], log[1], np.array([single[g] for g in log[2]], dtype=bool),
-            np.array([cost[g] for g in log[2]], dtype=np.float64), log[3], log[4],
-            log[5] > 0))
+            log[0], log[1], np.array([single[g] for g in log[2]], dtype=bool), costs, log[3],
+            log[4], log[5] > 0, shift))
 
     def summary(self) -> str:
         """The call groups (input signatures) with their recorded calls, nodes, capture
@@ -280,6 +285,10 @@ class Profiler(CallRouting):
                          f"{group.capture.mode}{' from the cache' if group.cached else ''} in "
                          f"{format_ns(group.capture_ns)}), "
                          f"{group.flops:,} FLOPs")
+        own = sum(self._own_calls.values())
+        if own:
+            lines.append(f"  {_count(own, 'call')} ran the model's own forward, unprofiled: "
+                         "Python state a captured graph assumed had changed")
         latency = self.generation_latency()
         if latency["decode_ns"]["count"]:
             lines.append(format_latency(latency))
@@ -334,6 +343,8 @@ class Profiler(CallRouting):
         self._armed.clear()
         self._window = Window(self._warmup_calls, RECORDER.dropped_total)
         self._warmup_calls = 0
+        self._own_calls: dict[int, int] = {}
+        self._own_ns: dict[int, list] = {}
         self._window.meter.read()
         ranges.start_recording()
 
@@ -358,6 +369,18 @@ class Profiler(CallRouting):
             self._profiles.append(profile)
             if self.on_trace_ready is not None:
                 self.on_trace_ready(profile)
+
+
+def _own_shift(own_ns: dict[int, list], groups: np.ndarray, graph_ns: np.ndarray
+               ) -> np.ndarray:
+    """Per logged call, its group's own forward (timed beside, median) minus its graph runs
+    (median); 0 for a group whose own forward was not timed."""
+    shift = np.zeros(len(groups))
+    for index, found in own_ns.items():
+        calls = groups == index
+        if found and calls.any():
+            shift[calls] = float(np.median(found)) - float(np.median(graph_ns[calls]))
+    return shift
 
 
 def _single_position(group: CallGroup) -> bool:

@@ -23,13 +23,19 @@ from ..capture.inputs import Binder, BoundInputs
 from ..capture.tracing import CaptureFallbackWarning
 from ..errors import PyfxprofError
 from ..timing.failures import node_kind, note_failure
-from .call_groups import (MAX_CALL_GROUPS, CallGroup, args_key, capture_group, next_variant,
-                          signature_key, too_many_groups_warning)
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, capture_group,
+                          next_variant, signature_key, too_many_groups_warning)
 from .capture_cache import CAPTURES
 from .compiled_loop import compiled_group
+from .python_state import PythonState, python_side_effects
 from .loop_training import wrap_for_backward
 from .schedule import ProfilerAction
 from .window import Window
+
+
+#: Runs of the model's own forward, on fresh copies, per group and window (the median kept:
+#: one run right after a capture or another model is often several times slower).
+OWN_CALL_RUNS = 3
 
 
 class _KeptInHotForward:
@@ -56,7 +62,7 @@ class CallRouting:
     current_action: ProfilerAction
     _groups: dict[tuple, CallGroup]
     _direct: dict[tuple, CallGroup]
-    _armed: dict[tuple, tuple]  # args_key -> (group, its run, training flag, index)
+    _armed: dict[tuple, tuple]  # args_key -> (group, its run, training flag, index, guard)
     _traceable: bool
     _uncaptured: set[tuple]
     _window: Window | None
@@ -65,6 +71,8 @@ class CallRouting:
     _holder: int | None
     _thread: int | None
     _warmup_calls: int
+    _own_calls: dict[int, int]  # per group: calls run by the model's own forward (state changed)
+    _own_ns: dict[int, list]  # per group: the model's own forward timed beside, on copies (ns)
     _warned: set[str]
     _log: Any  # _C.LoggedCalls: one row (start, end, group, own ns, call, first) per recorded call
     _binder: Binder | None
@@ -115,8 +123,8 @@ class CallRouting:
         group, bound = self._group_for(args, kwargs, forward)
         if group is None or action == ProfilerAction.NONE:
             return forward(*args, **kwargs)
-        if self.module.training != group.training:
-            self._warn_training_flag(group)
+        if group.state is not None and not group.state.holds():
+            return self._own_forward(group, forward, args, kwargs)
         inputs = bound if group.graph_takes_bound else group.inputs(args, kwargs, bound)
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
@@ -124,7 +132,48 @@ class CallRouting:
         if group.index not in self._window.first_calls:
             self._window.note_call(group, self.module, args, kwargs)
             self._arm(group, args, kwargs)
+            self._time_own_call(group, forward, args, kwargs)
         return self._recorded(group, inputs, entered)
+
+    def _time_own_call(self, group: CallGroup, forward: Callable, args: tuple,
+                       kwargs: dict) -> None:
+        """Once per group and window, time the model's own forward (the user's program, the
+        Python around the ops included; OWN_CALL_RUNS runs, the median kept) on copies of
+        the call's arguments, beside the graph run that serves the call: the caller's
+        stateful arguments are never fed twice. Only where a second run cannot change the
+        model: eval mode, no backward timed, a graph (not the model's own code) with no
+        in-place op. The Profiler's own time (the gap accounting subtracts it)."""
+        if (self.module.training or self._backward or group.hooks
+                or group.capture.mode == "inductor" or _in_place(group)):
+            return
+        times = []
+        for _ in range(OWN_CALL_RUNS):
+            try:
+                copies = analysis_copy((args, kwargs))
+            except PyfxprofError:
+                return
+            start = _C.now_ns()
+            forward(*copies[0], **copies[1])
+            times.append(_C.now_ns() - start)
+        elapsed = sorted(times)[len(times) // 2]
+        self._own_ns.setdefault(group.index, []).append(elapsed)
+        self._window.own_ns[group.index] = elapsed
+
+    def _own_forward(self, group: CallGroup, forward: Callable, args: tuple, kwargs: dict
+                     ) -> Any:
+        """A call whose group's graph assumed Python state that changed since (a flag, a
+        global): the model's own forward runs it, unprofiled, counted in the window's
+        Profiles (meta["loop"]["own_forward_calls"]) and in summary()."""
+        self._own_calls[group.index] = self._own_calls.get(group.index, 0) + 1
+        if self._window is not None:
+            self._window.own_calls[group.index] = self._window.own_calls.get(group.index, 0) + 1
+        if "state" not in self._warned:
+            self._warned.add("state")
+            warnings.warn(f"pyfxprof: Python state {self.name}'s captured graph assumed "
+                          f"changed ({', '.join(group.state.changed()[:3])}); such calls run "
+                          "the model's own forward, unprofiled, and are counted",
+                          stacklevel=5)
+        return forward(*args, **kwargs)
 
     def _arm(self, group: CallGroup, args: tuple, kwargs: dict) -> None:
         """Let the hot path take the group's later calls in this window (armed groups are
@@ -132,7 +181,8 @@ class CallRouting:
         it is (see _take_as_given)."""
         key = None if kwargs else args_key(args)
         if key is not None and self._direct.get(key) is group:
-            self._armed[key] = (group, group.executor.run, group.training, group.index)
+            guard = None if group.state is None else group.state.guard
+            self._armed[key] = (group, group.executor.run, group.training, group.index, guard)
 
     def _recorded(self, group: CallGroup, inputs: BoundInputs, entered: int) -> Any:
         """A recorded call of the group's instrumented capture on `inputs` (the Python path;
@@ -239,16 +289,42 @@ class CallRouting:
         cache_key = ("loop", key, tuple(leaves), tuple(autowrap), repr(concrete),
                      torch.is_grad_enabled(), torch.is_inference_mode_enabled(), self._analysis)
         group = CAPTURES.lookup(self.module, cache_key)
-        if group is not None:
+        if group is not None and (group.state is None or group.state.holds()):
             return replace(group, index=len(self._groups), cached=True,
                            capture_ns=time.perf_counter_ns() - started)
-        if is_compiled(self.module):
+        if is_compiled(self.module):  # (Dynamo's guards check the compiled model's calls)
             group = compiled_group(self.module, args, kwargs, key, len(self._groups), forward,
                                    self._tracer_options, refusal)
         else:
-            group = capture_group(self.module, args, kwargs, key, len(self._groups), forward,
-                                  self._tracer_options, refusal, self._analysis)
+            group = self._graph_or_own_code(args, kwargs, key, forward, refusal)
         CAPTURES.keep(self.module, cache_key, group)
+        return group
+
+    def _graph_or_own_code(self, args: tuple, kwargs: dict, key: tuple, forward: Callable,
+                           refusal: str | None) -> CallGroup:
+        """capture_group, with the Python state the capture changed put back: a forward that
+        changes Python state (a counter, a new attribute, a global) is never replayed as a
+        graph, but captured with module hooks, so each call runs the model's own code; any
+        other traced graph is replayed only while the Python state it assumed holds
+        (PythonState; a Dynamo capture checks Dynamo's own guards, CallGroup.accepts)."""
+        def captured(mode: str) -> CallGroup:
+            return capture_group(self.module, args, kwargs, key, len(self._groups), forward,
+                                 self._tracer_options, refusal, self._analysis, mode)
+        group, changes = python_side_effects(self.module, lambda: captured("auto"))
+        leaves = _leaf_ids(group)  # a graph runs the own code of its leaf modules
+        changed = [label for owner, label in changes if owner not in leaves]
+        if changed and not group.hooks:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CaptureFallbackWarning)
+                group, _ = python_side_effects(self.module, lambda: captured("hooks"))
+            group.python_note = (f"its forward changes Python state ({', '.join(changed[:3])})"
+                                 ": run as the model's own code, timed per module")
+            warnings.warn(f"pyfxprof: {self.name}'s forward changes Python state "
+                          f"({', '.join(changed[:3])}); its calls run the model's own code, "
+                          "timed per module (capture 'hooks')", CaptureFallbackWarning,
+                          stacklevel=6)
+        if not group.hooks and group.capture.frame is None:  # (a Dynamo frame: its guards)
+            group.state = PythonState(self.module, _leaf_ids(group))
         return group
 
     def _bound(self, args: tuple, kwargs: dict) -> BoundInputs:
@@ -258,13 +334,21 @@ class CallRouting:
             return BoundInputs(args, kwargs)
         return self._binder(args, kwargs)
 
-    def _warn_training_flag(self, group: CallGroup) -> None:
-        """Warned once: the model's training flag is not the one it was captured in."""
-        if not group.hooks and "training" not in self._warned:
-            self._warned.add("training")
-            warnings.warn("the model's training flag changed since it was captured; leaf "
-                          "modules follow it, but code branching on self.training elsewhere "
-                          "keeps the captured mode", stacklevel=5)
+
+def _in_place(group: CallGroup) -> bool:
+    """Whether the group's graph has an in-place op (it may write the model's own tensors)."""
+    return any(isinstance(target, str) and (target.endswith("setitem") or (
+        target.endswith("_") and not target.endswith("__")))
+        for target in group.frame["target"].tolist())
+
+
+def _leaf_ids(group: CallGroup) -> frozenset:
+    """The ids of the modules a group's traced graph calls as they are (call_module nodes)."""
+    graph_module = group.capture.graph_module
+    if group.hooks or graph_module is None:
+        return frozenset()
+    return frozenset(id(graph_module.get_submodule(node.target))
+                     for node in graph_module.graph.nodes if node.op == "call_module")
 
 
 def binder_of(model: torch.nn.Module) -> Binder | None:

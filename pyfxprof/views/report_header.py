@@ -54,7 +54,32 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"at {_meta(meta, 'timestamp')}",
         *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
         *_backward_lines(meta),
+        *_loop_lines(meta),
     ]
+
+
+def _loop_lines(meta: dict) -> list[str]:
+    """The Profiler loop's word on the user's program: the model's own forward timed beside
+    the graph runs, calls the model's own forward served (Python state the graph assumed had
+    changed), and why a forward runs as the model's own code.
+
+    >>> _loop_lines({"loop": {"own_call_ns": 2.3e6, "own_forward_calls": 2}})[0]
+    "loop: the model's own forward 2.30 ms (timed beside the graph runs, on copies)"
+    >>> _loop_lines({"loop": {"own_forward_calls": 2}})[0].split(":")[1]
+    " 2 calls ran the model's own forward, unprofiled (Python state the graph assumed changed)"
+    """
+    loop = meta.get("loop") or {}
+    lines = []
+    if loop.get("own_call_ns") is not None:
+        lines.append(f"loop: the model's own forward {format_ns(loop['own_call_ns'])} (timed "
+                     "beside the graph runs, on copies)")
+    if loop.get("own_forward_calls"):
+        lines.append(f"loop: {loop['own_forward_calls']} call"
+                     f"{'s' if loop['own_forward_calls'] != 1 else ''} ran the model's own "
+                     "forward, unprofiled (Python state the graph assumed changed)")
+    if loop.get("python_note"):
+        lines.append(f"loop: {loop['python_note']}")
+    return lines
 
 
 def _backward_lines(meta: dict) -> list[str]:
