@@ -37,6 +37,7 @@ from ..capture.ladder import check_model
 from ..data.profile import Profile
 from ..data.units import format_ns
 from ..errors import PyfxprofError
+from ..timing.nvtx import check_nvtx
 from ..timing.recorder import RECORDER
 from . import ranges
 from .call_groups import CallGroup, args_key, primary_shape
@@ -95,6 +96,7 @@ class Profiler(CallRouting):
             after it (run/loop_training.py; docs/loop.md "Training loops").
         profile_memory, library_frames: as for pyfxprof.profile, measured in each call
             group's untimed analysis run (never in timed calls).
+        nvtx: an NVTX range per timed call, as for pyfxprof.profile (docs/gpu.md).
 
     Example:
         >>> from pyfxprof.run.schedule import schedule
@@ -113,7 +115,7 @@ class Profiler(CallRouting):
                  autowrap_functions: Iterable = (), concrete_args: dict | None = None,
                  name: str | None = None, keep_profiles: int | None = 100,
                  backward: bool = False, profile_memory: bool = False,
-                 library_frames: bool = False) -> None:
+                 library_frames: bool = False, nvtx: bool = False) -> None:
         check_model(model)
         for option, value in (("backward", backward), ("profile_memory", profile_memory)):
             if value and is_compiled(model):
@@ -133,6 +135,7 @@ class Profiler(CallRouting):
         self._example_inputs = example_inputs
         self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
         self._analysis = (bool(profile_memory), bool(library_frames))
+        self._nvtx = check_nvtx(nvtx)
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._groups: dict[tuple, CallGroup] = {}
         self._direct: dict[tuple, CallGroup] = {}  # args_key -> graph group, calls bound as given

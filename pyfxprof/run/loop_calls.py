@@ -21,8 +21,10 @@ from ..timing.native import _C
 from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs
 from ..capture.tracing import CaptureFallbackWarning
+from ..data.op_names import range_names
 from ..errors import PyfxprofError
 from ..timing.failures import node_kind, note_failure
+from ..timing.nvtx import name_ranges
 from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, capture_group,
                           next_variant, signature_key, too_many_groups_warning)
 from .capture_cache import CAPTURES
@@ -83,6 +85,7 @@ class CallRouting:
     _backward: bool
     _tracer_options: tuple
     _analysis: tuple[bool, bool]
+    _nvtx: bool
     _recording: bool
 
     def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
@@ -290,6 +293,8 @@ class CallRouting:
                      torch.is_grad_enabled(), torch.is_inference_mode_enabled(), self._analysis)
         group = CAPTURES.lookup(self.module, cache_key)
         if group is not None and (group.state is None or group.state.holds()):
+            name_ranges(group.executor, range_names(group.frame) if self._nvtx else None,
+                        strict=False)
             return replace(group, index=len(self._groups), cached=True,
                            capture_ns=time.perf_counter_ns() - started)
         if is_compiled(self.module):  # (Dynamo's guards check the compiled model's calls)
@@ -297,6 +302,8 @@ class CallRouting:
                                    self._tracer_options, refusal)
         else:
             group = self._graph_or_own_code(args, kwargs, key, forward, refusal)
+        name_ranges(group.executor, range_names(group.frame) if self._nvtx else None,
+                    strict=False)
         CAPTURES.keep(self.module, cache_key, group)
         return group
 

@@ -24,10 +24,25 @@ def nvtx_available() -> tuple[bool, str]:
                    "install the CUDA toolkit or a CUDA build of torch and rebuild pyfxprof")
 
 
-def name_ranges(executor: Any, names: list[str] | None) -> None:
+def check_nvtx(nvtx: bool) -> bool:
+    """`nvtx` when NVTX ranges can be pushed (or not asked for), else a one-line error.
+
+    Example:
+        >>> check_nvtx(False)
+        False
+    """
+    available, why = nvtx_available()
+    if nvtx and not available:
+        raise PyfxprofError(f"nvtx=True: {why}")
+    return bool(nvtx)
+
+
+def name_ranges(executor: Any, names: list[str] | None, strict: bool = True) -> None:
     """Push an NVTX range named ``names[k]`` around the timed call of column k of the
     executor's table, or none with ``names=None`` (a cached executor is reset this way).
     The table's columns are the first rows of the nodes table, so longer ``names`` are cut.
+    An executor without native timed calls (module hooks) refuses names in one line, or
+    with ``strict=False`` goes without them (the Profiler loop's hooks groups).
 
     Example:
         >>> import torch
@@ -37,7 +52,7 @@ def name_ranges(executor: Any, names: list[str] | None) -> None:
     """
     table = getattr(executor, "table", None)
     if not isinstance(table, RunTable):
-        if names is not None:
+        if names is not None and strict:
             raise PyfxprofError(f"nvtx=True needs nodes timed by native calls (mode='codegen' on "
                                 f"a graph capture or a compiled model); this run is timed by "
                                 f"{getattr(executor, 'mode', type(executor).__name__)}")
@@ -45,7 +60,5 @@ def name_ranges(executor: Any, names: list[str] | None) -> None:
     if names is None:
         table.native.set_ranges(None)
         return
-    available, why = nvtx_available()
-    if not available:
-        raise PyfxprofError(f"nvtx=True: {why}")
+    check_nvtx(True)
     table.native.set_ranges([str(name) for name in names[:table.native.nodes]])

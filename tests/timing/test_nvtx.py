@@ -23,7 +23,12 @@ import json, sys, torch, pyfxprof
 model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
 x = torch.randn(4, 8)
 how = sys.argv[1]
-if how == "compiled":
+if how == "loop":
+    with pyfxprof.Profiler(model, nvtx=True) as p:
+        for _ in range(3):
+            model(x)
+    prof = p.profiles[0]
+elif how == "compiled":
     prof = pyfxprof.profile(torch.compile(model), (x,), runs=3, warmup=1, progress=False, nvtx=True)
 else:
     prof = pyfxprof.profile(model, (x,), runs=3, warmup=1, progress=False, nvtx=True)
@@ -59,6 +64,14 @@ def test_compiled_kernel_calls_are_ranges_too(fake_nvtx_tool, tmp_path):
     assert pushes and len(pushes) == sum(line == "pop pyfxprof" for line in events)
     assert len(pushes) % (printed["runs"] + 1) == 0  # the same ranges in every run
     assert any("extern_kernels.addmm" in name or "addmm" in name for name in pushes)
+
+
+def test_the_profiler_loop_pushes_ranges_for_its_recorded_calls(fake_nvtx_tool, tmp_path):
+    printed, events = ranges_seen(fake_nvtx_tool, tmp_path, "loop")
+    pushes = [line.split("\t", 1)[1] for line in events if line.startswith("push pyfxprof\t")]
+    assert printed["runs"] >= 1 and len(pushes) == sum(line == "pop pyfxprof" for line in events)
+    assert pushes[:3] == ["Linear · 0", "ReLU · 1", "Linear · 2"]
+    assert len(pushes) % 3 == 0 and len(pushes) // 3 >= printed["runs"]
 
 
 def test_a_later_profile_without_nvtx_pushes_no_ranges(fake_nvtx_tool, tmp_path):
