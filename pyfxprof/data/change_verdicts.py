@@ -1,0 +1,102 @@
+"""The verdict of every row of a comparison under its design: interleaved blocks (paired),
+one session per side, or several sessions per side; the runs of each side grouped by block or
+session (``run_groups``), Benjamini–Hochberg across rows, verdicts against the margin.
+
+Example:
+    >>> rng = np.random.default_rng(1)
+    >>> control = rng.lognormal(10, 0.02, (24, 3)); test = control * [1.0, 1.3, 1.0]
+    >>> blocks = np.repeat(np.arange(12), 2)
+    >>> judge(Design("paired"), control, test, blocks, blocks, 0.02, 0.05)["change"].tolist()
+    ['=', '+', '=']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .paired_stats import benjamini_hochberg, verdicts
+from .session_stats import (SessionNoise, block_values, median_errors, paired_rows,
+                            session_noise, several_session_rows, single_session_rows)
+
+#: Designs of a comparison: matched blocks of an interleaved run (run.compare), one saved
+#: session per side, several sessions per side.
+DESIGNS = ("paired", "single", "sessions")
+
+
+@dataclass(frozen=True)
+class Design:
+    """How the two sides' runs relate: ``kind`` (DESIGNS) and, for "single", the session
+    noise measured over the node rows (None: measured over the rows judged)."""
+
+    kind: str
+    noise: SessionNoise | None = None
+
+
+def run_groups(meta: dict, n_runs: int) -> np.ndarray:
+    """Each run's block (an interleaved run: meta["ab"]["blocks"]) or session (several
+    profiles merged: meta["sessions"]), else 0 for all.
+
+    >>> run_groups({"sessions": [0, 0, 1]}, 3).tolist(), run_groups({}, 2).tolist()
+    ([0, 0, 1], [0, 0])
+    """
+    groups = (meta.get("ab") or {}).get("blocks") or meta.get("sessions")
+    if groups is None or len(groups) != n_runs:
+        return np.zeros(n_runs, dtype=np.int64)
+    return np.asarray(groups, dtype=np.int64)
+
+
+def design_of(control_meta: dict, test_meta: dict, control_groups, test_groups) -> Design:
+    """"paired" when both sides come from one interleaved run (same pair id and blocks),
+    "sessions" when either side has several sessions, else "single".
+
+    >>> design_of({}, {}, np.zeros(3), np.zeros(3)).kind
+    'single'
+    """
+    pair = (control_meta.get("ab") or {}).get("pair")
+    if pair is not None and pair == (test_meta.get("ab") or {}).get("pair") \
+            and np.array_equal(np.unique(control_groups), np.unique(test_groups)):
+        return Design("paired")
+    several = len(np.unique(control_groups)) > 1 or len(np.unique(test_groups)) > 1
+    return Design("sessions" if several else "single")
+
+
+def single_noise(control: np.ndarray, test: np.ndarray) -> SessionNoise:
+    """The SessionNoise of two single sessions (runs x rows each).
+
+    >>> c = np.full((5, 6), 1000); c[::2] += 20
+    >>> round(single_noise(c, c * 1.1).relative_shift, 3)
+    0.1
+    """
+    groups_c, groups_t = np.zeros(len(control)), np.zeros(len(test))
+    ratios = block_values(test, groups_t)[0] - block_values(control, groups_c)[0]
+    errors = np.hypot(median_errors(control, groups_c)[0], median_errors(test, groups_t)[0])
+    return session_noise(ratios, errors)
+
+
+def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups, test_groups,
+          margin: float, fdr: float, whole: bool = False) -> dict[str, np.ndarray]:
+    """Per row (columns of the runs x rows samples on both sides): ``estimate``, ``low``,
+    ``high`` (relative change and its 95% interval, fractions), ``p_value``, ``q_value``
+    (Benjamini–Hochberg across the rows) and ``change`` (paired_stats verdicts: a
+    slower/faster row changed by at least the margin itself). ``whole``: the rows are the
+    whole model's run totals (one session per side: not less the common shift).
+    """
+    if design.kind == "paired":
+        found = paired_rows(block_values(control, control_groups),
+                            block_values(test, test_groups))
+    elif design.kind == "sessions":
+        found = several_session_rows(block_values(control, control_groups),
+                                     block_values(test, test_groups), moderate=not whole)
+    else:
+        noise = design.noise or single_noise(control, test)
+        ratios = (block_values(test, np.zeros(len(test)))[0]
+                  - block_values(control, np.zeros(len(control)))[0])
+        errors = np.hypot(median_errors(control, np.zeros(len(control)))[0],
+                          median_errors(test, np.zeros(len(test)))[0])
+        found = single_session_rows(ratios, errors, noise, common=not whole)
+    found["q_value"] = benjamini_hochberg(found["p_value"])
+    found["change"] = verdicts(found["estimate"], found["low"], found["high"],
+                               found["q_value"], margin, fdr)
+    return found
