@@ -43,6 +43,7 @@ _PUBLIC = {
     "Suggestion": ("analyses.advisor", "Suggestion"),
     "advise": ("analyses.advisor", "advise"),
     "benchmark_fusion": ("tools.fusion_bench", "benchmark_fusion"),
+    "compare": ("run.compare", "compare"),  # interleaved A/B: paired, FDR-controlled verdicts
     "diff": ("analyses.diff", "diff"),
     "fuse_conv_bn": ("tools.fusion", "fuse_conv_bn"),
     "gather": ("run.distributed", "gather"),  # every rank's Profile on one rank

@@ -217,8 +217,8 @@ class ProfileDiff:
         self.labels = distinct_labels(labels)
         self.min_change, self.alpha, self.min_runs = float(min_change), float(alpha), min_runs
         self.testable = min(control.n_runs, test.n_runs) >= min_runs
-        self.groups = (run_groups(control.meta, control.n_runs),
-                       run_groups(test.meta, test.n_runs))
+        self.groups = (run_groups(control.meta, control.n_runs, control.run_noise),
+                       run_groups(test.meta, test.n_runs, test.run_noise))
         self.design = design_of(control.meta, test.meta, *self.groups)
 
     def _judged_design(self) -> Design:
@@ -451,7 +451,7 @@ class ProfileDiff:
         noise = design.noise
         kind = "unmeasured" if noise is not None and not noise.measured else design.kind
         return _DESIGN_WORDS[kind].format(
-            blocks=len(np.unique(self.groups[0])),
+            blocks=len(np.unique(self.groups[0][self.groups[0] >= 0])),
             sessions=" vs ".join(str(len(np.unique(g))) for g in self.groups),
             shift=_signed_pct(noise.relative_shift) if noise else "",
             spread=format_pct(100 * noise.spread) if noise else "")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .paired_stats import benjamini_hochberg, verdicts
+from .run_noise import preempted_mask
 from .session_stats import (SessionNoise, block_values, median_errors, paired_rows,
                             session_noise, several_session_rows, single_session_rows)
 
@@ -34,17 +35,26 @@ class Design:
     noise: SessionNoise | None = None
 
 
-def run_groups(meta: dict, n_runs: int) -> np.ndarray:
-    """Each run's block (an interleaved run: meta["ab"]["blocks"]) or session (several
-    profiles merged: meta["sessions"]), else 0 for all.
+def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:
+    """Each run's block (an interleaved run: meta["ab"]["blocks"]; -1 for a run preempted
+    (data.run_noise) when its block has a run that was not) or session (several profiles
+    merged: meta["sessions"]), else 0 for all.
 
     >>> run_groups({"sessions": [0, 0, 1]}, 3).tolist(), run_groups({}, 2).tolist()
     ([0, 0, 1], [0, 0])
+    >>> noise = np.array([[0, 0, 90, 100], [2, 0, 10, 100], [2, 0, 10, 100]])
+    >>> run_groups({"ab": {"blocks": [0, 0, 1]}}, 3, noise).tolist()
+    [0, -1, 1]
     """
     groups = (meta.get("ab") or {}).get("blocks") or meta.get("sessions")
     if groups is None or len(groups) != n_runs:
         return np.zeros(n_runs, dtype=np.int64)
-    return np.asarray(groups, dtype=np.int64)
+    groups = np.asarray(groups, dtype=np.int64)
+    if meta.get("ab") and run_noise is not None:
+        preempted = preempted_mask(run_noise)
+        clean = np.unique(groups[~preempted])
+        groups = np.where(preempted & np.isin(groups, clean), -1, groups)
+    return groups
 
 
 def design_of(control_meta: dict, test_meta: dict, control_groups, test_groups) -> Design:
@@ -55,8 +65,7 @@ def design_of(control_meta: dict, test_meta: dict, control_groups, test_groups) 
     'single'
     """
     pair = (control_meta.get("ab") or {}).get("pair")
-    if pair is not None and pair == (test_meta.get("ab") or {}).get("pair") \
-            and np.array_equal(np.unique(control_groups), np.unique(test_groups)):
+    if pair is not None and pair == (test_meta.get("ab") or {}).get("pair"):
         return Design("paired")
     several = len(np.unique(control_groups)) > 1 or len(np.unique(test_groups)) > 1
     return Design("sessions" if several else "single")
@@ -83,9 +92,11 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     slower/faster row changed by at least the margin itself). ``whole``: the rows are the
     whole model's run totals (one session per side: not less the common shift).
     """
+    control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
     if design.kind == "paired":
-        found = paired_rows(block_values(control, control_groups),
-                            block_values(test, test_groups))
+        labels = np.union1d(control_groups[control_groups >= 0], test_groups[test_groups >= 0])
+        found = paired_rows(block_values(control, control_groups, labels),
+                            block_values(test, test_groups, labels))
     elif design.kind == "sessions":
         found = several_session_rows(block_values(control, control_groups),
                                      block_values(test, test_groups), moderate=not whole)

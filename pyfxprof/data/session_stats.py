@@ -36,16 +36,21 @@ MIN_NOISE_ROWS = 5
 OUTLIER_SDS = 3.5
 
 
-def block_values(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Log of the median per group (block or session) and column: (groups, columns), in the
-    groups' sorted order; a value <= 0 counts as 1 ns.
+def block_values(samples: np.ndarray, groups: np.ndarray, labels=None) -> np.ndarray:
+    """Log of the median per group (block or session) and column: (groups, columns), for
+    ``labels`` (default: the groups' sorted values >= 0); NaN for a label without runs. Runs
+    of a negative group (left out: preempted) count nowhere; a value <= 0 counts as 1 ns.
 
     >>> block_values(np.array([[1, 10], [3, 10], [100, 10]]), np.array([0, 0, 1])).round(3).tolist()
     [[0.549, 2.303], [4.605, 2.303]]
+    >>> block_values(np.array([[1], [3]]), np.array([0, -1]), labels=[0, 1]).round(3).tolist()
+    [[0.0], [nan]]
     """
     groups = np.asarray(groups)
     values = np.log(np.maximum(np.asarray(samples, dtype=np.float64), 1.0))
-    return np.stack([np.median(values[groups == g], axis=0) for g in np.unique(groups)])
+    labels = np.unique(groups[groups >= 0]) if labels is None else labels
+    return np.stack([np.median(values[groups == g], axis=0) if (groups == g).any()
+                     else np.full(values.shape[1], np.nan) for g in labels])
 
 
 def median_errors(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -76,7 +81,7 @@ def paired_rows(control: np.ndarray, test: np.ndarray, confidence: float = 0.95)
     >>> out["estimate"].round(4).tolist(), out["p_value"].round(4).tolist()
     ([0.1052], [0.0078])
     """
-    differences = np.asarray(test) - np.asarray(control)
+    differences = np.asarray(test) - np.asarray(control)  # NaN: a block missing on a side
     estimate, low, high, p_value = (np.full(differences.shape[1], np.nan) for _ in range(4))
     for column in range(differences.shape[1]):
         estimate[column], low[column], high[column] = hodges_lehmann(
