@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+import inspect
+import keyword
 import random
 import time
 import uuid
@@ -47,6 +49,37 @@ class CallableModel(torch.nn.Module):
         return self.fn(*args, **kwargs)
 
 
+def _named_forward(fn: Callable) -> Callable | None:
+    """A ``forward(self, a, b)`` calling ``self.fn(a, b)`` with `fn`'s own parameter names
+    (torch.fx traces a forward by its parameters, not through ``*args``), or None when `fn`
+    has no plain positional signature (a builtin op, defaults, ``*args``).
+
+    >>> _named_forward(lambda x, y: x).__code__.co_varnames[:3]
+    ('self', 'x', 'y')
+    """
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    names = [p.name for p in parameters]
+    if not names or any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty
+                        or not p.name.isidentifier() or keyword.iskeyword(p.name)
+                        or p.name in ("self", "fn") for p in parameters):
+        return None
+    namespace: dict = {}
+    exec(f"def forward(self, {', '.join(names)}):\n"  # noqa: S102 - names checked above
+         f"    return self.fn({', '.join(names)})\n", namespace)
+    return namespace["forward"]
+
+
+def _callable_model(fn: Callable) -> CallableModel:
+    """A CallableModel of `fn`, of a subclass whose forward has `fn`'s parameters if it can."""
+    forward = _named_forward(fn)
+    if forward is None:
+        return CallableModel(fn)
+    return type("CallableModel", (CallableModel,), {"forward": forward})(fn)
+
+
 def as_model(candidate: Any, side: str) -> torch.nn.Module:
     """An nn.Module as it is; any other callable wrapped in a CallableModel; else one line.
 
@@ -56,7 +89,7 @@ def as_model(candidate: Any, side: str) -> torch.nn.Module:
     if isinstance(candidate, torch.nn.Module):
         return candidate
     if callable(candidate):
-        return CallableModel(candidate)
+        return _callable_model(candidate)
     raise ArgumentError(f"{side} must be a torch.nn.Module or a callable, got "
                         f"{type(candidate).__name__}")
 

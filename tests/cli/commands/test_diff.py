@@ -80,3 +80,12 @@ def test_percent_and_label_parsing():
     with pytest.raises(argparse.ArgumentTypeError):
         diff_command.fraction("-1%")
     assert diff_command.default_labels("a/run.json", "b/run.json") == ("run", "run (2)")
+
+
+def test_several_sessions_per_side(saved, capsys):
+    before, after = saved
+    assert run_diff("--control", before, before, "--test", after, after) == 0
+    out = capsys.readouterr().out
+    assert "2 vs 2 sessions: t-test over sessions per row" in out
+    with pytest.raises(PyfxprofError, match="give one control and one test"):
+        run_diff(before, "--control", before, "--test", after)
