@@ -89,14 +89,15 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     """Per row (columns of the runs x rows samples on both sides): ``estimate``, ``low``,
     ``high`` (relative change and its 95% interval, fractions), ``p_value``, ``q_value``
     (Benjamini–Hochberg across the rows) and ``change`` (paired_stats verdicts: a
-    slower/faster row changed by at least the margin itself). ``whole``: the rows are the
-    whole model's run totals (one session per side: not less the common shift).
+    slower/faster row changed by at least the margin itself). Rows are tested against the
+    common shift of the rows (per block, or between the two sessions); ``whole``: the rows
+    are the whole model's run totals, tested as they are.
     """
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
     if design.kind == "paired":
         labels = np.union1d(control_groups[control_groups >= 0], test_groups[test_groups >= 0])
         found = paired_rows(block_values(control, control_groups, labels),
-                            block_values(test, test_groups, labels))
+                            block_values(test, test_groups, labels), common=not whole)
     elif design.kind == "sessions":
         found = several_session_rows(block_values(control, control_groups),
                                      block_values(test, test_groups), moderate=not whole)

@@ -108,9 +108,9 @@ def benjamini_hochberg(p_values) -> np.ndarray:
 
 def verdicts(estimate, low, high, q_values, margin: float, fdr: float) -> np.ndarray:
     """One verdict per row from a relative change's estimate and interval (fractions) and its
-    q-value: SLOWER / FASTER when q <= fdr and the estimate is at least the margin; SAME
-    when the interval lies inside ±margin; UNRESOLVED otherwise (no decision at this
-    precision, or a real change that may be smaller than the margin).
+    q-value: SLOWER / FASTER when q <= fdr, the estimate is at least the margin and the
+    interval excludes 0; SAME when the interval lies inside ±margin; UNRESOLVED otherwise
+    (no decision at this precision, or a real change that may be smaller than the margin).
 
     >>> verdicts([0.1, 0.001, 0.0, -0.2, 0.015], [0.08, -0.01, -0.3, -0.25, 0.01],
     ...          [0.12, 0.01, 0.3, -0.15, 0.03], [0.001, 0.9, 0.9, 0.01, 0.001],
@@ -123,8 +123,8 @@ def verdicts(estimate, low, high, q_values, margin: float, fdr: float) -> np.nda
     significant = (q <= fdr) & ~inside
     result = np.full(estimate.shape, UNRESOLVED, dtype=object)
     result[inside] = SAME
-    result[significant & (estimate >= margin)] = SLOWER
-    result[significant & (estimate <= -margin)] = FASTER
+    result[significant & (estimate >= margin) & (low > 0)] = SLOWER
+    result[significant & (estimate <= -margin) & (high < 0)] = FASTER
     return result
 
 

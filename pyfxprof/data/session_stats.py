@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,22 +74,35 @@ def median_errors(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return np.stack(errors)
 
 
-def paired_rows(control: np.ndarray, test: np.ndarray, confidence: float = 0.95) -> dict:
+def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
+                confidence: float = 0.95) -> dict:
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
-    of the log ratio with its interval and the signed-rank p-value, as fractions.
+    of the log ratio with its interval (fractions), and a p-value: the signed-rank test of
+    the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
+    row's departure from the block's common shift (the median row's ratio in each block)
+    against its own error over blocks and the spread of the other rows' departures
+    (session_noise): a disturbance that slowed one side's whole block, or the small
+    differences any two copies of a model have row by row, are not a change of the row.
 
     >>> out = paired_rows(np.zeros((8, 1)), np.full((8, 1), 0.1))   # 8 blocks, all +10.5%
     >>> out["estimate"].round(4).tolist(), out["p_value"].round(4).tolist()
     ([0.1052], [0.0078])
     """
     differences = np.asarray(test) - np.asarray(control)  # NaN: a block missing on a side
-    estimate, low, high, p_value = (np.full(differences.shape[1], np.nan) for _ in range(4))
-    for column in range(differences.shape[1]):
-        estimate[column], low[column], high[column] = hodges_lehmann(
-            differences[:, column], confidence)
-        p_value[column] = signed_rank_p(differences[:, column])
-    return {"estimate": np.expm1(estimate), "low": np.expm1(low), "high": np.expm1(high),
-            "p_value": np.where(np.isnan(p_value), 1.0, p_value)}
+    columns = range(differences.shape[1])
+    own = np.array([hodges_lehmann(differences[:, c], confidence) for c in columns]).reshape(-1, 3)
+    if common and differences.shape[1] >= MIN_NOISE_ROWS:
+        with warnings.catch_warnings():  # a block missing on a side has no shift: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            excess = differences - np.nanmedian(differences, axis=1, keepdims=True)
+        found = np.array([hodges_lehmann(excess[:, c], confidence) for c in columns])
+        errors = (found[:, 2] - found[:, 1]) / (2.0 * _student_t().ppf(0.5 + confidence / 2, math.inf))
+        p_value = single_session_rows(found[:, 0], errors, session_noise(found[:, 0], errors),
+                                      common=True)["p_value"]
+    else:
+        p_value = np.array([signed_rank_p(differences[:, c]) for c in columns])
+    return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(own[:, 1]),
+            "high": np.expm1(own[:, 2]), "p_value": np.where(np.isnan(p_value), 1.0, p_value)}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import pytest
 
 from pyfxprof.data.change_verdicts import Design, design_of, judge, run_groups
 
-ROWS, BLOCKS, PER_BLOCK = 13, 12, 3
+ROWS, BLOCKS, PER_BLOCK = 13, 20, 3  # compare()'s defaults
 
 
 def paired_samples(rng, effect):
