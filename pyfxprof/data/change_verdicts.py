@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .paired_stats import benjamini_hochberg, verdicts
+from .paired_stats import SAME, UNRESOLVED, benjamini_hochberg, verdicts
 from .run_noise import preempted_mask
 from .session_stats import (SessionNoise, block_values, median_errors, paired_rows,
                             session_noise, several_session_rows, single_session_rows)
@@ -91,7 +91,8 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     (Benjamini–Hochberg across the rows) and ``change`` (paired_stats verdicts: a
     slower/faster row changed by at least the margin itself). Rows are tested against the
     common shift of the rows (per block, or between the two sessions); ``whole``: the rows
-    are the whole model's run totals, tested as they are.
+    are the whole model's run totals, tested as they are (one session per side: never
+    slower or faster, which a drift between sessions would look like too).
     """
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
     if design.kind == "paired":
@@ -111,4 +112,8 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     found["q_value"] = benjamini_hochberg(found["p_value"])
     found["change"] = verdicts(found["estimate"], found["low"], found["high"],
                                found["q_value"], margin, fdr)
+    if whole and design.kind == "single" and (design.noise is None or design.noise.measured):
+        # one session per side: a change of the whole model and a drift between the two
+        # sessions look alike; only "same" can be told (several sessions, or compare())
+        found["change"][found["change"] != SAME] = UNRESOLVED
     return found
