@@ -7,9 +7,9 @@
 Scenarios (each counted over --trials):
   aa       interleaved A/A, two copies with identical weights: trials where any row (node
            view; module view) is slower/faster, and the whole-model verdicts;
-  power    net only: the target block gets an added op (--extra elements, about +5%):
+  power    net only: the target block gets an added op (a clone of its output):
            trials where its module row is "slower" and no other module row is flagged;
-  whole    net only: an added op at the end (--tail-columns, about 2% of the run): trials where the
+  whole    net only: ops added at the end (--tail-ops clones): trials where the
            whole-model verdict is resolved (not "?");
   sessions two profile() sessions of fresh copies, saved and loaded, then diff(): trials where
            any row is flagged, and where the gate (--fail-on-regression 5%) would exit 1.
@@ -36,47 +36,44 @@ FLAGGED = ("+", "-")
 
 
 class Block(torch.nn.Module):
-    """matmul + tanh; ``extra`` elements > 0 add one op (neg of that many elements; the
-    change under test, 1024 elements: about 5% of the block)."""
+    """matmul + tanh; ``extra`` adds one op, a clone of the output (the change under test:
+    a few % of the block; an op whose result is unused would be dropped by the capture)."""
 
-    def __init__(self, weight: torch.Tensor, extra: int = 0) -> None:
+    def __init__(self, weight: torch.Tensor, extra: bool = False) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(weight.clone())
-        self.register_buffer("spare", torch.zeros(max(extra, 1)))
-        self.extra = extra > 0
+        self.extra = extra
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.tanh(x @ self.weight)
-        if self.extra:
-            torch.neg(self.spare)  # kept by torch.fx and timed, though its result is unused
-        return y
+        return y.clone() if self.extra else y
 
 
 class Net(torch.nn.Module):
     """12 blocks of matmul + tanh and one target block (index 6): 13 module rows."""
 
-    def __init__(self, weights, target_extra: int = 0, tail_columns: int = 0) -> None:
+    def __init__(self, weights, target_extra: bool = False, tail_ops: int = 0) -> None:
         super().__init__()
-        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra if i == 6 else 0)
+        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra and i == 6)
                                           for i, w in enumerate(weights))
-        self.tail_columns = tail_columns
+        self.tail_ops = tail_ops
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.blocks:
             x = block(x)
-        if self.tail_columns:  # the whole-model change: one op on some columns, unused
-            x[:, :self.tail_columns] * 1.0
+        for _ in range(self.tail_ops):  # the whole-model change: clones after the blocks
+            x = x.clone()
         return x
 
 
-def models(name: str, extra: int = 1024, tail_columns: int = 48):
+def models(name: str, tail_ops: int = 3):
     """(control, factory(kind) -> test model, inputs) for `name`."""
     generator = torch.Generator().manual_seed(0)
     if name == "net":
         weights = [torch.randn(128, 128, generator=generator) / 12 for _ in range(13)]
         control = Net(weights)
-        tests = {"aa": lambda: Net(weights), "power": lambda: Net(weights, target_extra=extra),
-                 "whole": lambda: Net(weights, tail_columns=tail_columns)}
+        tests = {"aa": lambda: Net(weights), "power": lambda: Net(weights, target_extra=True),
+                 "whole": lambda: Net(weights, tail_ops=tail_ops)}
         return control, tests, (torch.randn(32, 128, generator=generator),)
     from pyfxprof.cli.default_model import resnet18
     control = resnet18().eval()
@@ -139,14 +136,12 @@ def main() -> None:
     parser.add_argument("--runs-per-block", type=int, default=3)
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--only", nargs="+", choices=("aa", "power", "whole", "sessions"))
-    parser.add_argument("--extra", type=int, default=1024,
-                        help="elements of the op added to the target block (power)")
-    parser.add_argument("--tail-columns", type=int, default=48,
-                        help="columns of the op added after the blocks (whole)")
+    parser.add_argument("--tail-ops", type=int, default=3,
+                        help="clones added after the blocks (whole)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    control, tests, inputs = models(args.model, args.extra, args.tail_columns)
+    control, tests, inputs = models(args.model, args.tail_ops)
     print(describe_machine())
     print(f"model {args.model}, {args.trials} trials, {args.blocks} blocks x "
           f"{args.runs_per_block} runs per side")

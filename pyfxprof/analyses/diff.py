@@ -203,8 +203,11 @@ class ProfileDiff:
     """Control vs test comparison; build it with :func:`diff`.
 
     Attributes: ``control``, ``test`` (Profiles), ``labels`` (two distinct str),
-    ``min_change`` (fraction), ``alpha``, ``min_runs``, ``testable`` (both sides have at
-    least ``min_runs`` runs, so p-values exist).
+    ``min_change`` (the equivalence margin, fraction), ``alpha`` (the false discovery rate),
+    ``min_runs``, ``testable`` (both sides have at least ``min_runs`` runs, so p-values
+    exist), ``design`` (data.change_verdicts.Design: "paired" blocks of pyfxprof.compare,
+    "single" session or several "sessions" per side) and ``groups`` (each side's runs' block
+    or session).
 
     >>> d = diff(control_profile, test_profile, labels=("main", "pr"))   # doctest: +SKIP
     >>> d.compare(by="module", depth=1)                                  # doctest: +SKIP
