@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .paired_stats import SAME, UNRESOLVED, benjamini_hochberg, verdicts
+from .paired_stats import (FASTER, SAME, SLOWER, UNRESOLVED, benjamini_hochberg,
+                           hodges_lehmann, verdicts)
 from .run_noise import preempted_mask
 from .session_stats import (SessionNoise, block_values, median_errors, paired_rows,
                             session_noise, several_session_rows, single_session_rows)
@@ -33,6 +34,7 @@ class Design:
 
     kind: str
     noise: SessionNoise | None = None
+    copies: tuple = ()   # "paired": the copy of the models each block ran (run.compare)
 
 
 def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:
@@ -66,7 +68,7 @@ def design_of(control_meta: dict, test_meta: dict, control_groups, test_groups) 
     """
     pair = (control_meta.get("ab") or {}).get("pair")
     if pair is not None and pair == (test_meta.get("ab") or {}).get("pair"):
-        return Design("paired")
+        return Design("paired", copies=tuple(control_meta["ab"].get("copies") or ()))
     several = len(np.unique(control_groups)) > 1 or len(np.unique(test_groups)) > 1
     return Design("sessions" if several else "single")
 
@@ -97,8 +99,9 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
     if design.kind == "paired":
         labels = np.union1d(control_groups[control_groups >= 0], test_groups[test_groups >= 0])
-        found = paired_rows(block_values(control, control_groups, labels),
-                            block_values(test, test_groups, labels), common=not whole)
+        control_blocks = block_values(control, control_groups, labels)
+        test_blocks = block_values(test, test_groups, labels)
+        found = paired_rows(control_blocks, test_blocks, common=not whole)
     elif design.kind == "sessions":
         found = several_session_rows(block_values(control, control_groups),
                                      block_values(test, test_groups), moderate=not whole)
@@ -112,8 +115,32 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     found["q_value"] = benjamini_hochberg(found["p_value"])
     found["change"] = verdicts(found["estimate"], found["low"], found["high"],
                                found["q_value"], margin, fdr)
+    if design.kind == "paired" and len(set(design.copies)) > 1:
+        copy_of = np.asarray(design.copies)[labels.astype(int)]
+        _unless_every_copy_agrees(found["change"], test_blocks - control_blocks, copy_of,
+                                  margin)
     if whole and design.kind == "single" and (design.noise is None or design.noise.measured):
         # one session per side: a change of the whole model and a drift between the two
         # sessions look alike; only "same" can be told (several sessions, or compare())
         found["change"][found["change"] != SAME] = UNRESOLVED
     return found
+
+
+def _unless_every_copy_agrees(change: np.ndarray, differences: np.ndarray, copy_of: np.ndarray,
+                              margin: float) -> None:
+    """Slower / faster rows become unresolved unless, in every pair of copies (the blocks
+    one copy of each side ran), the row's Hodges–Lehmann log ratio is at least half the
+    margin in that direction: two copies of one model can differ on a row by themselves.
+
+    >>> change = np.array(["+", "+"], dtype=object)
+    >>> d = np.array([[0.1, 0.1], [0.1, 0.0], [0.1, 0.1], [0.1, 0.0]])
+    >>> _unless_every_copy_agrees(change, d, np.array([0, 1, 0, 1]), 0.02); change.tolist()
+    ['+', '?']
+    """
+    half = np.log1p(margin / 2.0)
+    for column in np.flatnonzero(np.isin(change, [SLOWER, FASTER])):
+        sign = 1.0 if change[column] == SLOWER else -1.0
+        per_copy = [hodges_lehmann(differences[copy_of == c, column])[0]
+                    for c in np.unique(copy_of)]
+        if not all(sign * value >= half for value in per_copy):
+            change[column] = UNRESOLVED

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import inspect
 import keyword
 import random
@@ -97,7 +98,8 @@ def as_model(candidate: Any, side: str) -> torch.nn.Module:
 def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 20,
             runs_per_block: int = 3, warmup: int = 10, min_change: float = 0.02,
             alpha: float = 0.05, labels=("control", "test"), check_outputs: bool = True,
-            seed: int | None = None, progress: bool = True, **profile_options) -> ProfileDiff:
+            copies: int = 2, seed: int | None = None, progress: bool = True,
+            **profile_options) -> ProfileDiff:
     """Time `control` and `test` (modules or callables) interleaved on the same inputs and
     return their ProfileDiff: per node and module the ratio test / control with a 95%
     Hodges–Lehmann interval over blocks, a signed-rank test over blocks, Benjamini–Hochberg
@@ -106,44 +108,59 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
 
     blocks, runs_per_block: timed blocks per side (>= 6: fewer give no interval) and runs
     in each; warmup: untimed runs of each side before the first block. check_outputs: refuse
-    models whose outputs differ in shape (False: time them anyway). seed: the block order
-    (own random generator; the global RNG is untouched). Other keywords go to profile().
+    models whose outputs differ in shape (False: time them anyway). copies: copies of each
+    side timed in turn, block by block (the user's model and deep copies of it): a row
+    slower or faster must be so in every pair of copies, since two copies of one model can
+    differ on a row by themselves (docs/ab.md). seed: the block order (own random generator;
+    the global RNG is untouched). Other keywords go to profile().
 
     >>> d = compare(torch.nn.ReLU(), lambda x: x.clamp(min=0), (torch.randn(64),),
     ...             blocks=6, runs_per_block=1, warmup=1, progress=False)
     >>> d.design.kind, d.control.n_runs
     ('paired', 6)
     """
-    _check(blocks, runs_per_block, warmup, profile_options)
+    _check(blocks, runs_per_block, warmup, profile_options, copies)
     models = (as_model(control, "control"), as_model(test, "test"))
     if check_outputs:
         check_same_outputs(*models, example_inputs)
     names = [_name(given, model) for given, model in zip((control, test), models)]
+    sides = [_copies(model, copies, side) for model, side in zip(models, ("control", "test"))]
     started = time.perf_counter()
-    for model, name in zip(models, names):  # capture, instrument and warm each side once
-        profile(model, example_inputs, runs=1, warmup=warmup, name=name, progress=False,
-                **profile_options)
-    per_run = (time.perf_counter() - started) / (2 * (warmup + 1))
+    for side, name in zip(sides, names):  # capture, instrument and warm each copy once
+        for model in side:
+            profile(model, example_inputs, runs=1, warmup=warmup, name=name, progress=False,
+                    **profile_options)
+    per_run = (time.perf_counter() - started) / (2 * copies * (warmup + 1))
     order = _block_order(blocks, seed)
     found: tuple[list, list] = ([], [])
     bar = Progress(2 * blocks, "comparing",
                    per_run * 2 * blocks * (runs_per_block + 1) if progress else 0.0)
-    for done, sides in enumerate(order, start=1):
-        for side in sides:
-            found[side].append(profile(models[side], example_inputs, runs=runs_per_block,
-                                       warmup=1, name=names[side], progress=False,
-                                       **profile_options))
-        bar.update(2 * done)
+    for block, first_second in enumerate(order):
+        for side in first_second:
+            found[side].append(profile(sides[side][block % copies], example_inputs,
+                                       runs=runs_per_block, warmup=1, name=names[side],
+                                       progress=False, **profile_options))
+        bar.update(2 * (block + 1))
     bar.close()
-    pair = uuid.uuid4().hex
-    merged = [merged_blocks(found[side], pair, [tuple(s).index(side) for s in order])
-              for side in (0, 1)]
+    pair, copy_of_block = uuid.uuid4().hex, [block % copies for block in range(blocks)]
+    merged = [merged_blocks(found[side], pair, [tuple(s).index(side) for s in order],
+                            copy_of_block) for side in (0, 1)]
     return ProfileDiff(merged[0], merged[1], labels, min_change, alpha)
 
 
-def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int]) -> Profile:
-    """One Profile of a side's blocks, meta["ab"] naming the pair, each run's block and the
-    side's position (0 first, 1 second) in each block pair.
+def _copies(model: torch.nn.Module, copies: int, side: str) -> list[torch.nn.Module]:
+    """The model and ``copies - 1`` deep copies of it (one line when it cannot be copied)."""
+    try:
+        return [model] + [copy.deepcopy(model) for _ in range(copies - 1)]
+    except Exception as error:  # noqa: BLE001 - the user's model
+        raise PyfxprofError(f"cannot copy the {side} model ({type(error).__name__}: "
+                            f"{first_line(error)}); pass copies=1 (CLI: --copies 1)") from None
+
+
+def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int],
+                  copy_of_block: list[int] | None = None) -> Profile:
+    """One Profile of a side's blocks, meta["ab"] naming the pair, each run's block, the
+    side's position (0 first, 1 second) in each block pair and the copy each block ran.
 
     >>> import pandas as pd
     >>> nodes = pd.DataFrame({"index": [0], "name": ["a"], "op": ["call_function"],
@@ -157,7 +174,8 @@ def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int]
     meta = dict(first.meta, runs=sum(p.n_runs for p in block_profiles))
     meta["ab"] = {"pair": pair, "blocks": [b for b, p in enumerate(block_profiles)
                                            for _ in range(p.n_runs)],
-                  "runs_per_block": first.n_runs, "positions": list(positions)}
+                  "runs_per_block": first.n_runs, "positions": list(positions),
+                  "copies": list(copy_of_block or [0] * len(block_profiles))}
     return Profile(first.nodes, np.vstack([p.samples for p in block_profiles]),
                    np.concatenate([p.run_totals for p in block_profiles]), meta,
                    device_samples=_stacked([p.device_samples for p in block_profiles]),
@@ -219,9 +237,10 @@ def _name(given: Any, model: torch.nn.Module) -> str:
     return type(model).__name__
 
 
-def _check(blocks: int, runs_per_block: int, warmup: int, options: dict) -> None:
+def _check(blocks: int, runs_per_block: int, warmup: int, options: dict,
+           copies: int = 1) -> None:
     for name, value, least in (("blocks", blocks, 2), ("runs_per_block", runs_per_block, 1),
-                               ("warmup", warmup, 0)):
+                               ("warmup", warmup, 0), ("copies", copies, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ArgumentError(f"{name} must be an int >= {least}, got {value!r}")
     repeated = sorted(set(options) & set(_OWN))

@@ -71,3 +71,19 @@ def test_design_and_groups_from_meta():
     assert run_groups({"sessions": [0, 1]}, 3).tolist() == [0, 0, 0]  # wrong length: ignored
     with pytest.raises(TypeError):
         Design()
+
+
+def test_a_row_changed_in_one_copy_only_is_not_flagged():
+    """Two copies per side (run.compare's copies=2): a row 20% slower in one pair of copies
+    only (a difference of the copies themselves) is unresolved; one slower in both is "+"."""
+    rng = np.random.default_rng(12)
+    blocks = np.repeat(np.arange(BLOCKS), PER_BLOCK)
+    copies = tuple(b % 2 for b in range(BLOCKS))
+    control, test = paired_samples(rng, np.ones(ROWS))
+    in_copy_1 = np.isin(blocks, np.flatnonzero(np.array(copies) == 1))
+    test[in_copy_1, 2] *= 1.2   # one copy's row 2
+    test[:, 9] *= 1.2           # row 9 in both copies
+    change = judge(Design("paired", copies=copies), control, test, blocks, blocks, 0.02,
+                   0.05)["change"]
+    assert change[2] == "?" and change[9] == "+"
+    assert not np.isin(np.delete(change, [2, 9]), ["+", "-"]).any()

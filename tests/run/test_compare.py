@@ -23,6 +23,8 @@ def test_interleaved_blocks_are_paired_and_balanced():
     control, test = d.control.meta["ab"], d.test.meta["ab"]
     assert control["pair"] == test["pair"]
     assert control["blocks"] == [b for b in range(6) for _ in range(2)]
+    assert control["copies"] == test["copies"] == [0, 1, 0, 1, 0, 1]  # two copies per side
+    assert d.design.copies == (0, 1, 0, 1, 0, 1)
     assert d.control.n_runs == d.test.n_runs == 12 and d.control.meta["runs"] == 12
     # each block pair runs one side first; half the pairs start with the control
     assert sorted(control["positions"]) == [0, 0, 0, 1, 1, 1]

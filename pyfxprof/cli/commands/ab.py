@@ -46,6 +46,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="timed runs in each block (default 3)")
     parser.add_argument("--warmup", type=integer_at_least(0), default=10, metavar="N",
                         help="untimed runs of each model first (default 10)")
+    parser.add_argument("--copies", type=positive_int, default=2, metavar="N",
+                        help="copies of each model timed in turn (default 2; docs/ab.md)")
     parser.add_argument("--seed", type=int, help="seed of the block order (default: random)")
     parser.add_argument("--min-change", type=fraction, default=0.02, metavar="PCT",
                         help="equivalence margin: smaller changes are 'same' (default 2%%)")
@@ -82,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     result = compare(models[0], models[1], parse_inputs(args.input or [DEFAULT_INPUT]),
                      blocks=args.blocks, runs_per_block=args.runs_per_block,
                      warmup=args.warmup, min_change=args.min_change, alpha=args.alpha,
-                     labels=labels, check_outputs=args.check_outputs, seed=args.seed)
+                     labels=labels, check_outputs=args.check_outputs, copies=args.copies,
+                     seed=args.seed)
     print(result.table(sort_by=args.sort, top=args.top, by=args.group_by, depth=args.depth))
     return gate(result, args.fail_on_regression)
