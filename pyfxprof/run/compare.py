@@ -98,7 +98,7 @@ def as_model(candidate: Any, side: str) -> torch.nn.Module:
 def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 20,
             runs_per_block: int = 3, warmup: int = 10, min_change: float = 0.02,
             alpha: float = 0.05, labels=("control", "test"), check_outputs: bool = True,
-            copies: int = 2, seed: int | None = None, progress: bool = True,
+            copies: int = 1, seed: int | None = None, progress: bool = True,
             **profile_options) -> ProfileDiff:
     """Time `control` and `test` (modules or callables) interleaved on the same inputs and
     return their ProfileDiff: per node and module the ratio test / control with a 95%
@@ -108,10 +108,10 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
 
     blocks, runs_per_block: timed blocks per side (>= 6: fewer give no interval) and runs
     in each; warmup: untimed runs of each side before the first block. check_outputs: refuse
-    models whose outputs differ in shape (False: time them anyway). copies: copies of each
-    side timed in turn, block by block (the user's model and deep copies of it): a row
-    slower or faster must be so in every pair of copies, since two copies of one model can
-    differ on a row by themselves (docs/ab.md). seed: the block order (own random generator;
+    models whose outputs differ in shape (False: time them anyway). copies: > 1 times each
+    side as that many copies in turn, block by block (the user's model and deep copies of
+    it): a row slower or faster must be so in every pair of copies, since two copies of one
+    model can differ on a row by themselves (docs/ab.md). seed: the block order (own random generator;
     the global RNG is untouched). Other keywords go to profile().
 
     >>> d = compare(torch.nn.ReLU(), lambda x: x.clamp(min=0), (torch.randn(64),),

@@ -18,7 +18,7 @@ def small():
 
 
 def test_interleaved_blocks_are_paired_and_balanced():
-    d = compare(small(), small(), X, **FAST)
+    d = compare(small(), small(), X, copies=2, **FAST)
     assert isinstance(d, pyfxprof.ProfileDiff) and d.design.kind == "paired"
     control, test = d.control.meta["ab"], d.test.meta["ab"]
     assert control["pair"] == test["pair"]

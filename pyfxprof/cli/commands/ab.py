@@ -46,8 +46,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="timed runs in each block (default 3)")
     parser.add_argument("--warmup", type=integer_at_least(0), default=10, metavar="N",
                         help="untimed runs of each model first (default 10)")
-    parser.add_argument("--copies", type=positive_int, default=2, metavar="N",
-                        help="copies of each model timed in turn (default 2; docs/ab.md)")
+    parser.add_argument("--copies", type=positive_int, default=1, metavar="N",
+                        help="copies of each model timed in turn (default 1; docs/ab.md)")
     parser.add_argument("--seed", type=int, help="seed of the block order (default: random)")
     parser.add_argument("--min-change", type=fraction, default=0.02, metavar="PCT",
                         help="equivalence margin: smaller changes are 'same' (default 2%%)")
