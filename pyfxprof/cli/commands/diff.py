@@ -132,7 +132,8 @@ def gate(result, threshold: float | None) -> int:
     found = result.regressions(threshold)
     text = f"{100 * threshold:g}%"
     total = result.totals()
-    if total["change"] == "?" and abs(total["rel_change"]) >= threshold:
+    if result.design.kind == "single" and total["change"] == "?" \
+            and abs(total["rel_change"]) >= threshold:
         print(f"\nnote: the test's run total is {100 * total['rel_change']:+.1f}% but "
               "unresolved: with one session per side a change of the whole model looks like "
               "a drift between sessions; gate it with several profiles per side "

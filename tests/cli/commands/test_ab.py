@@ -41,3 +41,8 @@ def test_outputs_of_another_shape_are_one_line(capsys):
 def test_depth_needs_module_grouping():
     with pytest.raises(Exception, match="--depth needs --group-by module"):
         run_ab("torch.nn:ReLU", "torch.nn:ReLU", *FAST, "--depth", "1")
+
+
+def test_the_gate_note_on_sessions_is_not_printed_for_interleaved_runs(capsys):
+    run_ab("torch.nn:ReLU", "torch.nn:ReLU", *FAST, "--fail-on-regression", "0%")
+    assert "one session per side" not in capsys.readouterr().out
