@@ -47,6 +47,7 @@ _PUBLIC = {
     "bench": ("run.bench", "bench"),  # microbenchmark of any callable
     "bench_grid": ("run.bench", "bench_grid"),
     "benchmark_fusion": ("tools.fusion_bench", "benchmark_fusion"),
+    "compare": ("run.compare", "compare"),  # interleaved A/B: paired, FDR-controlled verdicts
     "diff": ("analyses.diff", "diff"),
     "fuse_conv_bn": ("tools.fusion", "fuse_conv_bn"),
     "gather": ("run.distributed", "gather"),  # every rank's Profile on one rank

@@ -39,7 +39,7 @@ ALLOWED = {
     "analyses": {"views", "data"},
     "capture": set(),
     "timing": {"capture", "_C"},
-    "run": {"timing", "capture", "data"},
+    "run": {"timing", "capture", "analyses", "data"},  # analyses: compare() returns a diff
     "tools": {"run", "timing", "capture", "views", "data"},
     "cli": {"run", "tools", "analyses", "views", "data"},
     "errors": set(),

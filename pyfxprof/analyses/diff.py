@@ -3,8 +3,10 @@
 What Holistic Trace Analysis' TraceDiff does (counts and durations per op; ops added, deleted,
 increased, decreased, unchanged; plots), plus: nodes line up by identity (module path + node
 name), a Conv/BN pair folded by ``fuse_conv_bn`` shows as "fused", labels are deterministic and
-never merged, and a Mann–Whitney U test over per-run samples keeps noise from looking like a
-change. Works on pyfxprof profiles and on torch.profiler traces. See docs/diff.md.
+never merged, and each row is tested against the noise of its design (data/change_verdicts.py:
+interleaved blocks, one session or several sessions per side) with the false discovery rate
+controlled across rows, so noise does not look like a change. Works on pyfxprof profiles and
+on torch.profiler traces. See docs/diff.md and docs/ab.md.
 
 Example:
     >>> d = diff("before.json", "after.json")      # doctest: +SKIP
@@ -21,6 +23,9 @@ import numpy as np
 import pandas as pd
 
 from ..data import torch_trace
+from ..data.change_verdicts import Design, design_of, judge, run_groups, single_noise
+from ..data.paired_stats import smallest_resolvable
+from ..data.sessions import merge_sessions
 from ..data.profile import Profile
 from ..data.stats import group_samples
 from ..data.units import MISSING, format_ns, format_pct
@@ -35,21 +40,31 @@ from .exported import ExportedDiff, is_exported_profile
 #: or per module (optionally cut at a depth).
 BY_CHOICES = ("node", "op", "target", "module_type", "module")
 #: Sort keys of :meth:`ProfileDiff.table`; diff columns sort by absolute value, descending.
-SORT_KEYS = ("diff_duration", "rel_change", "diff_counts", "p_value",
+SORT_KEYS = ("diff_duration", "rel_change", "diff_counts", "p_value", "q_value",
              "median_control", "median_test", "name", "order")
 #: Values of the ``change`` column.
-CHANGES = ("+", "-", "=", "added", "removed", "fused")
+CHANGES = ("+", "-", "=", "?", "added", "removed", "fused")
 #: TraceDiff's category of each ``change`` (``fused`` is pyfxprof's own).
 OPS_DIFF_CATEGORIES = {"added": "added", "removed": "deleted", "+": "increased",
-                       "-": "decreased", "=": "unchanged", "fused": "fused"}
+                       "-": "decreased", "=": "unchanged", "?": "unresolved",
+                       "fused": "fused"}
 #: Longest key shown by :meth:`ProfileDiff.table`; longer ones keep their tail.
 KEY_WIDTH = 48
 #: Fewest runs per side for a p-value (below it ``p_value`` is NaN).
 MIN_RUNS = 5
 _IDENTITY = ("name", "op", "target", "module_path", "module_type")
 _ABS_SORT = ("diff_duration", "rel_change", "diff_counts")
-_CHANGE_WORDS = {"+": "slower (+)", "-": "faster (-)", "=": "unchanged (=)"}
-_VERDICTS = {"+": "slower", "-": "faster", "=": "unchanged"}
+_CHANGE_WORDS = {"+": "slower (+)", "-": "faster (-)", "=": "same (=)", "?": "unresolved (?)"}
+_VERDICTS = {"+": "slower", "-": "faster", "=": "same within ±{margin}", "?": "unresolved"}
+_DESIGN_WORDS = {
+    "paired": "interleaved A/B, {blocks} paired blocks: signed-rank test per row, "
+              "Hodges–Lehmann 95% interval",
+    "single": "one session per side: rows tested against the session-level noise "
+              "(the test session is {shift} as a whole, per-row spread ±{spread})",
+    "unmeasured": "one session per side, too few rows to measure the noise between "
+                  "sessions: runs inside each session are the only noise counted (a drift "
+                  "between sessions can look like a change; see docs/diff.md)",
+    "sessions": "{sessions} sessions: t-test over sessions per row (moderated variance)"}
 _TITLES = {"node": "Node", "op": "Op type", "target": "Op", "module_type": "Module type",
            "module": "Module"}
 
@@ -110,6 +125,7 @@ class _Side:
     present: np.ndarray   # bool (keys,)
     samples: np.ndarray   # int64 (runs, keys), 0 where absent
     calls: np.ndarray     # float (keys,), calls per run
+    groups: np.ndarray | None = None   # int (runs,): block or session of each run
 
 
 def _reduce(profile: Profile, keys: list[str]) -> tuple[list, np.ndarray, np.ndarray]:
@@ -166,16 +182,6 @@ def _fused_into(control: Profile, keys: list[str], test_meta: dict) -> dict[str,
             if group.notna().all()}
 
 
-def _mann_whitney(control: np.ndarray, test: np.ndarray) -> np.ndarray:
-    """Two-sided Mann–Whitney U p-value per column (normal approximation, tie-corrected)."""
-    try:
-        from scipy.stats import mannwhitneyu
-    except ImportError:
-        raise PyfxprofError("p-values need scipy; install it with `pip install scipy`") from None
-    return mannwhitneyu(control, test, axis=0, alternative="two-sided",
-                        method="asymptotic").pvalue
-
-
 def _check_settings(min_change, alpha, min_runs) -> None:
     if not 0 <= min_change < float("inf"):
         raise ArgumentError(f"min_change must be a fraction >= 0 (0.05 = 5%), got {min_change!r}")
@@ -199,8 +205,11 @@ class ProfileDiff:
     """Control vs test comparison; build it with :func:`diff`.
 
     Attributes: ``control``, ``test`` (Profiles), ``labels`` (two distinct str),
-    ``min_change`` (fraction), ``alpha``, ``min_runs``, ``testable`` (both sides have at
-    least ``min_runs`` runs, so p-values exist).
+    ``min_change`` (the equivalence margin, fraction), ``alpha`` (the false discovery rate),
+    ``min_runs``, ``testable`` (both sides have at least ``min_runs`` runs, so p-values
+    exist), ``design`` (data.change_verdicts.Design: "paired" blocks of pyfxprof.compare,
+    "single" session or several "sessions" per side) and ``groups`` (each side's runs' block
+    or session).
 
     >>> d = diff(control_profile, test_profile, labels=("main", "pr"))   # doctest: +SKIP
     >>> d.compare(by="module", depth=1)                                  # doctest: +SKIP
@@ -213,35 +222,60 @@ class ProfileDiff:
         self.labels = distinct_labels(labels)
         self.min_change, self.alpha, self.min_runs = float(min_change), float(alpha), min_runs
         self.testable = min(control.n_runs, test.n_runs) >= min_runs
+        self.groups = (run_groups(control.meta, control.n_runs, control.run_noise),
+                       run_groups(test.meta, test.n_runs, test.run_noise))
+        self.design = design_of(control.meta, test.meta, *self.groups)
 
-    def _significant(self, p_value: np.ndarray) -> np.ndarray:
-        """p < alpha; without enough runs every difference counts (relative change decides)."""
-        return p_value < self.alpha if self.testable else np.ones(p_value.shape, dtype=bool)
+    def _judged_design(self) -> Design:
+        """The design, with one session per side its session noise measured over the nodes
+        both profiles have (whatever view is judged: group rows are too few to measure it)."""
+        if self.design.kind == "single" and self.design.noise is None:
+            sides = [_reduce(prof, _view_keys(prof.nodes, "node", None))[:2]
+                     for prof in (self.control, self.test)]
+            common = [key for key in sides[0][0] if key in set(sides[1][0])]
+            control, test = (_align(names, sums, np.zeros(len(names)), common).samples
+                             for names, sums in sides)
+            self.design = Design("single", single_noise(control, test))
+        return self.design
 
-    def _columns(self, control: _Side, test: _Side) -> dict[str, np.ndarray]:
+    def _tests(self, control: _Side, test: _Side, rel_change: np.ndarray,
+               whole: bool) -> dict[str, np.ndarray]:
+        """p_value, q_value, ci_low, ci_high, change (and rel_change: the design's estimate)
+        of rows on both sides; without enough runs the relative change alone decides."""
+        both = control.present & test.present
+        columns = {name: np.full(both.shape, np.nan)
+                   for name in ("p_value", "q_value", "ci_low", "ci_high")}
+        change = np.full(both.shape, "=", dtype=object)
+        rel_change = rel_change.copy()
+        if not self.testable:
+            change[both & (rel_change >= self.min_change)] = "+"
+            change[both & (rel_change <= -self.min_change)] = "-"
+        elif both.any():
+            found = judge(self._judged_design(), control.samples[:, both],
+                          test.samples[:, both], control.groups, test.groups,
+                          self.min_change, self.alpha, whole)
+            for name, key in (("p_value", "p_value"), ("q_value", "q_value"),
+                              ("ci_low", "low"), ("ci_high", "high")):
+                columns[name][both] = found[key]
+            rel_change[both], change[both] = found["estimate"], found["change"]
+        return {"rel_change": rel_change, **columns, "change": change}
+
+    def _columns(self, control: _Side, test: _Side, whole: bool = False
+                 ) -> dict[str, np.ndarray]:
         """Per-side and difference columns of aligned sides (see :meth:`compare`)."""
         columns = {}
         for name, side in (("control", control), ("test", test)):
             columns[f"counts_{name}"] = side.calls
             columns[f"total_{name}"] = side.samples.sum(axis=0).astype(np.float64)
             columns[f"median_{name}"] = _median(side.samples)
-        both = control.present & test.present
         columns["diff_counts"] = columns["counts_test"] - columns["counts_control"]
         columns["diff_duration"] = columns["median_test"] - columns["median_control"]
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = columns["diff_duration"] / columns["median_control"]
-        columns["rel_change"] = np.where(columns["median_control"] != 0, rel, np.nan)
-        p_value = np.full(both.shape, np.nan)
-        if self.testable and both.any():
-            p_value[both] = _mann_whitney(control.samples[:, both], test.samples[:, both])
-        columns["p_value"] = p_value
-        change = np.full(both.shape, "=", dtype=object)
-        significant = both & self._significant(p_value)
-        change[significant & (columns["rel_change"] >= self.min_change)] = "+"
-        change[significant & (columns["rel_change"] <= -self.min_change)] = "-"
-        change[~control.present] = "added"
-        change[~test.present] = "removed"
-        columns["change"] = change
+        columns.update(self._tests(control, test, np.where(columns["median_control"] != 0,
+                                                           rel, np.nan), whole))
+        columns["change"][~control.present] = "added"
+        columns["change"][~test.present] = "removed"
         return columns
 
     def compare(self, by: str = "node", depth: int | None = None) -> pd.DataFrame:
@@ -260,13 +294,12 @@ class ProfileDiff:
           pct_control: median_control as % of the control's median run total;
           diff_counts: counts_test - counts_control;
           diff_duration: median_test - median_control (ns; > 0 is slower);
-          rel_change: diff_duration / median_control (fraction; NaN when that is 0);
-          p_value: two-sided Mann–Whitney U over the per-run samples (normal approximation,
-            tie-corrected) — NaN unless the key is on both sides and both have at least
-            ``min_runs`` runs (default 5);
-          change: "+" / "-" (p < alpha, or no p-value, and |rel_change| >= min_change),
-            "=" otherwise, "added" (test only), "removed" (control only), "fused" (a
-            control-only BN folded into a conv of the test, per test.meta["fused_pairs"]);
+          rel_change, ci_low, ci_high: relative change (fraction; the design's estimate on
+            both sides, docs/diff.md) and its 95% interval; p_value: the design's test (NaN
+            unless on both sides with >= min_runs runs each); q_value: Benjamini–Hochberg;
+          change: "+" / "-" (q <= alpha, interval not inside ±min_change), "=" (inside: same),
+            "?" (unresolved), "added" / "removed" (one side only), "fused" (a control-only
+            BN folded into a conv of the test, per test.meta["fused_pairs"]);
           fused_into: that conv's module path for "fused" rows, else "".
           backward_median_control/_test, backward_diff, backward_rel_change: training steps.
         ``df.attrs`` holds labels, runs (control, test), by, depth, testable and min_runs.
@@ -282,6 +315,7 @@ class ProfileDiff:
         keys = list(c_names) + [k for k in t_names if k not in known]
         control = _align(c_names, c_sums, c_calls, keys)
         test = _align(t_names, t_sums, t_calls, keys)
+        control.groups, test.groups = self.groups
         columns = self._columns(control, test)
         frame = pd.DataFrame(columns, index=pd.Index(keys, name=by, dtype=object))
         total = _median(self.control.run_totals[:, None])[0]
@@ -324,14 +358,15 @@ class ProfileDiff:
         >>> d.totals()["rel_change"]        # doctest: +SKIP
         -0.118
         """
-        sides = [_Side(np.ones(1, dtype=bool), prof.run_totals[:, None], np.ones(1))
-                 for prof in (self.control, self.test)]
-        return {name: value.tolist()[0] for name, value in self._columns(*sides).items()}
+        sides = [_Side(np.ones(1, dtype=bool), prof.run_totals[:, None], np.ones(1), groups)
+                 for prof, groups in zip((self.control, self.test), self.groups)]
+        return {name: value.tolist()[0]
+                for name, value in self._columns(*sides, whole=True).items()}
 
     def ops_diff(self, by: str = "node", depth: int | None = None) -> dict[str, list]:
         """Keys per TraceDiff category: added, deleted, increased, decreased, unchanged, and
-        fused (BNs folded into a conv). Increased / decreased need p < alpha (when p-values
-        exist) and |rel_change| >= min_change, so noise lands in unchanged.
+        fused (BNs folded into a conv), and unresolved (the interval too wide to tell). Increased /
+        decreased are the "+" / "-" verdicts of :meth:`compare`, so noise does not land there.
 
         >>> d.ops_diff()["increased"]       # doctest: +SKIP
         ['layer1.0.conv1/layer1_0_conv1']
@@ -343,10 +378,9 @@ class ProfileDiff:
         return result
 
     def regressions(self, threshold: float, min_share: float = 1.0) -> list[str]:
-        """One line per significant slowdown of at least ``threshold`` (fraction): of the
-        median run total, or of a node worth >= ``min_share`` % of the control total.
-
-        Significant means p < alpha, or, without enough runs for a p-value, any slowdown.
+        """One line per "slower" verdict (:meth:`compare`'s "+") of at least ``threshold``
+        (fraction): of the run total, or of a node worth >= ``min_share`` % of the control
+        total. Without enough runs for a test, any slowdown of at least ``threshold``.
 
         >>> d.regressions(0.05)            # doctest: +SKIP
         ['node layer1.0.conv1/layer1_0_conv1: 1.00 ms → 2.00 ms (+100.0%, p 0.00018)']
@@ -355,11 +389,10 @@ class ProfileDiff:
         frame = self.compare()
         nodes = frame[(frame["pct_control"] >= min_share) & frame["change"].isin(["+", "-", "="])]
         rows = pd.concat([totals, nodes[totals.columns].set_axis("node " + nodes.index)])
-        slower = rows[(rows["rel_change"] >= threshold)
-                      & self._significant(rows["p_value"].to_numpy(dtype=np.float64))]
+        slower = rows[(rows["rel_change"] >= threshold) & (rows["change"] == "+")]
         return [f"{what}: {format_ns(row['median_control'])} → {format_ns(row['median_test'])}"
-                f" ({_signed_pct(row['rel_change'])}, p {_p_text(row['p_value'])})"
-                for what, row in slower.iterrows()]
+                f" ({_signed_pct(row['rel_change'])}, {_interval_text(row)}, "
+                f"q {_p_text(row['q_value'])})" for what, row in slower.iterrows()]
 
     def table(self, sort_by: str = "diff_duration", top: int | None = 20, by: str = "node",
               depth: int | None = None, width: int | str | None = "auto") -> str:
@@ -400,9 +433,11 @@ class ProfileDiff:
         view = by if depth is None else f"{by} at depth {depth}"
         counts = frame["change"].value_counts()
         summary = ", ".join(f"{counts.get(c, 0)} {_CHANGE_WORDS.get(c, c)}" for c in CHANGES)
+        margin = format_pct(100 * self.min_change)
         if self.testable:
-            test = (f"Mann–Whitney U two-sided, alpha {self.alpha:g}, "
-                    f"min change {format_pct(100 * self.min_change)}")
+            test = (f"{self._design_text()}; Benjamini–Hochberg FDR {self.alpha:g} across rows, "
+                    f"margin ±{margin}; smallest resolvable change ±"
+                    f"{format_pct(100 * smallest_resolvable(self._half_widths(frame), self.min_change))}")
         else:
             test = (f"no p-values (need >= {self.min_runs} runs per side): changes judged by "
                     f"relative change >= {format_pct(100 * self.min_change)} alone")
@@ -410,12 +445,28 @@ class ProfileDiff:
             f"pyfxprof diff — {sides[0]} vs {sides[1]} · by {view}",
             f"total: {label_c} {format_ns(totals['median_control'])} → {label_t} "
             f"{format_ns(totals['median_test'])} median ({_signed_pct(totals['rel_change'])}, "
-            f"p {_p_text(totals['p_value'])}): {_VERDICTS[totals['change']]}",
+            f"{_interval_text(totals)}): {_VERDICTS[totals['change']].format(margin=margin)}",
             f"rows: {len(frame)} — {summary}",
             f"significance: {test}",
             *filter(None, [numeric_mode_difference(self.control.meta, self.test.meta,
                                                    self.labels)]),
         ]
+
+    def _design_text(self) -> str:
+        """The design and its test in words (the header's significance line)."""
+        design = self._judged_design()
+        noise = design.noise
+        kind = "unmeasured" if noise is not None and not noise.measured else design.kind
+        return _DESIGN_WORDS[kind].format(
+            blocks=len(np.unique(self.groups[0][self.groups[0] >= 0])),
+            sessions=" vs ".join(str(len(np.unique(g))) for g in self.groups),
+            shift=_signed_pct(noise.relative_shift) if noise else "",
+            spread=format_pct(100 * noise.spread) if noise else "")
+
+    @staticmethod
+    def _half_widths(frame: pd.DataFrame) -> np.ndarray:
+        """Half the width of each row's 95% interval (fractions; NaN without one)."""
+        return ((frame["ci_high"] - frame["ci_low"]) / 2.0).to_numpy(dtype=np.float64)
 
     def __repr__(self) -> str:
         (label_c, label_t), totals = self.labels, self.totals()
@@ -428,10 +479,15 @@ def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
     """Compare a control and a test profile.
 
     control, test: Profile objects or paths (pyfxprof profile .json / .json.gz, torch.profiler
-    Chrome trace, or a directory of traces, one run per file; see :func:`load_input`).
+    Chrome trace, or a directory of traces, one run per file; see :func:`load_input`), or a
+    list of them per side: several sessions of one model (data.sessions.merge_sessions),
+    tested between sessions.
     labels: display names (identical ones are made distinct: "run", "run (2)").
-    min_change: smallest |relative change| (fraction, 0.05 = 5%) counted as a change.
-    alpha: significance level of the two-sided Mann–Whitney U test over per-run samples.
+    min_change: the equivalence margin (fraction, 0.05 = 5%): smaller changes are "same".
+    alpha: the false discovery rate across rows (Benjamini–Hochberg) of the design's test:
+    the two sides of one pyfxprof.compare() are paired by block; one session per side tests
+    each row against the shift and spread between the sessions; several per side, a t-test
+    over sessions (docs/diff.md).
     min_runs: fewest runs per side for p-values; with fewer, p_value is NaN and categories
     use the relative change alone (like TraceDiff). Host times only.
     An eager profile against a compiled one (profile(torch.compile(m))) gives a
@@ -440,12 +496,21 @@ def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
     >>> d = diff("base.json", "pr.json", labels=("main", "pr"))   # doctest: +SKIP
     >>> print(d.table(top=10))                                     # doctest: +SKIP
     """
-    control, test = load_input(control), load_input(test)
+    control, test = _load_side(control, "control"), _load_side(test, "test")
     if is_compiled_profile(test) and not is_compiled_profile(control):
         return CompiledDiff(control, test, labels)
     if is_exported_profile(test) and not is_exported_profile(control):
         return ExportedDiff(control, test, labels)
     return ProfileDiff(control, test, labels, min_change, alpha, min_runs)
+
+
+def _load_side(source, side: str) -> Profile:
+    """One side of diff(): a profile or path, or a list of them (sessions) merged."""
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise ArgumentError(f"{side}: an empty list of profiles; give at least one")
+        return merge_sessions([load_input(item) for item in source])
+    return load_input(source)
 
 
 def _signed_pct(fraction) -> str:
@@ -456,6 +521,15 @@ def _signed_pct(fraction) -> str:
 def _signed_ns(ns) -> str:
     text = format_ns(ns)
     return f"+{text}" if ns > 0 else text
+
+
+def _interval_text(row, bare: bool = False) -> str:
+    """"95% interval [low, high]" of a row's relative change ("—" without one)."""
+    low, high = row["ci_low"], row["ci_high"]
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return MISSING if bare else "no interval"
+    text = f"[{_signed_pct(low)}, {_signed_pct(high)}]"
+    return text if bare else f"95% interval {text}"
 
 
 def _p_text(p_value) -> str:
@@ -479,8 +553,8 @@ def _sorted(frame: pd.DataFrame, sort_by: str) -> pd.DataFrame:
         return frame
     if sort_by == "name":
         return frame.sort_index(kind="stable")
-    if sort_by == "p_value":
-        return frame.sort_values("p_value", kind="stable")
+    if sort_by in ("p_value", "q_value"):
+        return frame.sort_values(sort_by, kind="stable")
     key = (lambda s: s.abs()) if sort_by in _ABS_SORT else None
     return frame.sort_values(sort_by, ascending=False, kind="stable", key=key)
 
@@ -497,7 +571,8 @@ def _table_columns(frame: pd.DataFrame, labels, by: str) -> list[tuple]:
         (f"{label_t} median", lambda k, r: format_ns(r["median_test"]), True),
         ("Diff", lambda k, r: _signed_ns(r["diff_duration"]), True),
         ("Rel change", lambda k, r: _signed_pct(r["rel_change"]), True),
-        ("p", lambda k, r: _p_text(r["p_value"]), True),
+        ("95% interval", lambda k, r: _interval_text(r, bare=True), True),
+        ("q", lambda k, r: _p_text(r["q_value"]), True),
         ("Change", lambda k, r: r["change"], False),
     ]
     if (frame["change"] == "fused").any():

@@ -17,7 +17,7 @@ from ..views.safe_text import TerminalStream
 
 #: Sub-command modules; each defines ``add_parser(subparsers)`` that registers its parser and
 #: sets ``func=run`` where ``run(args) -> int`` returns the exit code.
-COMMAND_MODULES = ("profile", "report", "diff", "fuse", "overhead", "sweep", "bench")
+COMMAND_MODULES = ("profile", "report", "diff", "ab", "bench", "fuse", "overhead", "sweep")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
 """Bar charts of a :meth:`ProfileDiff.compare` frame: control and test side by side, and their
 difference (red: test higher, green: test lower, grey: a duration change that is not
-significant, ``change`` "="; every bar grey, and the title says so, when too few runs allowed
+significant, ``change`` "=" or "?"; every bar grey, and the title says so, when too few runs allowed
 no significance test). Labels name a node once: its module path when the node is that
 module's call. matplotlib is imported lazily and drawn with its Agg canvas, so
 no global backend is changed and no display is needed.
@@ -102,7 +102,7 @@ def visualize_duration_diff(df: pd.DataFrame, path=None, top: int = 20):
     labels = df.attrs.get("labels", ("control", "test"))
     if df.attrs.get("testable", True):
         title, changed = (f"Largest duration changes (top {top}; grey: not significant)",
-                          (rows["change"] != "=").to_numpy())
+                          (~rows["change"].isin(["=", "?"])).to_numpy())
     else:
         title = (f"Largest duration changes (top {top}) — no significance test: fewer than "
                  f"{df.attrs.get('min_runs', 5)} runs per side, so every bar is grey")

@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -66,25 +68,26 @@ def test_known_changes_are_categorised(result):
     df = result.compare()
     assert df["change"].to_dict() == {
         "conv1/conv1": "=", "bn1/bn1": "fused", "relu": "=", SLOW: "+",
-        "layer1.0/layer1_0_relu": "=", NOISY: "=", "old_pool": "removed", "new_pool": "added"}
+        "layer1.0/layer1_0_relu": "=", NOISY: "?", "old_pool": "removed", "new_pool": "added"}
     assert df.loc[SLOW, "rel_change"] == pytest.approx(1.0, abs=0.05)
     assert df.loc[SLOW, "p_value"] < 1e-6
     assert df.loc["bn1/bn1", "fused_into"] == "conv1"
     assert (df.drop("bn1/bn1")["fused_into"] == "").all()
 
 
-def test_noisy_node_is_unchanged_despite_a_large_relative_change(result):
+def test_noisy_node_is_unresolved_despite_a_large_relative_change(result):
     row = result.compare().loc[NOISY]
     assert abs(row["rel_change"]) >= result.min_change  # noise alone moved the median > 5%
-    assert row["p_value"] > result.alpha
-    assert row["change"] == "="
-    assert NOISY in result.ops_diff()["unchanged"]
+    assert row["q_value"] > result.alpha
+    assert row["ci_low"] < -result.min_change and row["ci_high"] > result.min_change
+    assert row["change"] == "?"
+    assert NOISY in result.ops_diff()["unresolved"]
 
 
 def test_ops_diff_has_tracediffs_categories(result):
     assert result.ops_diff() == {
         "added": ["new_pool"], "deleted": ["old_pool"], "increased": [SLOW], "decreased": [],
-        "unchanged": ["conv1/conv1", "relu", "layer1.0/layer1_0_relu", NOISY],
+        "unchanged": ["conv1/conv1", "relu", "layer1.0/layer1_0_relu"], "unresolved": [NOISY],
         "fused": ["bn1/bn1"]}
 
 
@@ -105,9 +108,10 @@ def test_added_and_removed_rows_count_zero_on_the_missing_side(result):
 
 
 # Hand-computed: 5 runs; conv 1000/1100/900/1000/1050 -> 2000/2100/1900/2000/2050 ns.
-# Mann-Whitney U = 0 (full separation); tie-corrected variance 25/12 * (11 - 12/90) = 22.64,
-# z = (12.5 - 0.5) / 4.758 = 2.522, two-sided p = 0.01167. Totals (+100 ns each run):
-# control median 1800, test 2900 ns (+61.1%).
+# Two common rows: too few to measure the noise between sessions, so the within-session
+# errors alone: log-median MADs 0.04879 (log 1050/1000) and 0.02469 (log 2050/2000), standard
+# errors 1.2533 * 1.4826 * MAD / sqrt(5) = 0.04055 and 0.02052, combined 0.04544;
+# z = log 2 / 0.04544 = 15.25. Totals (+100 ns each run): control median 1800, test 2900 ns.
 CONTROL_SAMPLES = np.array([[1000, 500, 200], [1100, 500, 200], [900, 500, 200],
                             [1000, 500, 200], [1050, 500, 200]])
 TEST_SAMPLES = CONTROL_SAMPLES * [2, 1, 0] + [0, 0, 300]
@@ -130,29 +134,32 @@ def test_hand_computed_values():
     conv = df.loc["conv/conv"]
     assert (conv["total_control"], conv["median_control"]) == (5050.0, 1000.0)
     assert (conv["total_test"], conv["median_test"]) == (10050.0, 2000.0)
-    assert (conv["diff_duration"], conv["rel_change"]) == (1000.0, 1.0)
+    assert conv["diff_duration"] == 1000.0 and conv["rel_change"] == pytest.approx(1.0)
     assert conv["pct_control"] == pytest.approx(1000 / 1800 * 100)
-    assert conv["p_value"] == pytest.approx(0.01167, abs=1e-5)
+    se = 1.2533 * 1.4826 / math.sqrt(5) * math.hypot(math.log(1.05), math.log(2050 / 2000))
+    assert conv["p_value"] == pytest.approx(math.erfc(math.log(2) / se / math.sqrt(2)), rel=1e-3)
+    assert conv["ci_low"] == pytest.approx(math.expm1(math.log(2) - 1.95996 * se), rel=1e-4)
     assert df.loc["relu", "p_value"] == 1.0  # identical samples on both sides
+    assert df.loc["relu", "change"] == "="
     assert list(df.columns) == [
         "name", "op", "target", "module_path", "module_type",
         "counts_control", "total_control", "median_control", "pct_control",
         "counts_test", "total_test", "median_test", "diff_counts", "diff_duration",
-        "rel_change", "p_value", "change", "fused_into"]
+        "rel_change", "p_value", "q_value", "ci_low", "ci_high", "change", "fused_into"]
 
 
 GOLDEN_TABLE = """\
 pyfxprof diff — main (net, 5 runs) vs pr (net, 5 runs) · by node
-total: main 1.80 µs → pr 2.90 µs median (+61.1%, p 0.012): slower
-rows: 4 — 1 slower (+), 0 faster (-), 1 unchanged (=), 1 added, 1 removed, 0 fused
-significance: Mann–Whitney U two-sided, alpha 0.05, min change 5.0%
+total: main 1.80 µs → pr 2.90 µs median (+61.1%, 95% interval [+52.9%, +69.8%]): slower
+rows: 4 — 1 slower (+), 0 faster (-), 1 same (=), 0 unresolved (?), 1 added, 1 removed, 0 fused
+significance: one session per side, too few rows to measure the noise between sessions: runs inside each session are the only noise counted (a drift between sessions can look like a change; see docs/diff.md); Benjamini–Hochberg FDR 0.05 across rows, margin ±5.0%; smallest resolvable change ±8.9%
 
-Node  main median  pr median      Diff  Rel change      p  Change
-----  -----------  ---------  --------  ----------  -----  -------
-conv      1.00 µs    2.00 µs  +1.00 µs     +100.0%  0.012  +
-new          0 ns     300 ns   +300 ns           -      -  added
-old        200 ns       0 ns   -200 ns     -100.0%      -  removed
-relu       500 ns     500 ns      0 ns        0.0%      1  ="""
+Node  main median  pr median      Diff  Rel change       95% interval        q  Change
+----  -----------  ---------  --------  ----------  -----------------  -------  -------
+conv      1.00 µs    2.00 µs  +1.00 µs     +100.0%  [+83.0%, +118.6%]  3.1e-52  +
+new          0 ns     300 ns   +300 ns           -                  -        -  added
+old        200 ns       0 ns   -200 ns     -100.0%                  -        -  removed
+relu       500 ns     500 ns      0 ns        0.0%       [0.0%, 0.0%]        1  ="""
 
 
 def test_golden_table():
@@ -241,8 +248,8 @@ def test_settings_are_checked():
 
 def test_regressions(result):
     found = result.regressions(0.05)
-    assert found[0].startswith("total run time: ")
-    assert any(line.startswith(f"node {SLOW}: ") and "+" in line for line in found)
+    assert result.totals()["change"] == "?"  # one session per side: whole-model unresolved
+    assert [line.split(":")[0] for line in found] == [f"node {SLOW}"]
     assert not any(NOISY in line for line in found)
     assert result.regressions(1.5) == []
     same = diff(*control_and_test()[:1] * 2)

@@ -1,7 +1,8 @@
-"""`pyfxprof diff A B`: compare a control and a test profile (or torch.profiler traces).
+"""`pyfxprof diff A B`: compare a control and a test profile (or torch.profiler traces);
+`--control A1 A2 --test B1 B2`: several sessions per side, tested between sessions.
 
 With ``--fail-on-regression 5%`` it is a CI gate: exit code 1 when the run total, or a node
-worth >= 1% of the control total, got significantly slower by at least 5%; 0 otherwise;
+worth >= 1% of the control total, has the verdict "slower" by at least 5%; 0 otherwise;
 2 for unreadable input.
 """
 
@@ -61,11 +62,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "diff", help="compare two profiles or torch.profiler traces (A = control, B = test)",
         description="Compare A (control) and B (test): per node, or per op / module, median "
-                    "times, the change, a Mann-Whitney U p-value and a category. A and B are "
-                    "pyfxprof profiles (.json / .json.gz), torch.profiler Chrome traces, or "
-                    "directories of traces (one run per file).")
-    parser.add_argument("control", metavar="A", help="control: profile, trace or trace directory")
-    parser.add_argument("test", metavar="B", help="test: profile, trace or trace directory")
+                    "times, the change with its 95%% interval, a q-value (false discovery "
+                    "rate across rows) and a verdict: slower, faster, same or unresolved. One "
+                    "profile per side is tested against the noise between the two sessions; "
+                    "several per side (--control A1 A2 --test B1 B2), over sessions. A and B "
+                    "are pyfxprof profiles (.json / .json.gz), torch.profiler Chrome traces, "
+                    "or directories of traces (one run per file). See docs/diff.md.")
+    parser.add_argument("control", metavar="A", nargs="?",
+                        help="control: profile, trace or trace directory")
+    parser.add_argument("test", metavar="B", nargs="?",
+                        help="test: profile, trace or trace directory")
+    parser.add_argument("--control", dest="controls", nargs="+", metavar="A",
+                        help="several control profiles (sessions), instead of A")
+    parser.add_argument("--test", dest="tests", nargs="+", metavar="B",
+                        help="several test profiles (sessions), instead of B")
     parser.add_argument("--labels", nargs=2, metavar=("X", "Y"),
                         help="names of A and B (default: their file names)")
     parser.add_argument("--sort", choices=SORT_KEYS, default="diff_duration",
@@ -77,18 +87,63 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--depth", type=positive_int, metavar="K",
                         help="with --group-by module: cut module paths after K components")
     parser.add_argument("--min-change", type=fraction, default=0.05, metavar="PCT",
-                        help="smallest relative change that counts, e.g. 5%% (default 5%%)")
+                        help="equivalence margin: smaller changes are 'same', e.g. 5%% "
+                             "(default 5%%)")
     parser.add_argument("--alpha", type=open_unit_interval, default=0.05,
-                        help="significance level of the Mann-Whitney U test (default 0.05)")
+                        help="false discovery rate across rows (Benjamini-Hochberg; "
+                             "default 0.05)")
     parser.add_argument("--min-runs", type=integer_at_least(2), default=MIN_RUNS, metavar="N",
                         help=f"fewest runs per side for p-values (default {MIN_RUNS})")
     parser.add_argument("--plot", metavar="OUT.png",
                         help="write a bar chart of the largest duration changes")
-    parser.add_argument("--fail-on-regression", type=fraction, metavar="PCT",
-                        help="exit 1 on a significant slowdown >= PCT of the total or of a "
-                             "node worth >= 1%% of it")
+    add_gate_argument(parser)
     parser.set_defaults(func=run)
     return parser
+
+
+def add_gate_argument(parser: argparse.ArgumentParser) -> None:
+    """--fail-on-regression PCT (diff and ab)."""
+    parser.add_argument("--fail-on-regression", type=fraction, metavar="PCT",
+                        help="exit 1 when the total, or a node worth >= 1%% of it, is "
+                             "'slower' by >= PCT")
+
+
+def sides(args: argparse.Namespace) -> tuple:
+    """(control, test, labels) from A B or --control/--test lists; one line when mixed.
+
+    >>> sides(argparse.Namespace(control="a.json", test=None, controls=None, tests=["b.json"],
+    ...                          labels=None))
+    ('a.json', ['b.json'], ('a', 'b'))
+    """
+    control = args.controls if args.controls else args.control
+    test = args.tests if args.tests else args.test
+    if (args.controls and args.control) or (args.tests and args.test) or \
+            control is None or test is None:
+        raise PyfxprofError("give one control and one test: A B, or --control A1 [A2 ...] "
+                            "--test B1 [B2 ...]")
+    first = [side[0] if isinstance(side, list) else side for side in (control, test)]
+    return control, test, tuple(args.labels or default_labels(*first))
+
+
+def gate(result, threshold: float | None) -> int:
+    """The CI gate: 1 (and the lines) when result.regressions(threshold) finds any, else 0."""
+    if threshold is None:
+        return 0
+    found = result.regressions(threshold)
+    text = f"{100 * threshold:g}%"
+    total = result.totals()
+    if result.design.kind == "single" and total["change"] == "?" \
+            and abs(total["rel_change"]) >= threshold:
+        print(f"\nnote: the test's run total is {100 * total['rel_change']:+.1f}% but "
+              "unresolved: with one session per side a change of the whole model looks like "
+              "a drift between sessions; gate it with several profiles per side "
+              "(--control A1 A2 --test B1 B2) or `pyfxprof ab`")
+    if not found:
+        print(f"\nno significant slowdown >= {text}")
+        return 0
+    print(f"\nREGRESSION: {len(found)} significant slowdown(s) >= {text}:")
+    print("\n".join(f"  {line}" for line in found))
+    return 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,21 +155,12 @@ def run(args: argparse.Namespace) -> int:
     """
     if args.depth is not None and args.group_by != "module":
         raise PyfxprofError("--depth needs --group-by module")
-    labels = args.labels or default_labels(args.control, args.test)
-    result = diff(args.control, args.test, labels=labels, min_change=args.min_change,
+    control, test, labels = sides(args)
+    result = diff(control, test, labels=labels, min_change=args.min_change,
                   alpha=args.alpha, min_runs=args.min_runs)
     print(result.table(sort_by=args.sort, top=args.top, by=args.group_by, depth=args.depth))
     if args.plot:
         from ...views.diff_plots import visualize_duration_diff
         visualize_duration_diff(result.compare(args.group_by, args.depth), args.plot, args.top)
         print(f"\nwrote plot to {args.plot}")
-    if args.fail_on_regression is None:
-        return 0
-    found = result.regressions(args.fail_on_regression)
-    threshold = f"{100 * args.fail_on_regression:g}%"
-    if not found:
-        print(f"\nno significant slowdown >= {threshold}")
-        return 0
-    print(f"\nREGRESSION: {len(found)} significant slowdown(s) >= {threshold}:")
-    print("\n".join(f"  {line}" for line in found))
-    return 1
+    return gate(result, args.fail_on_regression)

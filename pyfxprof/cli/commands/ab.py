@@ -1,0 +1,90 @@
+"""`pyfxprof ab MODEL_A MODEL_B`: interleaved A/B of two models in one process
+(pyfxprof.compare), printed as a diff table; with ``--fail-on-regression 5%`` a CI gate
+(exit 1 when the total, or a node worth >= 1% of it, is "slower" by >= 5%)."""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from ...errors import PyfxprofError
+from ...analyses.diff import BY_CHOICES, SORT_KEYS, distinct_labels
+from ...run.compare import compare
+from ..model_spec import DEFAULT_INPUT, load_model
+from .arg_types import integer_at_least, open_unit_interval, positive_int
+from .diff import add_gate_argument, fraction, gate
+from .model_args import MAX_THREADS, parse_inputs
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register `ab` on the CLI's sub-parsers.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = add_parser(parser.add_subparsers())
+    >>> args = parser.parse_args(["ab", "m:a", "m:b", "--blocks", "12"])
+    >>> args.blocks, args.min_change, args.check_outputs
+    (12, 0.02, True)
+    """
+    parser = subparsers.add_parser(
+        "ab", help="interleaved A/B of two models in one process (A = control, B = test)",
+        description="Time MODEL_A and MODEL_B in alternating randomized blocks on the same "
+                    "inputs and threads, and print per node the change with its 95%% "
+                    "Hodges-Lehmann interval over blocks, a q-value (Benjamini-Hochberg) and a "
+                    "verdict: slower, faster, same within the margin, or unresolved. MODEL is "
+                    "package.module:callable. See docs/ab.md.")
+    parser.add_argument("control", metavar="MODEL_A", help="control: package.module:callable")
+    parser.add_argument("test", metavar="MODEL_B", help="test: package.module:callable")
+    parser.add_argument("--input", action="append", metavar="[NAME=]SHAPE[:DTYPE]",
+                        help=f"a random input (as for profile; default {DEFAULT_INPUT}); both "
+                             "models get the same tensors")
+    parser.add_argument("--threads", type=integer_at_least(1), metavar="N",
+                        help="torch.set_num_threads(N) before running (default: torch's choice)")
+    parser.add_argument("--blocks", type=integer_at_least(2), default=20, metavar="N",
+                        help="timed blocks per model (default 20; >= 6 for an interval)")
+    parser.add_argument("--runs-per-block", type=positive_int, default=3, metavar="N",
+                        help="timed runs in each block (default 3)")
+    parser.add_argument("--warmup", type=integer_at_least(0), default=10, metavar="N",
+                        help="untimed runs of each model first (default 10)")
+    parser.add_argument("--copies", type=positive_int, default=1, metavar="N",
+                        help="copies of each model timed in turn (default 1; docs/ab.md)")
+    parser.add_argument("--seed", type=int, help="seed of the block order (default: random)")
+    parser.add_argument("--min-change", type=fraction, default=0.02, metavar="PCT",
+                        help="equivalence margin: smaller changes are 'same' (default 2%%)")
+    parser.add_argument("--alpha", type=open_unit_interval, default=0.05,
+                        help="false discovery rate across rows (default 0.05)")
+    parser.add_argument("--no-check-outputs", dest="check_outputs", action="store_false",
+                        help="time models whose outputs differ in shape anyway")
+    parser.add_argument("--labels", nargs=2, metavar=("X", "Y"),
+                        help="names of A and B (default: their callables' names)")
+    parser.add_argument("--sort", choices=SORT_KEYS, default="diff_duration",
+                        help="row order (default: |diff_duration|, largest first)")
+    parser.add_argument("--top", type=positive_int, default=20, metavar="N",
+                        help="show the first N rows (default 20)")
+    parser.add_argument("--group-by", choices=BY_CHOICES, default="node",
+                        help="one row per node (default), op type, op, module type or module")
+    parser.add_argument("--depth", type=positive_int, metavar="K",
+                        help="with --group-by module: cut module paths after K components")
+    add_gate_argument(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load both models, compare them interleaved, print the table, apply the gate."""
+    if args.depth is not None and args.group_by != "module":
+        raise PyfxprofError("--depth needs --group-by module")
+    if args.threads is not None:
+        if args.threads > MAX_THREADS:
+            raise PyfxprofError(f"--threads {args.threads} is more than {MAX_THREADS}")
+        torch.set_num_threads(args.threads)
+    models = [load_model(spec) for spec in (args.control, args.test)]
+    labels = args.labels or distinct_labels([s.rpartition(":")[2] for s in (args.control,
+                                                                           args.test)])
+    result = compare(models[0], models[1], parse_inputs(args.input or [DEFAULT_INPUT]),
+                     blocks=args.blocks, runs_per_block=args.runs_per_block,
+                     warmup=args.warmup, min_change=args.min_change, alpha=args.alpha,
+                     labels=labels, check_outputs=args.check_outputs, copies=args.copies,
+                     seed=args.seed)
+    print(result.table(sort_by=args.sort, top=args.top, by=args.group_by, depth=args.depth))
+    return gate(result, args.fail_on_regression)

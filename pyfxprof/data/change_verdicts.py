@@ -1,0 +1,146 @@
+"""The verdict of every row of a comparison under its design: interleaved blocks (paired),
+one session per side, or several sessions per side; the runs of each side grouped by block or
+session (``run_groups``), Benjamini–Hochberg across rows, verdicts against the margin.
+
+Example:
+    >>> rng = np.random.default_rng(1)
+    >>> control = rng.lognormal(10, 0.02, (24, 3)); test = control * [1.0, 1.3, 1.0]
+    >>> blocks = np.repeat(np.arange(12), 2)
+    >>> judge(Design("paired"), control, test, blocks, blocks, 0.02, 0.05)["change"].tolist()
+    ['=', '+', '=']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .paired_stats import (FASTER, SAME, SLOWER, UNRESOLVED, benjamini_hochberg,
+                           hodges_lehmann, verdicts)
+from .run_noise import preempted_mask
+from .session_stats import (SessionNoise, block_values, median_errors, paired_rows,
+                            session_noise, several_session_rows, single_session_rows)
+
+#: Designs of a comparison: matched blocks of an interleaved run (run.compare), one saved
+#: session per side, several sessions per side.
+DESIGNS = ("paired", "single", "sessions")
+
+
+@dataclass(frozen=True)
+class Design:
+    """How the two sides' runs relate: ``kind`` (DESIGNS) and, for "single", the session
+    noise measured over the node rows (None: measured over the rows judged)."""
+
+    kind: str
+    noise: SessionNoise | None = None
+    copies: tuple = ()   # "paired": the copy of the models each block ran (run.compare)
+
+
+def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:
+    """Each run's block (an interleaved run: meta["ab"]["blocks"]; -1 for a run preempted
+    (data.run_noise) when its block has a run that was not) or session (several profiles
+    merged: meta["sessions"]), else 0 for all.
+
+    >>> run_groups({"sessions": [0, 0, 1]}, 3).tolist(), run_groups({}, 2).tolist()
+    ([0, 0, 1], [0, 0])
+    >>> noise = np.array([[0, 0, 90, 100], [2, 0, 10, 100], [2, 0, 10, 100]])
+    >>> run_groups({"ab": {"blocks": [0, 0, 1]}}, 3, noise).tolist()
+    [0, -1, 1]
+    """
+    groups = (meta.get("ab") or {}).get("blocks") or meta.get("sessions")
+    if groups is None or len(groups) != n_runs:
+        return np.zeros(n_runs, dtype=np.int64)
+    groups = np.asarray(groups, dtype=np.int64)
+    if meta.get("ab") and run_noise is not None:
+        preempted = preempted_mask(run_noise)
+        clean = np.unique(groups[~preempted])
+        groups = np.where(preempted & np.isin(groups, clean), -1, groups)
+    return groups
+
+
+def design_of(control_meta: dict, test_meta: dict, control_groups, test_groups) -> Design:
+    """"paired" when both sides come from one interleaved run (same pair id and blocks),
+    "sessions" when either side has several sessions, else "single".
+
+    >>> design_of({}, {}, np.zeros(3), np.zeros(3)).kind
+    'single'
+    """
+    pair = (control_meta.get("ab") or {}).get("pair")
+    if pair is not None and pair == (test_meta.get("ab") or {}).get("pair"):
+        return Design("paired", copies=tuple(control_meta["ab"].get("copies") or ()))
+    several = len(np.unique(control_groups)) > 1 or len(np.unique(test_groups)) > 1
+    return Design("sessions" if several else "single")
+
+
+def single_noise(control: np.ndarray, test: np.ndarray) -> SessionNoise:
+    """The SessionNoise of two single sessions (runs x rows each).
+
+    >>> c = np.full((5, 6), 1000); c[::2] += 20
+    >>> round(single_noise(c, c * 1.1).relative_shift, 3)
+    0.1
+    """
+    groups_c, groups_t = np.zeros(len(control)), np.zeros(len(test))
+    ratios = block_values(test, groups_t)[0] - block_values(control, groups_c)[0]
+    errors = np.hypot(median_errors(control, groups_c)[0], median_errors(test, groups_t)[0])
+    return session_noise(ratios, errors)
+
+
+def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups, test_groups,
+          margin: float, fdr: float, whole: bool = False) -> dict[str, np.ndarray]:
+    """Per row (columns of the runs x rows samples on both sides): ``estimate``, ``low``,
+    ``high`` (relative change and its 95% interval, fractions), ``p_value``, ``q_value``
+    (Benjamini–Hochberg across the rows) and ``change`` (paired_stats verdicts: a
+    slower/faster row changed by at least the margin itself). Rows are tested against the
+    common shift of the rows (per block, or between the two sessions); ``whole``: the rows
+    are the whole model's run totals, tested as they are (one session per side: never
+    slower or faster, which a drift between sessions would look like too).
+    """
+    control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
+    if design.kind == "paired":
+        labels = np.union1d(control_groups[control_groups >= 0], test_groups[test_groups >= 0])
+        control_blocks = block_values(control, control_groups, labels)
+        test_blocks = block_values(test, test_groups, labels)
+        found = paired_rows(control_blocks, test_blocks, common=not whole)
+    elif design.kind == "sessions":
+        found = several_session_rows(block_values(control, control_groups),
+                                     block_values(test, test_groups), moderate=not whole)
+    else:
+        noise = design.noise or single_noise(control, test)
+        ratios = (block_values(test, np.zeros(len(test)))[0]
+                  - block_values(control, np.zeros(len(control)))[0])
+        errors = np.hypot(median_errors(control, np.zeros(len(control)))[0],
+                          median_errors(test, np.zeros(len(test)))[0])
+        found = single_session_rows(ratios, errors, noise, common=not whole)
+    found["q_value"] = benjamini_hochberg(found["p_value"])
+    found["change"] = verdicts(found["estimate"], found["low"], found["high"],
+                               found["q_value"], margin, fdr)
+    if design.kind == "paired" and len(set(design.copies)) > 1:
+        copy_of = np.asarray(design.copies)[labels.astype(int)]
+        _unless_every_copy_agrees(found["change"], test_blocks - control_blocks, copy_of,
+                                  margin)
+    if whole and design.kind == "single" and (design.noise is None or design.noise.measured):
+        # one session per side: a change of the whole model and a drift between the two
+        # sessions look alike; only "same" can be told (several sessions, or compare())
+        found["change"][found["change"] != SAME] = UNRESOLVED
+    return found
+
+
+def _unless_every_copy_agrees(change: np.ndarray, differences: np.ndarray, copy_of: np.ndarray,
+                              margin: float) -> None:
+    """Slower / faster rows become unresolved unless, in every pair of copies (the blocks
+    one copy of each side ran), the row's Hodges–Lehmann log ratio is at least half the
+    margin in that direction: two copies of one model can differ on a row by themselves.
+
+    >>> change = np.array(["+", "+"], dtype=object)
+    >>> d = np.array([[0.1, 0.1], [0.1, 0.0], [0.1, 0.1], [0.1, 0.0]])
+    >>> _unless_every_copy_agrees(change, d, np.array([0, 1, 0, 1]), 0.02); change.tolist()
+    ['+', '?']
+    """
+    half = np.log1p(margin / 2.0)
+    for column in np.flatnonzero(np.isin(change, [SLOWER, FASTER])):
+        sign = 1.0 if change[column] == SLOWER else -1.0
+        per_copy = [hodges_lehmann(differences[copy_of == c, column])[0]
+                    for c in np.unique(copy_of)]
+        if not all(sign * value >= half for value in per_copy):
+            change[column] = UNRESOLVED

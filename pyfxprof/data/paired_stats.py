@@ -1,0 +1,140 @@
+"""Named statistics of paired and multiple comparisons: the Wilcoxon signed-rank test and the
+Hodges–Lehmann estimate with its interval (exact null distribution), Benjamini–Hochberg
+q-values, and the four verdicts of a change against an equivalence margin. Pure numpy.
+
+Example:
+    >>> hodges_lehmann([0.01, 0.02, 0.03, 0.02, 0.01, 0.02])[0]
+    0.02
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Verdict codes: slower, faster, same within the margin, unresolved (interval too wide).
+SLOWER, FASTER, SAME, UNRESOLVED = "+", "-", "=", "?"
+#: Fewest non-zero paired differences for which a finite 95% interval exists (2/2^6 < 0.05).
+MIN_PAIRS = 6
+
+
+def signed_rank_cdf(n: int) -> np.ndarray:
+    """P(W+ <= t) for t = 0..n(n+1)/2 under the null (each of ranks 1..n positive with p 1/2).
+
+    >>> signed_rank_cdf(2).tolist()     # W+ in {0, 1, 2, 3}, each 1/4
+    [0.25, 0.5, 0.75, 1.0]
+    """
+    density = np.zeros(n * (n + 1) // 2 + 1)
+    density[0] = 1.0
+    for rank in range(1, n + 1):
+        shifted = np.zeros_like(density)
+        shifted[rank:] = density[:-rank] if rank < len(density) else 0.0
+        density = 0.5 * (density + shifted)
+    return np.cumsum(density)
+
+
+def signed_rank_p(differences) -> float:
+    """Two-sided p-value of the Wilcoxon signed-rank test that the differences centre on 0
+    (zeros dropped, tied magnitudes get average ranks; exact null). NaN with no non-zero one.
+
+    >>> round(signed_rank_p([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), 5)   # all positive: 2 / 2**6
+    0.03125
+    """
+    values = np.asarray(differences, dtype=np.float64)
+    values = values[np.isfinite(values) & (values != 0)]
+    n = len(values)
+    if n == 0:
+        return math.nan
+    ranks = _average_ranks(np.abs(values))
+    w_plus = float(ranks[values > 0].sum())
+    cdf = signed_rank_cdf(n)
+    lower = cdf[min(int(math.floor(w_plus)), len(cdf) - 1)]
+    upper = 1.0 - (cdf[int(math.ceil(w_plus)) - 1] if math.ceil(w_plus) >= 1 else 0.0)
+    return float(min(1.0, 2.0 * min(lower, upper)))
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``values``, ties sharing their average rank."""
+    order = np.argsort(values, kind="stable")
+    _, starts, counts = np.unique(values[order], return_index=True, return_counts=True)
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat(starts + (counts + 1) / 2.0, counts)
+    return ranks
+
+
+def hodges_lehmann(differences, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(estimate, low, high): the median of the Walsh averages (d_i + d_j) / 2, i <= j, and
+    the distribution-free interval between two of their order statistics chosen from the
+    signed-rank null (low/high infinite with fewer than MIN_PAIRS differences).
+
+    >>> hodges_lehmann([1.0, 2.0, 3.0])
+    (2.0, -inf, inf)
+    >>> hodges_lehmann(np.arange(1.0, 9.0))       # 1..8: k = 4 (P(W+ <= 3) = 5/256)
+    (4.5, 2.0, 7.0)
+    """
+    values = np.asarray(differences, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    n = len(values)
+    if n == 0:
+        return math.nan, -math.inf, math.inf
+    i, j = np.triu_indices(n)
+    walsh = np.sort((values[i] + values[j]) / 2.0)
+    estimate = float(np.median(walsh))
+    cdf = signed_rank_cdf(n)
+    k = int(np.searchsorted(cdf, (1.0 - confidence) / 2.0, side="right"))  # P(W+ < k) <= a/2
+    if k == 0 or n < MIN_PAIRS:
+        return estimate, -math.inf, math.inf
+    return estimate, float(walsh[k - 1]), float(walsh[len(walsh) - k])
+
+
+def benjamini_hochberg(p_values) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (q-values): reject rows with q <= the FDR level.
+    NaN p-values stay NaN and do not count as tests.
+
+    >>> benjamini_hochberg([0.01, 0.04, 0.03, np.nan]).round(3).tolist()
+    [0.03, 0.04, 0.04, nan]
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    q = np.full(p.shape, np.nan)
+    tested = np.flatnonzero(np.isfinite(p))
+    if len(tested) == 0:
+        return q
+    order = tested[np.argsort(p[tested], kind="stable")]
+    scaled = p[order] * len(tested) / np.arange(1, len(tested) + 1)
+    q[order] = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    return q
+
+
+def verdicts(estimate, low, high, q_values, margin: float, fdr: float) -> np.ndarray:
+    """One verdict per row from a relative change's estimate and interval (fractions) and its
+    q-value: SLOWER / FASTER when q <= fdr, the estimate is at least the margin and the
+    interval excludes 0; SAME when the interval lies inside ±margin; UNRESOLVED otherwise
+    (no decision at this precision, or a real change that may be smaller than the margin).
+
+    >>> verdicts([0.1, 0.001, 0.0, -0.2, 0.015], [0.08, -0.01, -0.3, -0.25, 0.01],
+    ...          [0.12, 0.01, 0.3, -0.15, 0.03], [0.001, 0.9, 0.9, 0.01, 0.001],
+    ...          margin=0.02, fdr=0.05).tolist()
+    ['+', '=', '?', '-', '?']
+    """
+    estimate, low, high, q = (np.asarray(a, dtype=np.float64)
+                              for a in (estimate, low, high, q_values))
+    inside = (low >= -margin) & (high <= margin)
+    significant = (q <= fdr) & ~inside
+    result = np.full(estimate.shape, UNRESOLVED, dtype=object)
+    result[inside] = SAME
+    result[significant & (estimate >= margin) & (low > 0)] = SLOWER
+    result[significant & (estimate <= -margin) & (high < 0)] = FASTER
+    return result
+
+
+def smallest_resolvable(half_widths, margin: float) -> float:
+    """The smallest change (fraction) a row can be resolved at: the median interval half
+    width over the rows that have one, or the margin when it is larger; NaN without any.
+
+    >>> smallest_resolvable([0.01, 0.03, 0.05, np.inf], 0.02)
+    0.03
+    """
+    widths = np.asarray(half_widths, dtype=np.float64)
+    widths = widths[np.isfinite(widths)]
+    return math.nan if len(widths) == 0 else float(max(margin, np.median(widths)))

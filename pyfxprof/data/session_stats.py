@@ -1,0 +1,216 @@
+"""Row tests between measurement sessions: interleaved blocks (paired) or whole sessions
+(profiles saved apart), each row's change judged against the noise of its own design.
+
+All changes are in log space inside (log test/control); the columns handed out are fractions
+(expm1). Pure numpy (scipy only for Student's t with several sessions per side).
+
+Example:
+    >>> rng = np.random.default_rng(0)
+    >>> control = rng.lognormal(10, 0.01, (12, 3)); test = control * [1.0, 1.2, 1.0]
+    >>> out = paired_rows(block_values(control, np.arange(12)), block_values(test, np.arange(12)))
+    >>> np.round(out["estimate"], 2).tolist()
+    [0.0, 0.2, 0.0]
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .paired_stats import hodges_lehmann, signed_rank_p
+
+#: Prior degrees of freedom of the pooled between-session variance with several sessions per
+#: side (a row's own variance from 2-3 sessions is too rough alone; limma's moderation).
+PRIOR_DF = 4.0
+#: Consistency factor of the median absolute deviation for a normal scale.
+MAD_SCALE = 1.4826
+#: Standard error of a median relative to that of a mean, for normal data (sqrt(pi/2)).
+MEDIAN_SE = 1.2533
+#: Fewest rows on both sides to measure the noise between two single sessions; with fewer,
+#: the runs inside each session are the only noise known (SessionNoise.measured False).
+MIN_NOISE_ROWS = 5
+#: Rows further than this many robust SDs from the common shift are left out of the spread
+#: (a real change of a few rows must not widen the noise the others are tested against).
+OUTLIER_SDS = 3.5
+
+
+def block_values(samples: np.ndarray, groups: np.ndarray, labels=None) -> np.ndarray:
+    """Log of the median per group (block or session) and column: (groups, columns), for
+    ``labels`` (default: the groups' sorted values >= 0); NaN for a label without runs. Runs
+    of a negative group (left out: preempted) count nowhere; a value <= 0 counts as 1 ns.
+
+    >>> block_values(np.array([[1, 10], [3, 10], [100, 10]]), np.array([0, 0, 1])).round(3).tolist()
+    [[0.549, 2.303], [4.605, 2.303]]
+    >>> block_values(np.array([[1], [3]]), np.array([0, -1]), labels=[0, 1]).round(3).tolist()
+    [[0.0], [nan]]
+    """
+    groups = np.asarray(groups)
+    values = np.log(np.maximum(np.asarray(samples, dtype=np.float64), 1.0))
+    labels = np.unique(groups[groups >= 0]) if labels is None else labels
+    return np.stack([np.median(values[groups == g], axis=0) if (groups == g).any()
+                     else np.full(values.shape[1], np.nan) for g in labels])
+
+
+def median_errors(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Standard error of each group's log median, from its runs' spread (MAD, robust to
+    outliers): (groups, columns); infinite for a group of one run.
+
+    >>> median_errors(np.array([[100], [110], [90], [100]]), np.zeros(4)).round(3).tolist()
+    [[0.044]]
+    """
+    groups = np.asarray(groups)
+    values = np.log(np.maximum(np.asarray(samples, dtype=np.float64), 1.0))
+    errors = []
+    for group in np.unique(groups):
+        runs = values[groups == group]
+        if len(runs) < 2:
+            errors.append(np.full(values.shape[1], np.inf))
+            continue
+        mad = np.median(np.abs(runs - np.median(runs, axis=0)), axis=0)
+        errors.append(MEDIAN_SE * MAD_SCALE * mad / math.sqrt(len(runs)))
+    return np.stack(errors)
+
+
+def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
+                confidence: float = 0.95) -> dict:
+    """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
+    of the log ratio with its interval (fractions), and a p-value: the signed-rank test of
+    the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
+    row's departure from the block's common shift (the median row's ratio in each block)
+    against its own error over blocks and the spread of the other rows' departures
+    (session_noise): a disturbance that slowed one side's whole block, or the small
+    differences any two copies of a model have row by row, are not a change of the row.
+
+    >>> out = paired_rows(np.zeros((8, 1)), np.full((8, 1), 0.1))   # 8 blocks, all +10.5%
+    >>> out["estimate"].round(4).tolist(), out["p_value"].round(4).tolist()
+    ([0.1052], [0.0078])
+    """
+    differences = np.asarray(test) - np.asarray(control)  # NaN: a block missing on a side
+    columns = range(differences.shape[1])
+    own = np.array([hodges_lehmann(differences[:, c], confidence) for c in columns]).reshape(-1, 3)
+    if common and differences.shape[1] >= MIN_NOISE_ROWS:
+        with warnings.catch_warnings():  # a block missing on a side has no shift: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            excess = differences - np.nanmedian(differences, axis=1, keepdims=True)
+        found = np.array([hodges_lehmann(excess[:, c], confidence) for c in columns])
+        errors = (found[:, 2] - found[:, 1]) / (2.0 * _student_t().ppf(0.5 + confidence / 2, math.inf))
+        p_value = single_session_rows(found[:, 0], errors, session_noise(found[:, 0], errors),
+                                      common=True)["p_value"]
+    else:
+        p_value = np.array([signed_rank_p(differences[:, c]) for c in columns])
+    return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(own[:, 1]),
+            "high": np.expm1(own[:, 2]), "p_value": np.where(np.isnan(p_value), 1.0, p_value)}
+
+
+@dataclass(frozen=True)
+class SessionNoise:
+    """Between two single sessions: ``shift``, the log ratio common to all rows (the median
+    row's), and ``spread``, the SD of the rows' log ratios around it beyond their
+    within-session errors (the session-level noise a row is tested against), measured over
+    ``df`` + 1 rows. ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it; shift
+    and spread are then 0."""
+
+    shift: float
+    spread: float
+    df: int = 0
+    measured: bool = True
+
+    @property
+    def relative_shift(self) -> float:
+        """The common shift as a fraction (test / control - 1)."""
+        return math.expm1(self.shift)
+
+
+def session_noise(log_ratios, errors) -> SessionNoise:
+    """SessionNoise of per-row log ratios and their within-session standard errors: the
+    median ratio, and the SD of the rows within OUTLIER_SDS robust SDs (MAD) of it, with
+    their mean squared error taken out (with fewer than MIN_NOISE_ROWS such rows, the
+    robust SD itself).
+
+    >>> noise = session_noise([0.10, 0.12, 0.08, 0.11, 0.09, 0.9], [0.0] * 6)
+    >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
+    (0.105, 0.0158, 4)
+    >>> session_noise([0.7, 0.0], [0.01, 0.01])
+    SessionNoise(shift=0.0, spread=0.0, df=0, measured=False)
+    """
+    ratios, errors = np.asarray(log_ratios, float), np.asarray(errors, float)
+    usable = np.isfinite(ratios) & np.isfinite(errors)
+    if usable.sum() < MIN_NOISE_ROWS:
+        return SessionNoise(0.0, 0.0, measured=False)
+    ratios, errors = ratios[usable], errors[usable]
+    shift = float(np.median(ratios))
+    robust = max(MAD_SCALE * np.median(np.abs(ratios - shift)), math.sqrt(np.median(errors ** 2)))
+    kept = np.abs(ratios - shift) <= OUTLIER_SDS * robust
+    if kept.sum() < MIN_NOISE_ROWS:
+        spread_sq = robust ** 2 - np.median(errors ** 2)
+        return SessionNoise(shift, math.sqrt(max(spread_sq, 0.0)), len(ratios) - 1)
+    spread_sq = np.var(ratios[kept], ddof=1) - np.mean(errors[kept] ** 2)
+    return SessionNoise(shift, math.sqrt(max(spread_sq, 0.0)), int(kept.sum()) - 1)
+
+
+def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
+                        confidence: float = 0.95) -> dict:
+    """One session per side: each row's log ratio beyond the common shift (``common`` True
+    for rows; False for the whole model, whose own ratio is tested) against the session-level
+    spread and its within-session error, two-sided: Student's t with the spread's ``df``
+    (normal when the spread was not measured). The estimate and its interval are of the
+    row's own change (fractions); the p-value is of its departure from the others'.
+
+    >>> out = single_session_rows([0.1, 0.6], [0.01, 0.01], SessionNoise(0.1, 0.02, 12), True)
+    >>> out["p_value"].round(4).tolist(), out["estimate"].round(3).tolist()
+    ([1.0, 0.0], [0.105, 0.822])
+    """
+    student_t = _student_t()
+    df = noise.df if noise.measured and noise.df > 0 else math.inf
+    ratios = np.asarray(log_ratios, float)
+    excess = ratios - (noise.shift if common else 0.0)
+    scale = np.sqrt(noise.spread ** 2 + np.asarray(errors, float) ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.abs(excess) / scale
+    p_value = np.where(np.isfinite(z), 2.0 * student_t.sf(np.nan_to_num(z), df), 1.0)
+    half = student_t.ppf(0.5 + confidence / 2.0, df) * scale
+    return {"estimate": np.expm1(ratios), "low": np.expm1(ratios - half),
+            "high": np.expm1(ratios + half), "p_value": p_value}
+
+
+def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool = True,
+                         confidence: float = 0.95) -> dict:
+    """Several sessions per side (block_values of each side's sessions): a two-sample t-test
+    of each column's log ratio over sessions, with the pooled variance moderated toward the
+    columns' median variance (PRIOR_DF) when ``moderate``; fractions.
+
+    >>> c = np.log([[100.0], [104.0], [98.0]]); t = np.log([[130.0], [128.0], [133.0]])
+    >>> out = several_session_rows(c, t, moderate=False)
+    >>> out["estimate"].round(3).tolist(), bool(out["p_value"][0] < 0.001)
+    ([0.295], True)
+    """
+    student_t = _student_t()
+    n_c, n_t = len(control), len(test)
+    df = n_c + n_t - 2
+    ratios = test.mean(axis=0) - control.mean(axis=0)
+    squares = (((control - control.mean(axis=0)) ** 2).sum(axis=0)
+               + ((test - test.mean(axis=0)) ** 2).sum(axis=0))
+    variance = squares / max(df, 1)
+    if moderate and len(variance) > 1:
+        variance = (df * variance + PRIOR_DF * np.median(variance)) / (df + PRIOR_DF)
+        df = df + PRIOR_DF
+    scale = np.sqrt(variance * (1.0 / n_c + 1.0 / n_t))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_value = np.where(scale > 0, 2.0 * student_t.sf(np.abs(ratios) / scale, df),
+                           np.where(ratios == 0, 1.0, 0.0))
+    half = student_t.ppf(0.5 + confidence / 2.0, df) * scale
+    return {"estimate": np.expm1(ratios), "low": np.expm1(ratios - half),
+            "high": np.expm1(ratios + half), "p_value": p_value}
+
+
+def _student_t():
+    """scipy's Student t distribution, or a one-line error naming the package."""
+    try:
+        from scipy.stats import t as student_t
+    except ImportError:
+        from ..errors import PyfxprofError
+        raise PyfxprofError("tests between sessions need scipy; `pip install scipy`") from None
+    return student_t

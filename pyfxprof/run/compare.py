@@ -1,0 +1,249 @@
+"""`pyfxprof.compare`: interleaved A/B in one process. Both models are captured and
+instrumented once; their timed runs alternate in blocks, in a random order per pair of blocks,
+on the same inputs and threads, so drift hits both sides alike; the two Profiles carry their
+blocks (meta["ab"]) and diff pairs them (data/change_verdicts.py). See docs/ab.md.
+
+Example:
+    >>> d = compare(model, faster_model, (x,))        # doctest: +SKIP
+    >>> print(d.table(top=10)); d.totals()["change"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import keyword
+import random
+import time
+import uuid
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch.utils._pytree import tree_flatten
+
+from ..analyses.diff import ProfileDiff
+from ..capture.ladder import copied_inputs
+from ..capture.model_state import evaluation_mode
+from ..data.profile import Profile
+from ..errors import ArgumentError, PyfxprofError, first_line
+from .progress import Progress
+from .runner import profile
+
+#: compare()'s own arguments that profile() options must not repeat.
+_OWN = ("runs", "warmup", "name", "progress")
+
+
+class CallableModel(torch.nn.Module):
+    """A plain function, lambda or op as a model: ``forward`` calls it, so profile() traces
+    through it like any forward (a function FX cannot trace falls down the capture ladder).
+
+    >>> CallableModel(torch.add)(torch.ones(2), torch.ones(2))
+    tensor([2., 2.])
+    """
+
+    def __init__(self, fn: Callable) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def _named_forward(fn: Callable) -> Callable | None:
+    """A ``forward(self, a, b)`` calling ``self.fn(a, b)`` with `fn`'s own parameter names
+    (torch.fx traces a forward by its parameters, not through ``*args``), or None when `fn`
+    has no plain positional signature (a builtin op, defaults, ``*args``).
+
+    >>> _named_forward(lambda x, y: x).__code__.co_varnames[:3]
+    ('self', 'x', 'y')
+    """
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    names = [p.name for p in parameters]
+    if not names or any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty
+                        or not p.name.isidentifier() or keyword.iskeyword(p.name)
+                        or p.name in ("self", "fn") for p in parameters):
+        return None
+    namespace: dict = {}
+    exec(f"def forward(self, {', '.join(names)}):\n"  # noqa: S102 - names checked above
+         f"    return self.fn({', '.join(names)})\n", namespace)
+    return namespace["forward"]
+
+
+def _callable_model(fn: Callable) -> CallableModel:
+    """A CallableModel of `fn`, of a subclass whose forward has `fn`'s parameters if it can."""
+    forward = _named_forward(fn)
+    if forward is None:
+        return CallableModel(fn)
+    return type("CallableModel", (CallableModel,), {"forward": forward})(fn)
+
+
+def as_model(candidate: Any, side: str) -> torch.nn.Module:
+    """An nn.Module as it is; any other callable wrapped in a CallableModel; else one line.
+
+    >>> type(as_model(lambda x: x, "control")).__name__
+    'CallableModel'
+    """
+    if isinstance(candidate, torch.nn.Module):
+        return candidate
+    if callable(candidate):
+        return _callable_model(candidate)
+    raise ArgumentError(f"{side} must be a torch.nn.Module or a callable, got "
+                        f"{type(candidate).__name__}")
+
+
+def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 20,
+            runs_per_block: int = 3, warmup: int = 10, min_change: float = 0.02,
+            alpha: float = 0.05, labels=("control", "test"), check_outputs: bool = True,
+            copies: int = 1, seed: int | None = None, progress: bool = True,
+            **profile_options) -> ProfileDiff:
+    """Time `control` and `test` (modules or callables) interleaved on the same inputs and
+    return their ProfileDiff: per node and module the ratio test / control with a 95%
+    Hodges–Lehmann interval over blocks, a signed-rank test over blocks, Benjamini–Hochberg
+    control of the false discovery rate ``alpha`` across rows, and a verdict against the
+    margin ``min_change``: slower, faster, same within ±margin, or unresolved.
+
+    blocks, runs_per_block: timed blocks per side (>= 6: fewer give no interval) and runs
+    in each; warmup: untimed runs of each side before the first block. check_outputs: refuse
+    models whose outputs differ in shape (False: time them anyway). copies: > 1 times each
+    side as that many copies in turn, block by block (the user's model and deep copies of
+    it): a row slower or faster must be so in every pair of copies, since two copies of one
+    model can differ on a row by themselves (docs/ab.md). seed: the block order (own random generator;
+    the global RNG is untouched). Other keywords go to profile().
+
+    >>> d = compare(torch.nn.ReLU(), lambda x: x.clamp(min=0), (torch.randn(64),),
+    ...             blocks=6, runs_per_block=1, warmup=1, progress=False)
+    >>> d.design.kind, d.control.n_runs
+    ('paired', 6)
+    """
+    _check(blocks, runs_per_block, warmup, profile_options, copies)
+    models = (as_model(control, "control"), as_model(test, "test"))
+    if check_outputs:
+        check_same_outputs(*models, example_inputs)
+    names = [_name(given, model) for given, model in zip((control, test), models)]
+    sides = [_copies(model, copies, side) for model, side in zip(models, ("control", "test"))]
+    started = time.perf_counter()
+    for side, name in zip(sides, names):  # capture, instrument and warm each copy once
+        for model in side:
+            profile(model, example_inputs, runs=1, warmup=warmup, name=name, progress=False,
+                    **profile_options)
+    per_run = (time.perf_counter() - started) / (2 * copies * (warmup + 1))
+    order = _block_order(blocks, seed)
+    found: tuple[list, list] = ([], [])
+    bar = Progress(2 * blocks, "comparing",
+                   per_run * 2 * blocks * (runs_per_block + 1) if progress else 0.0)
+    for block, first_second in enumerate(order):
+        for side in first_second:
+            found[side].append(profile(sides[side][block % copies], example_inputs,
+                                       runs=runs_per_block, warmup=1, name=names[side],
+                                       progress=False, **profile_options))
+        bar.update(2 * (block + 1))
+    bar.close()
+    pair, copy_of_block = uuid.uuid4().hex, [block % copies for block in range(blocks)]
+    merged = [merged_blocks(found[side], pair, [tuple(s).index(side) for s in order],
+                            copy_of_block) for side in (0, 1)]
+    return ProfileDiff(merged[0], merged[1], labels, min_change, alpha)
+
+
+def _copies(model: torch.nn.Module, copies: int, side: str) -> list[torch.nn.Module]:
+    """The model and ``copies - 1`` deep copies of it (one line when it cannot be copied)."""
+    try:
+        return [model] + [copy.deepcopy(model) for _ in range(copies - 1)]
+    except Exception as error:  # noqa: BLE001 - the user's model
+        raise PyfxprofError(f"cannot copy the {side} model ({type(error).__name__}: "
+                            f"{first_line(error)}); pass copies=1 (CLI: --copies 1)") from None
+
+
+def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int],
+                  copy_of_block: list[int] | None = None) -> Profile:
+    """One Profile of a side's blocks, meta["ab"] naming the pair, each run's block, the
+    side's position (0 first, 1 second) in each block pair and the copy each block ran.
+
+    >>> import pandas as pd
+    >>> nodes = pd.DataFrame({"index": [0], "name": ["a"], "op": ["call_function"],
+    ...     "target": ["f"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
+    >>> one = Profile(nodes, np.array([[5], [6]]), np.array([7, 8]), {"runs": 2})
+    >>> merged = merged_blocks([one, one], "p", [0, 1])
+    >>> merged.meta["ab"]["blocks"], merged.meta["runs"]
+    ([0, 0, 1, 1], 4)
+    """
+    first = block_profiles[0]
+    meta = dict(first.meta, runs=sum(p.n_runs for p in block_profiles))
+    meta["ab"] = {"pair": pair, "blocks": [b for b, p in enumerate(block_profiles)
+                                           for _ in range(p.n_runs)],
+                  "runs_per_block": first.n_runs, "positions": list(positions),
+                  "copies": list(copy_of_block or [0] * len(block_profiles))}
+    return Profile(first.nodes, np.vstack([p.samples for p in block_profiles]),
+                   np.concatenate([p.run_totals for p in block_profiles]), meta,
+                   device_samples=_stacked([p.device_samples for p in block_profiles]),
+                   backward_samples=_stacked([p.backward_samples for p in block_profiles]),
+                   run_noise=_stacked([p.run_noise for p in block_profiles]))
+
+
+def _stacked(arrays: list) -> np.ndarray | None:
+    return None if any(a is None for a in arrays) else np.vstack(arrays)
+
+
+def _block_order(blocks: int, seed: int | None) -> list[tuple[int, int]]:
+    """Which side runs first in each block pair: a random half control first, the other
+    half test first (balanced), from an own generator."""
+    firsts = [0] * (blocks // 2) + [1] * (blocks - blocks // 2)
+    random.Random(seed).shuffle(firsts)
+    return [(first, 1 - first) for first in firsts]
+
+
+def output_signature(model: torch.nn.Module, example_inputs: Any, side: str) -> list:
+    """The (shape, dtype) of each tensor the model returns, from one untimed call in eval
+    mode under inference_mode on a copy of the inputs; a raising model is one line."""
+    bound = copied_inputs(model, example_inputs)
+    try:
+        with evaluation_mode(model), torch.inference_mode():
+            output = model(*bound.args, **bound.kwargs)
+    except Exception as error:  # noqa: BLE001 - the user's model or function
+        raise PyfxprofError(f"{side} raised on the example inputs: {type(error).__name__}: "
+                            f"{first_line(error)}; check that it takes these inputs") from None
+    leaves, _ = tree_flatten(output)
+    return [(tuple(leaf.shape), str(leaf.dtype).replace("torch.", ""))
+            for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+
+def check_same_outputs(control: torch.nn.Module, test: torch.nn.Module,
+                       example_inputs: Any) -> None:
+    """One line when the two models' outputs differ in shape or dtype.
+
+    >>> check_same_outputs(torch.nn.Linear(4, 2), torch.nn.Linear(4, 3), (torch.ones(1, 4),))
+    Traceback (most recent call last):
+    ...
+    pyfxprof.errors.PyfxprofError: the models' outputs differ: control returns [(1, 2) float32], test returns [(1, 3) float32]; compare models that compute the same thing, or pass check_outputs=False (CLI: --no-check-outputs) to time them anyway
+    """
+    signatures = [output_signature(model, example_inputs, side)
+                  for model, side in ((control, "control"), (test, "test"))]
+    if signatures[0] != signatures[1]:
+        shown = ["[" + ", ".join(f"{shape} {dtype}" for shape, dtype in s) + "]"
+                 for s in signatures]
+        raise PyfxprofError(f"the models' outputs differ: control returns {shown[0]}, test "
+                            f"returns {shown[1]}; compare models that compute the same thing, "
+                            "or pass check_outputs=False (CLI: --no-check-outputs) to time "
+                            "them anyway")
+
+
+def _name(given: Any, model: torch.nn.Module) -> str:
+    """The name shown for a side: a wrapped function's name, else the module's class."""
+    if isinstance(model, CallableModel):
+        return getattr(given, "__qualname__", None) or type(given).__name__
+    return type(model).__name__
+
+
+def _check(blocks: int, runs_per_block: int, warmup: int, options: dict,
+           copies: int = 1) -> None:
+    for name, value, least in (("blocks", blocks, 2), ("runs_per_block", runs_per_block, 1),
+                               ("warmup", warmup, 0), ("copies", copies, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ArgumentError(f"{name} must be an int >= {least}, got {value!r}")
+    repeated = sorted(set(options) & set(_OWN))
+    if repeated:
+        raise ArgumentError(f"compare() times blocks * runs_per_block runs per side: use "
+                            f"blocks=, runs_per_block=, warmup=, labels= instead of {repeated}")

@@ -1,0 +1,89 @@
+"""The designs' error rates on deterministic synthetic samples (the CI version of the A/A and
+power checks in benchmarks/bench_ab.py)."""
+
+import numpy as np
+import pytest
+
+from pyfxprof.data.change_verdicts import Design, design_of, judge, run_groups
+
+ROWS, BLOCKS, PER_BLOCK = 13, 20, 3  # compare()'s defaults
+
+
+def paired_samples(rng, effect):
+    """Interleaved blocks: a drift shared by both sides within a block, 3% run noise."""
+    drift = rng.lognormal(0.0, 0.1, (BLOCKS, 1)).repeat(PER_BLOCK, axis=0)
+    base = np.linspace(1e4, 5e4, ROWS)
+    control = base * drift * rng.lognormal(0.0, 0.03, (BLOCKS * PER_BLOCK, ROWS))
+    test = base * effect * drift * rng.lognormal(0.0, 0.03, (BLOCKS * PER_BLOCK, ROWS))
+    return control, test
+
+
+def test_paired_aa_flags_at_most_one_of_twenty():
+    rng = np.random.default_rng(2026)
+    blocks = np.repeat(np.arange(BLOCKS), PER_BLOCK)
+    flagged = sum(np.isin(judge(Design("paired"), *paired_samples(rng, np.ones(ROWS)),
+                                blocks, blocks, 0.02, 0.05)["change"], ["+", "-"]).any()
+                  for _ in range(20))
+    assert flagged <= 1
+
+
+def test_paired_power_finds_five_percent_on_one_row():
+    rng = np.random.default_rng(7)
+    blocks = np.repeat(np.arange(BLOCKS), PER_BLOCK)
+    effect = np.ones(ROWS)
+    effect[6] = 1.05
+    found = [judge(Design("paired"), *paired_samples(rng, effect), blocks, blocks, 0.02,
+                   0.05)["change"] for _ in range(20)]
+    assert sum(c[6] == "+" and not np.isin(np.delete(c, 6), ["+", "-"]).any()
+               for c in found) >= 18
+
+
+def test_single_sessions_with_a_session_shift_flag_no_row():
+    rng = np.random.default_rng(4)
+    base = np.linspace(1e4, 5e4, ROWS)
+    flagged = 0
+    for _ in range(20):  # the test session 8% slower as a whole, each row +-2% of its own
+        control = base * rng.lognormal(0.0, 0.03, (30, ROWS))
+        test = base * 1.08 * rng.lognormal(0.0, 0.02, ROWS) * rng.lognormal(0.0, 0.03, (30, ROWS))
+        change = judge(Design("single"), control, test, np.zeros(30), np.zeros(30), 0.05, 0.05)
+        flagged += np.isin(change["change"], ["+", "-"]).any()
+    assert flagged <= 1
+
+
+def test_single_sessions_find_one_slower_row():
+    rng = np.random.default_rng(8)
+    base = np.linspace(1e4, 5e4, ROWS)
+    control = base * rng.lognormal(0.0, 0.03, (30, ROWS))
+    test = base * 1.03 * rng.lognormal(0.0, 0.02, ROWS) * rng.lognormal(0.0, 0.03, (30, ROWS))
+    test[:, 3] *= 1.3
+    change = judge(Design("single"), control, test, np.zeros(30), np.zeros(30), 0.05, 0.05)
+    assert change["change"][3] == "+"
+    assert not np.isin(np.delete(change["change"], 3), ["+", "-"]).any()
+
+
+def test_design_and_groups_from_meta():
+    ab = {"ab": {"pair": "x", "blocks": [0, 0, 1, 1]}}
+    groups = run_groups(ab, 4)
+    assert groups.tolist() == [0, 0, 1, 1]
+    assert design_of(ab, ab, groups, groups).kind == "paired"
+    assert design_of(ab, {"ab": {"pair": "y", "blocks": [0, 0, 1, 1]}}, groups, groups).kind \
+        == "sessions"
+    assert run_groups({"sessions": [0, 1]}, 3).tolist() == [0, 0, 0]  # wrong length: ignored
+    with pytest.raises(TypeError):
+        Design()
+
+
+def test_a_row_changed_in_one_copy_only_is_not_flagged():
+    """Two copies per side (run.compare's copies=2): a row 20% slower in one pair of copies
+    only (a difference of the copies themselves) is unresolved; one slower in both is "+"."""
+    rng = np.random.default_rng(12)
+    blocks = np.repeat(np.arange(BLOCKS), PER_BLOCK)
+    copies = tuple(b % 2 for b in range(BLOCKS))
+    control, test = paired_samples(rng, np.ones(ROWS))
+    in_copy_1 = np.isin(blocks, np.flatnonzero(np.array(copies) == 1))
+    test[in_copy_1, 2] *= 1.2   # one copy's row 2
+    test[:, 9] *= 1.2           # row 9 in both copies
+    change = judge(Design("paired", copies=copies), control, test, blocks, blocks, 0.02,
+                   0.05)["change"]
+    assert change[2] == "?" and change[9] == "+"
+    assert not np.isin(np.delete(change, [2, 9]), ["+", "-"]).any()

@@ -1,0 +1,93 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import pyfxprof
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.run.compare import CallableModel, as_model, compare, merged_blocks
+
+X = (torch.randn(8, 32),)
+FAST = dict(blocks=6, runs_per_block=2, warmup=1, progress=False, seed=3)
+
+
+def small():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU())
+
+
+def test_interleaved_blocks_are_paired_and_balanced():
+    d = compare(small(), small(), X, copies=2, **FAST)
+    assert isinstance(d, pyfxprof.ProfileDiff) and d.design.kind == "paired"
+    control, test = d.control.meta["ab"], d.test.meta["ab"]
+    assert control["pair"] == test["pair"]
+    assert control["blocks"] == [b for b in range(6) for _ in range(2)]
+    assert control["copies"] == test["copies"] == [0, 1, 0, 1, 0, 1]  # two copies per side
+    assert d.design.copies == (0, 1, 0, 1, 0, 1)
+    assert d.control.n_runs == d.test.n_runs == 12 and d.control.meta["runs"] == 12
+    # each block pair runs one side first; half the pairs start with the control
+    assert sorted(control["positions"]) == [0, 0, 0, 1, 1, 1]
+    assert [1 - p for p in control["positions"]] == test["positions"]
+    frame = d.compare()
+    assert set(frame["change"]) <= {"+", "-", "=", "?"}
+    assert {"ci_low", "ci_high", "q_value"} <= set(frame.columns)
+
+
+def test_callables_profile_as_models():
+    d = compare(lambda x: torch.relu(x), lambda x: x.clamp(min=0), X, **FAST)
+    assert d.control.meta["model"] == "test_callables_profile_as_models.<locals>.<lambda>"
+    assert "relu" in " ".join(d.control.nodes["name"])
+    assert "clamp" in " ".join(d.test.nodes["name"])
+    assert isinstance(as_model(torch.add, "control"), CallableModel)
+    with pytest.raises(ValueError, match="test must be a torch.nn.Module or a callable"):
+        as_model(3, "test")
+
+
+def test_outputs_of_another_shape_are_refused_unless_asked():
+    with pytest.raises(PyfxprofError, match=r"outputs differ: control returns \[\(8, 32\) "
+                                            r"float32\], test returns \[\(8, 4\) float32\]"):
+        compare(small(), torch.nn.Linear(32, 4), X, **FAST)
+    d = compare(small(), torch.nn.Linear(32, 4), X, check_outputs=False, **FAST)
+    assert d.test.n_runs == 12
+
+
+def test_a_raising_callable_is_one_line():
+    with pytest.raises(PyfxprofError, match="test raised on the example inputs: RuntimeError"):
+        compare(small(), lambda x: x @ torch.ones(3, 3), X, **FAST)
+
+
+def test_arguments_are_checked():
+    for kwargs, message in (({"blocks": 1}, "blocks must be an int >= 2"),
+                            ({"runs_per_block": 0}, "runs_per_block"),
+                            ({"runs": 5}, r"instead of \['runs'\]")):
+        with pytest.raises(ValueError, match=message):
+            compare(small(), small(), X, **{**FAST, **kwargs})
+
+
+def test_global_random_state_is_untouched():
+    torch_state, python_state = torch.get_rng_state(), random.getstate()
+    compare(small(), small(), X, **{**FAST, "seed": None})
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    assert random.getstate() == python_state
+
+
+def test_merged_blocks_keep_runs_in_order():
+    d = compare(small(), small(), X, **FAST)
+    merged = merged_blocks([d.control, d.control], "p", [0, 1])
+    assert merged.n_runs == 24 and merged.meta["ab"]["blocks"][12] == 1
+    assert np.array_equal(merged.samples[12:], d.control.samples)
+
+
+@pytest.mark.timing
+def test_a_model_doing_three_times_the_work_is_slower():
+    def once(x):
+        return torch.tanh(x @ x.T)
+
+    def thrice(x):
+        return torch.tanh(x @ x.T) + torch.tanh(x @ x.T) * 0 + torch.tanh(x @ x.T) * 0
+
+    d = compare(once, thrice, (torch.randn(256, 256),), blocks=8, runs_per_block=2, warmup=2,
+                progress=False, seed=1)
+    assert d.totals()["change"] == "+"
+    assert d.totals()["rel_change"] > 0.5
