@@ -122,6 +122,24 @@ def test_backward_of_a_known_node_is_measured():
     assert prof.meta["backward_mechanism"].startswith("pre-hooks: _SpinBackward is a Python")
 
 
+@pytest.mark.timing(attempts=3)
+def test_an_autograd_function_is_one_node_timed_forward_and_backward_as_the_user_runs_it():
+    """No leaf_modules: the fx rung keeps `_Spin.apply` whole (capture/functions.py), so its
+    forward's spin and the Function's own backward are in its row, not traced-through ops."""
+    x = torch.randn(4, 8)
+    before = _function_truths(_Spin, x)
+    prof = pyfxprof.profile(_spin_model(), (x,), runs=15, warmup=2, backward=True,
+                            progress=False)
+    forward, backward = np.minimum(before, _function_truths(_Spin, x))
+    assert prof.meta["capture_mode"] == "fx"
+    frame = prof.to_dataframe().set_index("name")
+    [name] = [n for n in frame.index if str(frame.at[n, "target"]).endswith("_Spin.apply")]
+    assert _within_truth(frame.at[name, "backward_min"], backward), \
+        (frame.at[name, "backward_min"], backward)
+    assert _within_truth(frame.at[name, "min"], forward), (frame.at[name, "min"], forward)
+    assert prof.meta["backward_mechanism"].startswith("pre-hooks: _SpinBackward is a Python")
+
+
 def _op_truths(x: torch.Tensor) -> tuple[int, int]:
     """(forward, backward) of SpinOp's op called alone, as AOTAutograd's graphs call it:
     the op with autograd off, on the input and on a gradient."""
