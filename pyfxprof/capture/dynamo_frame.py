@@ -125,8 +125,9 @@ class DynamoFrame:
     `call(bound)` makes the call as the model would (outputs, identities, side effects);
     `accepts(bound)` checks Dynamo's guards for the call; `run_graph_with(runner, k)` routes
     graph k's flat inputs to `runner(flat) -> flat outputs` (an executor's ``run``).
-    `graphs` (several graphs only): the graphs, with module stacks, in the order they run;
-    `breaks`: the first line of each graph-break reason.
+    `graphs` (several graphs only): the graphs, with module stacks, in the order they first
+    run; `order`: the graphs a call runs, in turn (empty: each once; a graph break inside a
+    loop runs a graph several times); `breaks`: the first line of each graph-break reason.
     """
 
     target: Callable
@@ -135,6 +136,7 @@ class DynamoFrame:
     relays: list[_Relay]
     graphs: list[fx.GraphModule] = field(default_factory=list)
     breaks: list[str] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether Dynamo's guards hold for this call (shapes, dtypes, flags, the cache's
@@ -167,18 +169,22 @@ class DynamoFrame:
 
     def keep(self, order: list[int]) -> None:
         """Keep the graphs numbered in `order` (the graphs a call runs, in the order it runs
-        them) as graphs 0, 1, ...; a graph left out that runs later raises a one-line
-        PyfxprofError.
+        them, a graph in a loop once per run) as graphs 0, 1, ... in the order they first
+        run, and `order` renumbered as the call's `order`; a graph left out that runs later
+        raises a one-line PyfxprofError.
 
         Example:
-            >>> frame = DynamoFrame(None, None, None, [_Relay(), _Relay()], ["g0", "g1"])
-            >>> frame.keep([1]); frame.graphs
-            ['g1']
+            >>> frame = DynamoFrame(None, None, None, [_Relay(), _Relay(), _Relay()],
+            ...                     ["g0", "g1", "g2"])
+            >>> frame.keep([2, 1, 2]); frame.graphs, frame.order
+            (['g2', 'g1'], [0, 1, 0])
         """
-        for graph in set(range(len(self.relays))) - set(order):
+        kept = list(dict.fromkeys(order))
+        for graph in set(range(len(self.relays))) - set(kept):
             self.relays[graph].runner = _left_out
-        self.relays = [self.relays[graph] for graph in order]
-        self.graphs = [self.graphs[graph] for graph in order]
+        self.relays = [self.relays[graph] for graph in kept]
+        self.graphs = [self.graphs[graph] for graph in kept]
+        self.order = [kept.index(graph) for graph in order]
 
 
 def frame_capture(live: LiveCall, bound: BoundInputs,

@@ -33,7 +33,7 @@ from .hooks import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
 from .memory import ALLOCATOR_COLUMNS
 from .node_table import between_graphs_row, module_calls_frame, nodes_frame
-from .source import missing_source_notes, node_source
+from .source import missing_source_notes
 from .tracing import (CAPTURE_MODES, RUNGS, Capture, CaptureFallbackWarning, capture,
                       fallback_capture, leaf_trace, timed_nodes)
 
@@ -278,16 +278,20 @@ def _graphs_prepared(model: torch.nn.Module, frame: DynamoFrame, bound: BoundInp
         raise _RungFailed(f"graph breaks ({'; '.join(frame.breaks[:2])}): several Dynamo "
                           "graphs are timed in eval mode only")
     info = _graphs_analysis(frame, bound)
-    parts = [nodes_frame(timed_nodes(gm.graph), gm).assign(graph=k)
+    runs = [frame.order.count(k) for k in range(len(frame.graphs))]
+    parts = [nodes_frame(timed_nodes(gm.graph), gm).assign(graph=k, calls=runs[k])
              for k, gm in enumerate(frame.graphs)]
     rows = pd.concat(parts, ignore_index=True)
     rows["index"] = range(len(rows))
     nodes = [node for gm in frame.graphs for node in timed_nodes(gm.graph)]
     if len(frame.graphs) > 1:
         between = between_graphs_row(len(rows), type(model).__name__)
-        rows = pd.concat([rows, pd.DataFrame([{**between, "graph": -1}])], ignore_index=True)
+        gaps = len(frame.order) - 1  # the Python between graphs runs once between each two
+        rows = pd.concat([rows, pd.DataFrame([{**between, "graph": -1, "calls": gaps}])],
+                         ignore_index=True)
     infos = [info.get(node.name, {}) for node in nodes] + [{}] * (len(rows) - len(nodes))
     frame_rows = with_analysis_columns(rows, infos)
+    frame_rows["flops"] *= frame_rows["calls"]  # per call, as the times are
     breaks = "; ".join(frame.breaks) or "none reported"
     captured = Capture(None, "dynamo", [f"dynamo: {len(frame.graphs)} graphs at {granularity} "
                                         f"level (graph breaks: {breaks})"], frame=frame)
@@ -299,7 +303,8 @@ def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
     """The per-node info of the analysis run of the graphs of `frame`, called by Dynamo's
     code on a copy of `bound`; the frame keeps the graphs that run, in the order they ran
     (DynamoFrame.keep: a graph Dynamo compiled for the first call only, such as code that
-    fills a cache, is left out). `_RungFailed` when a graph runs twice in one call."""
+    fills a cache, is left out; a graph a loop runs several times is kept once, its runs in
+    the frame's `order`). `_RungFailed` when no graph runs."""
     info: dict = {}
     order: list[int] = []
     for graph, gm in enumerate(frame.graphs):
@@ -314,27 +319,10 @@ def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
     except Exception as error:  # Dynamo's code around the graphs failed on the copies
         raise _RungFailed(f"Dynamo's code fails on the inputs ({type(error).__name__}: "
                           f"{first_line(error)})") from None
-    failure = _not_once(frame, order)
-    if failure:
-        raise _RungFailed(failure)
+    if not order:
+        raise _RungFailed("no graph ran in one call")
     frame.keep(order)
     return info
-
-
-def _not_once(frame: DynamoFrame, order: list[int]) -> str | None:
-    """Why the graphs a call ran, in `order`, cannot be timed (None: each ran once): none
-    ran, or the one that ran most often ran more than once, named by its number and the
-    last two model-code frames of its first node, with the count."""
-    if not order:
-        return "no graph ran in one call"
-    graph = max(set(order), key=order.count)
-    if order.count(graph) == 1:
-        return None
-    stacks = (node_source(node)[1][-2:] for node in timed_nodes(frame.graphs[graph].graph))
-    where = next((f" (its first node at {' → '.join(stack)})" for stack in stacks if stack), "")
-    return (f"graph {graph} of {len(frame.graphs)}{where} ran {order.count(graph)} times in "
-            "one call (a graph break inside a loop runs a graph once per iteration; each "
-            "graph is timed once per call)")
 
 
 def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,

@@ -16,6 +16,7 @@ import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
 from .collectives import bind_constants
+from .functions import functions_kept_whole
 from .inputs import Binder, BoundInputs, input_tensors
 from .model_state import InPlaceGuard
 
@@ -116,7 +117,8 @@ def alias_before_in_place(graph: fx.Graph) -> None:
 class ProfilingTracer(fx.Tracer):
     """torch.fx tracer whose leaves are torch.nn modules, torchvision.ops modules, and any
     module given by type or qualified name in `leaf_modules`. Augmented assignments are
-    recorded in place (InPlaceProxy), as the model runs them.
+    recorded in place (InPlaceProxy), as the model runs them; a torch.autograd.Function's
+    ``apply`` is one node (capture/functions.py).
 
     After a failed trace, `failed_modules` lists the paths of the submodules whose forward
     raised, innermost first (the root is not listed).
@@ -144,7 +146,8 @@ class ProfilingTracer(fx.Tracer):
         return InPlaceProxy(node, self)
 
     def trace(self, root, concrete_args=None) -> fx.Graph:
-        graph = super().trace(root, concrete_args)
+        with functions_kept_whole(self):
+            graph = super().trace(root, concrete_args)
         alias_before_in_place(graph)
         return graph
 

@@ -1,5 +1,6 @@
 """Models run as several graphs (Dynamo's graph breaks, torch.compile'd graphs): the time between
-graphs, stamped at each graph's start and end, and the executor of a call Dynamo split."""
+graphs, stamped at each graph's start and end, and the executor of a call Dynamo split (a graph
+run several times per call, a graph break inside a loop, timed at each run and summed)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .run_table import RunTable
 class GraphSpans:
     """Each graph call of a run stamped at its start and end; a run's time between graphs
     (capture/node_table.BETWEEN_GRAPHS) is the sum of the gaps from one graph's end to the
-    next one's start. Every graph must run once per run, in order.
+    next one's start. A run must call the graphs in `order` (default: each once, in turn).
 
     Example:
         >>> spans = GraphSpans(2)
@@ -32,8 +33,9 @@ class GraphSpans:
         (1,)
     """
 
-    def __init__(self, graphs: int) -> None:
+    def __init__(self, graphs: int, order: list[int] | None = None) -> None:
         self.graphs = graphs
+        self.order = list(range(graphs)) if order is None else list(order)
         self._stamps: list[int] = []   # graph, start, end per graph call of the open run
         self._between: list[int] = []  # per ended run
         self._spans: list[int] = []    # per ended run: first graph's start to last one's end
@@ -55,22 +57,22 @@ class GraphSpans:
         self._stamps.clear()
 
     def end_run(self, strict: bool = True) -> None:
-        """Keep the run's time between graphs; when its graphs did not each run once, in
-        order (a graph break in a loop, guards that sent a call to code Dynamo had not
-        compiled, a recompile), a one-line PyfxprofError, or with `strict` False a run
-        that attach() leaves out (its nodes were not all timed either)."""
+        """Keep the run's time between graphs; when its graphs did not run in `order`
+        (guards that sent a call to code Dynamo had not compiled, a recompile, a loop that
+        ran another number of times), a one-line PyfxprofError, or with `strict` False a
+        run that attach() leaves out (its nodes were not all timed either)."""
         stamps = self._stamps
         order = stamps[0::3]
-        if order != list(range(self.graphs)):
+        if order != self.order:
             stamps.clear()
             if not strict:
                 self._between.append(-1)
                 self._spans.append(-1)
                 return
             raise PyfxprofError(f"the call ran its {self.graphs} graphs in the order {order} "
-                                "instead of each once in turn (a graph break inside a loop, "
-                                "or inputs Dynamo's code was not made for); use "
-                                "capture='hooks'")
+                                f"instead of {self.order} as when captured (a loop that ran "
+                                "another number of times, or inputs Dynamo's code was not "
+                                "made for); use capture='hooks'")
         self._between.append(sum(stamps[k + 1] - stamps[k - 1] for k in range(3, len(stamps), 3)))
         self._spans.append(stamps[-1] - stamps[1])
         stamps.clear()
@@ -136,11 +138,13 @@ class SpannedExecutor:
 
 class GraphsExecutor(SpannedExecutor):
     """Runs a call Dynamo split into several graphs: Dynamo's own code (a DynamoFrame) makes
-    the call, each graph's nodes timed by the codegen instrumentation into one table (graph
-    k's columns after graph k-1's), the time between graphs stamped (GraphSpans). A run's
-    total is its graphs' span, from the first one's start to the last one's end: as with
-    one graph, the Python before the first graph and after the last is not in it. Follows
-    timing.executors.Executor; host times only.
+    the call, each graph's nodes timed by the codegen instrumentation into one table, the
+    time between graphs stamped (GraphSpans). A graph the call runs several times (a graph
+    break inside a loop: `frame.order`) is instrumented once per run of it, each into
+    columns of its own, and its nodes' times are summed per call (`calls`: how many times
+    each node runs in a call). A run's total is its graphs' span, from the first one's start
+    to the last one's end: as with one graph, the Python before the first graph and after
+    the last is not in it. Follows timing.executors.Executor; host times only.
 
     Example:
         >>> import torch
@@ -155,8 +159,8 @@ class GraphsExecutor(SpannedExecutor):
         >>> with executor:  # runs only inside (afterwards the graphs are let go)
         ...     _ = executor.run((x,))
         >>> timings = executor.timings()
-        >>> timings.intervals.shape, timings.between_graphs.shape
-        ((1, 2), (1,))
+        >>> timings.intervals.shape, timings.between_graphs.shape, executor.calls.tolist()
+        ((1, 2), (1,), [1, 1])
     """
 
     mode = "codegen"
@@ -166,16 +170,40 @@ class GraphsExecutor(SpannedExecutor):
         #: Whether leaving the `with` block lets go of the graphs (False: the capture cache,
         #: run/capture_cache.py, keeps this executor for later profiles).
         self.releases = True
+        order = list(frame.order) or list(range(len(frame.graphs)))
         sizes = [len(timed_nodes(gm.graph)) for gm in frame.graphs]
-        self.calls_per_run = sum(sizes)
+        firsts = np.cumsum([0] + sizes)
+        #: The node each column of the table times: the graphs' runs in call order.
+        self._node_of_column = np.concatenate(
+            [np.arange(firsts[g], firsts[g + 1]) for g in order]).astype(np.intp)
+        self.calls = np.bincount(self._node_of_column, minlength=int(firsts[-1]))
+        self.calls_per_run = len(self._node_of_column)
         self.table = RunTable(self.calls_per_run)
-        self.spans = GraphSpans(len(sizes))
-        first = 0
-        for graph, (gm, size) in enumerate(zip(frame.graphs, sizes)):
-            forward = instrument(gm, self.table.native, first_column=first).forward
-            frame.run_graph_with(self.spans.wrap(graph, lambda flat, f=forward: f(*flat)), graph)
-            first += size
+        self.spans = GraphSpans(len(sizes), order)
+        runs: list[list] = [[] for _ in sizes]
+        column = 0
+        for graph in order:
+            runs[graph].append(instrument(frame.graphs[graph], self.table.native,
+                                          first_column=column).forward)
+            column += sizes[graph]
+        self._seen = [0] * len(sizes)
+        for graph, forwards in enumerate(runs):
+            frame.run_graph_with(self.spans.wrap(graph, self._runner(graph, forwards)), graph)
         self.calibration: Calibration = calibrate_timed_calls()
+
+    def _runner(self, graph: int, forwards: list) -> Callable[[tuple], Any]:
+        """Graph `graph`'s flat inputs to its instrumented forward for this run of it in the
+        call (the k-th run of a graph times into the k-th block of its columns)."""
+        if len(forwards) == 1:
+            [forward] = forwards
+            return lambda flat: forward(*flat)
+        seen = self._seen
+
+        def nth(flat: tuple) -> Any:
+            k = seen[graph]
+            seen[graph] = k + 1
+            return forwards[min(k, len(forwards) - 1)](*flat)
+        return nth
 
     def __enter__(self) -> "GraphsExecutor":
         return self
@@ -190,10 +218,11 @@ class GraphsExecutor(SpannedExecutor):
 
     def call(self, bound: BoundInputs) -> Any:
         """One timed call of the model on `bound` (the call bound to its forward). A call
-        whose graphs did not each run once, in order, is a one-line PyfxprofError, or with
+        whose graphs did not run in the captured order is a one-line PyfxprofError, or with
         `strict` False a run left out of the timings (GraphSpans.end_run)."""
         self.table.begin()
         self.spans.begin_run()
+        self._seen[:] = [0] * len(self._seen)
         try:
             output = self.frame.call(bound)
             self.spans.end_run(self.strict)
@@ -204,5 +233,11 @@ class GraphsExecutor(SpannedExecutor):
         return output
 
     def timings(self) -> RunTimings:
-        return self.calibration.correct(self.spans.attach(self.table.take(), span_totals=True),
-                                        self.calls_per_run)
+        timings = self.calibration.correct(self.spans.attach(self.table.take(),
+                                                             span_totals=True),
+                                           self.calls_per_run)
+        if len(self._node_of_column) != len(self.calls):  # a graph runs several times
+            summed = np.zeros((len(timings.intervals), len(self.calls)), dtype=np.int64)
+            np.add.at(summed, (slice(None), self._node_of_column), timings.intervals)
+            timings.intervals = summed
+        return timings

@@ -75,7 +75,7 @@ _TITLES = {
     "cpu_alloc_bytes": "CPU alloc", "cpu_freed_bytes": "CPU freed", "cpu_peak_bytes": "CPU peak",
     "cuda_alloc_bytes": "CUDA alloc", "cuda_freed_bytes": "CUDA freed",
     "cuda_peak_bytes": "CUDA peak", "source": "Source",
-    "backward_ratio": "Bwd/Fwd",
+    "backward_ratio": "Bwd/Fwd", "calls": "Calls",
 }
 _GROUP_TITLES = {"op": "Op type", "target": "Op", "module_type": "Module type",
                  "module": "Module", "input_shape": "Op", "source": "Source"}
@@ -286,6 +286,9 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
         frame, name_column, label = with_flop_rate(profile.to_dataframe()), "name", "nodes"
         valid = tuple(frame.columns) + ("cum_pct",)
         default = _node_default_columns(profile)
+        if "calls" in frame and frame["calls"].max() > 1:  # a graph run several times a call
+            default = default[:default.index("median")] + ("calls",) + default[
+                default.index("median"):]
     _check_args(sort_by, top, columns, valid)
     sort_by = _torch_sort_key(sort_by, frame)
     frame = _sorted(frame, sort_by, name_column).reset_index(drop=True)
