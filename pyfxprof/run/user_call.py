@@ -1,0 +1,101 @@
+"""The user's own call, timed between profile()'s instrumented runs: a graph replays the
+model's ops without the Python around them, so every profile also times the call the user
+makes (the model's forward called plainly, uninstrumented, on a copy of the inputs, in the
+same modes) and states the difference as a row (data.outside_graph; docs/profile.md)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from ..capture.ladder import copied_inputs
+from ..data.outside_graph import with_outside_graph
+from ..data.profile import Profile
+from ..errors import first_line
+from .python_breakdown import python_breakdown
+
+#: Untimed calls before the first timed one.
+WARMUP_CALLS = 2
+
+
+class UserCall:
+    """Times ``model(*inputs)`` one call at a time (``time_once``), on a copy of the inputs;
+    a call that raises stops the timing and is kept as ``error``. `graph`: (the captured
+    GraphModule, its arguments), run plainly for the breakdown (its targets then run from
+    Python, where the profiler sees them), or None.
+
+    Example:
+        >>> call = UserCall(torch.nn.ReLU(), (torch.zeros(4),), "cpu")
+        >>> call.warm(); call.time_once(); call.time_once()
+        >>> len(call.walls_ns), call.error
+        (2, None)
+    """
+
+    def __init__(self, model: torch.nn.Module, example_inputs: Any, device: str,
+                 graph: tuple | None = None) -> None:
+        self.model = model
+        self.graph = graph
+        self.bound = copied_inputs(model, example_inputs)
+        self.sync = torch.cuda.synchronize if device.startswith("cuda") else None
+        self.walls_ns: list[int] = []
+        self.functions: list[dict] = []
+        self.error: str | None = None
+
+    def __call__(self) -> Any:
+        """One plain, untimed call."""
+        return self.bound.call(self.model)
+
+    def warm(self) -> None:
+        """WARMUP_CALLS untimed calls (an error is kept, as time_once keeps it)."""
+        for _ in range(WARMUP_CALLS):
+            if not self._guarded(self):
+                return
+
+    def prepare(self, graph_run) -> None:
+        """Warm the call, then measure which Python functions it spends beyond one run of
+        the plain graph (else one `graph_run()`: the executor's) (run.python_breakdown;
+        untimed, before the timed runs; a failure leaves the breakdown empty)."""
+        self.warm()
+        if self.graph is not None and self.graph[0] is not None:
+            module, args = self.graph
+            graph_run = lambda: module.forward(*args)  # noqa: E731 (as the executors call it)
+        if self.error is None:
+            try:
+                self.functions = python_breakdown(self, graph_run)
+            except Exception:  # the breakdown is a guide: the timings stand without it
+                self.functions = []
+
+    def time_once(self) -> None:
+        """One timed call appended to ``walls_ns`` (nothing once a call has failed)."""
+        if self.error is not None:
+            return
+        sync = self.sync
+        if sync is not None:
+            sync()
+        start = time.perf_counter_ns()
+        if self._guarded(self):
+            if sync is not None:
+                sync()
+            self.walls_ns.append(time.perf_counter_ns() - start)
+
+    def _guarded(self, call) -> bool:
+        try:
+            call()
+        except Exception as error:  # the user's model: say why, keep the graph's Profile
+            self.error = f"{type(error).__name__}: {first_line(error)}"
+            return False
+        return True
+
+
+def with_user_call(profile: Profile, call: UserCall | None) -> Profile:
+    """`profile` stated against the user's call (data.outside_graph.with_outside_graph):
+    itself without a call (training steps), with ``meta["call"]["error"]`` when the call
+    failed."""
+    if call is None:
+        return profile
+    if call.error is not None or not call.walls_ns:
+        profile.meta["call"] = {"error": call.error or "not timed"}
+        return profile
+    return with_outside_graph(profile, call.walls_ns, call.functions)
