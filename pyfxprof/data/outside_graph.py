@@ -157,7 +157,10 @@ def python_functions(profile: Profile, top: int | None = None) -> pd.DataFrame:
     frame = pd.DataFrame(rows).reindex(columns=columns[:-1])
     frame["share"] = frame["self_ns"].clip(lower=0.0) / measured if measured else 0.0
     frame["self_ns"] = frame["share"] * row_median
-    frame = frame.sort_values("self_ns", ascending=False, kind="stable").reset_index(drop=True)
+    rest = frame["function"].str.startswith("(other ")  # the folded rest stays last
+    frame = frame.assign(_rest=rest).sort_values(["_rest", "self_ns"], ascending=[True, False],
+                                                 kind="stable")
+    frame = frame.drop(columns="_rest").reset_index(drop=True)
     return frame if top is None else frame.iloc[:top]
 
 

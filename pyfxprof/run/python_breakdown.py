@@ -12,8 +12,10 @@ import sysconfig
 from collections import defaultdict
 from typing import Callable
 
+from torch.overrides import TorchFunctionMode
+
 #: Profiled calls of each side (the user's call, the graph's run), alternated.
-PASSES = 2
+PASSES = 3
 #: Functions kept, largest first; the rest are summed as one "(other functions)" entry.
 KEPT_FUNCTIONS = 30
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
@@ -54,27 +56,39 @@ def describe_entry(code) -> tuple[str, str, str]:
     return qualname, origin, f"{short}:{code.co_firstlineno}"
 
 
-def _profiled(call: Callable[[], object], totals: dict) -> None:
-    """Add one profiled call's per-entry (self ns, calls) to `totals`."""
+class _OpsAsCalls(TorchFunctionMode):
+    """Every tensor op, operators (``x * y``) included, reached through a Python call that
+    cProfile sees, so an op's time is never a Python function's self time."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def _profiled(call: Callable[[], object]) -> dict:
+    """One profiled call: per entry (function, origin, file:line), (self ns, calls)."""
     profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        call()
-    finally:
-        profiler.disable()
+    with _OpsAsCalls():
+        profiler.enable()
+        try:
+            call()
+        finally:
+            profiler.disable()
+    found: dict = defaultdict(lambda: [0.0, 0])
     for entry in profiler.getstats():
         key = describe_entry(entry.code)
         if key[1] == "pyfxprof" or "_lsprof.Profiler" in key[0]:
             continue  # the profiler's own frames
-        totals[key][0] += entry.inlinetime * 1e9
-        totals[key][1] += entry.callcount
+        found[key][0] += entry.inlinetime * 1e9
+        found[key][1] += entry.callcount
+    return found
 
 
 def python_breakdown(user_call: Callable[[], object], graph_run: Callable[[], object],
                      passes: int = PASSES) -> list[dict]:
     """Per Python function (and built-in), the self ns and calls one user's call spends
     beyond one graph run (both measured with cProfile on `passes` untimed calls each,
-    alternated), largest first: dicts of ``function``, ``origin``, ``file_line``,
+    alternated; per function the least self time of the passes, so a pass preempted in it
+    is left out), largest first: dicts of ``function``, ``origin``, ``file_line``,
     ``calls`` (the calls the user's call makes beyond the graph's) and ``self_ns`` (those
     calls at the function's mean self time in the user's call, as profiled: cProfile's own
     cost inflates it; the report scales the shares to the measured row). A function the
@@ -89,19 +103,20 @@ def python_breakdown(user_call: Callable[[], object], graph_run: Callable[[], ob
         >>> any(row["function"] == "Sequential.forward" for row in rows)
         True
     """
-    eager: dict = defaultdict(lambda: [0.0, 0])
-    graph: dict = defaultdict(lambda: [0.0, 0])
+    eager, graph = [], []
     for _ in range(passes):
-        _profiled(user_call, eager)
-        _profiled(graph_run, graph)
+        eager.append(_profiled(user_call))
+        graph.append(_profiled(graph_run))
     rows = []
-    for key, (self_ns, calls) in eager.items():
-        extra = calls - graph[key][1] if key in graph else calls
+    for key in eager[0]:
+        present = [found[key] for found in eager if key in found]
+        self_ns = min(spent for spent, _ in present)  # a preempted pass is left out
+        calls = max(count for _, count in present)
+        extra = calls - max((found[key][1] for found in graph if key in found), default=0)
         if extra <= 0 or self_ns <= 0:
             continue  # the graph makes these calls too: their time is in the graph's rows
         rows.append({"function": key[0], "origin": key[1], "file_line": key[2],
-                     "calls": round(extra / passes, 2),
-                     "self_ns": round(self_ns * extra / calls / passes, 1)})
+                     "calls": extra, "self_ns": round(self_ns * extra / calls, 1)})
     rows.sort(key=lambda row: row["self_ns"], reverse=True)
     if len(rows) > KEPT_FUNCTIONS:
         rest = rows[KEPT_FUNCTIONS:]

@@ -5,11 +5,13 @@ same modes) and states the difference as a row (data.outside_graph; docs/profile
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
 import torch
 
+from ..capture.inputs import BoundInputs, split_inputs
 from ..capture.ladder import copied_inputs
 from ..data.outside_graph import with_outside_graph
 from ..data.profile import Profile
@@ -18,6 +20,15 @@ from .python_breakdown import python_breakdown
 
 #: Untimed calls before the first timed one.
 WARMUP_CALLS = 2
+
+
+def _as_given(model: torch.nn.Module, example_inputs: Any) -> BoundInputs:
+    """A copy of the inputs as the user passes them (not bound to the forward's signature:
+    a decorated forward may fill in arguments of its own); bound when they refuse a copy."""
+    try:
+        return BoundInputs(*copy.deepcopy(split_inputs(example_inputs)))
+    except Exception:  # e.g. a tensor autograd made: copied value by value, bound
+        return copied_inputs(model, example_inputs)
 
 
 class UserCall:
@@ -37,7 +48,7 @@ class UserCall:
                  graph: tuple | None = None) -> None:
         self.model = model
         self.graph = graph
-        self.bound = copied_inputs(model, example_inputs)
+        self.bound = _as_given(model, example_inputs)
         self.sync = torch.cuda.synchronize if device.startswith("cuda") else None
         self.walls_ns: list[int] = []
         self.functions: list[dict] = []
