@@ -84,7 +84,8 @@ def _with_row(nodes: pd.DataFrame, root_type: str) -> pd.DataFrame:
     row = {"index": len(nodes), "name": OUTSIDE_GRAPH, "op": OUTSIDE_GRAPH_OP,
            "target": "Python outside the graph (module calls, glue)",
            "module_path": "", "module_type": root_type, "module_stack": ()}
-    row.update({c: _blank(nodes[c]) for c in nodes.columns if c not in row})
+    row.update({c: -1 if c == "graph" else _blank(nodes[c])  # -1: no graph's, as between
+                for c in nodes.columns if c not in row})
     extended = pd.concat([nodes, pd.DataFrame([row], columns=nodes.columns)],
                          ignore_index=True)
     for column in nodes.columns:  # keep each column's dtype (concat may widen it)
@@ -138,13 +139,14 @@ def outside_column(profile: Profile) -> int | None:
 
 
 def python_functions(profile: Profile, top: int | None = None) -> pd.DataFrame:
-    """The Python functions that spend the outside row, largest first: ``function``,
+    """``Profile.python_outside``: the Python functions that spend the `(Python outside the
+    graph)` row, largest first (the folded rest last): ``function``,
     ``origin`` (model, torch, transformers, builtin...), ``file_line``, ``calls`` (per
     call), ``self_ns`` (the row's median shared in proportion to each function's self time
     measured on untimed profiled calls, see docs/profile.md) and ``share`` (0..1 of the
     row). Empty when there is no row or no breakdown was measured.
 
-    >>> python_functions(prof, top=5)  # doctest: +SKIP
+    >>> prof.python_outside(top=5)  # doctest: +SKIP
     """
     call = profile.meta.get("call") or {}
     rows = [dict(row) for row in call.get("functions") or [] if isinstance(row, dict)]

@@ -98,7 +98,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
         executor = executor or keep(executor_for(model, prepared, mode, device_events))
         timings, run_noise, warmup_totals, executor, call = _measured(
-            executor, prepared, (model, example_inputs, loss_fn, backward), (runs, warmup, progress))
+            executor, prepared, (model, example_inputs, loss_fn, backward, runs, warmup, progress))
         modes = _modes_meta(model, given_training, example_inputs, runs, prepared)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
@@ -117,12 +117,12 @@ def _built(frame: pd.DataFrame, timings: RunTimings, meta: dict, executor, run_n
                                        executor.device_samples(), run_noise), executor, trained)
 
 
-def _measured(executor, prepared: Prepared, user: tuple, loop: tuple) -> tuple:
-    """(timings, run noise, warm-up totals, executor, call): _timed_runs of `executor` (`loop`:
-    runs, warmup, progress), as training steps when backward (`user`: model, inputs,
-    loss_fn, backward), with the user's own call (run.user_call) timed between the runs
-    (None for training steps)."""
-    model, example_inputs, loss_fn, backward = user
+def _measured(executor, prepared: Prepared, given: tuple) -> tuple:
+    """(timings, run noise, warm-up totals, executor, call): _timed_runs of `executor`, as
+    training steps when backward (`given`: model, inputs, loss_fn, backward, runs, warmup,
+    progress), with the user's own call (run.user_call) timed between the runs (None for
+    training steps)."""
+    model, example_inputs, loss_fn, backward, *loop = given
     call = None if backward else UserCall(model, example_inputs, device_of(model, prepared.args),
                                           (prepared.captured.graph_module, prepared.args))
     with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
@@ -296,7 +296,7 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
     """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
     those preempted); the nodes `frame` names a node that raises. `call`: the user's own
     call, timed after each timed run (outside its noise reads) and profiled by function
-    after the warm-up (run.user_call)."""
+    after the warm-up (after the runs without warm-up runs: run.user_call)."""
     meter = RunMeter()
     started = time.perf_counter()
     meter.read()
@@ -306,7 +306,7 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
     if call is not None:
-        call.prepare(lambda: executor.run(args))
+        call.before_runs(lambda: executor.run(args), warmup)
     meter.clear()
     executor.reset(runs)
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
@@ -314,17 +314,20 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
     for done in range(1, runs + 1):
         _run_once(executor, args, f"timed run {done} of {runs}", frame)
         meter.read()
-        if call is not None:  # one interval more per run, left out of the runs' noise
+        if call is not None and call.interleaved:  # its interval is left out of the noise
             call.time_once()
             meter.read()
         bar.update(done)
     bar.close()
     run_noise = meter.between_reads()
-    if call is not None and run_noise is not None:
+    if call is not None and call.interleaved and run_noise is not None:
         run_noise = run_noise[0::2]
     warmup_totals = [] if warmup_noise is None else [  # None: a preempted warm-up run
         None if switches else wall for switches, wall in warmup_noise[:, [0, 3]].tolist()]
-    return executor.timings(), run_noise, warmup_totals
+    timings = executor.timings()
+    if call is not None:
+        call.after_runs(runs)
+    return timings, run_noise, warmup_totals
 
 
 def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_events: bool):

@@ -53,6 +53,7 @@ class UserCall:
         self.walls_ns: list[int] = []
         self.functions: list[dict] = []
         self.error: str | None = None
+        self.interleaved = True
 
     def __call__(self) -> Any:
         """One plain, untimed call."""
@@ -64,15 +65,32 @@ class UserCall:
             if not self._guarded(self):
                 return
 
+    def before_runs(self, graph_run, warmup: int) -> None:
+        """Before the timed runs: with `warmup` runs done, the calls will be interleaved
+        with the timed runs, so warm them and measure the breakdown now (prepare). Without
+        warm-up runs the timed runs are the model's first calls, whose cost the warm-up
+        report reads: the call is then timed after them (after_runs)."""
+        self.interleaved = warmup > 0
+        if self.interleaved:
+            self.prepare(graph_run)
+
+    def after_runs(self, runs: int) -> None:
+        """After the timed runs: when not interleaved, the breakdown (on the plain graph
+        only) and `runs` timed calls."""
+        if not self.interleaved:
+            self.prepare(None)
+            for _ in range(runs):
+                self.time_once()
+
     def prepare(self, graph_run) -> None:
         """Warm the call, then measure which Python functions it spends beyond one run of
-        the plain graph (else one `graph_run()`: the executor's) (run.python_breakdown;
-        untimed, before the timed runs; a failure leaves the breakdown empty)."""
+        the plain graph (else one `graph_run()`: the executor's; None: no breakdown)
+        (run.python_breakdown; untimed; a failure leaves the breakdown empty)."""
         self.warm()
         if self.graph is not None and self.graph[0] is not None:
             module, args = self.graph
             graph_run = lambda: module.forward(*args)  # noqa: E731 (as the executors call it)
-        if self.error is None:
+        if self.error is None and graph_run is not None:
             try:
                 self.functions = python_breakdown(self, graph_run)
             except Exception:  # the breakdown is a guide: the timings stand without it
@@ -109,4 +127,6 @@ def with_user_call(profile: Profile, call: UserCall | None) -> Profile:
     if call.error is not None or not call.walls_ns:
         profile.meta["call"] = {"error": call.error or "not timed"}
         return profile
-    return with_outside_graph(profile, call.walls_ns, call.functions)
+    profile = with_outside_graph(profile, call.walls_ns, call.functions)
+    profile.meta["call"]["interleaved"] = call.interleaved
+    return profile

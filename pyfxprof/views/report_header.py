@@ -99,20 +99,21 @@ def _call_text(meta: dict) -> str | None:
     ...     "outside_median_ns": 1e6}})
     ' (your call; graph 1.00 ms, Python outside it 1.00 ms = 50.0%)'
     >>> _call_text({"call": {"resolved": False, "median_ns": 1e6, "outside_low_ns": -2e3,
-    ...     "outside_high_ns": 3e3}})
-    ' (graph; your call 1.00 ms median, Python outside the graph below the noise: -2.00 µs..3.00 µs)'
+    ...     "outside_high_ns": 3e3}}).split(", Python")[1]
+    ' outside the graph below the noise: -2.00 µs..3.00 µs)'
     """
     call = meta.get("call")
     if not isinstance(call, dict):
         return None
     if call.get("error"):
         return f" (graph; your call failed: {call['error']})"
+    after = ", timed after the runs" if call.get("interleaved") is False else ""
     if call.get("resolved"):
         share = format_pct(100.0 * call["outside_median_ns"] / call["median_ns"])
-        return (f" (your call; graph {format_ns(call['graph_median_ns'])}, Python outside it "
-                f"{format_ns(call['outside_median_ns'])} = {share})")
-    return (f" (graph; your call {format_ns(call['median_ns'])} median, Python outside the "
-            f"graph below the noise: {format_ns(call['outside_low_ns'])}.."
+        return (f" (your call{after}; graph {format_ns(call['graph_median_ns'])}, Python "
+                f"outside it {format_ns(call['outside_median_ns'])} = {share})")
+    return (f" (graph; your call{after} {format_ns(call['median_ns'])} median, Python "
+            f"outside the graph below the noise: {format_ns(call['outside_low_ns'])}.."
             f"{format_ns(call['outside_high_ns'])})")
 
 
