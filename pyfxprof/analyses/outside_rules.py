@@ -3,7 +3,8 @@ module calls and glue that no op covers (data.outside_graph), with the functions
 
 from __future__ import annotations
 
-from ..data.outside_graph import SHOWN_FUNCTIONS, call_share, function_label, python_functions
+from ..data.outside_graph import (SHOWN_FUNCTIONS, call_figure, call_share, function_label,
+                                  python_functions)
 from ..data.units import format_ns, format_pct
 from .advice import Context, Suggestion, register_rule
 
@@ -16,9 +17,11 @@ HIGH_SHARE = 30.0
 def python_outside_graph(profile, context: Context) -> list[Suggestion]:
     """The `(Python outside the graph)` row from OUTSIDE_SHARE% of the user's call on."""
     share = call_share(profile)
-    if share is None or 100.0 * share < OUTSIDE_SHARE:
+    call = profile.meta.get("call")
+    figures = ("median_ns", "graph_median_ns", "outside_median_ns")
+    if share is None or 100.0 * share < OUTSIDE_SHARE or any(
+            call_figure(call, key) is None for key in figures):
         return []
-    call = profile.meta["call"]
     functions = python_functions(profile, top=SHOWN_FUNCTIONS).to_dict("records")
     evidence = [f"{format_pct(100.0 * share)} of the call is Python outside the ops: "
                 f"{format_ns(call['outside_median_ns'])} of your call's "

@@ -132,10 +132,29 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None)
                    profile.run_starts, profile.run_noise, add(profile.backward_samples))
 
 
+def call_figure(call, key: str) -> float | None:
+    """``call[key]`` as a finite float, or None (a saved file's meta may hold anything).
+
+    >>> call_figure({"median_ns": 5}, "median_ns"), call_figure({"median_ns": "x"}, "median_ns")
+    (5.0, None)
+    """
+    value = call.get(key) if isinstance(call, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
 def outside_column(profile: Profile) -> int | None:
     """The samples column of the OUTSIDE_GRAPH row, or None."""
     found = np.flatnonzero((profile.nodes["op"] == OUTSIDE_GRAPH_OP).to_numpy())
     return int(found[0]) if found.size else None
+
+
+def _is_function(row) -> bool:
+    """A breakdown entry as python_breakdown writes it (a saved file may hold anything)."""
+    return (isinstance(row, dict) and all(isinstance(row.get(k), str) for k in
+                                          ("function", "origin", "file_line"))
+            and all(call_figure(row, k) is not None for k in ("calls", "self_ns")))
 
 
 def python_functions(profile: Profile, top: int | None = None) -> pd.DataFrame:
@@ -148,8 +167,10 @@ def python_functions(profile: Profile, top: int | None = None) -> pd.DataFrame:
 
     >>> prof.python_outside(top=5)  # doctest: +SKIP
     """
-    call = profile.meta.get("call") or {}
-    rows = [dict(row) for row in call.get("functions") or [] if isinstance(row, dict)]
+    call = profile.meta.get("call")
+    functions = call.get("functions") if isinstance(call, dict) else None
+    rows = [dict(row) for row in functions if _is_function(row)] if isinstance(
+        functions, list) else []
     column = outside_column(profile)
     columns = ["function", "origin", "file_line", "calls", "self_ns", "share"]
     if column is None or not rows:
@@ -168,10 +189,10 @@ def python_functions(profile: Profile, top: int | None = None) -> pd.DataFrame:
 
 def call_share(profile: Profile) -> float | None:
     """The outside row's median as a share (0..1) of the user's call median, or None."""
-    column, call = outside_column(profile), profile.meta.get("call") or {}
-    if column is None or not call.get("median_ns"):
+    column, call = outside_column(profile), call_figure(profile.meta.get("call"), "median_ns")
+    if column is None or not call:
         return None
-    return float(np.median(profile.samples[:, column])) / float(call["median_ns"])
+    return float(np.median(profile.samples[:, column])) / call
 
 
 def function_label(row) -> str:

@@ -99,7 +99,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         executor = executor or keep(executor_for(model, prepared, mode, device_events))
         timings, run_noise, warmup_totals, executor, call = _measured(
             executor, prepared, (model, example_inputs, loss_fn, backward, runs, warmup, progress))
-        modes = _modes_meta(model, given_training, example_inputs, runs, prepared)
+        modes = _modes_meta(given_training)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
@@ -164,8 +164,7 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
                             cache_key=_cache_key(example_inputs, True, (grad,)))
 
 
-def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any, runs: int,
-                prepared: Prepared) -> dict:
+def _modes_meta(given_training: bool) -> dict:
     """The modes the model ran in (``training`` False: profile() runs it in eval mode;
     ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode).
     Called inside profile()'s eval and grad contexts."""

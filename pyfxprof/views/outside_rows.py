@@ -4,7 +4,7 @@ data.outside_graph.tree_rows)."""
 
 from __future__ import annotations
 
-from ..data.outside_graph import OUTSIDE_GRAPH, SHOWN_FUNCTIONS, python_functions
+from ..data.outside_graph import OUTSIDE_GRAPH, SHOWN_FUNCTIONS, call_figure, python_functions
 from ..data.units import format_ns, format_pct
 
 #: The cells a function line fills, by report column; the others stay blank.
@@ -26,7 +26,7 @@ def with_function_rows(profile, columns: list[str], rows: list[list[str]],
     if OUTSIDE_GRAPH not in names or "name" not in columns:
         return rows
     functions = python_functions(profile, top=SHOWN_FUNCTIONS)
-    call_ns = float((profile.meta.get("call") or {}).get("median_ns") or 0.0)
+    call_ns = call_figure(profile.meta.get("call"), "median_ns") or 0.0
     lines = [[_cells(row, call_ns).get(c, "") if c in _FUNCTION_CELLS else "" for c in columns]
              for row in functions.to_dict("records")]
     at = names.index(OUTSIDE_GRAPH) + 1

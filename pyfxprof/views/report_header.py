@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..data.outside_graph import call_figure
 from ..data.stats import summary_of_totals
 from ..data.units import format_flops, format_ns, format_pct, format_si
 
@@ -34,7 +35,7 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
     runs = n_runs if meta.get("runs") is None else meta["runs"]
     coverage = meta.get("coverage")
     cov_text = "?" if coverage is None else format_pct(100.0 * coverage)
-    if coverage is not None and (meta.get("call") or {}).get("resolved"):
+    if coverage is not None and _call_text(meta) and meta["call"].get("resolved") is True:
         cov_text += " of your call"
     overhead = meta.get("overhead_ns")
     ovh_text = "?" if overhead is None else f"{format_ns(overhead)}/node, subtracted"
@@ -96,10 +97,11 @@ def _call_text(meta: dict) -> str | None:
     for a profile without one.
 
     >>> _call_text({"call": {"resolved": True, "graph_median_ns": 1e6, "median_ns": 2e6,
-    ...     "outside_median_ns": 1e6}})
+    ...     "outside_median_ns": 1e6, "outside_low_ns": 9e5, "outside_high_ns": 1e6}})
     ' (your call; graph 1.00 ms, Python outside it 1.00 ms = 50.0%)'
-    >>> _call_text({"call": {"resolved": False, "median_ns": 1e6, "outside_low_ns": -2e3,
-    ...     "outside_high_ns": 3e3}}).split(", Python")[1]
+    >>> _call_text({"call": {"resolved": False, "median_ns": 1e6, "graph_median_ns": 1e6,
+    ...     "outside_median_ns": 0, "outside_low_ns": -2e3, "outside_high_ns": 3e3}}
+    ...     ).split(", Python")[1]
     ' outside the graph below the noise: -2.00 µs..3.00 µs)'
     """
     call = meta.get("call")
@@ -107,8 +109,12 @@ def _call_text(meta: dict) -> str | None:
         return None
     if call.get("error"):
         return f" (graph; your call failed: {call['error']})"
+    figures = ("median_ns", "graph_median_ns", "outside_median_ns", "outside_low_ns",
+               "outside_high_ns")
+    if any(call_figure(call, key) is None for key in figures) or not call["median_ns"]:
+        return None  # not a call pyfxprof measured
     after = ", timed after the runs" if call.get("interleaved") is False else ""
-    if call.get("resolved"):
+    if call.get("resolved") is True:
         share = format_pct(100.0 * call["outside_median_ns"] / call["median_ns"])
         return (f" (your call{after}; graph {format_ns(call['graph_median_ns'])}, Python "
                 f"outside it {format_ns(call['outside_median_ns'])} = {share})")
