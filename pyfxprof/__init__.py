@@ -77,6 +77,7 @@ _METHODS = {
     "Profile.plot_tail": ("views.latency_plots", "plot_tail"),
     "Profile.advise": ("analyses.advisor", "advise"),
     "Profile.save": ("data.persist", "save_profile"),
+    "Profile.python_outside": ("data.outside_graph", "python_functions"),
     "RankProfiles.table": ("views.rank_table", "render_rank_table"),
     "RankProfiles.export_html": ("views.rank_table", "export_rank_report_html"),
     "RankProfiles.export_chrome_trace": ("views.rank_trace", "export_chrome_trace"),

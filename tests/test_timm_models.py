@@ -22,7 +22,9 @@ def test_vit_with_dynamic_image_size_at_two_sizes():
     small, large = (pyfxprof.profile(model, (torch.randn(1, 3, size, size),), runs=15, warmup=2,
                                      progress=False) for size in (64, 128))
     for prof in (small, large):
-        assert prof.meta["capture_mode"] in ("fx", "dynamo") and prof.meta["coverage"] >= 0.90
+        # the nodes' share of the graph's run (coverage is of the user's call)
+        coverage = prof.meta.get("graph_coverage", prof.meta["coverage"])
+        assert prof.meta["capture_mode"] in ("fx", "dynamo") and coverage >= 0.90
         assert {"blocks.0", "blocks.1"} <= {".".join(p.split(".")[:2])
                                             for p in prof.nodes["module_path"]}
         assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) > 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ArgumentError
-from . import advisor_rules, backward_rules, compiled_rules  # noqa: F401 (rules register on import)
+from . import advisor_rules, backward_rules, compiled_rules, outside_rules  # noqa: F401
 from .advice import (RULES, SEVERITIES, Advice, Context, Suggestion, build_context,
                      register_rule, unregister_rule)
 

@@ -26,8 +26,10 @@ from .validate import FormatError
 
 FORMAT = "pyfxprof-profile"
 #: Version 2 added ``run_noise`` (per-run context switches, CPU/wall ns); version 1 files load
-#: with ``run_noise`` None.
-VERSION = 2
+#: with ``run_noise`` None. Version 3 added the ``(Python outside the graph)`` row (op
+#: ``outside_graph``, not a model node) and ``meta["call"]``; version 1 and 2 files load
+#: without them.
+VERSION = 3
 _NUMERIC_KINDS = "biuf"
 _TAGS = ("$tuple", "$float", "$na", "$array", "$dict")
 

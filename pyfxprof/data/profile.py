@@ -101,7 +101,8 @@ class Profile:
     Methods served by the modules that build on this class (imported on first use):
     ``table``, ``tree``, ``export`` (and the ``export_*`` wrappers), ``plot``, ``plot_latency``,
     ``plot_tail``, ``advise``, the notebook's ``_repr_html_``, ``save`` (data.persist),
-    torch.profiler's ``key_averages``, ``events`` and ``export_memory_timeline``.
+    torch.profiler's ``key_averages``, ``events`` and ``export_memory_timeline``, and
+    ``python_outside`` (data.outside_graph: the functions of the Python outside the graph).
 
     Args:
         nodes: one row per timed node in execution order with the columns NODE_COLUMNS

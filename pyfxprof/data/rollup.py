@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .outside_graph import tree_rows
 from .stats import group_samples
 from .units import format_ns, format_pct
 
@@ -197,12 +198,24 @@ def module_tree(profile, max_depth: int | None = None) -> str:
         children.setdefault(cut(path, _depth(path) - 1), []).append(path)
     root = str(profile.meta.get("model") or types.get("", "model"))
     rows = [(root, "")] + _tree_rows("", children, types, "")
-    text = _render_rows([(label, medians[path]) for label, path in rows], medians[""])
+    lines = [(label, medians[path]) for label, path in rows]
+    outside = tree_rows(profile)  # the Python outside the graph: the root's last child
+    text = _render_rows(_with_sibling_below(lines) + outside if outside else lines, medians[""])
     if profile.backward_samples is None:
         return text
     backward = inclusive_medians(profile.backward_samples, paths, max_depth)
     return "\n".join(f"{line}  backward {_with_ratio(backward.get(path, 0.0), medians[path])}"
                      for line, (_, path) in zip(text.splitlines(), rows))
+
+
+def _with_sibling_below(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Tree lines whose root's last child gets a sibling after it (its branch and the
+    lines under it continue)."""
+    last = max((i for i, (label, _) in enumerate(lines) if label.startswith("└─")), default=None)
+    if last is None:
+        return lines
+    return (lines[:last] + [("├─" + lines[last][0][2:], lines[last][1])]
+            + [("│" + label[1:], value) for label, value in lines[last + 1:]])
 
 
 def _with_ratio(backward: float, forward: float) -> str:

@@ -270,7 +270,7 @@ META_FIELDS = tuple(Field(k, check, expected) for keys, check, expected in (
     (("warmup_totals_ns",), is_ns_list, f"a list of integer ns up to {MAX_NS} or nulls"),
     (("overhead_ns", "overhead_iqr_ns", "between_nodes_ns", "eager_forward_median_ns"), is_ns,
      f"a finite number of ns in [0, {MAX_NS}]"),
-    (("coverage", "device_busy_share"), is_share, "a finite number in [0, 1e6]"),
+    (("coverage", "device_busy_share", "graph_coverage"), is_share, "a finite number in [0, 1e6]"),
     (("grad", "training", "given_training", "exported"), lambda v: isinstance(v, bool),
      "true or false"),
     (("capture_notes", "argv", "ranges", "param_dtypes", "input_dtypes",
@@ -278,7 +278,7 @@ META_FIELDS = tuple(Field(k, check, expected) for keys, check, expected in (
     (("versions", "autocast"), is_str_dict, "an object of strings"),
     (("clock",), is_clock, "an object with a name and ns figures"),
     (("fused_pairs",), is_pair_list, "a list of [name, name] pairs"),
-    (("loop", "distributed"), is_dict, "an object"),
+    (("loop", "distributed", "call"), is_dict, "an object"),
 ) for k in keys)
 
 
@@ -402,9 +402,12 @@ def check_node_cells(nodes: pd.DataFrame) -> None:
         raise FormatError(f"node name {duplicated[0]!r:.40} appears more than once")
 
 
+#: The op of the row of the user's call outside the graph (data.outside_graph).
+OUTSIDE_GRAPH_OP = "outside_graph"
 #: Rows that are not the model's nodes: user ranges (not part of the run) and the time
-#: outside every node (between graphs, outside a compiled model's kernels).
-NOT_NODES = ("range", "between_graphs", "outside_kernels")
+#: outside every node (between graphs, outside a compiled model's kernels, the user's call
+#: outside the graph).
+NOT_NODES = ("range", "between_graphs", "outside_kernels", OUTSIDE_GRAPH_OP)
 #: The name of a compiled model's row of the time outside its kernels (op "outside_kernels"),
 #: and in a compiled diff the row of the time no eager node or kernel covers.
 OUTSIDE_KERNELS = "(outside kernels)"

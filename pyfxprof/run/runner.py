@@ -38,12 +38,12 @@ from ..timing.run_table import check_fits_in_memory
 from .capture_cache import CAPTURES
 from .aoti import is_aoti_model, profile_aoti
 from .compiled import profile_compiled
-from .eager import eager_forward_meta
 from .metadata import run_meta
 from .noise import RunMeter
 from .profiler_keywords import torch_profiler_keywords
 from .progress import Progress
 from .training import TrainingExecutor, training_frame, with_backward
+from .user_call import UserCall, with_user_call
 
 #: The choices of profile()'s capture=, granularity= and mode=, defined in capture and timing
 #: and read from here by the CLI (which imports the run stage only).
@@ -101,15 +101,15 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
         executor = _ready_executor(executor, keep, model, prepared, (mode, device_events, nvtx))
-        with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
-            timings, run_noise, warmup_totals = _timed_runs(
-                executor, prepared.args, runs, warmup, progress, prepared.frame)
-        modes = _modes_meta(model, given_training, example_inputs, runs, prepared)
+        timings, run_noise, warmup_totals, executor, call = _measured(
+            executor, prepared, (model, example_inputs, loss_fn, backward, runs, warmup, progress))
+        modes = _modes_meta(model, given_training, example_inputs)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
                          warmup_totals_ns=warmup_totals)
-    return _built(prepared.frame, timings, meta, executor, run_noise, model if backward else None)
+    return with_user_call(_built(prepared.frame, timings, meta, executor, run_noise,
+                                 model if backward else None), call)
 
 
 def _built(frame: pd.DataFrame, timings: RunTimings, meta: dict, executor, run_noise,
@@ -129,6 +129,19 @@ def _ready_executor(executor, keep: Callable, model: torch.nn.Module, prepared: 
     executor = executor or keep(executor_for(model, prepared, mode, device_events))
     name_ranges(executor, range_names(prepared.frame) if nvtx else None)
     return executor
+
+
+def _measured(executor, prepared: Prepared, given: tuple) -> tuple:
+    """(timings, run noise, warm-up totals, executor, call): _timed_runs of `executor`, as
+    training steps when backward (`given`: model, inputs, loss_fn, backward, runs, warmup,
+    progress), with the user's own call (run.user_call) timed between the runs (None for
+    training steps)."""
+    model, example_inputs, loss_fn, backward, *loop = given
+    call = None if backward else UserCall(model, example_inputs, device_of(model, prepared.args),
+                                          (prepared.captured.graph_module, prepared.args))
+    with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
+        return (*_timed_runs(executor, prepared.args, *loop, prepared.frame, call), executor,
+                call)
 
 
 def _training(executor, backward: bool, prepared: Prepared, model: torch.nn.Module,
@@ -168,19 +181,13 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
                             cache_key=_cache_key(example_inputs, True, (grad,)))
 
 
-def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any, runs: int,
-                prepared: Prepared) -> dict:
+def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any) -> dict:
     """The modes the model ran in (``training`` False: profile() runs it in eval mode;
     ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode; the
-    numeric mode: model_state.numeric_mode) and,
-    on the dynamo rung, whose graph leaves out the Python around it, the plain eager
-    forward's time (run.eager). Called inside profile()'s eval and grad contexts."""
-    modes = {"training": False, "given_training": given_training, "autograd": autograd_mode(),
-             **numeric_mode(model, example_inputs)}  # the caller's autocast: profile() sets none
-    if prepared.captured.mode == "dynamo":
-        modes.update(eager_forward_meta(model, example_inputs, runs,
-                                        device_of(model, prepared.args)))
-    return modes
+    numeric mode: model_state.numeric_mode). Called inside profile()'s eval and grad
+    contexts."""
+    return {"training": False, "given_training": given_training, "autograd": autograd_mode(),
+            **numeric_mode(model, example_inputs)}  # the caller's autocast: profile() sets none
 
 
 def _cache_key(example_inputs: Any, cacheable: bool, options: tuple) -> tuple | None:
@@ -307,9 +314,12 @@ def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:
 
 
 def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
-                frame: pd.DataFrame) -> tuple[RunTimings, np.ndarray | None, list[int]]:
+                frame: pd.DataFrame, call: UserCall | None = None
+                ) -> tuple[RunTimings, np.ndarray | None, list[int]]:
     """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
-    those preempted); the nodes `frame` names a node that raises."""
+    those preempted); the nodes `frame` names a node that raises. `call`: the user's own
+    call, timed after each timed run (outside its noise reads) and profiled by function
+    after the warm-up (after the runs without warm-up runs: run.user_call)."""
     meter = RunMeter()
     started = time.perf_counter()
     meter.read()
@@ -318,6 +328,8 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
         meter.read()
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
+    if call is not None:
+        call.before_runs(lambda: executor.run(args), warmup)
     meter.clear()
     executor.reset(runs)
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
@@ -325,11 +337,20 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
     for done in range(1, runs + 1):
         _run_once(executor, args, f"timed run {done} of {runs}", frame)
         meter.read()
+        if call is not None and call.interleaved:  # its interval is left out of the noise
+            call.time_once()
+            meter.read()
         bar.update(done)
     bar.close()
+    run_noise = meter.between_reads()
+    if call is not None and call.interleaved and run_noise is not None:
+        run_noise = run_noise[0::2]
     warmup_totals = [] if warmup_noise is None else [  # None: a preempted warm-up run
         None if switches else wall for switches, wall in warmup_noise[:, [0, 3]].tolist()]
-    return executor.timings(), meter.between_reads(), warmup_totals
+    timings = executor.timings()
+    if call is not None:
+        call.after_runs(runs)
+    return timings, run_noise, warmup_totals
 
 
 def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_events: bool):

@@ -20,7 +20,7 @@ from ..data.files import open_output
 from ..data.profile import Profile
 from ..data.units import format_ns
 from .safe_text import xml_text
-from .stacks import frame_name, stack_tree, stack_weights
+from .stacks import frame_name, stack_tree, stack_weights, with_functions
 from ..data.op_names import op_names
 
 #: SVG geometry in px: width, one frame's height, margins, title block, bottom bar, font.
@@ -141,7 +141,7 @@ def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None =
     >>> flamegraph_svg(prof)[:5]  # doctest: +SKIP
     '<?xml'
     """
-    root = stack_tree(stack_weights(profile, metric, by))
+    root = stack_tree(with_functions(profile, stack_weights(profile, metric, by)))
     frames = _layout(root)
     depth = max(d for d, _, _ in frames)
     height = HEADER + (depth + 1) * FRAME_HEIGHT + FOOTER

@@ -18,6 +18,7 @@ from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statist
 from ..data.units import MISSING, format_ns, format_pct, format_si
 from ..data.validate import model_nodes
 from ..errors import ArgumentError, PyfxprofError
+from .outside_rows import with_function_rows
 from .report_header import header_lines
 from .report_render import View, render_html, render_text, terminal_width
 from .safe_text import terminal_text
@@ -298,6 +299,8 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     cut = _op_targets(frame.iloc[:shown])
     formatted = [[_truncate(c, _cell(c, v)) for v in cut[c].tolist()] for c in columns]
     rows = [list(row) for row in zip(*formatted)]
+    if group_by is None:  # the functions that spend the outside row, under it
+        rows = with_function_rows(profile, columns, rows, cut[name_column].tolist())
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
         header=header_lines(profile.meta, profile.n_runs,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..data.outside_graph import call_figure
 from ..data.stats import summary_of_totals
 from ..data.units import format_flops, format_ns, format_pct, format_si
 
@@ -34,6 +35,8 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
     runs = n_runs if meta.get("runs") is None else meta["runs"]
     coverage = meta.get("coverage")
     cov_text = "?" if coverage is None else format_pct(100.0 * coverage)
+    if coverage is not None and _call_text(meta) and meta["call"].get("resolved") is True:
+        cov_text += " of your call"
     overhead = meta.get("overhead_ns")
     ovh_text = "?" if overhead is None else f"{format_ns(overhead)}/node, subtracted"
     versions = meta.get("versions")
@@ -160,10 +163,43 @@ def numeric_mode_difference(control: dict, test: dict,
     return f"numeric mode differs ({labels[0]} vs {labels[1]}): {'; '.join(changes)}"
 
 
+def _call_text(meta: dict) -> str | None:
+    """What the total is against the user's call (meta "call", data.outside_graph), or None
+    for a profile without one.
+
+    >>> _call_text({"call": {"resolved": True, "graph_median_ns": 1e6, "median_ns": 2e6,
+    ...     "outside_median_ns": 1e6, "outside_low_ns": 9e5, "outside_high_ns": 1e6}})
+    ' (your call; graph 1.00 ms, Python outside it 1.00 ms = 50.0%)'
+    >>> _call_text({"call": {"resolved": False, "median_ns": 1e6, "graph_median_ns": 1e6,
+    ...     "outside_median_ns": 0, "outside_low_ns": -2e3, "outside_high_ns": 3e3}}
+    ...     ).split(", Python")[1]
+    ' outside the graph below the noise: -2.00 µs..3.00 µs)'
+    """
+    call = meta.get("call")
+    if not isinstance(call, dict):
+        return None
+    if call.get("error"):
+        return f" (graph; your call failed: {call['error']})"
+    figures = ("median_ns", "graph_median_ns", "outside_median_ns", "outside_low_ns",
+               "outside_high_ns")
+    if any(call_figure(call, key) is None for key in figures) or not call["median_ns"]:
+        return None  # not a call pyfxprof measured
+    after = ", timed after the runs" if call.get("interleaved") is False else ""
+    if call.get("resolved") is True:
+        share = format_pct(100.0 * call["outside_median_ns"] / call["median_ns"])
+        return (f" (your call{after}; graph {format_ns(call['graph_median_ns'])}, Python "
+                f"outside it {format_ns(call['outside_median_ns'])} = {share})")
+    return (f" (graph; your call{after} {format_ns(call['median_ns'])} median, Python "
+            f"outside the graph below the noise: {format_ns(call['outside_low_ns'])}.."
+            f"{format_ns(call['outside_high_ns'])})")
+
+
 def _eager_text(meta: dict) -> str:
-    """' (graph; eager forward <t> median)' on the dynamo rung, where the total is the graph's
-    (several graphs: from the first graph's start to the last one's end, the Python between
-    them included; said also where no eager forward was timed, as in the Profiler loop).
+    """What the total is: against the user's call (_call_text); in profiles saved before
+    that was measured, ' (graph; eager forward <t> median)' on the dynamo rung, where the
+    total is the graph's (several graphs: from the first graph's start to the last one's
+    end, the Python between them included; said also where no eager forward was timed, as
+    in the Profiler loop).
 
     >>> _eager_text({"eager_forward_median_ns": 2.3e6})
     ' (graph; eager forward 2.30 ms median, timed after the runs)'
@@ -172,6 +208,9 @@ def _eager_text(meta: dict) -> str:
     >>> _eager_text({"graphs": 3})
     ' (3 graphs and the Python between them)'
     """
+    call = _call_text(meta)
+    if call is not None:
+        return call
     graphs = meta.get("graphs", 1)
     what = "graph" if graphs == 1 else f"{graphs} graphs and the Python between them"
     eager = meta.get("eager_forward_median_ns")

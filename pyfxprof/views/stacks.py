@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.files import open_output
+from ..data.outside_graph import function_label, outside_column, python_functions
 from ..data.profile import Profile
 from ..data.stats import node_statistics
 from ..errors import ArgumentError
@@ -60,6 +61,22 @@ def stack_weights(profile: Profile, metric: str = "median", by: str = "module"
     return list(zip(stacks, weights))
 
 
+def with_functions(profile: Profile, weighted: list) -> list[tuple[list[str], int]]:
+    """`weighted` (stack_weights) with the `(Python outside the graph)` row's weight split
+    into one frame under it per Python function that spends it
+    (data.outside_graph.python_functions, by share), its rest on the row itself."""
+    column = outside_column(profile)
+    functions = python_functions(profile)
+    if column is None or functions.empty:
+        return weighted
+    frames, weight = weighted[column]
+    parts = [(frames + [frame_name(function_label(row))], int(round(row["share"] * weight)))
+             for row in functions.to_dict("records")]
+    rest = weight - sum(part for _, part in parts)
+    return (weighted[:column] + ([(frames, rest)] if rest > 0 else []) + parts
+            + weighted[column + 1:])
+
+
 def _metric_values(profile: Profile, metric: str) -> np.ndarray:
     """Per-node ns of ``metric`` (METRICS, or a torch.profiler metric of TORCH_METRICS)."""
     metric = TORCH_METRICS.get(metric, metric)
@@ -81,12 +98,14 @@ def _stack(modules: tuple, name: str, module_call: bool) -> list[str]:
 
 
 def folded_stacks(profile: Profile, metric: str = "median", by: str = "module") -> list[str]:
-    """One folded line per node: ``root;mod;mod.sub;node <weight ns>``.
+    """One folded line per node: ``root;mod;mod.sub;node <weight ns>`` (and one per Python
+    function under the `(Python outside the graph)` row).
 
     >>> folded_stacks(prof)[:1]  # doctest: +SKIP
     ['root;layer1;layer1.0;layer1.0.conv1 41250']
     """
-    return [f"{';'.join(frames)} {weight}" for frames, weight in stack_weights(profile, metric, by)]
+    return [f"{';'.join(frames)} {weight}"
+            for frames, weight in with_functions(profile, stack_weights(profile, metric, by))]
 
 
 def export_stacks(profile: Profile, path, metric: str = "median", by: str = "module") -> None:

@@ -296,3 +296,10 @@ def test_diff_renders_as_html_in_notebooks():
     assert "<th" in page and "main median" in page and "pr median" in page
     assert "pyfxprof diff — main" in page
     assert page.count("<tr>") == 1 + min(20, len(result.compare()))
+
+
+def test_the_outside_row_is_diffed_like_a_node():
+    from tests.outside_profiles import outside_profile
+    frame = diff(outside_profile(outside_ns=3000), outside_profile(outside_ns=6000)).compare()
+    row = frame[frame["name"] == "(Python outside the graph)"].iloc[0]
+    assert row["diff_duration"] == pytest.approx(3000, rel=0.05)

@@ -151,10 +151,18 @@ def _python_spin(ns):
     spin(None, ns)
 
 
-def test_dynamo_rung_states_the_eager_forward_beside_the_graph():
-    prof = pyfxprof.profile(SlowTail(), (torch.randn(8, 8),), runs=3, warmup=1,
+def test_the_python_outside_the_graph_is_a_row_of_the_users_call():
+    prof = pyfxprof.profile(SlowTail(), (torch.randn(8, 8),), runs=5, warmup=1,
                             capture="dynamo", progress=False)
-    eager, graph = prof.meta["eager_forward_median_ns"], np.median(prof.run_totals)
-    assert prof.meta["eager_forward_runs"] == 3
-    assert eager >= 3e6 > graph  # the eager forward runs the Python the graph leaves out
-    assert f"(graph; eager forward {format_ns(eager)} median" in prof.table().splitlines()[1]
+    call = prof.meta["call"]
+    assert call["runs"] == 5 and call["resolved"]
+    assert call["median_ns"] >= 3e6 > call["graph_median_ns"]  # the spin is not in the graph
+    names = prof.nodes["name"].tolist()
+    outside = prof.samples[:, names.index("(Python outside the graph)")]
+    assert np.median(outside) >= 0.9 * 3e6
+    # the rows sum to the user's call: the run totals are the call's, coverage a share of it
+    assert abs(np.median(prof.run_totals) - call["median_ns"]) <= 0.1 * call["median_ns"]
+    assert prof.meta["coverage"] < 0.5 < prof.meta["graph_coverage"]
+    assert "(your call; graph" in prof.table().splitlines()[1]
+    functions = [row["function"] for row in call["functions"]]
+    assert "_python_spin" in functions[:3] or "spin" in " ".join(functions[:3])

@@ -285,3 +285,12 @@ def test_operator_slices_are_named_as_key_averages_names_them():
     ops = [e["name"] for e in complete_events(chrome_trace(profile)) if e["cat"] == "cpu_op"]
     assert ops[:3] == ["Conv2d", "aten::add_", "Tensor.view"]
     assert "aten::add_" in {row.key for row in key_averages(profile)}
+
+
+def test_the_outside_row_is_a_slice_of_every_run():
+    from tests.outside_profiles import outside_profile
+    prof = outside_profile()
+    events = chrome_trace(prof)["traceEvents"]
+    slices = [e for e in events if e.get("ph") == "X" and "outside the graph" in e["name"]]
+    assert len(slices) == prof.n_runs
+    assert sorted({round(e["dur"] * 1000) for e in slices}) == [2950, 3050]

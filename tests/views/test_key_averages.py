@@ -173,3 +173,11 @@ def test_python_operators_on_tensors_are_named_by_torchs_aten_ops():
     assert len(on_ints) >= 2 and (on_ints["kind"] == on_ints["target"]).all()  # n + 1, n - 1
     rows = {row.key: row for row in prof.key_averages()}
     assert rows["aten::add_"].count == 1 and rows["aten::add"].count == 5
+
+
+def test_the_outside_row_is_an_event_of_its_own():
+    from tests.outside_profiles import outside_profile
+    rows = {row.key: row for row in outside_profile().key_averages()}
+    outside = [row for key, row in rows.items() if "outside the graph" in key]
+    assert len(outside) == 1 and outside[0].count == 10
+    assert outside[0].cpu_time_total == pytest.approx(30000 / 1000)  # µs over 10 runs

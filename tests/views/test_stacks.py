@@ -201,3 +201,14 @@ def test_container_children_are_labelled_with_their_type():
     _, found = frames(flamegraph_svg(Profile(nodes, SAMPLES * 100, SAMPLES.sum(axis=1) * 100)))
     labels = {frame_name(title): label for title, _, label in found}
     assert labels["0"] == "0 Conv2d" and labels["1.0"] == "1.0"
+
+
+def test_the_outside_row_has_a_frame_per_python_function_summing_to_it():
+    from tests.outside_profiles import outside_profile
+    lines = folded_stacks(outside_profile())
+    outside = [line for line in lines if line.startswith("root;(Python outside the graph)")]
+    assert outside == ["root;(Python outside the graph);Net.forward [model] ×1 1800",
+                       "root;(Python outside the graph);Module._call_impl [torch] ×4 900",
+                       "root;(Python outside the graph);torch._C._get_tracing_state "
+                       "[torch (C)] ×4 300"]
+    assert "Module._call_impl [torch] ×4" in flamegraph_svg(outside_profile())

@@ -1,0 +1,220 @@
+"""The user's call as the denominator: the `(Python outside the graph)` row (the user's own
+call minus the graph's run, timed interleaved) and its breakdown by Python function.
+
+A graph replays the model's ops without the Python around them (module calls, mask building,
+output wrappers). `profile()` times the user's own call between the instrumented runs; the
+difference becomes a row of its own when it is above the noise, and `Total %`, coverage and
+rankings become shares of the call (docs/profile.md, "The user's call").
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .profile import Profile
+from .validate import OUTSIDE_GRAPH_OP, model_nodes, run_coverage
+
+#: The row's name (its op, OUTSIDE_GRAPH_OP, is one of validate.NOT_NODES: not a model node).
+OUTSIDE_GRAPH = "(Python outside the graph)"
+#: Functions named under the row in tables and trees (all kept ones go to the flame graph).
+SHOWN_FUNCTIONS = 5
+#: Confidence of the interval on the median difference that decides "above the noise".
+CONFIDENCE = 0.95
+
+
+def median_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """A distribution-free interval on the median of ``values`` (order statistics of the
+    binomial(n, 1/2)); (min, max) when there are too few values to reach ``confidence``.
+
+    >>> median_interval(list(range(1, 21)))
+    (6.0, 15.0)
+    """
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    n = len(ordered)
+    if n == 0:
+        return (math.nan, math.nan)
+    tail, k = (1.0 - confidence) / 2.0, 0
+    cumulative = 0.0
+    while k < n // 2:
+        cumulative += math.comb(n, k) / 2.0 ** n
+        if cumulative > tail:
+            break
+        k += 1
+    k = max(k - 1, 0) if k else 0
+    return (float(ordered[k]), float(ordered[n - 1 - k]))
+
+
+def call_meta(call_ns, graph_ns) -> dict:
+    """``meta["call"]`` of the user's calls `call_ns` and the graph's runs `graph_ns` (paired
+    in the order they alternated): the call's and the graph's medians, the median of the
+    paired differences (the Python outside the graph) with its 95% interval, and
+    ``resolved``: the interval lies above zero.
+
+    >>> meta = call_meta([300, 310, 305, 290, 300, 320], [100, 100, 110, 90, 100, 100])
+    >>> meta["outside_median_ns"], meta["resolved"]
+    (200.0, True)
+    """
+    call = np.asarray(call_ns, dtype=np.int64)
+    graph = np.asarray(graph_ns, dtype=np.int64)[:len(call)]
+    difference = call[:len(graph)] - graph
+    low, high = median_interval(difference)
+    return {"median_ns": float(np.median(call)), "runs": int(len(call)),
+            "graph_median_ns": float(np.median(graph)),
+            "outside_median_ns": float(np.median(difference)),
+            "outside_low_ns": low, "outside_high_ns": high, "resolved": bool(low > 0)}
+
+
+def _blank(series: pd.Series):
+    """The value the outside row takes in an extra nodes column (nothing measured)."""
+    if pd.api.types.is_bool_dtype(series):
+        return False
+    if pd.api.types.is_integer_dtype(series):
+        return 0
+    if pd.api.types.is_float_dtype(series):
+        return math.nan
+    first = next((v for v in series.tolist() if v is not None), None)
+    return () if isinstance(first, tuple) else "" if isinstance(first, str) else None
+
+
+def _with_row(nodes: pd.DataFrame, root_type: str) -> pd.DataFrame:
+    """`nodes` with the outside row appended (every extra column blank)."""
+    row = {"index": len(nodes), "name": OUTSIDE_GRAPH, "op": OUTSIDE_GRAPH_OP,
+           "target": "Python outside the graph (module calls, glue)",
+           "module_path": "", "module_type": root_type, "module_stack": ()}
+    row.update({c: -1 if c == "graph" else _blank(nodes[c])  # -1: no graph's, as between
+                for c in nodes.columns if c not in row})
+    extended = pd.concat([nodes, pd.DataFrame([row], columns=nodes.columns)],
+                         ignore_index=True)
+    for column in nodes.columns:  # keep each column's dtype (concat may widen it)
+        if extended[column].dtype != nodes[column].dtype and len(nodes):
+            try:
+                extended[column] = extended[column].astype(nodes[column].dtype)
+            except (TypeError, ValueError):
+                pass
+    return extended
+
+
+def with_outside_graph(profile: Profile, call_ns, functions: list | None = None) -> Profile:
+    """`profile` (the graph's runs) measured against the user's calls `call_ns`, timed
+    interleaved with its runs: ``meta["call"]`` (call_meta, plus the ``functions`` that
+    spend the difference, see python_functions) and, when the difference is above the
+    noise, the OUTSIDE_GRAPH row (per run: the call minus the graph's run, at least 0),
+    run totals that are the graph's run plus that row, and coverage of the call
+    (``meta["graph_coverage"]`` keeps the graph's).
+
+    >>> nodes = pd.DataFrame({"index": [0], "name": ["mm"], "op": ["call_function"],
+    ...     "target": ["mm"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
+    >>> graph = Profile(nodes, np.array([[90]] * 6), np.array([100] * 6), {"coverage": 0.9})
+    >>> prof = with_outside_graph(graph, [300, 310, 305, 290, 300, 320])
+    >>> prof.nodes["name"].tolist(), prof.run_totals.tolist()[:2], round(prof.meta["coverage"], 3)
+    (['mm', '(Python outside the graph)'], [300, 310], 0.298)
+    """
+    meta = dict(profile.meta)
+    meta["call"] = {**call_meta(call_ns, profile.run_totals), "functions": list(functions or [])}
+    if not meta["call"]["resolved"] or len(call_ns) < profile.n_runs:
+        return Profile(profile.nodes, profile.samples, profile.run_totals, meta,
+                       profile.device_samples, profile.run_starts, profile.run_noise,
+                       profile.backward_samples)
+    outside = np.maximum(np.asarray(call_ns, np.int64)[:profile.n_runs] - profile.run_totals, 0)
+    add = lambda array: None if array is None else np.hstack(  # noqa: E731
+        [array, np.zeros((array.shape[0], 1), np.int64)])
+    samples = np.hstack([profile.samples, outside[:, None]])
+    totals = profile.run_totals + outside
+    nodes = _with_row(profile.nodes, str(profile.nodes["module_type"].iloc[0])
+                      if profile.n_nodes else "model")
+    if "coverage" in meta:
+        meta["graph_coverage"] = meta["coverage"]
+        meta["coverage"] = run_coverage(samples[:, model_nodes(nodes)], totals)
+    return Profile(nodes, samples, totals, meta, add(profile.device_samples),
+                   profile.run_starts, profile.run_noise, add(profile.backward_samples))
+
+
+def call_figure(call, key: str) -> float | None:
+    """``call[key]`` as a finite float, or None (a saved file's meta may hold anything).
+
+    >>> call_figure({"median_ns": 5}, "median_ns"), call_figure({"median_ns": "x"}, "median_ns")
+    (5.0, None)
+    """
+    value = call.get(key) if isinstance(call, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def outside_column(profile: Profile) -> int | None:
+    """The samples column of the OUTSIDE_GRAPH row, or None."""
+    found = np.flatnonzero((profile.nodes["op"] == OUTSIDE_GRAPH_OP).to_numpy())
+    return int(found[0]) if found.size else None
+
+
+def _is_function(row) -> bool:
+    """A breakdown entry as python_breakdown writes it (a saved file may hold anything)."""
+    return (isinstance(row, dict) and all(isinstance(row.get(k), str) for k in
+                                          ("function", "origin", "file_line"))
+            and all(call_figure(row, k) is not None for k in ("calls", "self_ns")))
+
+
+def python_functions(profile: Profile, top: int | None = None) -> pd.DataFrame:
+    """``Profile.python_outside``: the Python functions that spend the `(Python outside the
+    graph)` row, largest first (the folded rest last): ``function``,
+    ``origin`` (model, torch, transformers, builtin...), ``file_line``, ``calls`` (per
+    call), ``self_ns`` (the row's median shared in proportion to each function's self time
+    measured on untimed profiled calls, see docs/profile.md) and ``share`` (0..1 of the
+    row). Empty when there is no row or no breakdown was measured.
+
+    >>> prof.python_outside(top=5)  # doctest: +SKIP
+    """
+    call = profile.meta.get("call")
+    functions = call.get("functions") if isinstance(call, dict) else None
+    rows = [dict(row) for row in functions if _is_function(row)] if isinstance(
+        functions, list) else []
+    column = outside_column(profile)
+    columns = ["function", "origin", "file_line", "calls", "self_ns", "share"]
+    if column is None or not rows:
+        return pd.DataFrame(columns=columns)
+    measured = float(sum(max(float(row.get("self_ns", 0.0)), 0.0) for row in rows))
+    row_median = float(np.median(profile.samples[:, column]))
+    frame = pd.DataFrame(rows).reindex(columns=columns[:-1])
+    frame["share"] = frame["self_ns"].clip(lower=0.0) / measured if measured else 0.0
+    frame["self_ns"] = frame["share"] * row_median
+    rest = frame["function"].str.startswith("(other ")  # the folded rest stays last
+    frame = frame.assign(_rest=rest).sort_values(["_rest", "self_ns"], ascending=[True, False],
+                                                 kind="stable")
+    frame = frame.drop(columns="_rest").reset_index(drop=True)
+    return frame if top is None else frame.iloc[:top]
+
+
+def call_share(profile: Profile) -> float | None:
+    """The outside row's median as a share (0..1) of the user's call median, or None."""
+    column, call = outside_column(profile), call_figure(profile.meta.get("call"), "median_ns")
+    if column is None or not call:
+        return None
+    return float(np.median(profile.samples[:, column])) / call
+
+
+def function_label(row) -> str:
+    """'Module._call_impl [torch] ×12' for a row of python_functions.
+
+    >>> function_label({"function": "Net.forward", "origin": "model", "calls": 1.0})
+    'Net.forward [model] ×1'
+    """
+    calls = float(row["calls"])
+    count = f"{calls:g}" if calls < 100 else f"{calls:.0f}"
+    return f"{row['function']} [{row['origin']}] ×{count}" if row["origin"] else row["function"]
+
+
+def tree_rows(profile: Profile) -> list[tuple[str, float]]:
+    """(label, median ns) of the module tree's lines for the outside row, a child of the
+    root, and its SHOWN_FUNCTIONS top functions under it; [] without the row."""
+    column = outside_column(profile)
+    if column is None:
+        return []
+    functions = python_functions(profile, top=SHOWN_FUNCTIONS).to_dict("records")
+    rows = [(f"└─ {OUTSIDE_GRAPH}", float(np.median(profile.samples[:, column])))]
+    for i, row in enumerate(functions):
+        branch = "└─" if i == len(functions) - 1 else "├─"
+        rows.append((f"   {branch} {function_label(row)}", float(row["self_ns"])))
+    return rows

@@ -1,0 +1,100 @@
+"""The (Python outside the graph) row: the interval, the row, coverage of the call, the
+breakdown's scaling, the tree and persistence (old files too)."""
+
+import numpy as np
+import pytest
+
+import pyfxprof
+from pyfxprof.data import persist
+from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, median_interval,
+                                         outside_column, python_functions, tree_rows,
+                                         with_outside_graph)
+from tests.outside_profiles import FUNCTIONS, graph_profile, outside_profile
+
+
+def test_median_interval_is_the_binomial_order_statistics():
+    # n = 20: P(X <= 5) = 0.021 <= 0.025 < P(X <= 6): the 6th and 15th values
+    assert median_interval(list(range(1, 21))) == (6.0, 15.0)
+    assert median_interval([3, 1, 2, 5, 4]) == (1.0, 5.0)  # too few for 95%: min and max
+
+
+def test_call_meta_is_resolved_only_when_the_interval_is_above_zero():
+    above = call_meta([310, 290] * 5, [100] * 10)
+    assert (above["outside_median_ns"], above["resolved"]) == (200.0, True)
+    noise = call_meta([120, 80] * 5, [100] * 10)
+    assert noise["resolved"] is False and noise["outside_low_ns"] < 0 < noise["outside_high_ns"]
+
+
+def test_the_row_makes_the_totals_the_users_call_and_coverage_a_share_of_it():
+    prof = outside_profile()
+    names = prof.nodes["name"].tolist()
+    assert names == ["mm", "relu", OUTSIDE_GRAPH]
+    assert prof.samples[:, 2].tolist() == [2950, 3050] * 5
+    assert prof.run_totals.tolist() == [3950, 4050] * 5  # the user's calls
+    assert prof.meta["graph_coverage"] == 0.9
+    assert prof.meta["coverage"] == pytest.approx(900 / 4000, rel=0.02)
+    assert call_share(prof) == pytest.approx(3000 / 4000)
+    # extra columns get blanks of their own type; the row is not a model node
+    row = prof.nodes.iloc[2]
+    assert (row["flops"], row["source"], row["module_stack"]) == (0, "", ())
+    assert prof.nodes["flops"].dtype == np.int64
+    # the rows sum to the call: Total % is a share of it
+    df = prof.to_dataframe()
+    assert df["median"].sum() == pytest.approx(np.median(prof.run_totals), rel=0.05)
+    assert df.loc[2, "pct_total"] == pytest.approx(3000 / 3900 * 100, rel=0.01)
+
+
+def test_noise_gives_no_row_and_the_meta_says_so():
+    graph = graph_profile()
+    prof = with_outside_graph(graph, [1040, 960] * 5, FUNCTIONS)
+    assert outside_column(prof) is None and prof.n_nodes == 2
+    assert prof.meta["call"]["resolved"] is False
+    assert (prof.run_totals == graph.run_totals).all() and prof.meta["coverage"] == 0.9
+    assert "below the noise" in prof.table().splitlines()[1]
+    assert python_functions(prof).empty and call_share(prof) is None
+
+
+def test_device_and_backward_samples_get_an_empty_column():
+    graph = graph_profile(4)
+    graph = pyfxprof.Profile(graph.nodes, graph.samples, graph.run_totals, graph.meta,
+                             device_samples=graph.samples, backward_samples=graph.samples)
+    prof = with_outside_graph(graph, [5000] * 4)
+    assert prof.device_samples[:, 2].tolist() == [0] * 4
+    assert prof.backward_samples[:, 2].tolist() == [0] * 4
+
+
+def test_functions_share_the_rows_median_by_profiled_self_time():
+    functions = python_functions(outside_profile())
+    assert functions["function"].tolist() == ["Net.forward", "Module._call_impl",
+                                              "torch._C._get_tracing_state"]
+    assert functions["share"].tolist() == pytest.approx([0.6, 0.3, 0.1])
+    assert functions["self_ns"].sum() == pytest.approx(3000.0)  # the row's median
+    assert len(python_functions(outside_profile(), top=2)) == 2
+
+
+def test_the_tree_has_the_row_under_the_root_with_its_functions():
+    text = outside_profile().tree()
+    lines = text.splitlines()
+    assert lines[0].startswith("Net")
+    assert lines[1].startswith("└─ (Python outside the graph)") and "3.00 µs" in lines[1]
+    assert lines[2].startswith("   ├─ Net.forward [model] ×1") and "1.80 µs" in lines[2]
+    assert lines[-1].startswith("   └─ torch._C._get_tracing_state")
+    assert [label for label, _ in tree_rows(graph_profile())] == []
+
+
+def test_saved_profiles_keep_the_row_and_the_call(tmp_path):
+    prof = outside_profile()
+    prof.save(tmp_path / "p.json")
+    loaded = pyfxprof.load(tmp_path / "p.json")
+    assert loaded == prof
+    assert loaded.meta["coverage"] == pytest.approx(prof.meta["coverage"])
+    assert python_functions(loaded)["self_ns"].tolist() == pytest.approx(
+        python_functions(prof)["self_ns"].tolist())
+
+
+def test_a_version_2_file_without_the_row_still_loads(tmp_path):
+    document = persist.to_document(graph_profile())
+    document["version"] = 2
+    loaded = persist.from_document(document)
+    assert loaded == graph_profile() and "call" not in loaded.meta
+    assert "your call" not in loaded.table().splitlines()[1]
