@@ -17,7 +17,8 @@ from ..capture.inputs import split_inputs
 from ..capture.ladder import Prepared, check_model, copied_inputs, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.source import keeping_library_frames
-from ..capture.model_state import autograd_mode, evaluation_mode, grad_context
+from ..capture.model_state import (autograd_mode, evaluation_mode, grad_context,
+                                   keeping_rng_state)
 from ..capture.tracing import CAPTURE_MODES, fx_sources_released
 from ..data.profile import Profile
 from ..data.validate import run_coverage
@@ -47,6 +48,7 @@ CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES
 
 
 @fx_sources_released()
+@keeping_rng_state
 def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
             warmup: int = 10, mode: str = "codegen", *, grad: bool = False,
             name: str | None = None, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
