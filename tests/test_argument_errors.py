@@ -42,6 +42,12 @@ CASES = {
     "TorchScript": lambda p: _profile(torch.jit.script(MODEL)),
     "TorchScript ": lambda p: _profile(torch.jit.trace(MODEL, X)),
     "TorchScript  ": lambda p: pyfxprof.Profiler(torch.jit.script(MODEL)),
+    "row_limit ": lambda p: p.key_averages().table(row_limit=2.5),
+    "row_limit  ": lambda p: p.key_averages().table(row_limit="3"),
+    "group_by_stack_n": lambda p: p.key_averages(group_by_stack_n="3"),
+    "metric ": lambda p: p.export("x.json", metric="median"),
+    "bogus": lambda p: p.export("x.csv", bogus=1),
+    "loss_fn": lambda p: _profile(backward=True, loss_fn=5),
 }
 
 
