@@ -67,6 +67,7 @@ def test_one_line_naming_the_argument(argument, tmp_path, monkeypatch):
     (["--threads", "100000"], "--threads 100000 is more than 1024"),
     (["--device", "meta"], "device 'meta' runs no operations"),
     (["--ranks-out", "existing"], "--ranks-out existing: File exists"),
+    (["--backward"], "no parameter of this model (nor any input) requires grad"),
 ])
 def test_cli_mistakes_are_one_line(argv, expected, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
