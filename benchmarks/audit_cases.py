@@ -249,6 +249,19 @@ def _dataclass_backward(capture: str) -> str | None:
     return None
 
 
+def _profiler_dataclass_backward() -> str | None:
+    model = DataclassOutput()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pyfxprof.Profiler(model, backward=True) as p:
+        for _ in range(6):
+            optimizer.zero_grad()
+            p.model(torch.randn(2, 4)).loss.backward()
+            optimizer.step()
+            p.step()
+    note = p.profiles[-1].meta.get("backward_note")
+    return None if p.profiles[-1].backward_samples is not None else f"no backward: {note}"
+
+
 def _compiled_diffs(folder) -> str | None:
     from pyfxprof.analyses.compiled import CompiledDiff
     from pyfxprof.cli.main import main
@@ -288,6 +301,7 @@ def round4_behaviour(folder) -> dict:
         ("hooks", dict(capture="hooks")))}
     checks.update({f"dataclass output, backward on {c}": (lambda c=c: _dataclass_backward(c))
                    for c in ("fx", "dynamo")})
+    checks["dataclass output, Profiler(backward=True)"] = _profiler_dataclass_backward
     checks["eager vs compiled diff, both orders, API and CLI"] = lambda: _compiled_diffs(folder)
     checks["torch.compile options listed"] = _fullgraph_listed
     checks["torch.profiler trace of 3 calls"] = lambda: _trace_runs(folder)

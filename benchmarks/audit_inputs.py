@@ -430,7 +430,10 @@ def audit_behaviour(folder: Path, quick: bool) -> None:
     checks = audit_cases.round4_behaviour(folder)
     for what, check in checks.items():
         problem = [None]
-        if attempt(what, lambda: problem.__setitem__(0, check())) == "ok" and problem[0]:
+        outcome = attempt(what, lambda: problem.__setitem__(0, check()))
+        if outcome == "refused":  # a one-line refusal of what should work is wrong too
+            problem[0] = "refused"
+        if outcome != "traceback" and problem[0]:
             wrong += 1
             COUNTS["wrong"] += 1
             print(f"  WRONG: {what}: {problem[0]}")

@@ -79,3 +79,18 @@ def test_backward_through_dataclass_and_nested_outputs(capture, model, loss_fn):
     linear = prof.nodes.index[prof.nodes["module_path"] == "linear"][0]
     assert (prof.backward_samples[:, linear] > 0).all()  # the Linear's backward was timed
     assert torch.equal(net.linear.weight, weight) and net.linear.weight.grad is None
+
+
+def test_the_profiler_times_the_backward_of_a_dataclass_output():
+    net = ReturnsDataclass()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+    with pyfxprof.Profiler(net, backward=True) as p:
+        for _ in range(6):
+            optimizer.zero_grad()
+            p.model(torch.randn(2, 4)).loss.backward()
+            optimizer.step()
+            p.step()
+    prof = p.profiles[-1]
+    assert prof.backward_samples is not None and "backward_note" not in prof.meta
+    linear = prof.nodes.index[prof.nodes["module_path"] == "linear"][0]
+    assert (prof.backward_samples[:, linear] > 0).all()
