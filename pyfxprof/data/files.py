@@ -81,7 +81,9 @@ def read_maybe_gzipped(path: Path, doing: str) -> bytes:
     """
     try:
         with open(path, "rb") as stream:
-            raw = read_capped(stream, MAX_FILE_BYTES)
+            known = os.fstat(stream.fileno())  # a regular file's size is known: no need to read
+            too_big = stat.S_ISREG(known.st_mode) and known.st_size > MAX_FILE_BYTES
+            raw = None if too_big else read_capped(stream, MAX_FILE_BYTES)
     except FileNotFoundError:
         raise PyfxprofError(f"{doing} {path}: no such file; check the path") from None
     except IsADirectoryError:
