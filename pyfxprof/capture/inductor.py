@@ -36,8 +36,10 @@ class CompileSettings:
         """One line for the Profile's notes.
 
         Example:
-            >>> CompileSettings({"max_autotune": True}, None, "profile(compile=...)").describe()
-            "inductor from profile(compile=...) (options {'max_autotune': True}, dynamic=None, fullgraph=False)"
+            >>> settings = CompileSettings({"max_autotune": True}, None, "profile(compile=...)")
+            >>> settings.describe()  # doctest: +NORMALIZE_WHITESPACE
+            "inductor from profile(compile=...) (options {'max_autotune': True}, dynamic=None,
+             fullgraph=False)"
         """
         return (f"inductor from {self.origin} (options {self.config}, dynamic={self.dynamic}, "
                 f"fullgraph={self.fullgraph})")
@@ -83,7 +85,8 @@ def compile_settings(model: torch.nn.Module, compile: Any) -> tuple[torch.nn.Mod
         raise PyfxprofError(f"compile options rejected by Inductor: {first_line(error)}") from None
     fullgraph = options.get("fullgraph", False)
     if not isinstance(fullgraph, bool):
-        raise PyfxprofError(f"compile={{'fullgraph': ...}} must be True or False, got {fullgraph!r}")
+        raise PyfxprofError(f"compile={{'fullgraph': ...}} must be True or False, got "
+                            f"{fullgraph!r}")
     return model, CompileSettings(dict(wrapper.config), wrapper.dynamic, "profile(compile=...)",
                                   fullgraph)
 

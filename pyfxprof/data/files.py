@@ -1,6 +1,6 @@
 """The files pyfxprof reads and writes: bytes of loaded files, gunzipped when they are gzip data
-(at most MAX_FILE_BYTES either way, counted as read: devices and pipes included), and every output written safely; a one-line error naming
-the path and the reason."""
+(at most MAX_FILE_BYTES either way, counted as read: devices and pipes included), and every
+output written safely; a one-line error naming the path and the reason."""
 
 from __future__ import annotations
 

@@ -51,7 +51,8 @@ def test_trace_is_aggregated_by_op_name_one_run_per_model_call(traces):
     events = op_events(control, "aten::linear")
     column = nodes.loc["aten::linear", "index"]
     assert prof.samples[:, column].tolist() == [int(np.rint(e["dur"] * 1000)) for e in events]
-    assert (prof.run_totals >= prof.samples[:, column]).all() and (prof.samples[:, column] > 0).all()
+    assert (prof.run_totals >= prof.samples[:, column]).all()
+    assert (prof.samples[:, column] > 0).all()
     assert prof.meta["source"] == "torch.profiler trace" and prof.meta["runs"] == STEPS
 
 
