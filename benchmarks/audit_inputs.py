@@ -1,8 +1,10 @@
-"""Audit of what pyfxprof does with hostile or mistaken input (the kinds of cases of issue 27):
-mutated saved profiles, bad CLI and API arguments, output targets (links, planted temporary
-names, devices, FIFOs, read-only directories, a full device), names with control characters,
-and peak memory per file size for padded files and gzip bombs. Prints the counts: tracebacks,
-crashes (deaths by a signal), files clobbered, and a table of file size -> peak RSS.
+"""Audit of what pyfxprof does with hostile or mistaken input (the kinds of cases of issues 27
+and 37): mutated saved profiles, bad CLI and API arguments, output targets (links, planted
+temporary names, devices, FIFOs, read-only directories, a full device), names with control
+characters, peak memory per file size for padded files and gzip bombs and per endless input
+(/dev/zero, a FIFO or stdin fed forever), and issue 37's wrong outputs and misleading messages.
+Prints the counts: tracebacks, crashes (deaths by a signal), files clobbered, wrong outputs or
+misleading messages, and tables of input -> peak RSS.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/audit_inputs.py [--only SECTION ...]
      [--mutations 3000] [--quick]
@@ -29,7 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import audit_cases  # noqa: E402
 
-COUNTS = {"cases": 0, "tracebacks": 0, "crashes": 0, "clobbered": 0}
+COUNTS = {"cases": 0, "tracebacks": 0, "crashes": 0, "clobbered": 0, "wrong": 0}
 
 
 def child_env() -> dict:
@@ -53,14 +55,14 @@ def pyfxprof_argv(*args) -> list[str]:
     return [sys.executable, "-c", _PYFXPROF, *map(str, args)]
 
 
-def run_child(argv: list[str], timeout: float = 300, cwd=None) -> dict:
+def run_child(argv: list[str], timeout: float = 300, cwd=None,
+              stdin=subprocess.DEVNULL) -> dict:
     """Run ``argv``: its exit status (negative: the signal), seconds, stderr, and peak RSS in
     MiB when it printed one (see _PYFXPROF)."""
     start = time.perf_counter()
     try:
         child = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env=child_env(), cwd=cwd, stdin=subprocess.DEVNULL,
-                               timeout=timeout)
+                               env=child_env(), cwd=cwd, stdin=stdin, timeout=timeout)
         rc, stderr = child.returncode, child.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         rc, stderr = -9, "timed out"
@@ -159,6 +161,60 @@ def audit_memory(folder: Path, quick: bool) -> None:
         path.unlink()
 
 
+#: Feeders writing forever (until their reader goes): zeros, "{", gzip members of zeros.
+_FEEDERS = {
+    "zeros": "import sys\nb = bytes(1 << 16)\nwhile True: sys.stdout.buffer.write(b)",
+    "braces": "import sys\nb = b'{' * (1 << 16)\nwhile True: sys.stdout.buffer.write(b)",
+    "gzip": "import gzip, sys\nb = gzip.compress(bytes(1 << 20))\n"
+            "while True: sys.stdout.buffer.write(b)"}
+
+
+def _feeder(kind: str, into=subprocess.PIPE) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", _FEEDERS[kind]], stdout=into,
+                            stderr=subprocess.DEVNULL)
+
+
+def _stop(feeder: subprocess.Popen) -> None:
+    """End a feeder this audit started (by its own process object)."""
+    feeder.kill()
+    feeder.wait()
+
+
+def audit_streams(folder: Path, quick: bool) -> None:
+    """`pyfxprof report` of inputs with no size to trust (issue 37): /dev/zero, a FIFO fed
+    forever, stdin fed forever (plain and gzip): each refused in one line at the cap; its
+    peak RSS and time."""
+    from pyfxprof.data.files import MAX_FILE_BYTES
+    print(f"\n(cap {MAX_FILE_BYTES >> 20} MiB read, and as much decompressed)")
+    print("| input | outcome | peak RSS | seconds |\n|---|---|---:|---:|")
+    audit_cases.base_profile().save(folder / "base.json")
+    cases = [("a saved profile (the baseline)", folder / "base.json", None, None),
+             ("/dev/zero (character device, stat size 0)", "/dev/zero", None, None)]
+    for kind in ("zeros", "braces", "gzip"):
+        cases.append((f"FIFO fed forever ({kind})", folder / f"fifo-{kind}", kind, "fifo"))
+        cases.append((f"stdin fed forever ({kind})", "/dev/stdin", kind, "stdin"))
+    for what, path, kind, how in cases:
+        feeder = None
+        if how == "fifo":
+            os.mkfifo(path)
+            feeder = subprocess.Popen(["sh", "-c", f'exec "$0" -c "$1" > "$2"', sys.executable,
+                                       _FEEDERS[kind], str(path)], stderr=subprocess.DEVNULL)
+        elif how == "stdin":
+            feeder = _feeder(kind)
+        try:
+            result = run_child(pyfxprof_argv("report", path), timeout=120,
+                               stdin=feeder.stdout if how == "stdin" else subprocess.DEVNULL)
+        finally:
+            if feeder is not None:
+                _stop(feeder)
+        judge(f"report of {what}", result)
+        lines = result["stderr"].strip().splitlines()
+        outcome = ("loaded" if result["rc"] == 0 else "refused in one line" if len(lines) == 1
+                   else f"{len(lines)} lines")
+        print(f"| {what} | {outcome} | {result['rss_mib']:.0f} MiB | {result['seconds']:.1f} |",
+              flush=True)
+
+
 # ---- command line -----------------------------------------------------------------------------
 
 #: Options of a quick `pyfxprof profile` of audit_cases.Block.
@@ -194,7 +250,9 @@ def cli_cases(folder: Path) -> list[list[str]]:
                ["profile", "audit_cases:VALUES", *INPUT],
                [*PROFILE, *INPUT, "--ranks-out", folder / "existing"],
                [*PROFILE, *INPUT, "--gather-timeout", "-3"],
-               [*PROFILE, "--input", "2x3x9x9"]]
+               [*PROFILE, "--input", "2x3x9x9"],
+               ["profile", "audit_cases:ParameterFree", "--input", "2x4", "--runs", "2",
+                "--backward"]]
     return [[str(a) for a in case] for case in report + profile]
 
 
@@ -305,6 +363,7 @@ def api_cases(folder: Path) -> dict:
         "diff(prof, None)": lambda: pyfxprof.diff(prof, None),
         "diff(None, prof)": lambda: pyfxprof.diff(None, prof)})
     cases.update(_method_cases(prof, folder))
+    cases.update(audit_cases.round4_api_cases(folder))
     return cases
 
 
@@ -344,6 +403,41 @@ def audit_api(folder: Path, quick: bool) -> None:
         outcomes[attempt(what, call)] += 1
     print(f"  {sum(outcomes.values())} API calls: {outcomes['refused']} refused in one line, "
           f"{outcomes['ok']} accepted, {outcomes['traceback']} raw exceptions")
+    misleading = 0
+    cases = audit_cases.round4_api_cases(folder)
+    for what, (must, must_not) in audit_cases.MESSAGES.items():
+        message = _message_of(cases[what])
+        if must not in message or must_not in message:
+            misleading += 1
+            COUNTS["wrong"] += 1
+            print(f"  MISLEADING: {what}: {message[:160]!r}")
+    print(f"  {len(audit_cases.MESSAGES)} messages of issue 37 checked: {misleading} misleading")
+
+
+def _message_of(call) -> str:
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - the message is what is judged
+        return str(error)
+    return "(no error)"
+
+
+def audit_behaviour(folder: Path, quick: bool) -> None:
+    """What issue 37 found wrong (global RNG advanced, dataclass outputs under backward=True,
+    the eager-vs-compiled diff, torch.compile options, a trace's runs): each right, or a
+    wrong output counted."""
+    wrong = 0
+    checks = audit_cases.round4_behaviour(folder)
+    for what, check in checks.items():
+        problem = [None]
+        outcome = attempt(what, lambda: problem.__setitem__(0, check()))
+        if outcome == "refused":  # a one-line refusal of what should work is wrong too
+            problem[0] = "refused"
+        if outcome != "traceback" and problem[0]:
+            wrong += 1
+            COUNTS["wrong"] += 1
+            print(f"  WRONG: {what}: {problem[0]}")
+    print(f"  {len(checks)} behaviours: {wrong} wrong")
 
 
 def writers(prof) -> dict:
@@ -486,8 +580,8 @@ MUTATIONS = [3000]
 # ---- main -------------------------------------------------------------------------------------
 
 IN_CHILD = {"mutations": audit_mutations, "api": audit_api, "outputs": audit_outputs,
-            "names": audit_names}
-SECTIONS = {"memory": audit_memory, "cli": audit_cli, **IN_CHILD}
+            "names": audit_names, "behaviour": audit_behaviour}
+SECTIONS = {"memory": audit_memory, "streams": audit_streams, "cli": audit_cli, **IN_CHILD}
 
 
 def in_child(name: str, quick: bool) -> None:
@@ -529,7 +623,8 @@ def main() -> None:
             else:
                 SECTIONS[name](Path(folder), args.quick)
     print(f"\n{COUNTS['cases']} cases: {COUNTS['tracebacks']} tracebacks, {COUNTS['crashes']} "
-          f"crashes, {COUNTS['clobbered']} files clobbered (load {os.getloadavg()[0]:.2f})")
+          f"crashes, {COUNTS['clobbered']} files clobbered, {COUNTS['wrong']} wrong outputs or "
+          f"misleading messages (load {os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

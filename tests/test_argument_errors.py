@@ -42,6 +42,12 @@ CASES = {
     "TorchScript": lambda p: _profile(torch.jit.script(MODEL)),
     "TorchScript ": lambda p: _profile(torch.jit.trace(MODEL, X)),
     "TorchScript  ": lambda p: pyfxprof.Profiler(torch.jit.script(MODEL)),
+    "row_limit ": lambda p: p.key_averages().table(row_limit=2.5),
+    "row_limit  ": lambda p: p.key_averages().table(row_limit="3"),
+    "group_by_stack_n": lambda p: p.key_averages(group_by_stack_n="3"),
+    "metric ": lambda p: p.export("x.json", metric="median"),
+    "bogus": lambda p: p.export("x.csv", bogus=1),
+    "loss_fn": lambda p: _profile(backward=True, loss_fn=5),
 }
 
 
@@ -61,6 +67,7 @@ def test_one_line_naming_the_argument(argument, tmp_path, monkeypatch):
     (["--threads", "100000"], "--threads 100000 is more than 1024"),
     (["--device", "meta"], "device 'meta' runs no operations"),
     (["--ranks-out", "existing"], "--ranks-out existing: File exists"),
+    (["--backward"], "no parameter of this model (nor any input) requires grad"),
 ])
 def test_cli_mistakes_are_one_line(argv, expected, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -283,6 +283,45 @@ def test_graph_breaks_profile_each_graph():
     assert "2 compiled graph(s)" in " ".join(prof.meta["capture_notes"])
 
 
+def test_fullgraph_is_honoured_and_listed():
+    model, x = Broken().eval(), torch.randn(4, 8)
+    with pytest.raises(PyfxprofError, match="torch.compile failed: .*") as error:
+        pyfxprof.profile(torch.compile(model, fullgraph=True), (x,), **RUNS)
+    assert "\n" not in str(error.value)
+    with pytest.raises(PyfxprofError, match="torch.compile failed"):
+        pyfxprof.profile(model, (x,), compile={"fullgraph": True}, **RUNS)
+    prof = pyfxprof.profile(torch.compile(torch.nn.Linear(8, 8), fullgraph=True, dynamic=False),
+                            (x,), **RUNS)
+    assert "dynamic=False, fullgraph=True" in " ".join(prof.meta["capture_notes"])
+    with pytest.raises(PyfxprofError, match="compile= takes True or a dict with keys .*fullgraph"):
+        pyfxprof.profile(model, (x,), compile={"backend": "eager"}, **RUNS)
+
+
+def test_eager_and_compiled_diff_in_either_order_and_on_the_command_line(net_profiles, tmp_path,
+                                                                         capsys):
+    from pyfxprof.cli.main import main
+    eager, compiled = net_profiles
+    reverse = pyfxprof.diff(compiled, eager, labels=("fast", "slow"))
+    assert isinstance(reverse, CompiledDiff) and reverse.eager is eager
+    assert reverse.labels == ("slow", "fast")
+    eager.save(tmp_path / "eager.json")
+    compiled.save(tmp_path / "compiled.json.gz")
+    for pair in (["eager.json", "compiled.json.gz"], ["compiled.json.gz", "eager.json"]):
+        assert main(["diff", *[str(tmp_path / name) for name in pair]]) == 0
+        out = capsys.readouterr().out
+        assert "block1.conv" in out and "Saving" in out
+    assert main(["diff", str(tmp_path / "eager.json"), str(tmp_path / "compiled.json.gz"),
+                 "--fail-on-regression", "5%"]) == 2
+    err = capsys.readouterr().err
+    assert "--fail-on-regression does not apply to an eager profile against a compiled" in err
+    assert "Traceback" not in err
+
+
+def test_group_by_input_shape_of_a_compiled_profile_says_why(net_profiles):
+    with pytest.raises(PyfxprofError, match="a compiled profile's rows are Inductor kernels"):
+        net_profiles[1].key_averages(group_by_input_shape=True)
+
+
 def test_refusals_are_one_line():
     model = torch.nn.Linear(2, 2)
     with pytest.raises(PyfxprofError, match="compile= takes"):

@@ -16,6 +16,7 @@ Any other exception is a failure. Counts are printed with ``pytest -s``.
 import base64
 import collections
 import contextlib
+import gzip
 import hashlib
 import io
 import json
@@ -23,6 +24,7 @@ import math
 import os
 import shutil
 import tempfile
+import threading
 import tracemalloc
 from pathlib import Path
 from xml.etree import ElementTree
@@ -377,3 +379,40 @@ def test_memory_of_a_load_is_a_small_multiple_of_the_file(padding):
 
 def test_padding_under_the_cap_loads_and_renders():
     _load(_padded(json.dumps([{}, [], 0, ""]).strip("[]"), 1000, 100))
+
+
+def _feed_forever(write_end: int, chunk: bytes) -> None:
+    try:
+        while True:
+            os.write(write_end, chunk)
+    except OSError:  # the reader closed its end
+        pass
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "stdin pipe", "gzip fifo"])
+def test_endless_inputs_are_refused_at_the_cap(kind, tmp_path, monkeypatch, capsys):
+    """Issue 37: `pyfxprof report /dev/zero` read until memory ran out (stat says 0 bytes).
+    A device, a FIFO or a pipe on stdin fed forever is refused in one line once the cap (1 MiB
+    here) is read, compressed or not."""
+    from pyfxprof.data import files
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 1 << 20)
+    chunk = gzip.compress(bytes(1 << 20)) if kind == "gzip fifo" else b"{" * 65536
+    path = "/dev/zero"
+    if kind.endswith("fifo"):
+        path = tmp_path / "endless.json"
+        os.mkfifo(path)
+        threading.Thread(target=lambda: _feed_forever(os.open(path, os.O_WRONLY), chunk),
+                         daemon=True).start()
+    elif kind == "stdin pipe":
+        read_end, write_end = os.pipe()
+        threading.Thread(target=_feed_forever, args=(write_end, chunk), daemon=True).start()
+        path = f"/proc/self/fd/{read_end}"
+    try:
+        assert main(["report", str(path)]) == 2
+    finally:
+        if kind == "stdin pipe":
+            os.close(read_end)
+    err = capsys.readouterr().err.strip()
+    assert "more than 1 MiB; refusing to read it" in err and "\n" not in err, err

@@ -85,6 +85,17 @@ def test_memory_timeline_exports(resnet_memory, tmp_path):
         prof.export_memory_timeline(tmp_path / "cuda.json", device="cuda")
 
 
+@pytest.mark.parametrize("target, reason", [
+    ("", "it is a directory"), ("missing/memory.json", "No such file or directory"),
+    ("missing/memory.html", "No such file or directory"),
+    ("missing/memory.png", "No such file or directory")])
+def test_memory_timeline_to_a_bad_target_is_one_line(resnet_memory, tmp_path, target, reason):
+    prof, _ = resnet_memory
+    with pytest.raises(PyfxprofError, match=reason) as error:
+        prof.export_memory_timeline(tmp_path / target)
+    assert "\n" not in str(error.value) and list(tmp_path.iterdir()) == []
+
+
 def test_without_profile_memory_there_are_no_allocator_columns():
     prof = pyfxprof.profile(torch.nn.Linear(4, 4), (torch.randn(2, 4),), runs=1, warmup=0,
                             progress=False)

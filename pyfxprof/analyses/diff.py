@@ -490,15 +490,20 @@ def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
     over sessions (docs/diff.md).
     min_runs: fewest runs per side for p-values; with fewer, p_value is NaN and categories
     use the relative change alone (like TraceDiff). Host times only.
-    An eager profile against a compiled one (profile(torch.compile(m))) gives a
-    analyses.compiled.CompiledDiff instead: per module path, eager vs kernel time.
+    An eager profile against a compiled one (profile(torch.compile(m))), in either order,
+    gives an analyses.compiled.CompiledDiff instead: per module path, eager vs kernel time
+    (the eager side first). A training-step profile (backward=True) against a forward-only
+    one is refused.
 
     >>> d = diff("base.json", "pr.json", labels=("main", "pr"))   # doctest: +SKIP
     >>> print(d.table(top=10))                                     # doctest: +SKIP
     """
     control, test = _load_side(control, "control"), _load_side(test, "test")
-    if is_compiled_profile(test) and not is_compiled_profile(control):
-        return CompiledDiff(control, test, labels)
+    labels = distinct_labels(labels)
+    _check_same_step(control, test, labels)
+    if is_compiled_profile(control) != is_compiled_profile(test):  # eager always first
+        return (CompiledDiff(test, control, labels[::-1]) if is_compiled_profile(control)
+                else CompiledDiff(control, test, labels))
     if is_exported_profile(test) and not is_exported_profile(control):
         return ExportedDiff(control, test, labels)
     return ProfileDiff(control, test, labels, min_change, alpha, min_runs)
@@ -511,6 +516,17 @@ def _load_side(source, side: str) -> Profile:
             raise ArgumentError(f"{side}: an empty list of profiles; give at least one")
         return merge_sessions([load_input(item) for item in source])
     return load_input(source)
+
+
+def _check_same_step(control: Profile, test: Profile, labels: tuple[str, str]) -> None:
+    """PyfxprofError when one side timed training steps (profile(backward=True)) and the
+    other the forward alone: their totals and nodes do not compare."""
+    trained = [profile.backward_samples is not None for profile in (control, test)]
+    if trained[0] != trained[1]:
+        steps, forward = (labels[0], labels[1]) if trained[0] else (labels[1], labels[0])
+        raise PyfxprofError(f"{steps} timed forward and backward (backward=True) and {forward} "
+                            "the forward alone: their times do not compare; profile both the "
+                            "same way")
 
 
 def _signed_pct(fraction) -> str:

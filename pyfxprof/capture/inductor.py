@@ -17,27 +17,32 @@ from .inputs import BoundInputs
 #: The Inductor setting added to the user's: comments naming each kernel call site and a
 #: kernel -> source node mapping (generated code and kernels are otherwise the same).
 PROVENANCE_CONFIG = {"trace.provenance_tracking_level": 1}
-#: Keys profile(compile={...}) accepts, as torch.compile names them.
-COMPILE_KEYS = ("mode", "dynamic", "options")
+#: Keys profile(compile={...}) accepts, as torch.compile names them (its backend is Inductor).
+COMPILE_KEYS = ("mode", "dynamic", "fullgraph", "options")
 
 
 @dataclass
 class CompileSettings:
     """What torch.compile was (or is to be) given: Inductor config patches (a mode's options
-    included), `dynamic`, and where they came from (for the notes)."""
+    included), `dynamic`, `fullgraph` (a graph break is an error), and where they came from
+    (for the notes)."""
 
     config: dict
     dynamic: bool | None
     origin: str
+    fullgraph: bool = False
 
     def describe(self) -> str:
         """One line for the Profile's notes.
 
         Example:
-            >>> CompileSettings({"max_autotune": True}, None, "profile(compile=...)").describe()
-            "inductor from profile(compile=...) (options {'max_autotune': True}, dynamic=None)"
+            >>> settings = CompileSettings({"max_autotune": True}, None, "profile(compile=...)")
+            >>> settings.describe()  # doctest: +NORMALIZE_WHITESPACE
+            "inductor from profile(compile=...) (options {'max_autotune': True}, dynamic=None,
+             fullgraph=False)"
         """
-        return f"inductor from {self.origin} (options {self.config}, dynamic={self.dynamic})"
+        return (f"inductor from {self.origin} (options {self.config}, dynamic={self.dynamic}, "
+                f"fullgraph={self.fullgraph})")
 
 
 def is_compiled(model: Any) -> bool:
@@ -78,7 +83,12 @@ def compile_settings(model: torch.nn.Module, compile: Any) -> tuple[torch.nn.Mod
                                                      options.get("dynamic"))
     except (RuntimeError, TypeError, KeyError) as error:
         raise PyfxprofError(f"compile options rejected by Inductor: {first_line(error)}") from None
-    return model, CompileSettings(dict(wrapper.config), wrapper.dynamic, "profile(compile=...)")
+    fullgraph = options.get("fullgraph", False)
+    if not isinstance(fullgraph, bool):
+        raise PyfxprofError(f"compile={{'fullgraph': ...}} must be True or False, got "
+                            f"{fullgraph!r}")
+    return model, CompileSettings(dict(wrapper.config), wrapper.dynamic, "profile(compile=...)",
+                                  fullgraph)
 
 
 def _settings_of(optimized: torch.nn.Module) -> CompileSettings:
@@ -92,7 +102,8 @@ def _settings_of(optimized: torch.nn.Module) -> CompileSettings:
         raise PyfxprofError(f"per-kernel profiling needs torch.compile's inductor backend, this "
                             f"model was compiled with {name!r}; profile its _orig_mod eagerly or "
                             "compile it with backend='inductor'")
-    return CompileSettings(dict(backend.config), backend.dynamic, "the torch.compile'd model")
+    return CompileSettings(dict(backend.config), backend.dynamic, "the torch.compile'd model",
+                           bool(getattr(optimized.dynamo_ctx, "fullgraph", False)))
 
 
 @dataclass
@@ -123,7 +134,8 @@ class InductorCapture:
 
     def __post_init__(self) -> None:
         self.compiled = torch.compile(self.module, backend=self._backend,
-                                      dynamic=self.settings.dynamic, isolate_recompiles=True)
+                                      dynamic=self.settings.dynamic,
+                                      fullgraph=self.settings.fullgraph, isolate_recompiles=True)
 
     def _backend(self, gm: fx.GraphModule, example_inputs: list) -> Any:
         from torch._inductor.compile_fx import compile_fx

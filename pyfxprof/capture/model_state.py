@@ -1,10 +1,12 @@
 """Running a user's model in eval mode and putting back every module's training flag, its
 buffer and parameter tensors (the same objects) and the values of the buffers its forward
-changed in place afterwards; the autograd and numeric modes calls run in."""
+changed in place afterwards; the autograd and numeric modes calls run in; the global random
+state kept as the caller left it."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import warnings
 from typing import Any, Iterator
@@ -151,6 +153,25 @@ def _same(tensor: torch.Tensor, saved: torch.Tensor) -> bool:
 def _version(tensor: torch.Tensor) -> int | None:
     """The tensor's version counter (None for an inference tensor, which has none)."""
     return None if tensor.is_inference() else tensor._version
+
+
+def keeping_rng_state(function):
+    """``function`` (profile()) leaving torch's global random state as it found it, CPU and
+    every initialised CUDA device: the capture, analysis, warm-up and timed runs draw dropout
+    masks and random inputs that the caller's own calls must draw as if unprofiled.
+
+    Example:
+        >>> draw = keeping_rng_state(lambda: torch.rand(1))
+        >>> _ = torch.manual_seed(0); _ = draw()
+        >>> torch.rand(1)  # the first draw after the seed, as if draw() had not run
+        tensor([0.4963])
+    """
+    @functools.wraps(function)
+    def keeping(*args, **kwargs):
+        devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+        with torch.random.fork_rng(devices=devices):
+            return function(*args, **kwargs)
+    return keeping
 
 
 def grad_context(grad: bool) -> contextlib.AbstractContextManager:

@@ -1,6 +1,6 @@
 """The files pyfxprof reads and writes: bytes of loaded files, gunzipped when they are gzip data
-(at most MAX_FILE_BYTES either way), and every output written safely; a one-line error naming
-the path and the reason."""
+(at most MAX_FILE_BYTES either way, counted as read: devices and pipes included), and every
+output written safely; a one-line error naming the path and the reason."""
 
 from __future__ import annotations
 
@@ -53,6 +53,22 @@ def gunzip_capped(data: bytes, limit: int) -> bytes | None:
     return out.getvalue()
 
 
+def read_capped(stream, limit: int) -> bytes | None:
+    """The bytes of binary ``stream`` up to its end, or None past ``limit`` bytes, counted as
+    they are read: a device (/dev/zero), an endless pipe or stdin stops at the cap, whatever
+    ``stat`` says of its size.
+
+    Example:
+        >>> read_capped(io.BytesIO(b"abc"), 10), read_capped(io.BytesIO(bytes(11)), 10)
+        (b'abc', None)
+    """
+    out = io.BytesIO()
+    while piece := stream.read(_PIECE):
+        if out.write(piece) and out.tell() > limit:
+            return None
+    return out.getvalue()
+
+
 def read_maybe_gzipped(path: Path, doing: str) -> bytes:
     """The contents of `path`, decompressed when they start with the gzip magic or the name
     ends in .gz. Failures raise ``PyfxprofError("<doing> <path>: <reason>")``.
@@ -64,15 +80,18 @@ def read_maybe_gzipped(path: Path, doing: str) -> bytes:
         pyfxprof.errors.PyfxprofError: cannot read missing.json: no such file; check the path
     """
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise _too_large(doing, path, "it holds")
-        raw = path.read_bytes()
+        with open(path, "rb") as stream:
+            known = os.fstat(stream.fileno())  # a regular file's size is known: no need to read
+            too_big = stat.S_ISREG(known.st_mode) and known.st_size > MAX_FILE_BYTES
+            raw = None if too_big else read_capped(stream, MAX_FILE_BYTES)
     except FileNotFoundError:
         raise PyfxprofError(f"{doing} {path}: no such file; check the path") from None
     except IsADirectoryError:
         raise PyfxprofError(f"{doing} {path}: it is a directory, expected a file") from None
     except OSError as error:
         raise PyfxprofError(f"{doing} {path}: {error.strerror or error}") from None
+    if raw is None:
+        raise _too_large(doing, path, "it holds")
     if raw.startswith(GZIP_MAGIC) or path.name.endswith(".gz"):
         try:
             unpacked = gunzip_capped(raw, MAX_FILE_BYTES)

@@ -105,15 +105,42 @@ def _rows(events: list, own: bool) -> list[tuple]:
 
 
 def _step_starts(events: list) -> np.ndarray:
-    """Sorted start times (µs) of the ProfilerStep#N slices of a pyfxprof trace."""
-    return np.sort([float(e["ts"]) for e in events if isinstance(e, dict) and e.get("ph") == "X"
-                    and str(e.get("name", "")).startswith("ProfilerStep#")
-                    and e.get("cat") == "user_annotation"])
+    """Sorted start times (µs) of the ProfilerStep#N slices of a trace (torch.profiler's
+    schedule, or pyfxprof's runs)."""
+    starts = [e.get("ts") for e in events if isinstance(e, dict) and e.get("ph") == "X"
+              and _STEP.match(str(e.get("name", ""))) and e.get("cat") == "user_annotation"]
+    return np.sort(pd.to_numeric(pd.Series(starts, dtype=object), errors="coerce").dropna()
+                   .to_numpy(np.float64))
+
+
+def _call_starts(frame: pd.DataFrame) -> np.ndarray:
+    """Start times (µs) of the repeated calls of a trace without ProfilerStep slices: when
+    its top-level events (those inside no other) are k > 1 copies of one sequence of names
+    (``for _ in range(k): model(x)`` under the profiler), the start of each copy; else none.
+
+    Example:
+        >>> f = pd.DataFrame({"name": ["a", "b", "a", "b"], "ts": [0.0, 5, 10, 15],
+        ...                   "dur": [4.0, 4, 4, 4]})
+        >>> _call_starts(f).tolist()
+        [0.0, 10.0]
+    """
+    names, starts, end = [], [], -np.inf
+    for name, ts, dur in zip(frame["name"], frame["ts"], frame["dur"]):
+        if ts >= end:
+            names.append(name)
+            starts.append(ts)
+            end = ts + dur
+    count = len(names)
+    for period in range(1, count // 2 + 1):
+        if count % period == 0 and names == names[:period] * (count // period):
+            return np.array(starts[::period], dtype=np.float64)
+    return np.zeros(0)
 
 
 def _complete_events(data, path) -> pd.DataFrame:
-    """Columns name, cat, ts, dur (µs, float) and step (the run within the file: the
-    ProfilerStep of a pyfxprof trace, else 0) of the op events of one trace."""
+    """Columns name, cat, ts, dur (µs, float) and step (the run within the file: its
+    ProfilerStep slice, else its repeated model call, else 0) of the op events of one trace,
+    in start order."""
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise PyfxprofError(f"cannot read {path}: no traceEvents list; expected a torch.profiler "
@@ -126,7 +153,10 @@ def _complete_events(data, path) -> pd.DataFrame:
     if frame.empty:
         raise PyfxprofError(f"cannot read {path}: no complete (\"ph\": \"X\") op events to "
                             "aggregate; was the profiler active?")
-    steps = _step_starts(events) if own else np.zeros(0)
+    frame = frame.sort_values("ts", kind="stable")
+    steps = _step_starts(events)
+    if not steps.size and not own:
+        steps = _call_starts(frame)
     where = np.searchsorted(steps, frame["ts"].to_numpy(), side="right") - 1
     frame["step"] = np.clip(where, 0, None) if steps.size else 0
     return frame
@@ -140,7 +170,8 @@ def _span_ns(frame: pd.DataFrame) -> int:
 
 def profile_from_traces(traces, name: str) -> Profile:
     """A Profile of parsed traces ``[(path, data), ...]``: one node per op name, one run per
-    file (per ``ProfilerStep#N`` for traces written by pyfxprof itself).
+    ``ProfilerStep#N`` slice of each file (torch.profiler's schedule, pyfxprof's own traces),
+    else per repeated call of the model in it (see _call_starts), else per file.
 
     Node columns: ``name`` and ``target`` = op name (``ProfilerStep#N`` becomes
     ``ProfilerStep``), ``op`` = event category of its first event (``cpu_op``, ``kernel``, …),

@@ -169,7 +169,7 @@ def compiled_capture(module: torch.nn.Module, settings: CompileSettings, bound: 
         True
     """
     key = None if cache_key is None else ("inductor", repr(settings.config), settings.dynamic,
-                                          *cache_key)
+                                          settings.fullgraph, *cache_key)
     capture = None if key is None else CAPTURES.lookup(module, key)
     if capture is not None:
         compiled_before = len(capture.graphs)

@@ -18,7 +18,8 @@ from ..capture.inputs import split_inputs
 from ..capture.ladder import Prepared, check_model, copied_inputs, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.source import keeping_library_frames
-from ..capture.model_state import autograd_mode, evaluation_mode, grad_context, numeric_mode
+from ..capture.model_state import (autograd_mode, evaluation_mode, grad_context,
+                                   keeping_rng_state, numeric_mode)
 from ..capture.tracing import CAPTURE_MODES, fx_sources_released
 from ..data.op_names import range_names
 from ..data.profile import Profile
@@ -51,6 +52,7 @@ CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES
 
 
 @fx_sources_released()
+@keeping_rng_state
 def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
             warmup: int = 10, mode: str = "codegen", *, grad: bool = False,
             name: str | None = None, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),

@@ -9,14 +9,14 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 import torch
-from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..capture.inputs import split_inputs
+from ..capture.outputs import flatten
 from ..data.profile import Profile
 from ..data.validate import run_coverage
-from ..errors import PyfxprofError
+from ..errors import ArgumentError, PyfxprofError, first_line
 from ..timing.aot_backward import AotStep
-from ..timing.backward import (EXTRA_ROWS, BackwardMarks, aot_refusal,
+from ..timing.backward import (EXTRA_ROWS, BackwardMarks, aot_refusal, autograd_nodes,
                                calibrate_backward_hook, row_of_positions)
 from ..timing.durations import RunTimings
 
@@ -60,7 +60,7 @@ def graph_loss(prepared, model: torch.nn.Module, example_inputs: Any,
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        leaves, spec = tree_flatten(model(*args, **kwargs))
+        leaves, rebuild = flatten(model(*args, **kwargs))
         torch.manual_seed(0)
         flat = list(prepared.captured.graph_module(*prepared.args))
     picks = [next((k for k, out in enumerate(flat) if _same_tensor(leaf, out)), None)
@@ -68,9 +68,38 @@ def graph_loss(prepared, model: torch.nn.Module, example_inputs: Any,
     constants = [leaf.detach() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
 
     def loss_of_graph_outputs(outputs):
-        return loss_fn(tree_unflatten([constants[j] if k is None else outputs[k]
-                                       for j, k in enumerate(picks)], spec))
+        return loss_fn(rebuild([constants[j] if k is None else outputs[k]
+                                for j, k in enumerate(picks)]))
     return loss_of_graph_outputs
+
+
+#: Why a capture without a graph cannot time a backward, by capture mode.
+_NO_GRAPH = {
+    "hooks": "backward=True needs a graph capture (fx or dynamo); this model was only captured "
+             "with module hooks: see the capture notes",
+    "whole": "backward=True needs a graph capture (fx or dynamo), and capture='whole' times "
+             "the model as one node without one; use capture='auto', 'fx' or 'dynamo'"}
+
+
+def _reported(loss_fn: Callable) -> Callable:
+    """``loss_fn``, an exception inside it raised as a one-line PyfxprofError saying so."""
+    def reported_loss_fn(output: Any) -> Any:
+        try:
+            return loss_fn(output)
+        except PyfxprofError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the user's code: named, in one line
+            raise PyfxprofError(f"loss_fn raised {type(error).__name__}: "
+                                f"{first_line(error, empty='(no message)')}") from error
+    return reported_loss_fn
+
+
+def _computed_from(loss: torch.Tensor, output: Any) -> bool:
+    """Whether autograd reaches, from ``loss``, a tensor of ``output`` (or ``output`` holds no
+    tensor with an autograd node to reach)."""
+    targets = {leaf.grad_fn for leaf in flatten(output)[0]
+               if isinstance(leaf, torch.Tensor) and leaf.grad_fn is not None}
+    return not targets or any(node in targets for node in autograd_nodes(loss.grad_fn))
 
 
 def _same_tensor(a: Any, b: Any) -> bool:
@@ -101,10 +130,13 @@ class TrainingExecutor:
                  loss_fn: Callable | None = None, example_inputs: Any = ()) -> None:
         gm, args = prepared.captured.graph_module, prepared.args
         if gm is None:
-            raise PyfxprofError("backward=True needs a graph capture (fx or dynamo); this model "
-                                "was only captured with module hooks: see the capture notes")
-        self.inner, self.model = inner, model
-        self.loss_fn = graph_loss(prepared, model, example_inputs, loss_fn or default_loss)
+            raise PyfxprofError(_NO_GRAPH.get(prepared.captured.mode, _NO_GRAPH["hooks"]))
+        if loss_fn is not None and not callable(loss_fn):
+            raise ArgumentError(f"loss_fn must be a function of the model's output returning "
+                                f"a scalar tensor, got {type(loss_fn).__name__}")
+        self.inner, self.model, self.given_loss_fn = inner, model, loss_fn is not None
+        self.loss_fn = graph_loss(prepared, model, example_inputs,
+                                  _reported(loss_fn) if loss_fn else default_loss)
         self.n_nodes = inner.calls_per_run
         self.aot, self.marks = None, None
         self.mechanism = aot_refusal(gm, args, self._checked_loss, inner.device is not None)
@@ -118,10 +150,18 @@ class TrainingExecutor:
 
     def _checked_loss(self, output: Any) -> torch.Tensor:
         loss = self.loss_fn(output)
+        if not self.given_loss_fn and isinstance(loss, torch.Tensor) and not loss.requires_grad:
+            raise PyfxprofError("backward=True needs an output that requires grad, and no "
+                                "parameter of this model (nor any input) requires grad: there "
+                                "is no backward to time")
         if not isinstance(loss, torch.Tensor) or loss.dim() or not loss.requires_grad:
             raise PyfxprofError("loss_fn must return a scalar tensor that requires grad (a "
                                 "parameter or input of the model requiring grad); got "
                                 f"{type(loss).__name__}")
+        if not _computed_from(loss, output):
+            raise PyfxprofError("loss_fn returned a tensor not computed from the model's output "
+                                "(its backward would reach no node of the model); return a "
+                                "loss of the output it is given")
         return loss
 
     def __getattr__(self, name: str) -> Any:  # mode, calibration, device, ...: the inner's

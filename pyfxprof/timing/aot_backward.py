@@ -13,9 +13,9 @@ import torch.fx as fx
 from functorch.compile import make_boxed_func
 from torch._functorch import config as functorch_config
 from torch._functorch.aot_autograd import aot_module_simplified
-from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .native import _C
+from ..capture.outputs import flatten, unfold_dataclass_nodes
 from ..capture.tracing import timed_nodes
 from .durations import RunTimings
 from .executors import make_executor
@@ -65,10 +65,10 @@ def backward_rows(forward: fx.Graph, forward_rows: np.ndarray, backward: fx.Grap
 def _flat_outputs(gm: fx.GraphModule) -> tuple[fx.GraphModule, Any]:
     """A GraphModule like `gm` (sharing its modules and parameters) returning the tensors of
     `gm`'s output as a flat tuple, as AOTAutograd needs, and the function rebuilding `gm`'s
-    output from that tuple."""
+    output from that tuple (dataclass outputs included: capture/outputs.py)."""
     graph = copy.deepcopy(gm.graph)
     output = next(node for node in graph.nodes if node.op == "output")
-    leaves, spec = tree_flatten(output.args[0])
+    leaves, rebuild_tree = flatten(unfold_dataclass_nodes(output.args[0]))
     where = [k for k, leaf in enumerate(leaves) if isinstance(leaf, fx.Node)]
     output.args = (tuple(leaves[k] for k in where),)
     flat = fx.GraphModule(gm, graph, type(gm).__name__)
@@ -77,7 +77,7 @@ def _flat_outputs(gm: fx.GraphModule) -> tuple[fx.GraphModule, Any]:
         rebuilt = list(leaves)
         for k, value in zip(where, values):
             rebuilt[k] = value
-        return tree_unflatten(rebuilt, spec)
+        return rebuild_tree(rebuilt)
     return flat, rebuild
 
 

@@ -9,9 +9,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 import torch.fx as fx
-from torch.utils._pytree import tree_leaves
 
 from .native import _C
+from ..capture.outputs import flatten
 from ..capture.tracing import timed_nodes
 from .calibration import Calibration, summarise
 from .recorder import RECORDER, Records
@@ -45,9 +45,10 @@ def autograd_nodes(*roots: Any) -> list:
 
 
 def output_roots(value: Any) -> list:
-    """The grad_fns of the tensors in `value` (any nesting), first appearance order."""
+    """The grad_fns of the tensors in `value` (any nesting, dataclasses included), first
+    appearance order."""
     roots = []
-    for tensor in tree_leaves(value):
+    for tensor in flatten(value)[0]:
         if isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None \
                 and tensor.grad_fn not in roots:
             roots.append(tensor.grad_fn)
@@ -57,7 +58,7 @@ def output_roots(value: Any) -> list:
 def _claim(value: Any, row: int, owner: dict) -> None:
     """Give every autograd node reachable from `value`'s tensors and not yet owned to `row`
     (AccumulateGrad nodes stay unowned: they are the accumulate row)."""
-    stack = [t.grad_fn for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+    stack = [t.grad_fn for t in flatten(value)[0] if isinstance(t, torch.Tensor)]
     while stack:
         node = stack.pop()
         if node is None or node in owner or type(node).__name__ == "AccumulateGrad":

@@ -13,11 +13,12 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import PyfxprofError
+from ..errors import ArgumentError, PyfxprofError
 from .chrome_trace import export_chrome_trace
 from .csv_table import export_csv
 from .flamegraph import export_flamegraph
@@ -103,7 +104,19 @@ def export(profile, path, format: str | None = None, **options) -> None:
         chosen = BY_NAME[format]
     else:
         raise PyfxprofError(f"unknown export format {format!r}: use one of {_listing()}")
+    _check_options(chosen, options)
     chosen.writer(profile, path, **options)
+
+
+def _check_options(chosen: Format, options: dict) -> None:
+    """ArgumentError naming an option that ``chosen``'s writer does not take (and those it
+    takes), before anything is written."""
+    taken = [name for name, p in list(inspect.signature(chosen.writer).parameters.items())[2:]
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(options) - set(taken))
+    if unknown:
+        raise ArgumentError(f"{unknown[0]}= is not an option of the {chosen.name} format; it "
+                            f"takes {', '.join(taken) or 'no options'}")
 
 
 export.__doc__ += "\n    Formats (name, suffixes: what):\n" + "".join(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data import rollup
-from ..errors import PyfxprofError
+from ..errors import ArgumentError, PyfxprofError
 from ..data.op_names import aten_of_operator
 
 #: torch's sort keys -> the row attribute they sort by (descending); cuda_/xpu_ read device_.
@@ -89,6 +89,9 @@ class KeyAverages(list):
         Example:
             >>> print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=5))  # doctest: +SKIP
         """
+        if row_limit is not None and (isinstance(row_limit, bool)
+                                      or not isinstance(row_limit, int)):
+            raise ArgumentError(f"row_limit must be an int (-1: all rows), got {row_limit!r}")
         rows = list(self)
         if sort_by is not None:
             if sort_by not in SORT_KEYS:
@@ -99,6 +102,14 @@ class KeyAverages(list):
             rows = rows[:row_limit]
         return _render(self, rows, header, max_name_column_width, max_shapes_column_width,
                        max_src_column_width)
+
+
+#: Why a profile has no input shapes, by capture mode.
+_NO_SHAPES = {
+    "inductor": "group_by_input_shape needs input shapes: a compiled profile's rows are "
+                "Inductor kernels, which record none; profile the eager model for them",
+    None: "group_by_input_shape needs input shapes: this profile has none (a loaded trace or "
+          "an older profile); profile the model with pyfxprof.profile for them"}
 
 
 def key_averages(profile, group_by_input_shape: bool = False,
@@ -112,10 +123,12 @@ def key_averages(profile, group_by_input_shape: bool = False,
         >>> rows[0].key, rows[0].count, rows[0].self_cpu_time_total  # doctest: +SKIP
         ('Conv2d', 1000, 51234.5)
     """
+    if isinstance(group_by_stack_n, bool) or not isinstance(group_by_stack_n, int):
+        raise ArgumentError(f"group_by_stack_n must be an int (0: no stacks), got "
+                            f"{group_by_stack_n!r}")
     nodes = profile.nodes
     if group_by_input_shape and "input_shapes" not in nodes:
-        raise PyfxprofError("group_by_input_shape needs input shapes: profiles made by "
-                            "pyfxprof.profile have them")
+        raise PyfxprofError(_NO_SHAPES.get(profile.meta.get("capture_mode"), _NO_SHAPES[None]))
     parents = rollup.parent_nodes(nodes)
     per_node = _per_node(profile, parents)
     stacks = [list(_stack(nodes, k, group_by_stack_n)) for k in range(len(nodes))]

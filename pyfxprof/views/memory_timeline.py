@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.files import open_output
 from ..data.profile import Profile
 from ..errors import PyfxprofError
 from .figures import matplotlib_figure, save_figure
@@ -49,7 +50,7 @@ def export_memory_timeline(profile: Profile, path, device: str = "cpu") -> None:
     rows = memory_timeline(profile, device)
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
-        Path(path).write_text(json.dumps({"device": device, "nodes": rows}, indent=1))
+        _write_text(path, json.dumps({"device": device, "nodes": rows}, indent=1))
         return
     figure = _figure(profile, rows, device)
     if suffix != ".html":
@@ -60,11 +61,18 @@ def export_memory_timeline(profile: Profile, path, device: str = "cpu") -> None:
     cells = "".join(f"<tr><td>{html.escape(r['name'])}</td><td>{r['alloc_bytes']}</td>"
                     f"<td>{r['freed_bytes']}</td><td>{r['peak_bytes']}</td>"
                     f"<td>{r['live_end_bytes']}</td></tr>" for r in rows)
-    Path(path).write_text(
-        "<!doctype html><meta charset='utf-8'><title>pyfxprof memory timeline</title>"
+    _write_text(
+        path, "<!doctype html><meta charset='utf-8'><title>pyfxprof memory timeline</title>"
         f"<img src='data:image/png;base64,{base64.b64encode(png.getvalue()).decode()}'>"
         "<table><tr><th>node</th><th>allocated (B)</th><th>freed (B)</th><th>peak live (B)</th>"
-        f"<th>live at end (B)</th></tr>{cells}</table>", encoding="utf-8")
+        f"<th>live at end (B)</th></tr>{cells}</table>")
+
+
+def _write_text(path, text: str) -> None:
+    """``text`` written safely (files.open_output): a directory, a missing folder or a
+    read-only target is a one-line PyfxprofError naming ``path``."""
+    with open_output(path) as stream:
+        stream.write(text)
 
 
 def _figure(profile: Profile, rows: list[dict], device: str):

@@ -1,6 +1,11 @@
 """Tests of pyfxprof.data.files: reading plain or gzip input files, capped, with one-line errors."""
 
 import gzip
+import io
+import os
+import threading
+import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +60,74 @@ def test_files_and_gzip_content_over_the_cap_are_refused(tmp_path, monkeypatch):
         read_maybe_gzipped(bomb, "cannot load")
     assert gunzip_capped(gzip.compress(b"\0" * 100), 99) is None
     assert gunzip_capped(gzip.compress(b"\0" * 100), 100) == b"\0" * 100
+
+
+def _fed_forever(write_end: int, chunk: bytes) -> threading.Thread:
+    """A thread writing ``chunk`` into descriptor ``write_end`` until the reader goes away."""
+    def feed():
+        try:
+            while True:
+                os.write(write_end, chunk)
+        except OSError:  # EPIPE: the reader closed its end
+            pass
+        finally:
+            os.close(write_end)
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    return thread
+
+
+def _refused_within_the_cap(path, monkeypatch, expected: str) -> None:
+    """Reading ``path`` is refused past a 1 MiB cap, in one line, having held a few caps."""
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 1 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(PyfxprofError, match=f"{expected} more than 1 MiB; refusing") as error:
+            read_maybe_gzipped(Path(path), "cannot load")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "\n" not in str(error.value)
+    assert peak < 6 << 20, f"{peak >> 20} MiB held for a 1 MiB cap"
+
+
+def test_a_device_that_never_ends_is_refused_at_the_cap(monkeypatch):
+    # stat says /dev/zero holds 0 bytes: the cap counts what is read, not what stat says
+    _refused_within_the_cap("/dev/zero", monkeypatch, "/dev/zero: it holds")
+
+
+@pytest.mark.parametrize("chunk", [b"{" * 65536, gzip.compress(bytes(1 << 20))])
+def test_a_fifo_fed_forever_is_refused_at_the_cap(tmp_path, monkeypatch, chunk):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    opener = threading.Thread(target=lambda: _fed_forever(os.open(fifo, os.O_WRONLY), chunk),
+                              daemon=True)
+    opener.start()  # a FIFO's open blocks until both ends are open
+    _refused_within_the_cap(fifo, monkeypatch, "it holds")  # compressed bytes count too
+
+
+def test_a_gzip_bomb_through_a_fifo_is_refused_at_the_cap(tmp_path, monkeypatch):
+    fifo, bomb = tmp_path / "fifo.json.gz", gzip.compress(bytes(3 << 20))
+    os.mkfifo(fifo)
+
+    def write_once():
+        with open(fifo, "wb") as stream:
+            stream.write(bomb)
+    threading.Thread(target=write_once, daemon=True).start()
+    _refused_within_the_cap(fifo, monkeypatch, "it expands to")
+
+
+def test_a_pipe_on_stdin_fed_forever_is_refused_at_the_cap(monkeypatch):
+    read_end, write_end = os.pipe()
+    feeder = _fed_forever(write_end, b" " * 65536)
+    try:
+        _refused_within_the_cap(f"/proc/self/fd/{read_end}", monkeypatch, "it holds")
+    finally:
+        os.close(read_end)  # the feeder's next write fails: it ends
+        feeder.join(10)
+    assert not feeder.is_alive()
+
+
+def test_read_capped_counts_what_it_reads():
+    assert files.read_capped(io.BytesIO(b"x" * 10), 10) == b"x" * 10
+    assert files.read_capped(io.BytesIO(b"x" * 11), 10) is None

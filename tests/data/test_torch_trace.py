@@ -40,19 +40,35 @@ def op_events(path, name):
             if e.get("ph") == "X" and e.get("name") == name]
 
 
-def test_trace_is_aggregated_by_op_name(traces):
+def test_trace_is_aggregated_by_op_name_one_run_per_model_call(traces):
     control, _ = traces
     prof = load_trace(control)
     nodes = prof.nodes.set_index("name")
-    assert prof.n_runs == 1 and prof.samples.dtype == np.int64
+    assert prof.n_runs == STEPS and prof.samples.dtype == np.int64  # the STEPS model calls
     assert {"aten::linear", "aten::relu"} <= set(nodes.index)
-    assert nodes.loc["aten::linear", "calls"] == STEPS
+    assert nodes.loc["aten::linear", "calls"] == 1
     assert nodes.loc["aten::linear", "op"] == "cpu_op"
     events = op_events(control, "aten::linear")
     column = nodes.loc["aten::linear", "index"]
-    assert prof.samples[0, column] == sum(int(np.rint(e["dur"] * 1000)) for e in events)
-    assert prof.run_totals[0] >= prof.samples[0, column] > 0
-    assert prof.meta["source"] == "torch.profiler trace" and prof.meta["runs"] == 1
+    assert prof.samples[:, column].tolist() == [int(np.rint(e["dur"] * 1000)) for e in events]
+    assert (prof.run_totals >= prof.samples[:, column]).all()
+    assert (prof.samples[:, column] > 0).all()
+    assert prof.meta["source"] == "torch.profiler trace" and prof.meta["runs"] == STEPS
+
+
+def test_trace_runs_are_its_profiler_steps(tmp_path):
+    model, x = nn.Sequential(nn.Linear(8, 8), nn.ReLU()), torch.randn(4, 8)
+    with torch.no_grad(), torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU],
+            schedule=torch.profiler.schedule(wait=0, warmup=1, active=4, repeat=1)) as prof:
+        for _ in range(6):
+            model(x)
+            model(x)  # two calls per step: a run is the step, not the call
+            prof.step()
+    prof.export_chrome_trace(str(tmp_path / "steps.json"))
+    back = load_trace(tmp_path / "steps.json")
+    assert back.n_runs == 4
+    assert back.nodes.set_index("name").loc["aten::linear", "calls"] == 2
 
 
 def test_two_real_traces_diff_by_op(traces):
@@ -61,9 +77,9 @@ def test_two_real_traces_diff_by_op(traces):
     assert "aten::sigmoid" in ops["added"]
     assert "aten::linear" not in ops["added"] + ops["deleted"]
     df = result.compare()
-    assert df.loc["aten::sigmoid", "counts_test"] == STEPS
-    assert df.loc["aten::sigmoid", "diff_counts"] == STEPS
-    assert df["p_value"].isna().all()  # one run (file) per side: no significance test
+    assert df.loc["aten::sigmoid", "counts_test"] == 1  # per run: one model call
+    assert df.loc["aten::sigmoid", "diff_counts"] == 1
+    assert df["p_value"].isna().all()  # STEPS < MIN_RUNS runs per side: no significance test
     assert "aten::sigmoid" in result.table(top=None)
 
 
@@ -75,7 +91,7 @@ def test_directory_of_traces_is_one_run_per_file(traces, tmp_path):
     assert [f.name for f in trace_files(tmp_path)] == ["a.pt.trace.json", "b.pt.trace.json.gz"]
     prof = load_trace(tmp_path)
     single = load_trace(control)
-    assert prof.n_runs == 2
+    assert prof.n_runs == 2 * STEPS
     np.testing.assert_array_equal(prof.samples, np.vstack([single.samples] * 2))
     assert prof.nodes["calls"].tolist() == single.nodes["calls"].tolist()
     assert diff(tmp_path, tmp_path).compare()["diff_duration"].eq(0).all()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ...analyses.compiled import CompiledDiff
 from ...analyses.diff import BY_CHOICES, MIN_RUNS, SORT_KEYS, diff, distinct_labels
 from ...errors import PyfxprofError
 from .arg_types import integer_at_least, open_unit_interval, positive_int
@@ -146,6 +147,21 @@ def gate(result, threshold: float | None) -> int:
     return 1
 
 
+def _check_compiled_options(args: argparse.Namespace) -> None:
+    """PyfxprofError naming an option that an eager-vs-compiled comparison (per module, no
+    p-values) cannot honour."""
+    given = [flag for flag, unset in (("--sort", args.sort == "diff_duration"),
+                                      ("--group-by", args.group_by == "node"),
+                                      ("--depth", args.depth is None),
+                                      ("--plot", args.plot is None),
+                                      ("--fail-on-regression", args.fail_on_regression is None))
+             if not unset]
+    if given:
+        raise PyfxprofError(f"{given[0]} does not apply to an eager profile against a compiled "
+                            "one, compared per module (eager vs kernel time): drop it, or "
+                            "compare two eager or two compiled profiles")
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the comparison; write the plot; apply the regression gate. Returns the exit code.
 
@@ -158,6 +174,10 @@ def run(args: argparse.Namespace) -> int:
     control, test, labels = sides(args)
     result = diff(control, test, labels=labels, min_change=args.min_change,
                   alpha=args.alpha, min_runs=args.min_runs)
+    if isinstance(result, CompiledDiff):
+        _check_compiled_options(args)
+        print(result.table(top=args.top))
+        return 0
     print(result.table(sort_by=args.sort, top=args.top, by=args.group_by, depth=args.depth))
     if args.plot:
         from ...views.diff_plots import visualize_duration_diff
