@@ -32,14 +32,11 @@ from ..timing.graph_spans import GraphsExecutor
 from ..timing.hooks import HooksExecutor
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
-from .capture_cache import CAPTURES
 from .aoti import is_aoti_model, profile_aoti
-from .compiled import profile_compiled
-from .eager import eager_forward_meta
+from .capture_cache import CAPTURES
 from .metadata import run_meta
 from .noise import RunMeter
 from .progress import Progress
-from .training import TrainingExecutor, training_frame, with_backward
 
 #: The choices of profile()'s capture=, granularity= and mode=, defined in capture and timing
 #: and read from here by the CLI (which imports the run stage only).
@@ -113,6 +110,7 @@ def _built(frame: pd.DataFrame, timings: RunTimings, meta: dict, executor, run_n
     """build_profile of a run, and of a training run (`trained`: the model) its backward."""
     if trained is None:
         return build_profile(frame, timings, meta, executor.device_samples(), run_noise)
+    from .training import training_frame, with_backward  # late: loads AOTAutograd
     return with_backward(build_profile(training_frame(frame, trained), timings, meta,
                                        executor.device_samples(), run_noise), executor, trained)
 
@@ -123,6 +121,7 @@ def _training(executor, backward: bool, prepared: Prepared, model: torch.nn.Modu
     (the wrapper is never cached: only the graph executor inside it)."""
     if not backward:
         return executor
+    from .training import TrainingExecutor  # late: loads AOTAutograd
     return TrainingExecutor(executor, prepared, model, loss_fn, example_inputs)
 
 
@@ -138,6 +137,7 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
         if value:
             raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
                                 "profile the eager model (compile=None) with it")
+    from .compiled import profile_compiled  # late: the compiled path only
     if is_aoti_model(model):
         if compile not in (None, False) or device is not None or device_events:
             raise PyfxprofError("an AOTInductor model is already compiled and placed: leave "
@@ -159,6 +159,7 @@ def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: An
     forward's time (run.eager). Called inside profile()'s eval and grad contexts."""
     modes = {"training": False, "given_training": given_training, "autograd": autograd_mode()}
     if prepared.captured.mode == "dynamo":
+        from .eager import eager_forward_meta
         modes.update(eager_forward_meta(model, example_inputs, runs,
                                         device_of(model, prepared.args)))
     return modes
