@@ -37,6 +37,7 @@ from .capture_cache import CAPTURES
 from .metadata import run_meta
 from .noise import RunMeter
 from .progress import Progress
+from .wall_clock import StepClock
 
 #: The choices of profile()'s capture=, granularity= and mode=, defined in capture and timing
 #: and read from here by the CLI (which imports the run stage only).
@@ -85,24 +86,38 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         return _profile_compiled(**locals())  # the arguments as given
     own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
-    given_training = model.training
+    given_training, clock = model.training, StepClock()
     with evaluation_mode(model, not backward), grad_context(grad or backward):
-        prepared, executor, keep = _prepared(
-            model, own, example_inputs, (device_events, profile_memory, backward, library_frames),
-            (capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
+        prepared, executor, keep = _prepared_timed(clock, model, own, example_inputs, (
+            device_events, profile_memory, backward, library_frames), (
+            capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
-        executor = executor or keep(executor_for(model, prepared, mode, device_events))
+        executor = executor or keep(_instrumented(clock, model, prepared, mode, device_events))
         with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
             timings, run_noise, warmup_totals = _timed_runs(
-                executor, prepared.args, runs, warmup, progress, prepared.frame)
-        modes = _modes_meta(model, given_training, example_inputs, runs, prepared)
+                executor, prepared.args, runs, warmup, progress, prepared.frame, clock)
+        modes = _modes_meta(model, given_training, example_inputs, runs, prepared, clock)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
-                         warmup_totals_ns=warmup_totals)
+                         warmup_totals_ns=warmup_totals, wall_s=clock.seconds)
     return _built(prepared.frame, timings, meta, executor, run_noise, model if backward else None)
+
+
+def _prepared_timed(clock: StepClock, *args: Any) -> tuple[Prepared, Any, Callable]:
+    """_prepared(*args), its wall time in `clock`: the analysis run's as "analysis", the rest
+    as "capture"."""
+    with clock.step("capture"):
+        found = _prepared(*args)
+    clock.moved("capture", "analysis", found[0].analysis_s)
+    return found
+
+
+def _instrumented(clock: StepClock, *args: Any):
+    """executor_for(*args), its wall time (instrumenting, calibrating) in `clock`."""
+    return clock.timed("instrument", executor_for, *args)
 
 
 def _built(frame: pd.DataFrame, timings: RunTimings, meta: dict, executor, run_noise,
@@ -152,16 +167,17 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
 
 
 def _modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any, runs: int,
-                prepared: Prepared) -> dict:
+                prepared: Prepared, clock: StepClock) -> dict:
     """The modes the model ran in (``training`` False: profile() runs it in eval mode;
     ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode) and,
     on the dynamo rung, whose graph leaves out the Python around it, the plain eager
-    forward's time (run.eager). Called inside profile()'s eval and grad contexts."""
+    forward's time (run.eager), its wall time in `clock`. Called inside profile()'s eval and
+    grad contexts."""
     modes = {"training": False, "given_training": given_training, "autograd": autograd_mode()}
     if prepared.captured.mode == "dynamo":
         from .eager import eager_forward_meta
-        modes.update(eager_forward_meta(model, example_inputs, runs,
-                                        device_of(model, prepared.args)))
+        modes.update(clock.timed("eager_call", eager_forward_meta, model, example_inputs, runs,
+                                 device_of(model, prepared.args)))
     return modes
 
 
@@ -204,9 +220,10 @@ def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
         bound = copied_inputs(model, example_inputs)  # as prepare() copies them
         if isinstance(executor, GraphsExecutor):  # Dynamo's code takes the call as bound
             executor.kwargs = bound.kwargs
-            return replace(prepared, args=bound.args, kwargs=bound.kwargs), executor, None
+            return replace(prepared, args=bound.args, kwargs=bound.kwargs,
+                           analysis_s=0.0), executor, None
         args = prepared.captured.graph_args(bound.args, bound.kwargs)
-        return replace(prepared, args=args), executor, None
+        return replace(prepared, args=args, analysis_s=0.0), executor, None
     with profiling_memory(profile_memory), keeping_library_frames(library_frames):
         prepared = prepare(model, example_inputs, *options[:3])
 
@@ -284,26 +301,31 @@ def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:
 
 
 def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
-                frame: pd.DataFrame) -> tuple[RunTimings, np.ndarray | None, list[int]]:
+                frame: pd.DataFrame, clock: StepClock | None = None
+                ) -> tuple[RunTimings, np.ndarray | None, list[int]]:
     """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
-    those preempted); the nodes `frame` names a node that raises."""
+    those preempted); the nodes `frame` names a node that raises. `clock` gets the wall
+    time of the warm-up and the timed runs."""
+    clock = clock or StepClock()
     meter = RunMeter()
     started = time.perf_counter()
     meter.read()
     for done in range(1, warmup + 1):
         _run_once(executor, args, f"warm-up run {done} of {warmup}", frame)
         meter.read()
+    clock.add("warmup", time.perf_counter() - started)
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
     meter.clear()
     executor.reset(runs)
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
-    meter.read()
-    for done in range(1, runs + 1):
-        _run_once(executor, args, f"timed run {done} of {runs}", frame)
+    with clock.step("timed_runs"):
         meter.read()
-        bar.update(done)
-    bar.close()
+        for done in range(1, runs + 1):
+            _run_once(executor, args, f"timed run {done} of {runs}", frame)
+            meter.read()
+            bar.update(done)
+        bar.close()
     warmup_totals = [] if warmup_noise is None else [  # None: a preempted warm-up run
         None if switches else wall for switches, wall in warmup_noise[:, [0, 3]].tolist()]
     return executor.timings(), meter.between_reads(), warmup_totals

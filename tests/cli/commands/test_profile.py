@@ -93,3 +93,16 @@ def test_profile_memory_shows_allocations_per_node(capsys):
     assert float(cells["conv"][:-2]) >= 16.384 and cells["relu"] == "16.4kB"  # not in place
     code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "2", "--warmup", "0"])
     assert code == 0 and "CPU alloc" not in capsys.readouterr().out
+
+
+def test_timings_break_the_wall_time_down_on_stderr(capsys):
+    from pyfxprof.run.wall_clock import LABELS
+    code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "3", "--warmup", "1",
+                 "--timings"])
+    captured = capsys.readouterr()
+    assert code == 0 and "wall time" not in captured.out
+    shown = [line.strip() for line in captured.err.splitlines() if line.startswith("  ")]
+    expected = [label for key, label in LABELS.items() if key != "eager_call"]  # dynamo only
+    assert [line.rsplit(None, 1)[0] for line in shown[:-1]] == expected
+    steps = [float(line.split()[-1]) for line in shown[:-1]]
+    assert abs(float(shown[-1].split()[1]) - sum(steps)) <= 0.0005 * len(steps)  # rounding
