@@ -4,11 +4,16 @@ Their display (SI prefixes, achieved FLOP/s) is in pyfxprof.data.units and pyfxp
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import math
+import sys
 import warnings
+from typing import Any, Iterator
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
+
 
 #: Attention ops CPU runs as one kernel, which torch.utils.flop_counter has no formula for.
 _SDPA_OPS = (torch.ops.aten.scaled_dot_product_attention,
@@ -20,6 +25,53 @@ def _sdpa_flops(query, key, value, *_args, out_shape=None, **_kwargs) -> int:
     arguments are shapes, not tensors)."""
     *lead, length, embed = query
     return 2 * math.prod(lead) * length * key[-2] * (embed + value[-1])
+
+
+@contextlib.contextmanager
+def _without_triton() -> Iterator[None]:
+    """Imports inside see no triton while this process has not used CUDA and not imported
+    triton: torch.utils.flop_counter imports it (about a second) only to accept FLOP formulas
+    for triton kernels, which run on a GPU. (A formula registered for a triton kernel after
+    this import, in a process that had not used CUDA, is refused by torch.)"""
+    if "triton" in sys.modules or torch.cuda.is_initialized():
+        yield
+        return
+    log = logging.getLogger("torch.utils.flop_counter")  # its "triton not found" warning
+    sys.modules["triton"] = None  # type: ignore[assignment]  # imports of it raise ImportError
+    log.disabled = True
+    try:
+        yield
+    finally:
+        del sys.modules["triton"]
+        log.disabled = False
+
+
+@functools.cache
+def _counter_type() -> type:
+    """torch's FlopCounterMode, counting without the TorchDynamo guard torch wraps every
+    dispatch mode's __torch_dispatch__ in (its first call imports Dynamo, seconds) while
+    Dynamo is not loaded, when nothing can be compiling through the mode. Imported on first
+    use (see _without_triton)."""
+    with _without_triton():
+        from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
+
+    class UncompiledCounting(_FlopCounterMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
+        __torch_dispatch__ = _FlopCounterMode.__torch_dispatch__.__wrapped__
+
+    class Counter(FlopCounterMode):
+        def __enter__(self) -> "Counter":
+            if "torch._dynamo" in sys.modules:
+                return super().__enter__()
+            self.flop_counts.clear()
+            self.mod_tracker.__enter__()
+            self.mode = UncompiledCounting(self)
+            self.mode.__enter__()
+            return self
+    return Counter
 
 
 class FlopMeter:
@@ -41,7 +93,7 @@ class FlopMeter:
     """
 
     def __init__(self) -> None:
-        self._mode: FlopCounterMode | None = None
+        self._mode: Any = None  # a FlopCounterMode (_counter_type)
         self._fastpath = True
 
     def __enter__(self) -> "FlopMeter":
@@ -49,7 +101,7 @@ class FlopMeter:
         torch.backends.mha.set_fastpath_enabled(False)
         with warnings.catch_warnings():  # module-tracking notices are not the user's concern
             warnings.simplefilter("ignore")
-            self._mode = FlopCounterMode(
+            self._mode = _counter_type()(
                 display=False,
                 custom_mapping=dict.fromkeys(_SDPA_OPS, _sdpa_flops))
             self._mode.__enter__()

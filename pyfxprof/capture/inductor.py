@@ -5,6 +5,7 @@ tracking through an inner compile that keeps each compiled graph with its Dynamo
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,8 @@ def is_compiled(model: Any) -> bool:
         >>> is_compiled(torch.nn.ReLU())
         False
     """
+    if "torch._dynamo" not in sys.modules:  # nothing was compiled; don't load Dynamo to know
+        return False
     return isinstance(model, torch._dynamo.eval_frame.OptimizedModule)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -53,6 +54,7 @@ class Prepared:
     analysis: HookAnalysis | None = None  # hooks and whole captures only
     memory_meta: dict = field(default_factory=dict)  # the CUDA peak, when measured
     kwargs: dict = field(default_factory=dict)  # keywords of each call (hooks and whole only)
+    analysis_s: float | None = None       # the analysis run's wall seconds (graph captures)
 
 
 class _RungFailed(Exception):
@@ -205,6 +207,7 @@ def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInput
     if not nodes:
         raise PyfxprofError(f"{type(model).__name__} has no operations to time "
                             "(its graph only passes inputs through)")
+    started = time.perf_counter()
     try:
         args, info = (_graph_analysis if captured.frame is None else _frame_analysis)(
             captured, bound)
@@ -215,7 +218,8 @@ def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInput
     infos = [info.get(node.name, {}) for node in nodes]
     frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
     return Prepared(captured, args, frame, int(frame["flops"].sum()),
-                    memory_meta=_model_peak_meta(infos))
+                    memory_meta=_model_peak_meta(infos),
+                    analysis_s=time.perf_counter() - started)
 
 
 def _graph_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]:

@@ -30,6 +30,15 @@ _TRANSFORMERS, _TRANSFORMERS_MODELS = f"{os.sep}transformers{os.sep}", \
     f"{os.sep}transformers{os.sep}models{os.sep}"
 _LIBRARY_FRAMES: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "pyfxprof_library_frames", default=False)
+#: The modules whose files torch.fx leaves out of a node's recorded stack trace
+#: (torch.fx.experimental.symbolic_shapes.uninteresting_files), by name.
+_UNINTERESTING_MODULES = (
+    "torch.fx.experimental.symbolic_shapes", "torch.export._trace",
+    "torch.fx.experimental.recording", "torch.fx.experimental.sym_node", "torch.fx.interpreter",
+    "torch.fx._symbolic_trace", "torch", "torch._compile", "torch._dynamo.eval_frame",
+    "torch._inductor.sizevars", "torch._library.custom_ops", "torch._library.fake_impl",
+    "torch._subclasses.meta_utils", "torch._subclasses.fake_tensor", "torch._logging._internal",
+    "torch._logging.structured")
 
 
 @contextlib.contextmanager
@@ -57,6 +66,25 @@ def is_machinery(path: str) -> bool:
         (True, False)
     """
     return path.startswith(_MACHINERY)
+
+
+def uninteresting_files() -> set[str]:
+    """The files torch.fx leaves out of a node's recorded stack trace, without importing
+    TorchDynamo, Inductor and torch.export as torch's own list does (seconds): torch's list
+    once Dynamo is loaded, else the files of that list's modules already imported (a
+    module's code is on the stack only once it is imported), and "<string>".
+
+    Example:
+        >>> torch.__file__ in uninteresting_files()
+        True
+    """
+    if "torch._dynamo" in sys.modules:
+        from torch.fx.experimental.symbolic_shapes import uninteresting_files as torch_files
+        return torch_files()
+    modules = [sys.modules.get(name) for name in _UNINTERESTING_MODULES]
+    modules += [module for name, module in list(sys.modules.items())
+                if name.startswith("torch._higher_order_ops.")]
+    return {getattr(module, "__file__", None) for module in modules} - {None} | {"<string>"}
 
 
 def is_library(path: str) -> bool:

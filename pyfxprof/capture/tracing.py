@@ -8,6 +8,8 @@ import contextlib
 import inspect
 import linecache
 import operator
+import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -19,6 +21,7 @@ from .collectives import bind_constants
 from .functions import functions_kept_whole
 from .inputs import Binder, BoundInputs, input_tensors
 from .model_state import InPlaceGuard
+from .source import uninteresting_files
 
 #: Node ops that get timed; placeholders and the output are not work.
 TIMED_OPS = ("call_module", "call_function", "call_method", "get_attr")
@@ -129,7 +132,7 @@ class ProfilingTracer(fx.Tracer):
 
     def __init__(self, leaf_modules: Iterable = (), autowrap_functions: Iterable = ()) -> None:
         super().__init__(autowrap_functions=tuple(autowrap_functions))
-        self.record_stack_traces = True  # each node's source line (capture.source)
+        self.uninteresting: set[str] = set()  # see create_node
         leaves = list(leaf_modules)
         self.leaf_names = {leaf for leaf in leaves if isinstance(leaf, str)}
         self.leaf_types = tuple(leaf for leaf in leaves if isinstance(leaf, type))
@@ -146,10 +149,26 @@ class ProfilingTracer(fx.Tracer):
         return InPlaceProxy(node, self)
 
     def trace(self, root, concrete_args=None) -> fx.Graph:
+        self.uninteresting = uninteresting_files()
         with functions_kept_whole(self):
             graph = super().trace(root, concrete_args)
         alias_before_in_place(graph)
         return graph
+
+    def create_node(self, *args, **kwargs) -> fx.Node:
+        """torch.fx's node with the stack trace that torch.fx's record_stack_traces records
+        (the frames from the first forward on, torch's internals left out; capture.source
+        reads it), taken with Python's traceback module: torch's native stack capture and its
+        list of internal files load Inductor, TorchDynamo and torch.export (seconds)."""
+        node = super().create_node(*args, **kwargs)
+        if not node.stack_trace:
+            frames = traceback.extract_stack(sys._getframe(1))
+            first = next((i for i, frame in enumerate(frames) if frame.name == "forward"),
+                         len(frames))
+            kept = [frame for frame in frames[first:] if frame.filename not in self.uninteresting]
+            if kept:
+                node.stack_trace = "".join(traceback.StackSummary.from_list(kept).format()).strip()
+        return node
 
     def create_proxy(self, kind: str, target, args, kwargs, *rest, **options) -> fx.Proxy:
         """Records a call; a torch.distributed collective's constant arguments (ReduceOp,

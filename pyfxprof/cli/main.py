@@ -1,7 +1,9 @@
 """The `pyfxprof` command line: one sub-command per module in pyfxprof.cli.commands.
 
-Only the module of the sub-command being run is imported, so `pyfxprof report FILE` needs
-neither torch nor the native extension.
+The parser is built from data (cli/spec_table.py, written from the command modules by
+`python -m pyfxprof.cli.spec_writer`), so `--help` and parsing import no command module, and
+only the module of the sub-command being run is imported, when it runs: `pyfxprof report FILE`
+needs neither torch nor the native extension.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ import argparse
 import contextlib
 import importlib
 import sys
+import time
 import warnings
 
 from ..errors import PyfxprofError
 from ..views.safe_text import TerminalStream
+from .spec import add_from_spec
 
-#: Sub-command modules; each defines ``add_parser(subparsers)`` that registers its parser and
-#: sets ``func=run`` where ``run(args) -> int`` returns the exit code.
+#: Sub-command modules, in the order --help lists them; each defines ``add_parser(subparsers)``
+#: that registers its parser and sets ``func=run`` where ``run(args) -> int`` returns the exit
+#: code. After adding one or changing a parser, run `python -m pyfxprof.cli.spec_writer`
+#: (docs/architecture.md, "Add a CLI command").
 COMMAND_MODULES = ("profile", "report", "diff", "ab", "bench", "fuse", "overhead", "sweep")
 
 
@@ -32,8 +38,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="pyfxprof",
         description="Per-node profiler for PyTorch models (torch.fx + native timers).")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    from .spec_table import COMMANDS
     for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
-        importlib.import_module(f"pyfxprof.cli.commands.{name}").add_parser(subparsers)
+        if name in COMMANDS:
+            add_from_spec(subparsers, name, COMMANDS[name])
+        else:  # not in the table yet (tests/cli/test_spec.py says so): from its module, slowly
+            importlib.import_module(f"pyfxprof.cli.commands.{name}").add_parser(subparsers)
     return parser
 
 
@@ -60,18 +70,20 @@ def main(argv: list[str] | None = None) -> int:
         >>> main(["profile", "--runs", "5", "--warmup", "1"])  # doctest: +SKIP
         0
     """
+    started = time.perf_counter()  # `pyfxprof profile --timings` counts the imports from here
     argv = sys.argv[1:] if argv is None else list(argv)
     with contextlib.redirect_stdout(TerminalStream(sys.stdout)), \
             contextlib.redirect_stderr(TerminalStream(sys.stderr)):
-        return _run(argv)
+        return _run(argv, started)
 
 
-def _run(argv: list[str]) -> int:
+def _run(argv: list[str], started: float) -> int:
     """main() inside its safe output streams."""
     try:  # Ctrl-C while still importing torch and the command is one line too
         with warnings.catch_warnings():  # restores the usual display afterwards
             warnings.showwarning = show_warning
             args = build_parser(argv[0] if argv else None).parse_args(argv)
+            args.started = started
             return int(args.func(args) or 0)
     except PyfxprofError as error:
         print(f"pyfxprof: error: {error}", file=sys.stderr)

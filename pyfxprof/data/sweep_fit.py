@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from .. import served_methods
 
@@ -35,6 +34,7 @@ def theil_sen(sizes, values) -> tuple[float, float, float]:
     """
     x = np.asarray(sizes, dtype=np.float64)
     y = np.asarray(values, dtype=np.float64)
+    from scipy import stats as scipy_stats  # late: scipy.stats takes seconds to import
     slope, intercept, _, _ = scipy_stats.theilslopes(y, x, method="joint")
     residual = y - (intercept + slope * x)
     spread = float(((y - y.mean()) ** 2).sum())

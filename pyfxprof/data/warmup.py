@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from .. import served_methods
+from .ranks import average_ranks, spearman
 
 SIGMAS = 3.0            # warm-up runs exceed the steady median by this many robust sigmas
 MIN_RELATIVE = 0.05     # ... and by at least this fraction of it
@@ -34,7 +34,7 @@ def _mser_cut(values: np.ndarray) -> np.ndarray:
     """Per column of (runs, columns) float, the MSER cut d in 0..runs//2, on ranks (so one
     huge late spike weighs no more than the slowest warm-up run)."""
     n = values.shape[0]
-    ranks = scipy_stats.rankdata(values, axis=0)
+    ranks = average_ranks(values)
     centred = ranks - ranks.mean(axis=0)
     suffix1 = np.cumsum(centred[::-1], axis=0)[::-1]          # sum of x[d:]
     suffix2 = np.cumsum((centred ** 2)[::-1], axis=0)[::-1]
@@ -125,7 +125,7 @@ class WarmupReport:
 def _drift(steady: np.ndarray) -> float | None:
     if len(steady) < MIN_RUNS or np.ptp(steady) == 0:
         return None
-    rho, p_value = scipy_stats.spearmanr(np.arange(len(steady)), steady)
+    rho, p_value = spearman(np.arange(len(steady)), steady)
     return float(rho) if p_value < DRIFT_P else None
 
 

@@ -36,15 +36,14 @@ from ..timing.hooks import HooksExecutor
 from ..timing.nvtx import name_ranges
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
-from .capture_cache import CAPTURES
 from .aoti import is_aoti_model, profile_aoti
-from .compiled import profile_compiled
+from .capture_cache import CAPTURES
 from .metadata import run_meta
 from .noise import RunMeter
 from .profiler_keywords import torch_profiler_keywords
 from .progress import Progress
-from .training import TrainingExecutor, training_frame, with_backward
 from .user_call import UserCall, with_user_call
+from .wall_clock import StepClock
 
 #: The choices of profile()'s capture=, granularity= and mode=, defined in capture and timing
 #: and read from here by the CLI (which imports the run stage only).
@@ -94,24 +93,40 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         return _profile_compiled(**locals())  # the arguments as given
     own, (model, example_inputs) = model, place_on_device(model, example_inputs, device)
     device_events = _device_events_for(model, example_inputs, device_events)
-    given_training = model.training
+    given_training, clock = model.training, StepClock()
     with evaluation_mode(model, not backward), grad_context(grad or backward):
-        prepared, executor, keep = _prepared(
-            model, own, example_inputs, (device_events, profile_memory, backward, library_frames),
-            (capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
+        prepared, executor, keep = _prepared_timed(clock, model, own, example_inputs, (
+            device_events, profile_memory, backward, library_frames), (
+            capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
         check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
-        executor = _ready_executor(executor, keep, model, prepared, (mode, device_events, nvtx))
+        executor = _ready_executor(executor, keep, model, prepared,
+                                   (mode, device_events, nvtx, clock))
         timings, run_noise, warmup_totals, executor, call = _measured(
-            executor, prepared, (model, example_inputs, loss_fn, backward, runs, warmup, progress))
+            executor, prepared, (model, example_inputs, loss_fn, backward, runs, warmup, progress),
+            clock)
         modes = _modes_meta(model, given_training, example_inputs)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
                          dropped_records=RECORDER.dropped_total - drops_before,
-                         warmup_totals_ns=warmup_totals)
+                         warmup_totals_ns=warmup_totals, wall_s=clock.seconds)
     return with_user_call(_built(prepared.frame, timings, meta, executor, run_noise,
                                  model if backward else None), call)
+
+
+def _prepared_timed(clock: StepClock, *args: Any) -> tuple[Prepared, Any, Callable]:
+    """_prepared(*args), its wall time in `clock`: the analysis run's as "analysis", the rest
+    as "capture"."""
+    with clock.step("capture"):
+        found = _prepared(*args)
+    clock.moved("capture", "analysis", found[0].analysis_s)
+    return found
+
+
+def _instrumented(clock: StepClock, *args: Any):
+    """executor_for(*args), its wall time (instrumenting, calibrating) in `clock`."""
+    return clock.timed("instrument", executor_for, *args)
 
 
 def _built(frame: pd.DataFrame, timings: RunTimings, meta: dict, executor, run_noise,
@@ -119,21 +134,23 @@ def _built(frame: pd.DataFrame, timings: RunTimings, meta: dict, executor, run_n
     """build_profile of a run, and of a training run (`trained`: the model) its backward."""
     if trained is None:
         return build_profile(frame, timings, meta, executor.device_samples(), run_noise)
+    from .training import training_frame, with_backward  # late: loads AOTAutograd
     return with_backward(build_profile(training_frame(frame, trained), timings, meta,
                                        executor.device_samples(), run_noise), executor, trained)
 
 
 def _ready_executor(executor, keep: Callable, model: torch.nn.Module, prepared: Prepared,
-                    options: tuple[str, bool, bool]):
-    """The cached `executor`, else a new one that `keep` keeps for the next calls, with its
-    NVTX ranges named as `options` (mode, device_events, nvtx) ask (none: reset)."""
-    mode, device_events, nvtx = options
-    executor = executor or keep(executor_for(model, prepared, mode, device_events))
+                    options: tuple):
+    """The cached `executor`, else a new one that `keep` keeps for the next calls (its wall
+    time in the clock), with its NVTX ranges named as `options` (mode, device_events, nvtx,
+    clock) ask (none: reset)."""
+    mode, device_events, nvtx, clock = options
+    executor = executor or keep(_instrumented(clock, model, prepared, mode, device_events))
     name_ranges(executor, range_names(prepared.frame) if nvtx else None)
     return executor
 
 
-def _measured(executor, prepared: Prepared, given: tuple) -> tuple:
+def _measured(executor, prepared: Prepared, given: tuple, clock: StepClock) -> tuple:
     """(timings, run noise, warm-up totals, executor, call): _timed_runs of `executor`, as
     training steps when backward (`given`: model, inputs, loss_fn, backward, runs, warmup,
     progress), with the user's own call (run.user_call) timed between the runs (None for
@@ -142,8 +159,8 @@ def _measured(executor, prepared: Prepared, given: tuple) -> tuple:
     call = None if backward else UserCall(model, example_inputs, device_of(model, prepared.args),
                                           (prepared.captured.graph_module, prepared.args))
     with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
-        return (*_timed_runs(executor, prepared.args, *loop, prepared.frame, call), executor,
-                call)
+        return (*_timed_runs(executor, prepared.args, *loop, prepared.frame, call, clock),
+                executor, call)
 
 
 def _training(executor, backward: bool, prepared: Prepared, model: torch.nn.Module,
@@ -152,6 +169,7 @@ def _training(executor, backward: bool, prepared: Prepared, model: torch.nn.Modu
     (the wrapper is never cached: only the graph executor inside it)."""
     if not backward:
         return executor
+    from .training import TrainingExecutor  # late: loads AOTAutograd
     return TrainingExecutor(executor, prepared, model, loss_fn, example_inputs)
 
 
@@ -167,6 +185,7 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
         if value:
             raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
                                 "profile the eager model (compile=None) with it")
+    from .compiled import profile_compiled  # late: the compiled path only
     if is_aoti_model(model):
         if compile not in (None, False) or device is not None or device_events:
             raise PyfxprofError("an AOTInductor model is already compiled and placed: leave "
@@ -231,9 +250,10 @@ def _prepared(model: torch.nn.Module, own: torch.nn.Module, example_inputs: Any,
         bound = copied_inputs(model, example_inputs)  # as prepare() copies them
         if isinstance(executor, GraphsExecutor):  # Dynamo's code takes the call as bound
             executor.kwargs = bound.kwargs
-            return replace(prepared, args=bound.args, kwargs=bound.kwargs), executor, None
+            return replace(prepared, args=bound.args, kwargs=bound.kwargs,
+                           analysis_s=0.0), executor, None
         args = prepared.captured.graph_args(bound.args, bound.kwargs)
-        return replace(prepared, args=args), executor, None
+        return replace(prepared, args=args, analysis_s=0.0), executor, None
     with profiling_memory(profile_memory), keeping_library_frames(library_frames):
         prepared = prepare(model, example_inputs, *options[:3])
 
@@ -316,34 +336,40 @@ def _run_once(executor, args: tuple, run: str, frame: pd.DataFrame) -> None:
 
 
 def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
-                frame: pd.DataFrame, call: UserCall | None = None
+                frame: pd.DataFrame, call: UserCall | None = None,
+                clock: StepClock | None = None
                 ) -> tuple[RunTimings, np.ndarray | None, list[int]]:
     """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
     those preempted); the nodes `frame` names a node that raises. `call`: the user's own
     call, timed after each timed run (outside its noise reads) and profiled by function
-    after the warm-up (after the runs without warm-up runs: run.user_call)."""
+    after the warm-up (after the runs without warm-up runs: run.user_call). `clock` gets the
+    wall time of the warm-up and the timed runs."""
+    clock = clock or StepClock()
     meter = RunMeter()
     started = time.perf_counter()
     meter.read()
     for done in range(1, warmup + 1):
         _run_once(executor, args, f"warm-up run {done} of {warmup}", frame)
         meter.read()
+    clock.add("warmup", time.perf_counter() - started)
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
     if call is not None:
-        call.before_runs(lambda: executor.run(args), warmup)
+        with clock.step("user_call"):
+            call.before_runs(lambda: executor.run(args), warmup)
     meter.clear()
     executor.reset(runs)
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
-    meter.read()
-    for done in range(1, runs + 1):
-        _run_once(executor, args, f"timed run {done} of {runs}", frame)
+    with clock.step("timed_runs"):
         meter.read()
-        if call is not None and call.interleaved:  # its interval is left out of the noise
-            call.time_once()
+        for done in range(1, runs + 1):
+            _run_once(executor, args, f"timed run {done} of {runs}", frame)
             meter.read()
-        bar.update(done)
-    bar.close()
+            if call is not None and call.interleaved:  # its interval is left out of the noise
+                call.time_once()
+                meter.read()
+            bar.update(done)
+        bar.close()
     run_noise = meter.between_reads()
     if call is not None and call.interleaved and run_noise is not None:
         run_noise = run_noise[0::2]

@@ -114,3 +114,42 @@ def test_a_capture_without_model_code_says_so_in_the_header():
     kept = pyfxprof.profile(torch.nn.Linear(4, 4), (torch.randn(2, 4),), runs=1, warmup=0,
                             progress=False, capture="whole", library_frames=True)
     assert kept.nodes["source"].tolist()[0].startswith("linear.py:")
+
+
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.fc(x)) + x.relu()
+
+
+class _Nested(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = _Block()
+
+    def forward(self, x):
+        return self.block(x).softmax(-1)
+
+
+@pytest.mark.parametrize("library", [False, True])
+def test_the_profiling_tracer_records_the_sources_torch_fx_records(library):
+    """ProfilingTracer takes stack traces with Python's traceback module (torch's native
+    capture loads Inductor and Dynamo): the same source lines as torch.fx's own
+    record_stack_traces, torch's frames included or not."""
+    from torch import fx
+
+    from pyfxprof.capture.tracing import ProfilingTracer
+
+    def sources(tracer):
+        graph = tracer.trace(_Nested())
+        return [(node.name, source_frames(node.meta.get("stack_trace"), library))
+                for node in graph.nodes]
+
+    reference = fx.Tracer()
+    reference.record_stack_traces = True
+    ours = sources(ProfilingTracer())
+    assert ours == sources(reference)
+    assert any("test_source.py" in frame for _, frames in ours for frame in frames)

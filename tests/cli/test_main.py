@@ -110,3 +110,13 @@ class _Parsed:
     def parse_args(self, argv):
         import argparse
         return argparse.Namespace(func=self.func)
+
+
+def test_a_command_missing_from_the_table_is_registered_from_its_module(monkeypatch):
+    """A command merged without regenerating cli/spec_table.py still runs (test_spec.py fails
+    until the table is written)."""
+    from pyfxprof.cli import spec_table
+    monkeypatch.setattr(spec_table, "COMMANDS", {k: v for k, v in spec_table.COMMANDS.items()
+                                                 if k != "report"})
+    args = build_parser("report").parse_args(["report", "p.json", "--top", "3"])
+    assert args.top == 3 and args.func is report_command.run

@@ -97,3 +97,16 @@ def test_cli_report_tail_of_a_saved_profile(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     heading = next(i for i, line in enumerate(lines) if line.startswith("tail at q=0.9"))
     assert lines[heading + 2].split()[0] == "conv1"  # half of each total: the largest excess
+
+
+def test_the_binomial_order_statistics_are_scipys():
+    """quantile_interval's ranks come from a numpy Binomial cdf (no scipy.stats import):
+    the same ppf as scipy.stats.binom on every case tried."""
+    from scipy import stats
+
+    from pyfxprof.data.latency import binomial_cdf, binomial_ppf
+    for n in [*range(1, 120), 368, 999, 1000, 5000, 100_000]:
+        for p in (0.5, 0.9, 0.99, 0.999):
+            cdf = binomial_cdf(n, p)
+            for q in (0.005, 0.025, 0.975, 0.995):
+                assert binomial_ppf(cdf, q) == int(stats.binom(n, p).ppf(q)), (n, p, q)

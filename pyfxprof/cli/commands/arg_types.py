@@ -3,25 +3,29 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from dataclasses import dataclass
 
 
-def integer_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type accepting ints >= `minimum`.
+@dataclass(frozen=True)
+class integer_at_least:  # noqa: N801 — used as a function: type=integer_at_least(2)
+    """An argparse type accepting ints >= `minimum` (a dataclass, so cli.spec can name it).
 
     Example:
         >>> integer_at_least(2)("3")
         3
     """
-    def parse(text: str) -> int:
+
+    minimum: int
+
+    def __call__(self, text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+            value = self.minimum - 1
+        if value < self.minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {self.minimum}, "
+                                             f"got {text!r}")
         return value
-    return parse
 
 
 #: argparse type: an int >= 1.

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
+import time
 from pathlib import Path
 
 from ...errors import PyfxprofError, first_line
 from ...run.distributed import DEFAULT_TIMEOUT
 from ...run.runner import CHOICES, profile
+from ...run.wall_clock import format_timings
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .arg_types import device_name
@@ -18,23 +21,31 @@ from .report import (add_export_arguments, add_table_arguments, print_ranks, pri
                      write_exports)
 
 
+#: profile()'s defaults, which the options of the same names take.
+DEFAULTS = {name: parameter.default
+            for name, parameter in inspect.signature(profile).parameters.items()}
+
+
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("profile", help="profile a model and print per-node times",
                                    description="Time every node of a model with native timers.")
     add_model_arguments(parser)
-    parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50)")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
-    parser.add_argument("--mode", choices=CHOICES["mode"], default="codegen")
+    parser.add_argument("--runs", type=int, default=DEFAULTS["runs"],
+                        help=f"timed runs (default {DEFAULTS['runs']})")
+    parser.add_argument("--warmup", type=int, default=DEFAULTS["warmup"],
+                        help=f"untimed runs first (default {DEFAULTS['warmup']})")
+    parser.add_argument("--mode", choices=CHOICES["mode"], default=DEFAULTS["mode"])
     parser.add_argument("--device", default=None, type=device_name,
                         help="run on this device, e.g. cuda or cuda:1 (GPU runs also time "
                              "every node with CUDA events); default cpu")
-    parser.add_argument("--capture", choices=CHOICES["capture"], default="auto",
-                        help="how to capture the model (default auto: FX, then TorchDynamo, "
-                             "then FX leafing the failing submodules, then module hooks, then "
+    parser.add_argument("--capture", choices=CHOICES["capture"], default=DEFAULTS["capture"],
+                        help=f"how to capture the model (default {DEFAULTS['capture']}: FX, "
+                             "then TorchDynamo, then FX leafing the failing submodules, then module hooks, then "
                              "whole-model timing)")
-    parser.add_argument("--granularity", choices=CHOICES["granularity"], default="function",
-                        help="nodes are torch functions and methods (default) or aten ops "
-                             "(through TorchDynamo)")
+    parser.add_argument("--granularity", choices=CHOICES["granularity"],
+                        default=DEFAULTS["granularity"],
+                        help="nodes are torch functions and methods (function) or aten ops "
+                             f"(aten, through TorchDynamo); default {DEFAULTS['granularity']}")
     add_compile_arguments(parser)
     parser.add_argument("--backward", action="store_true",
                         help="time training steps: the model in train mode, forward, loss "
@@ -55,6 +66,10 @@ def add_parser(subparsers) -> None:
                         help="print optimisation suggestions drawn from the profile")
     parser.add_argument("--save", metavar="PATH",
                         help="save the profile as JSON (gzip when PATH ends in .gz)")
+    parser.add_argument("--timings", action="store_true",
+                        help="print where the command's wall time went (imports, capture, "
+                             "analysis run, calibration, warm-up and timed runs, rendering) "
+                             "on stderr")
     add_export_arguments(parser)
     group = parser.add_argument_group("distributed jobs (torchrun --nproc-per-node N -m pyfxprof "
                                       "profile ...)")
@@ -86,11 +101,14 @@ def profile_arguments(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     if args.ranks_out:
         return run_ranks(args)
+    marks = [getattr(args, "started", None), time.perf_counter()]  # see print_timings
     model, inputs, name = model_and_inputs(args, programs=True)
     if args.backward:
         _train(model)
     options = profile_arguments(args)
+    marks.append(time.perf_counter())
     prof = profile(model, inputs, name=name, **options)
+    marks.append(time.perf_counter())
     print_table(chosen_runs(prof, args), args)
     print_latency(chosen_runs(prof, args), args)
     if options["compile"] is not None:
@@ -104,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
         prof.save(args.save)
         print(f"wrote profile to {args.save}", file=sys.stderr)
     write_exports(prof, args)
+    if args.timings:
+        print_timings(prof, marks + [time.perf_counter()])
     return 0
 
 
@@ -114,6 +134,18 @@ def _train(model) -> None:
         model.train()
     except (AttributeError, NotImplementedError):  # ExportedProgram, or its module
         pass
+
+
+def print_timings(prof, marks: list) -> None:
+    """--timings: on stderr, the wall seconds of the imports (from cli.main's start, `marks[0]`,
+    None when unknown), loading the model, profile()'s steps (meta["wall_s"]) and the rest of
+    it, and the rendering; `marks` are the perf_counter readings between them."""
+    started, loading, profiling, rendering, done = marks
+    steps = {"imports": loading - (loading if started is None else started),
+             "model": profiling - loading, **prof.meta.get("wall_s", {})}
+    steps["other"] = rendering - profiling - sum(list(steps.values())[2:])
+    steps["rendering"] = done - rendering
+    print(format_timings(steps), file=sys.stderr)
 
 
 def run_ranks(args: argparse.Namespace) -> int:

@@ -101,3 +101,16 @@ def test_commands_without_programs_refuse_them_in_one_line(capsys, command):
     err = capsys.readouterr().err.strip()
     assert "gives a torch.export program, which this command does not take" in err
     assert "\n" not in err
+
+
+def test_timings_break_the_wall_time_down_on_stderr(capsys):
+    from pyfxprof.run.wall_clock import LABELS
+    code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "3", "--warmup", "1",
+                 "--timings"])
+    captured = capsys.readouterr()
+    assert code == 0 and "wall time" not in captured.out
+    shown = [line.strip() for line in captured.err.splitlines() if line.startswith("  ")]
+    expected = list(LABELS.values())
+    assert [line.rsplit(None, 1)[0] for line in shown[:-1]] == expected
+    steps = [float(line.split()[-1]) for line in shown[:-1]]
+    assert abs(float(shown[-1].split()[1]) - sum(steps)) <= 0.0005 * len(steps)  # rounding

@@ -1,0 +1,115 @@
+"""Writes cli/spec_table.py, the sub-commands' parsers as plain data (read by cli.spec), from
+the command modules: `python -m pyfxprof.cli.spec_writer`.
+
+Each command module in pyfxprof.cli.commands registers its parser with ``add_parser`` as an
+ordinary argparse user would, importing what it likes. This imports every module of
+cli.main's COMMAND_MODULES and describes each parser (help, description, groups, arguments,
+defaults) as data; tests/cli/test_spec.py fails, naming this command, when the table is
+stale. An argument's ``type`` must be a module-level function (or class), or a frozen
+dataclass instance of one (rebuilt from its fields), e.g. ``arg_types.integer_at_least(2)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import inspect
+import pprint
+import sys
+from pathlib import Path
+from typing import Any
+
+from .main import COMMAND_MODULES
+from .spec import PARSER_FIELDS, Reference
+
+#: The file this writes.
+TABLE_PATH = Path(__file__).with_name("spec_table.py")
+#: Groups every parser has; their arguments are added to the parser itself.
+_OWN_GROUPS = ("positional arguments", "options", "optional arguments")
+
+
+def table_value(value: Any) -> Any:
+    """`value` as table data: callables as {"ref": "module:name", "args": [...], "name": ...}."""
+    if isinstance(value, Reference):
+        return {"ref": value.target, "args": list(value.args), "name": value.__name__}
+    if dataclasses.is_dataclass(value) and callable(value):
+        cls = type(value)
+        return {"ref": f"{cls.__module__}:{cls.__qualname__}",
+                "args": [getattr(value, f.name) for f in dataclasses.fields(value)],
+                "name": getattr(value, "__name__", cls.__name__)}
+    if callable(value):
+        module, name = value.__module__, value.__qualname__
+        if getattr(sys.modules.get(module), name, None) is not value:
+            raise ValueError(f"{value!r} is not a module-level callable: give argparse a "
+                             "function of a module, or a frozen dataclass instance")
+        return {"ref": f"{module}:{name}", "args": [], "name": value.__name__}
+    if isinstance(value, (list, tuple)):
+        return type(value)(table_value(item) for item in value)
+    return value
+
+
+def _action_names() -> dict[type, str]:
+    """argparse action class -> the `action=` name that makes it."""
+    registry = argparse.ArgumentParser()._registries["action"]
+    return {cls: name for name, cls in registry.items() if name is not None}
+
+
+def describe_action(action: argparse.Action) -> dict:
+    """One argument as data: its action name, option strings and the keyword arguments its
+    action class takes (as add_argument would pass them) that are not their defaults."""
+    kind = _action_names()[type(action)]
+    parameters = inspect.signature(type(action).__init__).parameters
+    keywords = {name: table_value(getattr(action, name))
+                for name, parameter in parameters.items()
+                if name not in ("self", "option_strings")
+                and getattr(action, name) is not parameter.default}
+    return {"action": kind, "options": list(action.option_strings), "keywords": keywords}
+
+
+def describe(parser: argparse.ArgumentParser, help: str | None) -> dict:
+    """A sub-command's parser as data (its `help` in the command list): its argument groups
+    beyond the usual two, and its arguments in the order they were added, each naming its
+    group (None: the usual ones)."""
+    groups = [group for group in parser._action_groups if group.title not in _OWN_GROUPS]
+    group_of = {id(action): index for index, group in enumerate(groups)
+                for action in group._group_actions}
+    arguments = [dict(describe_action(action), group=group_of.get(id(action)))
+                 for action in parser._actions if not isinstance(action, argparse._HelpAction)]
+    return {"help": help, **{field: getattr(parser, field) for field in PARSER_FIELDS},
+            "groups": [{"title": group.title, "description": group.description}
+                       for group in groups],
+            "arguments": arguments,
+            "defaults": {key: table_value(value) for key, value in parser._defaults.items()}}
+
+
+def command_specs(names: tuple[str, ...]) -> dict[str, dict]:
+    """Each command's spec, from its module's add_parser (imports every command module)."""
+    parser = argparse.ArgumentParser(prog="pyfxprof")
+    subparsers = parser.add_subparsers(dest="command")
+    specs = {}
+    for name in names:
+        importlib.import_module(f"pyfxprof.cli.commands.{name}").add_parser(subparsers)
+        helps = {a.dest: a.help for a in subparsers._choices_actions}
+        specs[name] = describe(subparsers.choices[name], helps.get(name))
+    return specs
+
+
+def table_text(specs: dict[str, dict]) -> str:
+    """The source of cli/spec_table.py for `specs`."""
+    return ('"""The sub-commands\' parsers as data. Generated by `python -m pyfxprof.cli.spec_writer` '
+            'from\nthe modules in pyfxprof.cli.commands (see pyfxprof/cli/spec_writer.py): do not edit '
+            'by hand."""\n\n# fmt: off\nCOMMANDS = ' + pprint.pformat(specs, width=99,
+                                                                    compact=True,
+                                                                    sort_dicts=False) + "\n")
+
+
+def main() -> int:
+    """Write cli/spec_table.py from the command modules (`python -m pyfxprof.cli.spec_writer`)."""
+    TABLE_PATH.write_text(table_text(command_specs(COMMAND_MODULES)), encoding="utf-8")
+    print(f"wrote {TABLE_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
