@@ -96,6 +96,18 @@ class TimedRun:
 def timed_run(table: SampleTable, forward: Callable[..., Any],
               busy_error: type[BaseException]) -> TimedRun: ...
 
+class StateGuard:
+    """The Python state a captured graph assumed: (dict, keys and the objects they held),
+    checked before each replay (a dict whose version tag is unchanged costs one load)."""
+
+    def holds(self) -> bool:
+        """Every watched key still holds the object expected (or is absent)."""
+    def rebase(self) -> None:
+        """Expect each watched key's current object from now on."""
+
+def state_guard(items: list[tuple[dict[Any, Any], tuple[tuple[Any, Any], ...]]],
+                absent: Any) -> StateGuard: ...
+
 class HotForward:
     """A profiled model's forward while a Profiler block is open: a call of `thread` whose
     args_key names an entry (group, run, training, index) of `armed`, with the model's

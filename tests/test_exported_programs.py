@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import pyfxprof
+from pyfxprof.data.validate import model_nodes
 from pyfxprof.capture.ladder import prepare
 from pyfxprof.cli.main import main
 from pyfxprof.errors import PyfxprofError
@@ -22,8 +23,9 @@ GUARDS = "_guards_fn"
 
 def module_share(prof) -> float:
     """Share of the nodes' median time on nodes whose module path is a module of the model."""
-    medians = np.median(prof.samples, axis=0)
-    known = ~prof.nodes["module_path"].isin(("", GUARDS)).to_numpy()
+    nodes = model_nodes(prof.nodes)  # not the (Python outside the graph) row
+    medians = np.median(prof.samples[:, nodes], axis=0)
+    known = ~prof.nodes.loc[nodes, "module_path"].isin(("", GUARDS)).to_numpy()
     return float(medians[known].sum() / medians.sum())
 
 
@@ -101,7 +103,8 @@ def test_gpt2_with_a_dynamic_sequence_length():
         assert prof.meta["capture_mode"] == "exported"
         # every node has its module but the program's shape guards (a few % of this tiny
         # model's time: its guards of a dynamic dimension are evaluated in Python)
-        assert prof.nodes.loc[prof.nodes["module_path"] == "", "name"].empty
+        nodes = prof.nodes[model_nodes(prof.nodes)]  # not the (Python outside the graph) row
+        assert nodes.loc[nodes["module_path"] == "", "name"].empty
         attention = prof.nodes[prof.nodes["target"].str.contains("scaled_dot_product")]
         assert attention["module_path"].str.endswith(".attn").all() and len(attention) == 2
     with pytest.raises(PyfxprofError, match=r"shape\[1\] to be <= 64, but got 80") as error:

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import pyfxprof
+from pyfxprof.data.validate import model_nodes
 from pyfxprof.capture.tracing import CaptureFallbackWarning
 from pyfxprof.data.rollup import module_keys
 from tests import hf_models
@@ -83,8 +84,9 @@ def test_aten_granularity_keeps_module_paths():
     model, inputs = hf_models.bert()
     prof = quiet_profile(model, inputs, granularity="aten")
     assert prof.meta["capture_mode"] == "dynamo"
-    aten = prof.nodes["target"].str.startswith("torch.ops.aten.")
-    assert set(prof.nodes.loc[~aten, "target"]) == {"_operator.getitem"}  # of multi-output ops
+    nodes = prof.nodes[model_nodes(prof.nodes)]  # not the (Python outside the graph) row
+    aten = nodes["target"].str.startswith("torch.ops.aten.")
+    assert set(nodes.loc[~aten, "target"]) == {"_operator.getitem"}  # of multi-output ops
     assert {"encoder.layer.0", "encoder.layer.1"} <= set(module_keys(prof.nodes, 3))
     assert prof.meta["flops"] == int(prof.nodes["flops"].sum()) > 0
 

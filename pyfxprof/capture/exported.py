@@ -5,6 +5,7 @@ program's range constraints. An exported program has no eval/train modes: it is 
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -17,12 +18,15 @@ EXPORTED = "exported"
 
 
 def _stateful_module_type() -> type | None:
-    """torch's class of the modules ``ExportedProgram.module()`` returns (None if absent)."""
-    try:
-        from torch.export._unlift import _StatefulGraphModule
-    except ImportError:  # another torch: only ExportedProgram objects are recognised
-        return None
-    return _StatefulGraphModule
+    """torch's class of the modules ``ExportedProgram.module()`` returns, once torch has loaded
+    it (before that no such module exists; importing it would load TorchDynamo)."""
+    return getattr(sys.modules.get("torch.export._unlift"), "_StatefulGraphModule", None)
+
+
+def _is_program(model: Any) -> bool:
+    """True for an ExportedProgram (its module is loaded once a program exists)."""
+    programs = sys.modules.get("torch.export.exported_program")
+    return programs is not None and isinstance(model, programs.ExportedProgram)
 
 
 def is_exported(model: Any) -> bool:
@@ -35,8 +39,7 @@ def is_exported(model: Any) -> bool:
         True
     """
     stateful = _stateful_module_type()
-    return isinstance(model, torch.export.ExportedProgram) or (
-        stateful is not None and isinstance(model, stateful))
+    return _is_program(model) or (stateful is not None and isinstance(model, stateful))
 
 
 def exported_module(model: Any) -> Any:
@@ -49,9 +52,7 @@ def exported_module(model: Any) -> Any:
         >>> is_exported(exported_module(ep)), isinstance(exported_module(ep), torch.nn.Module)
         (True, True)
     """
-    if isinstance(model, torch.export.ExportedProgram):
-        return model.module()
-    return model
+    return model.module() if _is_program(model) else model
 
 
 def exported_name(module: torch.nn.Module) -> str:

@@ -132,6 +132,32 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None)
                    profile.run_starts, profile.run_noise, add(profile.backward_samples))
 
 
+def graph_only(profile: Profile) -> Profile:
+    """`profile` without the OUTSIDE_GRAPH row: the graph's rows and runs (run totals less
+    that row), as with_outside_graph found it; itself when it has no such row.
+
+    >>> nodes = pd.DataFrame({"index": [0], "name": ["mm"], "op": ["call_function"],
+    ...     "target": ["mm"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
+    >>> graph = Profile(nodes, np.array([[90]] * 6), np.array([100] * 6), {})
+    >>> both = with_outside_graph(graph, [300, 310, 305, 290, 300, 320])
+    >>> again = graph_only(both)
+    >>> again.nodes["name"].tolist(), again.run_totals.tolist()[:2]
+    (['mm'], [100, 100])
+    """
+    column = outside_column(profile)
+    if column is None:
+        return profile
+    keep = np.arange(profile.n_nodes) != column
+    drop = lambda array: None if array is None else array[:, keep]  # noqa: E731
+    meta = dict(profile.meta)
+    if "graph_coverage" in meta:
+        meta["coverage"] = meta.pop("graph_coverage")
+    return Profile(profile.nodes[keep].reset_index(drop=True), profile.samples[:, keep],
+                   profile.run_totals - profile.samples[:, column], meta,
+                   drop(profile.device_samples), profile.run_starts, profile.run_noise,
+                   drop(profile.backward_samples))
+
+
 def call_figure(call, key: str) -> float | None:
     """``call[key]`` as a finite float, or None (a saved file's meta may hold anything).
 

@@ -25,6 +25,7 @@ from torch.utils._pytree import tree_flatten
 from ..analyses.diff import ProfileDiff
 from ..capture.ladder import copied_inputs
 from ..capture.model_state import evaluation_mode
+from ..data.outside_graph import graph_only
 from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError, first_line
 from .progress import Progress
@@ -160,7 +161,9 @@ def _copies(model: torch.nn.Module, copies: int, side: str) -> list[torch.nn.Mod
 def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int],
                   copy_of_block: list[int] | None = None) -> Profile:
     """One Profile of a side's blocks, meta["ab"] naming the pair, each run's block, the
-    side's position (0 first, 1 second) in each block pair and the copy each block ran.
+    side's position (0 first, 1 second) in each block pair and the copy each block ran; the
+    graph's rows and runs (data.outside_graph.graph_only: a block's few user calls resolve
+    the outside-the-graph row in some blocks only).
 
     >>> import pandas as pd
     >>> nodes = pd.DataFrame({"index": [0], "name": ["a"], "op": ["call_function"],
@@ -170,6 +173,7 @@ def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int]
     >>> merged.meta["ab"]["blocks"], merged.meta["runs"]
     ([0, 0, 1, 1], 4)
     """
+    block_profiles = [graph_only(p) for p in block_profiles]  # the row is there in some only
     first = block_profiles[0]
     meta = dict(first.meta, runs=sum(p.n_runs for p in block_profiles))
     meta["ab"] = {"pair": pair, "blocks": [b for b, p in enumerate(block_profiles)

@@ -100,12 +100,10 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
             capture, (leaf_modules, autowrap_functions, concrete_args), granularity, mode, grad))
         warn_fallback(prepared.captured, capture)
         drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
-        check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
         executor = _ready_executor(executor, keep, model, prepared,
-                                   (mode, device_events, nvtx, clock))
-        timings, run_noise, warmup_totals, executor, call = _measured(
-            executor, prepared, (model, example_inputs, loss_fn, backward, runs, warmup, progress),
-            clock)
+                                   (mode, device_events, nvtx, clock, runs))
+        timings, run_noise, warmup_totals, executor, call = _measured(executor, prepared, (
+            model, example_inputs, loss_fn, backward, runs, warmup, progress), clock)
         modes = _modes_meta(model, given_training, example_inputs)
     meta = _profile_meta(model, name, prepared, executor, timings, example_inputs, **modes,
                          device_events=device_events, warmup=warmup, grad=grad,
@@ -143,8 +141,9 @@ def _ready_executor(executor, keep: Callable, model: torch.nn.Module, prepared: 
                     options: tuple):
     """The cached `executor`, else a new one that `keep` keeps for the next calls (its wall
     time in the clock), with its NVTX ranges named as `options` (mode, device_events, nvtx,
-    clock) ask (none: reset)."""
-    mode, device_events, nvtx, clock = options
+    clock, runs) ask (none: reset); first, a one-line error when `runs` cannot fit in memory."""
+    mode, device_events, nvtx, clock, runs = options
+    check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
     executor = executor or keep(_instrumented(clock, model, prepared, mode, device_events))
     name_ranges(executor, range_names(prepared.frame) if nvtx else None)
     return executor
@@ -154,10 +153,12 @@ def _measured(executor, prepared: Prepared, given: tuple, clock: StepClock) -> t
     """(timings, run noise, warm-up totals, executor, call): _timed_runs of `executor`, as
     training steps when backward (`given`: model, inputs, loss_fn, backward, runs, warmup,
     progress), with the user's own call (run.user_call) timed between the runs (None for
-    training steps)."""
+    training steps, and for module-hooks and whole captures, whose runs are the user's call
+    itself, its hooks firing)."""
     model, example_inputs, loss_fn, backward, *loop = given
-    call = None if backward else UserCall(model, example_inputs, device_of(model, prepared.args),
-                                          (prepared.captured.graph_module, prepared.args))
+    own_run = backward or prepared.analysis is not None  # hooks, whole: the model's own call
+    call = None if own_run else UserCall(model, example_inputs, device_of(model, prepared.args),
+                                         (prepared.captured.graph_module, prepared.args))
     with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
         return (*_timed_runs(executor, prepared.args, *loop, prepared.frame, call, clock),
                 executor, call)

@@ -13,8 +13,8 @@ STEPS = {
     "analysis": "analysis run (shapes, FLOPs)",
     "instrument": "instrument and calibrate",
     "warmup": "warm-up runs",
-    "user_call": "your call's Python, by function (untimed passes)",
-    "timed_runs": "timed runs (your own call timed between them)",
+    "user_call": "your call's Python breakdown",
+    "timed_runs": "timed runs",
 }
 
 

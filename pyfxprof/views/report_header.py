@@ -163,9 +163,10 @@ def numeric_mode_difference(control: dict, test: dict,
     return f"numeric mode differs ({labels[0]} vs {labels[1]}): {'; '.join(changes)}"
 
 
-def _call_text(meta: dict) -> str | None:
+def _call_text(meta: dict, what: str = "graph") -> str | None:
     """What the total is against the user's call (meta "call", data.outside_graph), or None
-    for a profile without one.
+    for a profile without one; `what` names the graph part ("graph", "2 graphs and the
+    Python between them").
 
     >>> _call_text({"call": {"resolved": True, "graph_median_ns": 1e6, "median_ns": 2e6,
     ...     "outside_median_ns": 1e6, "outside_low_ns": 9e5, "outside_high_ns": 1e6}})
@@ -179,7 +180,7 @@ def _call_text(meta: dict) -> str | None:
     if not isinstance(call, dict):
         return None
     if call.get("error"):
-        return f" (graph; your call failed: {call['error']})"
+        return f" ({what}; your call failed: {call['error']})"
     figures = ("median_ns", "graph_median_ns", "outside_median_ns", "outside_low_ns",
                "outside_high_ns")
     if any(call_figure(call, key) is None for key in figures) or not call["median_ns"]:
@@ -187,9 +188,9 @@ def _call_text(meta: dict) -> str | None:
     after = ", timed after the runs" if call.get("interleaved") is False else ""
     if call.get("resolved") is True:
         share = format_pct(100.0 * call["outside_median_ns"] / call["median_ns"])
-        return (f" (your call{after}; graph {format_ns(call['graph_median_ns'])}, Python "
+        return (f" (your call{after}; {what} {format_ns(call['graph_median_ns'])}, Python "
                 f"outside it {format_ns(call['outside_median_ns'])} = {share})")
-    return (f" (graph; your call{after} {format_ns(call['median_ns'])} median, Python "
+    return (f" ({what}; your call{after} {format_ns(call['median_ns'])} median, Python "
             f"outside the graph below the noise: {format_ns(call['outside_low_ns'])}.."
             f"{format_ns(call['outside_high_ns'])})")
 
@@ -208,11 +209,11 @@ def _eager_text(meta: dict) -> str:
     >>> _eager_text({"graphs": 3})
     ' (3 graphs and the Python between them)'
     """
-    call = _call_text(meta)
-    if call is not None:
-        return call
     graphs = meta.get("graphs", 1)
     what = "graph" if graphs == 1 else f"{graphs} graphs and the Python between them"
+    call = _call_text(meta, what)
+    if call is not None:
+        return call
     eager = meta.get("eager_forward_median_ns")
     if eager is None:
         error = meta.get("eager_forward_error")

@@ -26,10 +26,10 @@ def nothing_pending() -> bool:
 @pytest.mark.parametrize("fail_on", [3, 5])
 def test_a_raising_model_is_one_line_naming_run_and_node(mode, capture, fail_on):
     model = flaky()
-    model.flaky.fail_on = fail_on
+    model.flaky.fail_on = fail_on  # no warm-up: the user's own calls come after the runs
     RECORDER.collect(0, 2**32)
     with pytest.raises(PyfxprofError) as info:
-        profile(model, (torch.randn(2, 3, 8, 8),), runs=4, warmup=2, mode=mode, capture=capture,
+        profile(model, (torch.randn(2, 3, 8, 8),), runs=6, warmup=0, mode=mode, capture=capture,
                 leaf_modules=[Flaky], progress=False)
     message = str(info.value)
     assert re.fullmatch(f"the model raised in {RUN}, in node {NODE}: ValueError: bad batch "
@@ -41,9 +41,9 @@ def test_a_raising_model_is_one_line_naming_run_and_node(mode, capture, fail_on)
 
 def test_the_run_named_is_the_one_that_failed():
     model = flaky()
-    model.flaky.fail_on = 4  # analysis run, warm-up runs 1 and 2, then timed run 1
-    with pytest.raises(PyfxprofError, match=f"in timed run 1 of 3, in node {NODE}"):
-        profile(model, (torch.randn(2, 3, 8, 8),), runs=3, warmup=2, capture="fx",
+    model.flaky.fail_on = 3  # analysis run, timed runs 1 and 2 (the user's calls come after)
+    with pytest.raises(PyfxprofError, match=f"in timed run 2 of 3, in node {NODE}"):
+        profile(model, (torch.randn(2, 3, 8, 8),), runs=3, warmup=0, capture="fx",
                 leaf_modules=[Flaky], progress=False)
 
 

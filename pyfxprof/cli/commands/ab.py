@@ -9,11 +9,11 @@ import argparse
 import torch
 
 from ...errors import PyfxprofError
-from ...analyses.diff import BY_CHOICES, SORT_KEYS, distinct_labels
+from ...analyses.diff import distinct_labels
 from ...run.compare import compare
 from ..model_spec import DEFAULT_INPUT, load_model
 from .arg_types import integer_at_least, open_unit_interval, positive_int
-from .diff import add_gate_argument, fraction, gate
+from .diff import add_diff_table_arguments, add_gate_argument, fraction, gate
 from .model_args import MAX_THREADS, parse_inputs
 
 
@@ -57,14 +57,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="time models whose outputs differ in shape anyway")
     parser.add_argument("--labels", nargs=2, metavar=("X", "Y"),
                         help="names of A and B (default: their callables' names)")
-    parser.add_argument("--sort", choices=SORT_KEYS, default="diff_duration",
-                        help="row order (default: |diff_duration|, largest first)")
-    parser.add_argument("--top", type=positive_int, default=20, metavar="N",
-                        help="show the first N rows (default 20)")
-    parser.add_argument("--group-by", choices=BY_CHOICES, default="node",
-                        help="one row per node (default), op type, op, module type or module")
-    parser.add_argument("--depth", type=positive_int, metavar="K",
-                        help="with --group-by module: cut module paths after K components")
+    add_diff_table_arguments(parser)
     add_gate_argument(parser)
     parser.set_defaults(func=run)
     return parser

@@ -79,14 +79,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="several test profiles (sessions), instead of B")
     parser.add_argument("--labels", nargs=2, metavar=("X", "Y"),
                         help="names of A and B (default: their file names)")
-    parser.add_argument("--sort", choices=SORT_KEYS, default="diff_duration",
-                        help="row order (default: |diff_duration|, largest first)")
-    parser.add_argument("--top", type=positive_int, default=20, metavar="N",
-                        help="show the first N rows (default 20)")
-    parser.add_argument("--group-by", choices=BY_CHOICES, default="node",
-                        help="one row per node (default), op type, op, module type or module")
-    parser.add_argument("--depth", type=positive_int, metavar="K",
-                        help="with --group-by module: cut module paths after K components")
+    add_diff_table_arguments(parser)
     parser.add_argument("--min-change", type=fraction, default=0.05, metavar="PCT",
                         help="equivalence margin: smaller changes are 'same', e.g. 5%% "
                              "(default 5%%)")
@@ -100,6 +93,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_gate_argument(parser)
     parser.set_defaults(func=run)
     return parser
+
+
+def add_diff_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """--sort, --top, --group-by and --depth of a diff's table (diff and ab)."""
+    parser.add_argument("--sort", choices=SORT_KEYS, default="diff_duration",
+                        help="row order (default: |diff_duration|, largest first)")
+    parser.add_argument("--top", type=positive_int, default=20, metavar="N",
+                        help="show the first N rows (default 20)")
+    parser.add_argument("--group-by", choices=BY_CHOICES, default="node",
+                        help="one row per node (default), op type, op, module type or module")
+    parser.add_argument("--depth", type=positive_int, metavar="K",
+                        help="with --group-by module: cut module paths after K components")
 
 
 def add_gate_argument(parser: argparse.ArgumentParser) -> None:

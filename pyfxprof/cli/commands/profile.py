@@ -71,6 +71,12 @@ def add_parser(subparsers) -> None:
                              "analysis run, calibration, warm-up and timed runs, rendering) "
                              "on stderr")
     add_export_arguments(parser)
+    _add_distributed_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_distributed_arguments(parser: argparse.ArgumentParser) -> None:
+    """--ranks-out and --gather-timeout, for jobs run under torchrun."""
     group = parser.add_argument_group("distributed jobs (torchrun --nproc-per-node N -m pyfxprof "
                                       "profile ...)")
     group.add_argument("--ranks-out", metavar="DIR",
@@ -79,7 +85,6 @@ def add_parser(subparsers) -> None:
     group.add_argument("--gather-timeout", type=positive_int, default=int(DEFAULT_TIMEOUT),
                        metavar="S", help="give up waiting for the other ranks after S seconds "
                                          f"(default {DEFAULT_TIMEOUT:g})")
-    parser.set_defaults(func=run)
 
 
 def profile_arguments(args: argparse.Namespace) -> dict:
