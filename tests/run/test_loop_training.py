@@ -127,6 +127,19 @@ def test_calls_without_backward_leave_no_backward_columns():
     assert "no backward columns" in p.profiles[-1].meta["backward_note"]
 
 
+def test_two_calls_summed_into_one_backward_leave_no_backward_columns():
+    model, optimizer = _model_and_optimizer()
+    with pyfxprof.Profiler(model, backward=True) as p:
+        for _ in range(2):
+            optimizer.zero_grad()
+            loss = model(torch.randn(4, 8)).pow(2).mean() + model(torch.randn(4, 8)).sum()
+            loss.backward()  # one backward over both calls' outputs
+            optimizer.step()
+            p.step()
+    assert p.profiles and all(prof.backward_samples is None for prof in p.profiles)
+    assert "not one backward per recorded call" in p.profiles[-1].meta["backward_note"]
+
+
 def _plain_step_ns(model, optimizer, x) -> int:
     begin = time.perf_counter_ns()
     optimizer.zero_grad()
