@@ -215,7 +215,8 @@ def test_a_loop_of_blocks_with_a_data_dependent_branch_is_profiled_on_dynamo():
     assert linear["calls"].sum() == 4 and (linear["module_path"] == "lin").all()
     relu = nodes[nodes["target"].astype(str) == "relu"]
     assert relu["calls"].sum() == 4 and (relu["median"] > 0).all()
-    assert prof.meta["coverage"] >= 0.9, prof.meta["coverage"]
+    graph_coverage = prof.meta.get("graph_coverage", prof.meta["coverage"])  # of the graphs
+    assert graph_coverage >= 0.9, graph_coverage  # (coverage: of the call, outside row apart)
     rows = prof.samples.sum(axis=1)  # the nodes and the Python between graphs
     assert np.median(rows / prof.run_totals) == pytest.approx(1.0, abs=0.05)
 
