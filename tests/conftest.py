@@ -1,11 +1,13 @@
 """Shared fixtures: the fake CUDA runtime and the fake NVTX tool, each built once per test
 session."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_CUDART_SOURCE = ROOT / "csrc" / "tests" / "fake_cudart.cpp"
@@ -38,6 +40,21 @@ def fake_nvtx_tool(tmp_path_factory) -> Path:
     subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-isystem", _C.nvtx_include_dir,
                     str(FAKE_NVTX_SOURCE), "-o", str(out)], check=True)
     return out
+
+
+@pytest.fixture(scope="module")
+def inductor_cache(tmp_path_factory):
+    """Inductor's on-disk caches in the using module's own temporary directory, one thread
+    (the compiled-model tests: `pytestmark = pytest.mark.usefixtures("inductor_cache")`)."""
+    before, threads = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), torch.get_num_threads()
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("inductor"))
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    if before is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
 
 
 @pytest.hookimpl(tryfirst=True)

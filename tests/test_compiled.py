@@ -4,7 +4,6 @@ its overhead, the eager-vs-compiled diff and the refusals. Compiles on CPU (need
 compiler); Inductor's cache lives in a temporary directory per module."""
 
 import json
-import os
 import time
 
 import numpy as np
@@ -22,18 +21,8 @@ from tests.models import Net, net_input
 RUNS = dict(runs=5, warmup=2, progress=False)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def inductor_cache(tmp_path_factory):
-    """Inductor's on-disk caches in this module's own temporary directory, one thread."""
-    before, threads = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), torch.get_num_threads()
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("inductor"))
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-    if before is None:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    else:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
+#: Inductor's on-disk caches in this module's own temporary directory, one thread.
+pytestmark = pytest.mark.usefixtures("inductor_cache")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ process: after an eager profile of the same model, after another compile of it, 
 torch._dynamo.reset(). Compiles on CPU (needs a C++ compiler)."""
 
 import cProfile
-import os
 import pstats
 import time
 
@@ -18,18 +17,8 @@ transformers = pytest.importorskip("transformers")
 INPUTS = {"input_ids": torch.arange(3, 19).reshape(1, 16)}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def inductor_cache(tmp_path_factory):
-    """Inductor's on-disk caches in this module's own temporary directory, one thread."""
-    before, threads = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), torch.get_num_threads()
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("inductor"))
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-    if before is None:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    else:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
+#: Inductor's on-disk caches in this module's own temporary directory, one thread.
+pytestmark = pytest.mark.usefixtures("inductor_cache")
 
 
 def tiny_gpt2() -> torch.nn.Module:
