@@ -263,7 +263,7 @@ def _profiler_dataclass_backward() -> str | None:
 
 
 def _compiled_diffs(folder) -> str | None:
-    from pyfxprof.analyses.compiled import CompiledDiff
+    from pyfxprof.analyses.compiled_diff import CompiledDiff
     from pyfxprof.cli.main import main
     eager, compiled = _quick(torch.nn.Linear(4, 4)), _quick(torch.compile(torch.nn.Linear(4, 4)))
     if not all(isinstance(d, CompiledDiff) for d in (pyfxprof.diff(eager, compiled),

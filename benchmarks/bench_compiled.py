@@ -18,7 +18,7 @@ from machine import describe_machine
 
 from pyfxprof.capture.inductor import InductorCapture, compile_settings
 from pyfxprof.capture.inputs import BoundInputs
-from pyfxprof.timing.compiled import CompiledExecutor, plan_graph
+from pyfxprof.timing.compiled_executor import CompiledExecutor, plan_graph
 
 
 class CNN(torch.nn.Module):

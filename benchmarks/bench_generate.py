@@ -121,7 +121,7 @@ def _binding_costs(model: torch.nn.Module, ids: torch.Tensor, options: dict) -> 
 def _time_guard_checks() -> list[int]:
     """Times CallGroup.accepts (the guard check before each call of a captured group) from now
     on; the ns of each check go into the list returned."""
-    from pyfxprof.run.call_groups import CallGroup
+    from pyfxprof.loop.call_groups import CallGroup
     durations: list[int] = []
     accepts = getattr(CallGroup.accepts, "__wrapped__", CallGroup.accepts)
 

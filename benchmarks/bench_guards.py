@@ -20,7 +20,7 @@ from bench_generate import tiny_models
 from machine import describe_machine
 
 import pyfxprof
-from pyfxprof.run import call_groups
+from pyfxprof.loop import call_groups
 
 #: The parts of the tree: the sources at which each one is cut off.
 PARTS = {

@@ -18,7 +18,7 @@ import torch
 from machine import describe_machine
 
 import pyfxprof
-from pyfxprof.analyses.compiled import OUTSIDE, CompiledDiff, provenance_coverage
+from pyfxprof.analyses.compiled_diff import OUTSIDE, CompiledDiff, provenance_coverage
 from pyfxprof.data.units import format_ns
 
 

@@ -30,15 +30,15 @@ _PUBLIC = {
     "Advice": ("analyses.advisor", "Advice"),
     "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
     "Compare": ("data.bench_compare", "Compare"),  # Measurements as one grid
-    "CompiledDiff": ("analyses.compiled", "CompiledDiff"),  # eager vs compiled, per module
+    "CompiledDiff": ("analyses.compiled_diff", "CompiledDiff"),  # eager vs compiled, per module
     "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
     "FusionError": ("tools.fusion", "FusionError"),
     "FusionReport": ("tools.fusion", "FusionReport"),
     "Measurement": ("data.measurement", "Measurement"),  # what bench() returns
     "Profile": ("data.profile", "Profile"),
     "ProfileDiff": ("analyses.diff", "ProfileDiff"),
-    "Profiler": ("run.loop", "Profiler"),
-    "ProfilerAction": ("run.schedule", "ProfilerAction"),
+    "Profiler": ("loop.profiler", "Profiler"),
+    "ProfilerAction": ("loop.schedule", "ProfilerAction"),
     "ProfilingInterpreter": ("timing.interpreter", "ProfilingInterpreter"),
     "PyfxprofError": ("errors", "PyfxprofError"),
     "RankProfiles": ("data.rank_profiles", "RankProfiles"),
@@ -51,14 +51,14 @@ _PUBLIC = {
     "diff": ("analyses.diff", "diff"),
     "fuse_conv_bn": ("tools.fusion", "fuse_conv_bn"),
     "gather": ("run.distributed", "gather"),  # every rank's Profile on one rank
-    "kernel_table": ("analyses.compiled", "kernel_table"),  # a compiled profile's kernels
+    "kernel_table": ("analyses.compiled_diff", "kernel_table"),  # a compiled profile's kernels
     "load": ("data.persist", "load_profile"),  # a profile saved by Profile.save (JSON, gzip)
     "load_rank_profiles": ("data.rank_profiles", "load_rank_profiles"),
     "max_abs_difference": ("tools.fusion", "max_abs_difference"),
     "profile": ("run.runner", "profile"),
-    "range": ("run.ranges", "Range"),  # like torch.profiler's record_function
+    "range": ("loop.ranges", "Range"),  # like torch.profiler's record_function
     "register_rule": ("analyses.advisor", "register_rule"),
-    "schedule": ("run.schedule", "schedule"),
+    "schedule": ("loop.schedule", "schedule"),
     "sweep": ("run.sweep", "sweep"),  # profiles at several batch sizes, fixed vs per-item cost
 }
 

@@ -2,9 +2,10 @@
 
 Stages and the one-way rule (docs/architecture.md, "Stages and their import rule"):
 
-    cli ─▶ run, tools, analyses, views, data
-    run ─▶ timing, capture, data            timing ─▶ capture, _C
-    tools ─▶ run, timing, capture, views, data
+    cli ─▶ run, loop, tools, analyses, views, data
+    run ─▶ timing, capture, analyses, data  timing ─▶ capture, _C
+    loop ─▶ run, timing, capture, data
+    tools ─▶ run, loop, timing, capture, views, data
     analyses ─▶ views, data                 views ─▶ data
 
 - ``data`` (the Profile, statistics, persistence), used by run, views, analyses, tools and cli,
@@ -40,8 +41,9 @@ ALLOWED = {
     "capture": set(),
     "timing": {"capture", "_C"},
     "run": {"timing", "capture", "analyses", "data"},  # analyses: compare() returns a diff
-    "tools": {"run", "timing", "capture", "views", "data"},
-    "cli": {"run", "tools", "analyses", "views", "data"},
+    "loop": {"run", "timing", "capture", "data"},
+    "tools": {"run", "loop", "timing", "capture", "views", "data"},
+    "cli": {"run", "loop", "tools", "analyses", "views", "data"},
     "errors": set(),
 }
 #: Stages that must not import torch (nor anything under it).

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 import pyfxprof
-from pyfxprof.analyses.compiled import CompiledDiff, kernel_frame, provenance_coverage
+from pyfxprof.analyses.compiled_diff import CompiledDiff, kernel_frame, provenance_coverage
 from pyfxprof.capture.inductor import InductorCapture, compile_settings
 from pyfxprof.capture.inputs import BoundInputs
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.timing.compiled import CompiledExecutor, plan_graph
+from pyfxprof.timing.compiled_executor import CompiledExecutor, plan_graph
 from tests.models import Net, net_input
 
 RUNS = dict(runs=5, warmup=2, progress=False)
@@ -229,8 +229,8 @@ def test_aoti_model_is_timed_whole_with_a_statement():
 def test_graph_without_python_wrapper_is_timed_whole():
     """A graph with no per-kernel calls to time (CUDA graphs, cpp_wrapper): one row with all
     its source nodes, the graph's own output."""
-    from pyfxprof.run.compiled import graph_rows, notes
-    from pyfxprof.timing.compiled import GraphPlan
+    from pyfxprof.run.compiled_profile import graph_rows, notes
+    from pyfxprof.timing.compiled_executor import GraphPlan
     model, x = Net().eval(), net_input()
     with torch.inference_mode():
         capture = InductorCapture(*compile_settings(model, True))

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import pyfxprof
-from pyfxprof.timing.compiled import CompiledExecutor
+from pyfxprof.timing.compiled_executor import CompiledExecutor
 
 transformers = pytest.importorskip("transformers")
 INPUTS = {"input_ids": torch.arange(3, 19).reshape(1, 16)}

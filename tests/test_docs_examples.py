@@ -75,7 +75,7 @@ def docs_session(tmp_path, monkeypatch):
     registry restored afterwards (docs register their own example rules)."""
     import torchvision
 
-    from pyfxprof.analyses import advisor  # registers the built-in rules before the snapshot
+    from pyfxprof.analyses import advisor# registers the built-in rules before the snapshot
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(torchvision.models, "resnet18", small_resnet18_stand_in)
     rules, threads = dict(advisor.RULES), torch.get_num_threads()

@@ -12,7 +12,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from pyfxprof.capture.tracing import CaptureFallbackWarning  # noqa: E402
-from pyfxprof.run.loop import Profiler  # noqa: E402
+from pyfxprof.loop.profiler import Profiler  # noqa: E402
 
 PROMPT, NEW_TOKENS = 6, 8
 

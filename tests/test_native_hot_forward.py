@@ -11,7 +11,7 @@ import torch
 
 from pyfxprof import _C
 from pyfxprof.timing.native import logged_rows
-from pyfxprof.run.call_groups import args_key
+from pyfxprof.loop.call_groups import args_key
 
 
 class Model(torch.nn.Module):

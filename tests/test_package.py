@@ -47,7 +47,7 @@ def test_public_names_are_exactly_the_documented_ones_and_all_resolve():
     for name in pyfxprof.__all__:
         assert getattr(pyfxprof, name) is not None
     assert pyfxprof.load is pyfxprof.data.persist.load_profile
-    assert pyfxprof.range is pyfxprof.run.ranges.Range
+    assert pyfxprof.range is pyfxprof.loop.ranges.Range
     assert callable(pyfxprof.profile) and callable(pyfxprof.diff) and callable(pyfxprof.schedule)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..data.units import format_pct
 from .advice import Context, Suggestion, register_rule
-from .compiled import is_compiled_profile
+from .compiled_diff import is_compiled_profile
 
 #: A kernel with at least this share of the run is cited by `compiled_kernels`.
 KERNEL_SHARE = 20.0

@@ -33,7 +33,7 @@ from ..errors import ArgumentError, PyfxprofError
 from ..views import report_render
 from ..views.diff_plots import node_label
 from ..views.report_header import numeric_mode_difference
-from .compiled import CompiledDiff, is_compiled_profile
+from .compiled_diff import CompiledDiff, is_compiled_profile
 from .exported import ExportedDiff, is_exported_profile
 
 #: Views of :meth:`ProfileDiff.compare`: one row per node, or per value of a node column,

@@ -1,5 +1,5 @@
 """An eager profile against a profile of the model's torch.export program (capture mode
-"exported"), lined up as the compiled diff is (analyses/compiled.py): per module path, and per
+"exported"), lined up as the compiled diff is (analyses/compiled_diff.py): per module path, and per
 op inside each module (the eager node against the exported aten node). See docs/capture.md.
 
 Example:
@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..data.profile import Profile
 from ..errors import PyfxprofError
-from .compiled import CompiledDiff
+from .compiled_diff import CompiledDiff
 
 #: The capture mode of an exported program's profile (capture/exported.py's EXPORTED).
 EXPORTED = "exported"

@@ -30,7 +30,7 @@ from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, check_granularity
 from .dynamo_frame import DynamoFrame, LiveCall, frame_capture, graphs_capture
 from .exported import EXPORTED, check_exported_inputs, is_exported
-from .hooks import HookAnalysis, analyse_hooks
+from .hook_analysis import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
 from .memory import ALLOCATOR_COLUMNS
 from .node_table import between_graphs_row, module_calls_frame, nodes_frame

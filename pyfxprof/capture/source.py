@@ -19,8 +19,8 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _PYFXPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 #: pyfxprof's stages that capture, run and time models (not its CLI's bundled model).
-_PYFXPROF = tuple(f"{_PYFXPROF_DIR}{stage}{os.sep}" for stage in ("capture", "run", "timing",
-                                                                  "tools"))
+_PYFXPROF = tuple(f"{_PYFXPROF_DIR}{stage}{os.sep}"
+                  for stage in ("capture", "run", "loop", "timing", "tools"))
 #: Capture machinery, never model code: torch.fx's tracer and generated code, TorchDynamo,
 #: pyfxprof itself (code typed at a prompt, `<stdin>` or `<ipython-input-…>`, is model code).
 _MACHINERY = (*_PYFXPROF, f"{_TORCH_DIR}fx{os.sep}", f"{_TORCH_DIR}_dynamo{os.sep}",

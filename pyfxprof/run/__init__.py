@@ -1,1 +1,1 @@
-"""Running a profile: pyfxprof.profile(), the Profiler loop, its schedule, user ranges, metadata and progress."""
+"""Running a profile of a call the user names: pyfxprof.profile(), compare(), bench(), sweep(), metadata and progress."""

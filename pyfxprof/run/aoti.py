@@ -15,8 +15,8 @@ from ..capture.inputs import split_inputs
 from ..capture.provenance import kernels_frame
 from ..capture.tracing import Capture
 from ..data.profile import Profile
-from ..timing.compiled import CompiledExecutor, GraphPlan
-from .compiled import outside_row, timed_profile
+from ..timing.compiled_executor import CompiledExecutor, GraphPlan
+from .compiled_profile import outside_row, timed_profile
 
 #: The capture note of an AOTInductor profile.
 AOTI_NOTE = ("AOTInductor model: its C++ wrapper calls every kernel with no Python between "

@@ -5,7 +5,7 @@ A read is ``getrusage(RUSAGE_THREAD)`` (context switches), the thread's CPU time
 scheduler tick) and the profiler clock: about 1.5 µs on a 2-core VM. ``pyfxprof.profile``
 takes one read between consecutive runs (so a run's interval also holds the few hundred ns of
 progress-bar bookkeeping after it); the loop API reads once when an active window opens and
-once when it closes (run/window.py). Without RUSAGE_THREAD (not Linux) the meter is off.
+once when it closes (loop/window.py). Without RUSAGE_THREAD (not Linux) the meter is off.
 """
 
 from __future__ import annotations

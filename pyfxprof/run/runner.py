@@ -32,7 +32,7 @@ from ..timing.durations import RunTimings
 from ..timing.executors import MODES, make_executor
 from ..timing.failures import node_kind, run_failure
 from ..timing.graph_spans import GraphsExecutor
-from ..timing.hooks import HooksExecutor
+from ..timing.hook_timing import HooksExecutor
 from ..timing.nvtx import name_ranges
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
@@ -186,7 +186,7 @@ def _profile_compiled(model: torch.nn.Module, example_inputs: Any, runs: int, wa
         if value:
             raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
                                 "profile the eager model (compile=None) with it")
-    from .compiled import profile_compiled  # late: the compiled path only
+    from .compiled_profile import profile_compiled  # late: the compiled path only
     if is_aoti_model(model):
         if compile not in (None, False) or device is not None or device_events:
             raise PyfxprofError("an AOTInductor model is already compiled and placed: leave "

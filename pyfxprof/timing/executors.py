@@ -1,5 +1,5 @@
 """The executors behind one small Protocol: codegen (native timed calls compiled into the graph), the
-ProfilingInterpreter, module hooks (timing/hooks.py) and, on any of the graph ones, device
+ProfilingInterpreter, module hooks (timing/hook_timing.py) and, on any of the graph ones, device
 events. run/ drives them all the same way and never asks which one it holds."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pyfxprof.data.validate import model_nodes
 from pyfxprof import _C
 from pyfxprof.capture.tracing import MAX_LEAF_ATTEMPTS, CaptureFallbackWarning, capture, hook_leaves
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.timing.hooks import HookAnalysis, hook_timings
+from pyfxprof.timing.hook_timing import HookAnalysis, hook_timings
 from pyfxprof.timing.recorder import Records
 from tests.models import DataDependent, Net, net_input
 

@@ -9,7 +9,7 @@ import torch
 
 from pyfxprof.run import capture_cache
 from pyfxprof.run.capture_cache import CAPTURES, CaptureCache, fingerprint
-from pyfxprof.run.loop import Profiler
+from pyfxprof.loop.profiler import Profiler
 
 
 class Scaled(torch.nn.Module):

@@ -7,8 +7,8 @@ import torch
 from pyfxprof.capture.tracing import capture, fallback_capture, timed_nodes
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.timing.executors import Executor, make_executor
-from pyfxprof.capture.hooks import analyse_hooks
-from pyfxprof.timing.hooks import HooksExecutor
+from pyfxprof.capture.hook_analysis import analyse_hooks
+from pyfxprof.timing.hook_timing import HooksExecutor
 from tests.models import Net, net_input
 
 PROTOCOL = [name for name in dir(Executor) if not name.startswith("_")] + ["__enter__", "__exit__"]

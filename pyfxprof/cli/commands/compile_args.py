@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ...analyses.compiled import CompiledDiff, kernel_table
+from ...analyses.compiled_diff import CompiledDiff, kernel_table
 
 #: torch.compile's modes (`--compile-mode`).
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

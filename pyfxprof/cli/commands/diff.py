@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ...analyses.compiled import CompiledDiff
+from ...analyses.compiled_diff import CompiledDiff
 from ...analyses.diff import BY_CHOICES, MIN_RUNS, SORT_KEYS, diff, distinct_labels
 from ...errors import PyfxprofError
 from .arg_types import integer_at_least, open_unit_interval, positive_int

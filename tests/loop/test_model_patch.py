@@ -1,10 +1,10 @@
-"""Tests of routing a model's forward through the Profiler (pyfxprof.run.model_patch)."""
+"""Tests of routing a model's forward through the Profiler (pyfxprof.loop.model_patch)."""
 
 import inspect
 
 import torch
 
-from pyfxprof.run.model_patch import ForwardPatch
+from pyfxprof.loop.model_patch import ForwardPatch
 
 
 def test_the_wrapper_sees_every_call_and_keeps_the_signature():
@@ -42,7 +42,7 @@ def test_a_compiled_caller_runs_the_profiled_call_eagerly_through_a_graph_break(
 
     import torch._dynamo  # noqa: F401  (loaded before the block, as transformers does)
 
-    from pyfxprof.run.loop import Profiler
+    from pyfxprof.loop.profiler import Profiler
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
     x = torch.randn(2, 4)
@@ -61,7 +61,7 @@ def test_a_compiled_caller_runs_the_profiled_call_eagerly_through_a_graph_break(
 def test_every_call_of_a_compiled_caller_is_profiled_eagerly():
     import torch._dynamo  # noqa: F401
 
-    from pyfxprof.run.loop import Profiler
+    from pyfxprof.loop.profiler import Profiler
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
     x = torch.randn(2, 4)

@@ -2,7 +2,7 @@
 
 The pre-hook marks a call's begin just before `forward`, the post-hook its end right after;
 hooks exist only while a `hooked` block runs (the executor's `with`), so the model is left as
-it was. The analysis run that fixes the expected call sequence is pyfxprof.capture.hooks.
+it was. The analysis run that fixes the expected call sequence is pyfxprof.capture.hook_analysis.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .native import _C
-from ..capture.hooks import HookAnalysis, Leaves, hooked
+from ..capture.hook_analysis import HookAnalysis, Leaves, hooked
 from .calibration import Calibration, consecutive_intervals, summarise
 from .durations import RunTimings
 from .failures import MarkLayout, failed_label

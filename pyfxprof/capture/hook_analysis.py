@@ -4,7 +4,7 @@ profile_memory=True) allocator figures.
 
 Every call of a hooked module is one node, in call order: a module called twice gives two
 nodes (`relu`, `relu_1`), as FX does. Hooks exist only while a `hooked` block runs, so the
-model is left as it was. The timed runs' marking hooks are pyfxprof.timing.hooks.
+model is left as it was. The timed runs' marking hooks are pyfxprof.timing.hook_timing.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ..data.op_names import range_names
 from ..data.profile import Profile
 from ..data.validate import OUTSIDE_KERNELS, run_coverage
 from ..errors import PyfxprofError
-from ..timing.compiled import CompiledExecutor, GraphPlan, plan_graph
+from ..timing.compiled_executor import CompiledExecutor, GraphPlan, plan_graph
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.durations import RunTimings
 from ..timing.nvtx import name_ranges

@@ -42,9 +42,9 @@ from ..timing.recorder import RECORDER
 from . import ranges
 from .call_groups import CallGroup, args_key, primary_shape
 from .generation import CallLog, format_latency, generation_latency
-from .loop_calls import CallRouting, binder_of
-from .loop_training import optimizer_hooks
-from .metadata import model_name
+from .calls import CallRouting, binder_of
+from .training_calls import optimizer_hooks
+from ..run.metadata import model_name
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .window import Window, collect, window_profiles
@@ -93,13 +93,13 @@ class Profiler(CallRouting):
         name: the model name in the Profiles (default: its class name).
         keep_profiles: how many of the latest Profiles ``profiles`` keeps (None: all).
         backward: also time each recorded call's backward per node and the optimizer steps
-            after it (run/loop_training.py; docs/loop.md "Training loops").
+            after it (loop/training_calls.py; docs/loop.md "Training loops").
         profile_memory, library_frames: as for pyfxprof.profile, measured in each call
             group's untimed analysis run (never in timed calls).
         nvtx: an NVTX range per timed call, as for pyfxprof.profile (docs/gpu.md).
 
     Example:
-        >>> from pyfxprof.run.schedule import schedule
+        >>> from pyfxprof.loop.schedule import schedule
         >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
         >>> with Profiler(model, schedule=schedule(wait=0, warmup=1, active=2)) as p:
         ...     for _ in range(6):

@@ -1,10 +1,10 @@
-"""Tests of the generation latency summary (pyfxprof.run.generation) on hand-made call logs."""
+"""Tests of the generation latency summary (pyfxprof.loop.generation) on hand-made call logs."""
 
 import math
 
 import numpy as np
 
-from pyfxprof.run.generation import CallLog, format_latency, generation_latency
+from pyfxprof.loop.generation import CallLog, format_latency, generation_latency
 
 
 def _log(starts, ends, single, cost=0.0, paused=None, sequence=None, first=(0,)):

@@ -1,4 +1,4 @@
-"""Tests of the loop API (pyfxprof.run.loop.Profiler): windows, outputs, model state, bounded memory."""
+"""Tests of the loop API (pyfxprof.loop.profiler.Profiler): windows, outputs, model state, bounded memory."""
 
 import copy
 import inspect
@@ -15,9 +15,9 @@ from pyfxprof.capture.tracing import CaptureFallbackWarning, capture, timed_node
 from pyfxprof.data.persist import load_profile
 from pyfxprof.data.run_noise import NOISE_COLUMNS
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.run.loop import Profiler
+from pyfxprof.loop.profiler import Profiler
 from pyfxprof.run.runner import profile
-from pyfxprof.run.schedule import schedule
+from pyfxprof.loop.schedule import schedule
 from pyfxprof.timing.recorder import RECORDER
 from tests.fixtures_models import Flaky
 from tests.models import CachedModel, DataDependent, GrowingCache, Net, net_input
@@ -235,7 +235,7 @@ def test_an_untraceable_root_is_timed_by_module_hooks_that_exist_only_during_tim
 
 
 def test_an_untraceable_submodule_becomes_a_leaf_with_a_warning():
-    # in train mode: several Dynamo graphs are timed in eval mode only (tests/run/test_loop_graphs.py)
+    # in train mode: several Dynamo graphs are timed in eval mode only (tests/loop/test_compiled_groups.py)
     model = torch.nn.Sequential(torch.nn.ReLU(), DataDependent()).train()
     x = torch.randn(4)
     with pytest.warns(CaptureFallbackWarning, match="made 1 a leaf"):
@@ -353,7 +353,7 @@ def test_the_analysis_run_never_sees_the_callers_stateful_arguments():
 
 
 def test_a_steps_ranges_are_carried_once_across_call_groups():
-    from pyfxprof.run.ranges import Range
+    from pyfxprof.loop.ranges import Range
     model = _linear_relu()
     with Profiler(model) as p:
         with Range("work"):

@@ -208,7 +208,7 @@ def _optimizer_after(records, first: int, ends: np.ndarray | None, runs: int) ->
 
 def loop_frame(frame: pd.DataFrame, model: torch.nn.Module) -> pd.DataFrame:
     """A call group's nodes table plus the rows of LOOP_ROWS."""
-    from .training import extra_rows
+    from ..run.training import extra_rows
     return extra_rows(frame, model, LOOP_ROWS, ["optimizer", "backward", "backward", "data"],
                       ["optimizer.step", "AccumulateGrad", "autograd engine", "before the call"])
 

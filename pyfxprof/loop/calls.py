@@ -1,7 +1,7 @@
 """Each call of the model while a Profiler block is open (the loop's hot path): routed to
 its call group (input signature; call_groups.py), captured on first sight or taken from the
 capture cache, and run by the group's instrumented capture with one log entry per recorded
-call. run/loop.py's Profiler holds the state these methods read (the block, the schedule's
+call. loop/profiler.py's Profiler holds the state these methods read (the block, the schedule's
 current action, the open window)."""
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from ..timing.failures import node_kind, note_failure
 from ..timing.nvtx import name_ranges
 from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, capture_group,
                           next_variant, signature_key, too_many_groups_warning)
-from .capture_cache import CAPTURES
-from .compiled_loop import compiled_group
-from .python_state import PythonState, python_side_effects
-from .loop_training import wrap_for_backward
+from ..run.capture_cache import CAPTURES
+from .compiled_groups import compiled_group
+from ..run.python_state import PythonState, python_side_effects
+from .training_calls import wrap_for_backward
 from .schedule import ProfilerAction
 from .window import Window
 

@@ -28,8 +28,8 @@ from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import Executor
 from ..capture.ladder import prepare, warn_fallback
-from .python_state import PythonState
-from .runner import device_of, executor_for
+from ..run.python_state import PythonState
+from ..run.runner import device_of, executor_for
 
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
 MAX_CALL_GROUPS = 16

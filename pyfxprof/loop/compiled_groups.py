@@ -14,10 +14,10 @@ from ..capture.inductor import InductorCapture, compile_settings
 from ..capture.inputs import BoundInputs, input_tensors
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError
-from ..timing.compiled import CompiledExecutor, plan_graph
+from ..timing.compiled_executor import CompiledExecutor, plan_graph
 from .call_groups import _VARIANT, MAX_GUARD_VARIANTS, CallGroup, analysis_copy
-from .compiled import compiled_frame, notes
-from .runner import device_of
+from ..run.compiled_profile import compiled_frame, notes
+from ..run.runner import device_of
 
 
 def forward_graphs(capture: InductorCapture) -> int:
@@ -61,7 +61,7 @@ class CompiledCalls:
 def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
                    call_target: Callable | None = None, tracer_options: tuple = ((), (), None),
                    refusal: str | None = None) -> CallGroup:
-    """capture_group (run/call_groups.py) for a torch.compile'd `model`: its `_orig_mod`
+    """capture_group (loop/call_groups.py) for a torch.compile'd `model`: its `_orig_mod`
     compiled with its settings on copies of the call, in the current autograd mode, the
     timed wrappers swapped in for good (the capture is pyfxprof's own, never the user's).
 

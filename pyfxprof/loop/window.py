@@ -25,11 +25,11 @@ from ..timing.durations import RunTimings
 from ..timing.recorder import RECORDER, Records
 from . import ranges
 from .call_groups import CallGroup
-from .compiled import with_outside
-from .loop_training import LoopBackwardExecutor, loop_frame, with_loop_backward
-from .metadata import run_meta
-from .noise import RunMeter
-from .runner import build_profile
+from ..run.compiled_profile import with_outside
+from .training_calls import LoopBackwardExecutor, loop_frame, with_loop_backward
+from ..run.metadata import run_meta
+from ..run.noise import RunMeter
+from ..run.runner import build_profile
 
 
 @dataclass

@@ -19,7 +19,7 @@ the Profiler's own time between two calls (binding inputs, capturing a new signa
 adding and removing hooks) from the gap.
 
 A recorded call runs the captured graph, without the Python around the model's ops; the
-Profiler also times the model's own forward beside it (run/loop_calls.py), and each call's
+Profiler also times the model's own forward beside it (loop/calls.py), and each call's
 ``own_shift_ns`` (its group's own forward minus its graph run, medians) turns the graph's
 figures into the user's program's: ``ttft_ns`` and ``decode_ns`` are the user's, with
 ``graph_ttft_ns`` and ``graph_decode_ns`` beside them (equal where no own call was timed).

@@ -1,4 +1,4 @@
-"""Tests of the Profiler's call groups (pyfxprof.run.call_groups): signatures and analysis copies."""
+"""Tests of the Profiler's call groups (pyfxprof.loop.call_groups): signatures and analysis copies."""
 
 import inspect
 import threading
@@ -8,7 +8,7 @@ import torch
 
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.capture.inputs import BoundInputs, bind_inputs
-from pyfxprof.run.call_groups import (analysis_copy, args_key, capture_group, next_variant,
+from pyfxprof.loop.call_groups import (analysis_copy, args_key, capture_group, next_variant,
                                        primary_shape, signature_key)
 from tests.models import CachedModel, GrowingCache
 

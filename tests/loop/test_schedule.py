@@ -6,7 +6,7 @@ import warnings
 import pytest
 import torch.profiler
 
-from pyfxprof.run.schedule import ProfilerAction, checked_action, record_every_step, schedule
+from pyfxprof.loop.schedule import ProfilerAction, checked_action, record_every_step, schedule
 from pyfxprof.errors import PyfxprofError
 
 STEPS = range(40)

@@ -1,4 +1,4 @@
-"""Tests of user ranges (pyfxprof.run.ranges): rows in the window's Profile, pairing, and harmlessness
+"""Tests of user ranges (pyfxprof.loop.ranges): rows in the window's Profile, pairing, and harmlessness
 outside a Profiler. Durations are checked from below only (never speed)."""
 
 import threading
@@ -11,10 +11,10 @@ from pyfxprof import _C
 from pyfxprof.capture.tracing import capture, timed_nodes
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.views.chrome_trace import chrome_trace
-from pyfxprof.run.loop import Profiler
-from pyfxprof.run.ranges import Range, Spans, pair_spans, per_run_columns, range_rows
+from pyfxprof.loop.profiler import Profiler
+from pyfxprof.loop.ranges import Range, Spans, pair_spans, per_run_columns, range_rows
 from pyfxprof.timing.recorder import Records
-from pyfxprof.run.schedule import schedule
+from pyfxprof.loop.schedule import schedule
 from tests.models import Net, net_input
 
 B, E = _C.KIND_RANGE_BEGIN, _C.KIND_RANGE_END
