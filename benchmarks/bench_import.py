@@ -13,14 +13,18 @@ fx-traceable CNN (5 runs) end to end, and `pyfxprof report` of a saved profile.
 e.g. `git archive 999d812 | tar -x -C DIR` and the built pyfxprof/_C*.so copied there.
 
 --main-job N: also runs the default `pyfxprof profile` (ResNet-18, 50 runs) N times per tree,
-interleaved, and reports its wall time, the timed work (the sum of the saved run totals) and
-the rest: the time outside the timed runs.
+interleaved, and reports its wall time, the timed work (the graph's runs: the sum of the saved
+run totals, the (Python outside the graph) row left out; and the timing of the user's own call
+between them, meta["wall_s"]["call_timed"], on trees that time it) and the rest: the time
+outside the timed runs, without and with the call's timing. On a tree with `--timings`, the
+job runs with it and its steps (medians) are printed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -42,8 +46,9 @@ print(prof.table(top=5))
 """
 
 
-def cases(saved: Path) -> dict[str, list[str]]:
-    """Case name -> the arguments of the interpreter it starts."""
+def cases(saved: str) -> dict[str, list[str]]:
+    """Case name -> the arguments of the interpreter it starts (`saved`: the saved profile's
+    path, where "{tree}" stands for the tree's name: each tree reads a file it wrote)."""
     return {
         "import torch (baseline)": ["-c", "import torch"],
         "pyfxprof --help": ["-m", "pyfxprof", "--help"],
@@ -57,28 +62,70 @@ def cases(saved: Path) -> dict[str, list[str]]:
 def run_process(arguments: list[str], tree: Path) -> float:
     """Wall seconds of one fresh interpreter running `arguments` with `tree` first on the path."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, *arguments], cwd=tempfile.gettempdir(), check=True,
-                   capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run([sys.executable, *arguments], cwd=tempfile.gettempdir(),
+                          capture_output=True, text=True,
+                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+    if done.returncode:
+        raise SystemExit(f"{arguments} on {tree} failed: {done.stderr.strip()[-500:]}")
     return time.perf_counter() - started
 
 
-def save_profile(path: Path) -> None:
-    """A saved profile of the small CNN for the `report` case (written by this tree)."""
+def save_profile(path: Path, tree: Path) -> None:
+    """A saved profile of the small CNN for the `report` case, written by `tree` (an older
+    tree may not read a newer file format)."""
     code = SMALL_CNN + f"\nprof.save({str(path)!r})\n"
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                   env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
 
 
-def main_job(tree: Path, out: Path) -> tuple[float, float]:
-    """(wall seconds, seconds of timed work) of the default `pyfxprof profile` on `tree`."""
-    wall = run_process(["-m", "pyfxprof", "profile", "--save", str(out)], tree)
-    total = subprocess.run(
-        [sys.executable, "-c", "import pyfxprof; "
-         f"print(int(pyfxprof.load({str(out)!r}).run_totals.sum()))"],
-        check=True, capture_output=True, text=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
+def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, float]]:
+    """(wall seconds, seconds of the graph's timed runs, of the user's call timed between them,
+    the steps `--timings` printed: label -> seconds) of the default `pyfxprof profile` on
+    `tree`."""
+    timings = (tree / "pyfxprof" / "run" / "wall_clock.py").exists()
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pyfxprof", "profile", "--save", str(out)]
+                          + (["--timings"] if timings else []), cwd=tempfile.gettempdir(),
+                          check=True, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+    wall = time.perf_counter() - started
+    read = ("import json, pyfxprof; from pyfxprof.data.outside_graph import graph_only; "
+            f"p = pyfxprof.load({str(out)!r}); "
+            "print(json.dumps([int(graph_only(p).run_totals.sum()), "
+            "p.meta.get('wall_s', {}).get('call_timed', 0.0)]))")
+    graph_ns, call_s = json.loads(subprocess.run(
+        [sys.executable, "-c", read], check=True, capture_output=True, text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout)
     out.unlink()
-    return wall, int(total) / 1e9
+    return wall, graph_ns / 1e9, call_s, steps_printed(done.stderr)
+
+
+def steps_printed(stderr: str) -> dict[str, float]:
+    """label -> seconds of the `--timings` table in `stderr` (empty without one)."""
+    lines = stderr.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("wall time")), None)
+    if start is None:
+        return {}
+    steps = {}
+    for line in lines[start + 1:]:
+        if line.strip().startswith("total"):
+            break
+        label, _, value = line.strip().rpartition("  ")
+        steps[label.strip()] = float(value)
+    return steps
+
+
+def print_main_job(tree: str, runs: list, torch_s: float) -> None:
+    """The main job's figures on `tree` (main_job's tuples), medians (min..max); `torch_s`:
+    the median of `import torch` in the same tree."""
+    walls, graph, call = ([run[k] for run in runs] for k in range(3))
+    print(f"  default main job, {tree}: wall {summary(walls)} (- torch "
+          f"{statistics.median(walls) - torch_s:+.2f}); timed work: graph's runs "
+          f"{summary(graph)}, your call's timing {summary(call)}")
+    print(f"    outside the timed runs {summary([w - g - c for w, g, c, _ in runs])}; "
+          f"with your call's timing counted as outside {summary([w - g for w, g, *_ in runs])}")
+    for label in runs[0][3]:
+        print(f"    --timings {label:<52} {summary([run[3].get(label, 0.0) for run in runs])}")
 
 
 def summary(values: list[float]) -> str:
@@ -92,17 +139,20 @@ def main() -> None:
     parser.add_argument("--main-job", type=int, default=0, metavar="N",
                         help="also run the default `pyfxprof profile` N times per tree")
     args = parser.parse_args()
+    loads = [os.getloadavg()]
     trees = {"this tree": ROOT} if args.before is None else {"before": args.before.resolve(),
                                                              "after": ROOT}
     with tempfile.TemporaryDirectory() as scratch:
-        saved = Path(scratch) / "saved.json"
-        save_profile(saved)
+        saved = str(Path(scratch) / "saved {tree}.json")
+        for tree, path in trees.items():
+            save_profile(Path(saved.format(tree=tree)), path)
         table = cases(saved)
         times = {(case, tree): [] for case in table for tree in trees}
         for _ in range(args.repeat):
             for case, arguments in table.items():
                 for tree, path in trees.items():
-                    times[case, tree].append(run_process(arguments, path))
+                    times[case, tree].append(run_process(
+                        [a.format(tree=tree) if a == saved else a for a in arguments], path))
         jobs = {tree: [] for tree in trees}
         for _ in range(args.main_job):
             for tree, path in trees.items():
@@ -117,10 +167,8 @@ def main() -> None:
             print(f"  {case:<36} {tree:<9} {summary(times[case, tree])}   - torch {extra:+.2f}")
     for tree, runs in jobs.items():
         if runs:
-            walls, timed = [w for w, _ in runs], [t for _, t in runs]
-            outside = [w - t for w, t in runs]
-            print(f"  default main job, {tree:<9} wall {summary(walls)}  timed work "
-                  f"{summary(timed)}  outside it {summary(outside)}")
+            print_main_job(tree, runs, statistics.median(times["import torch (baseline)", tree]))
+    print(f"load average (1, 5, 15 min) at the start {loads[0]}, at the end {os.getloadavg()}")
 
 
 if __name__ == "__main__":

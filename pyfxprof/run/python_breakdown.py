@@ -14,8 +14,9 @@ from typing import Callable
 
 from torch.overrides import TorchFunctionMode
 
-#: Profiled calls of each side (the user's call, the graph's run), alternated.
-PASSES = 3
+#: Profiled user's calls (per function, the least self time of them is kept); the graph's run
+#: is profiled once, for its call counts only (the same on every run of a graph).
+PASSES = 2
 #: Functions kept, largest first; the rest are summed as one "(other functions)" entry.
 KEPT_FUNCTIONS = 30
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
@@ -86,9 +87,9 @@ def _profiled(call: Callable[[], object]) -> dict:
 def python_breakdown(user_call: Callable[[], object], graph_run: Callable[[], object],
                      passes: int = PASSES) -> list[dict]:
     """Per Python function (and built-in), the self ns and calls one user's call spends
-    beyond one graph run (both measured with cProfile on `passes` untimed calls each,
-    alternated; per function the least self time of the passes, so a pass preempted in it
-    is left out), largest first: dicts of ``function``, ``origin``, ``file_line``,
+    beyond one graph run (measured with cProfile on `passes` untimed user's calls, per
+    function the least self time of the passes, so a pass preempted in it is left out, and
+    on one untimed graph run, for its call counts), largest first: dicts of ``function``, ``origin``, ``file_line``,
     ``calls`` (the calls the user's call makes beyond the graph's) and ``self_ns`` (those
     calls at the function's mean self time in the user's call, as profiled: cProfile's own
     cost inflates it; the report scales the shares to the measured row). A function the
@@ -103,16 +104,14 @@ def python_breakdown(user_call: Callable[[], object], graph_run: Callable[[], ob
         >>> any(row["function"] == "Sequential.forward" for row in rows)
         True
     """
-    eager, graph = [], []
-    for _ in range(passes):
-        eager.append(_profiled(user_call))
-        graph.append(_profiled(graph_run))
+    eager = [_profiled(user_call) for _ in range(passes)]
+    graph = _profiled(graph_run)  # its call counts only
     rows = []
     for key in eager[0]:
         present = [found[key] for found in eager if key in found]
         self_ns = min(spent for spent, _ in present)  # a preempted pass is left out
         calls = max(count for _, count in present)
-        extra = calls - max((found[key][1] for found in graph if key in found), default=0)
+        extra = calls - (graph[key][1] if key in graph else 0)
         if extra <= 0 or self_ns <= 0:
             continue  # the graph makes these calls too: their time is in the graph's rows
         rows.append({"function": key[0], "origin": key[1], "file_line": key[2],

@@ -344,7 +344,7 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
     those preempted); the nodes `frame` names a node that raises. `call`: the user's own
     call, timed after each timed run (outside its noise reads) and profiled by function
     after the warm-up (after the runs without warm-up runs: run.user_call). `clock` gets the
-    wall time of the warm-up and the timed runs."""
+    wall time of the warm-up, the call's preparation, the timed runs and the call's timing."""
     clock = clock or StepClock()
     meter = RunMeter()
     started = time.perf_counter()
@@ -378,7 +378,10 @@ def _timed_runs(executor, args: tuple, runs: int, warmup: int, progress: bool,
         None if switches else wall for switches, wall in warmup_noise[:, [0, 3]].tolist()]
     timings = executor.timings()
     if call is not None:
-        call.after_runs(runs)
+        with clock.step("user_call"):
+            call.after_runs(runs)
+        clock.moved("timed_runs" if call.interleaved else "user_call", "call_timed",
+                    sum(call.walls_ns) / 1e9)  # timed work of its own (run.wall_clock)
     return timings, run_noise, warmup_totals
 
 

@@ -18,8 +18,9 @@ from ..data.profile import Profile
 from ..errors import first_line
 from .python_breakdown import python_breakdown
 
-#: Untimed calls before the first timed one.
-WARMUP_CALLS = 2
+#: Untimed plain calls before the breakdown's profiled ones and the first timed one (the
+#: model has run already: the analysis run, the warm-up runs).
+WARMUP_CALLS = 1
 
 
 def _as_given(model: torch.nn.Module, example_inputs: Any) -> BoundInputs:

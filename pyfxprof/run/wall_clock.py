@@ -1,5 +1,9 @@
 """Wall time of profile()'s steps, kept in meta["wall_s"] and shown by `pyfxprof profile
---timings` (which adds the imports, loading the model and rendering)."""
+--timings` (which adds the imports, loading the model and rendering).
+
+Two steps are timed work: the timed runs, and the timing of the user's own call between them
+(run.user_call: a plain call after each timed run, the denominator of the profile). The rest is
+the cost of profiling; format_timings states it both without and with the call's timing."""
 
 from __future__ import annotations
 
@@ -13,9 +17,12 @@ STEPS = {
     "analysis": "analysis run (shapes, FLOPs)",
     "instrument": "instrument and calibrate",
     "warmup": "warm-up runs",
-    "user_call": "your call's Python breakdown",
+    "user_call": "your call: warm-up and Python breakdown",
     "timed_runs": "timed runs",
+    "call_timed": "your call, timed between the runs",
 }
+#: The steps that are timed work: what is "outside the timed runs" leaves them out.
+TIMED = ("timed_runs", "call_timed")
 
 
 #: Every step --timings shows, in order: the command's own around profile()'s STEPS.
@@ -70,9 +77,20 @@ class StepClock:
             self.add(into, seconds)
 
 
+def outside_timed_runs(seconds: dict[str, float]) -> float:
+    """Wall seconds of the steps that are not timed work (TIMED): the cost of profiling.
+
+    Example:
+        >>> outside_timed_runs({"warmup": 4.0, "timed_runs": 12.0, "call_timed": 11.0})
+        4.0
+    """
+    return sum(value for name, value in seconds.items() if name not in TIMED)
+
+
 def format_timings(seconds: dict[str, float]) -> str:
-    """A table of wall seconds per step (`seconds` in order), the total and the share outside
-    the timed runs.
+    """A table of wall seconds per step (`seconds` in order), the total and the part outside
+    the timed work (the timed runs and, when there is one, the timing of the user's call;
+    also given with that timing counted in).
 
     Example:
         >>> print(format_timings({"warmup": 4.0, "timed_runs": 12.0}))
@@ -85,7 +103,8 @@ def format_timings(seconds: dict[str, float]) -> str:
     width = max(len(labels.get(name, name)) for name in seconds) + 2
     lines = [f"{'wall time':<{width + 2}}seconds"]
     lines += [f"  {labels.get(name, name):<{width}}{value:7.3f}" for name, value in seconds.items()]
-    total = sum(seconds.values())
-    outside = total - seconds.get("timed_runs", 0.0)
-    lines.append(f"  {'total':<{width}}{total:7.3f}  (outside the timed runs: {outside:.3f})")
+    total, outside = sum(seconds.values()), outside_timed_runs(seconds)
+    call = "" if "call_timed" not in seconds else (
+        f"; with your call's timing: {outside + seconds['call_timed']:.3f}")
+    lines.append(f"  {'total':<{width}}{total:7.3f}  (outside the timed runs: {outside:.3f}{call})")
     return "\n".join(lines)
