@@ -74,8 +74,8 @@ def save_profile(path: Path, tree: Path) -> None:
     """A saved profile of the small CNN for the `report` case, written by `tree` (an older
     tree may not read a newer file format)."""
     code = SMALL_CNN + f"\nprof.save({str(path)!r})\n"
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                   env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+    subprocess.run([sys.executable, "-c", code], cwd=tempfile.gettempdir(), check=True,
+                   capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
 
 
 def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, float]]:
@@ -94,7 +94,8 @@ def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, floa
             "print(json.dumps([int(graph_only(p).run_totals.sum()), "
             "p.meta.get('wall_s', {}).get('call_timed', 0.0)]))")
     graph_ns, call_s = json.loads(subprocess.run(
-        [sys.executable, "-c", read], check=True, capture_output=True, text=True,
+        [sys.executable, "-c", read], cwd=tempfile.gettempdir(), check=True,
+        capture_output=True, text=True,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout)
     out.unlink()
     return wall, graph_ns / 1e9, call_s, steps_printed(done.stderr)

@@ -9,9 +9,12 @@ needs neither torch nor the native extension.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
+import os
 import sys
+import threading
 import time
 import warnings
 
@@ -71,10 +74,29 @@ def main(argv: list[str] | None = None) -> int:
         0
     """
     started = time.perf_counter()  # `pyfxprof profile --timings` counts the imports from here
-    argv = sys.argv[1:] if argv is None else list(argv)
+    program, argv = argv is None, sys.argv[1:] if argv is None else list(argv)
     with contextlib.redirect_stdout(TerminalStream(sys.stdout)), \
             contextlib.redirect_stderr(TerminalStream(sys.stderr)):
-        return _run(argv, started)
+        code = _run(argv, started)
+    if program:  # the program itself (the console script, `python -m pyfxprof`) ends here
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """Ends the program with `code` once its atexit handlers have run and its output is
+    flushed, without the interpreter's teardown of every module, which takes about a fifth of
+    `import torch` once torch is loaded (benchmarks/README.md, "Start-up"); returns when torch
+    is not loaded or another thread runs (the interpreter then joins it)."""
+    if "torch" not in sys.modules or threading.active_count() > 1:
+        return
+    atexit._run_exitfuncs()  # logging's shutdown and the like, as at a normal exit
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head`) or stream: nothing to keep
+            pass
+    os._exit(code)
 
 
 def _run(argv: list[str], started: float) -> int:

@@ -1,11 +1,14 @@
 """Tests of pyfxprof.cli.main: the sub-command table, lazy registration, exit codes."""
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import pyfxprof
 
 from pyfxprof.cli.commands import report as report_command
 from pyfxprof.cli.main import COMMAND_MODULES, build_parser, main
@@ -120,3 +123,27 @@ def test_a_command_missing_from_the_table_is_registered_from_its_module(monkeypa
                                                  if k != "report"})
     args = build_parser("report").parse_args(["report", "p.json", "--top", "3"])
     assert args.top == 3 and args.func is report_command.run
+
+
+def test_the_program_ends_after_its_exit_handlers_and_output_with_the_commands_code(tmp_path):
+    """With torch loaded the program skips the interpreter's teardown (cli.main._exit_now):
+    the atexit handlers (here, the model module's) still run, the output and the saved file
+    are complete, and the exit code is the command's."""
+    (tmp_path / "tiny_model.py").write_text(
+        "import atexit, pathlib, torch\n"
+        "atexit.register(pathlib.Path('handler_ran').write_text, 'yes')\n"
+        "def build():\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n")
+    command = [sys.executable, "-m", "pyfxprof", "profile", "tiny_model:build", "--input", "2x4",
+               "--runs", "3", "--warmup", "1", "--save", "p.json"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"})
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "handler_ran").read_text() == "yes"
+    rows = [line.split()[1] for line in result.stdout.splitlines() if line[:3].strip().isdigit()]
+    assert rows == ["_0", "_1"] and result.stderr.endswith("wrote profile to p.json\n")
+    assert pyfxprof.load(tmp_path / "p.json").n_runs == 3
+    failed = subprocess.run(command[:-2] + ["--runs", "0"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600,
+                            env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"})
+    assert failed.returncode == 2 and "runs must be a positive integer" in failed.stderr
