@@ -46,6 +46,31 @@ print(prof.table(top=5))
 """
 
 
+#: The main job's profile() with every call of the model counted (conv1 runs once per call:
+#: the analysis run, the warm-up and timed runs, the user's call and its breakdown), on a
+#: small input: a count, the same under any load.
+COUNT_CALLS = """
+import json, torch, pyfxprof
+from pyfxprof.cli.default_model import resnet18
+model, calls = resnet18().eval(), [0]
+conv1 = model.conv1
+conv1.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+prof = pyfxprof.profile(model, (torch.randn(1, 3, 32, 32),), progress=False)
+call = prof.meta.get("call", {}).get("runs", 0)
+print(json.dumps([calls[0], prof.n_runs, call]))
+"""
+
+
+def model_calls(tree: Path) -> str:
+    """The model calls of the main job's profile() on `tree` (COUNT_CALLS), in words."""
+    total, runs, call = json.loads(subprocess.run(
+        [sys.executable, "-c", COUNT_CALLS], cwd=tempfile.gettempdir(), check=True,
+        capture_output=True, text=True,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}).stdout)
+    return (f"{total} model calls: {runs} timed runs, {call} timed calls of yours, "
+            f"{total - runs - call} untimed")
+
+
 def cases(saved: str) -> dict[str, list[str]]:
     """Case name -> the arguments of the interpreter it starts (`saved`: the saved profile's
     path, where "{tree}" stands for the tree's name: each tree reads a file it wrote)."""
@@ -166,6 +191,9 @@ def main() -> None:
             extra = statistics.median(times[case, tree]) - statistics.median(
                 times["import torch (baseline)", tree])
             print(f"  {case:<36} {tree:<9} {summary(times[case, tree])}   - torch {extra:+.2f}")
+    for tree, path in trees.items():
+        if args.main_job:
+            print(f"  default main job, {tree}: {model_calls(path)}")
     for tree, runs in jobs.items():
         if runs:
             print_main_job(tree, runs, statistics.median(times["import torch (baseline)", tree]))
