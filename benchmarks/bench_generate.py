@@ -54,6 +54,7 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
         model.generate(ids, **options)
         plain.append(time.perf_counter() - started)
     second = _second_blocks(model, ids, options, args.repeat)
+    print(_interleaved_blocks(name, model, ids, options, args.blocks))
     print(f"\n{name}: same tokens as unprofiled: {same}; generate of {args.tokens} tokens, "
           f"median of {args.repeat - 1} after the first: unprofiled "
           f"{statistics.median(plain[1:]) * 1e3:.2f} ms, profiled "
@@ -90,6 +91,40 @@ def _second_blocks(model: torch.nn.Module, ids: torch.Tensor, options: dict,
             model.generate(ids, **options)
         found.append(time.perf_counter() - started)
     return found
+
+
+def _interleaved_blocks(name: str, model: torch.nn.Module, ids: torch.Tensor, options: dict,
+                        blocks: int) -> str:
+    """Issue 34's figures: `blocks` unprofiled generates and `blocks` new ``with
+    Profiler(model)`` blocks around one generate each, interleaved (captures from the cache,
+    window delivery included): the ratio of their median wall times, and of the Profiler's
+    time to first token against the unprofiled generate's first forward (timed by hooks)."""
+    plain, profiled, plain_ttft, ttft = [], [], [], []
+    stamps: list[int] = []
+    pre = lambda *_: stamps.append(time.perf_counter_ns())  # noqa: E731
+    post = lambda *_: stamps.append(time.perf_counter_ns())  # noqa: E731
+    for _ in range(blocks):
+        handles = [model.register_forward_pre_hook(pre), model.register_forward_hook(post)]
+        stamps.clear()
+        started = time.perf_counter()
+        model.generate(ids, **options)
+        plain.append(time.perf_counter() - started)
+        for handle in handles:
+            handle.remove()
+        plain_ttft.append(stamps[1] - stamps[0])
+        started = time.perf_counter()
+        with pyfxprof.Profiler(model) as p:
+            model.generate(ids, **options)
+        profiled.append(time.perf_counter() - started)
+        ttft.append(p.generation_latency()["ttft_ns"]["median"])
+    wall = statistics.median(profiled) / statistics.median(plain)
+    first = statistics.median(ttft) / statistics.median(plain_ttft)
+    pairs = " ".join(f"{b / a:.2f}" for a, b in zip(plain, profiled))
+    return (f"  {name}, {blocks} unprofiled generates and {blocks} Profiler blocks interleaved: "
+            f"wall {statistics.median(profiled) * 1e3:.2f} ms profiled / "
+            f"{statistics.median(plain) * 1e3:.2f} ms unprofiled = {wall:.3f}x (pairs: {pairs}); "
+            f"time to first token {statistics.median(ttft) / 1e6:.3f} ms / "
+            f"{statistics.median(plain_ttft) / 1e6:.3f} ms = {first:.3f}")
 
 
 def _binding_costs(model: torch.nn.Module, ids: torch.Tensor, options: dict) -> str:
@@ -141,11 +176,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=4, help="generates per setting")
     parser.add_argument("--prompt", type=int, default=8, help="prompt tokens")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--blocks", type=int, default=15,
+                        help="interleaved unprofiled generates and Profiler blocks")
+    parser.add_argument("--models", default="GPT-2,Llama", help="comma-separated")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(describe_machine())
     for name, model in tiny_models().items():
-        compare(name, model, args)
+        if name in args.models.split(","):
+            compare(name, model, args)
 
 
 if __name__ == "__main__":

@@ -35,11 +35,6 @@ from .schedule import ProfilerAction
 from .window import Window
 
 
-#: Runs of the model's own forward, on fresh copies, per group and window (the median kept:
-#: one run right after a capture or another model is often several times slower).
-OWN_CALL_RUNS = 3
-
-
 class _KeptInHotForward:
     """A Profiler attribute kept in its HotForward (`_calls` is its `calls`), which the hot
     path reads and writes in C."""
@@ -135,32 +130,36 @@ class CallRouting:
         if group.index not in self._window.first_calls:
             self._window.note_call(group, self.module, args, kwargs)
             self._arm(group, args, kwargs)
-            self._time_own_call(group, forward, args, kwargs)
+            if self._times_own_call(group):
+                return self._own_call_beside(group, forward, args, kwargs, inputs, entered)
         return self._recorded(group, inputs, entered)
 
-    def _time_own_call(self, group: CallGroup, forward: Callable, args: tuple,
-                       kwargs: dict) -> None:
-        """Once per group and window, time the model's own forward (the user's program, the
-        Python around the ops included; OWN_CALL_RUNS runs, the median kept) on copies of
-        the call's arguments, beside the graph run that serves the call: the caller's
-        stateful arguments are never fed twice. Only where a second run cannot change the
-        model: eval mode, no backward timed, a graph (not the model's own code) with no
-        in-place op. The Profiler's own time (the gap accounting subtracts it)."""
-        if (self.module.training or self._backward or group.hooks
-                or group.capture.mode == "inductor" or _in_place(group)):
-            return
-        times = []
-        for _ in range(OWN_CALL_RUNS):
-            try:
-                copies = analysis_copy((args, kwargs))
-            except PyfxprofError:
-                return
-            start = _C.now_ns()
-            forward(*copies[0], **copies[1])
-            times.append(_C.now_ns() - start)
-        elapsed = sorted(times)[len(times) // 2]
-        self._own_ns.setdefault(group.index, []).append(elapsed)
-        self._window.own_ns[group.index] = elapsed
+    def _times_own_call(self, group: CallGroup) -> bool:
+        """Whether the group's first call in a window runs the model's own forward beside
+        the graph: only where a second run cannot change the model (eval mode, no backward
+        timed, a graph, not the model's own code, with no in-place op)."""
+        return not (self.module.training or self._backward or group.hooks
+                    or group.capture.mode == "inductor" or _in_place(group))
+
+    def _own_call_beside(self, group: CallGroup, forward: Callable, args: tuple,
+                         kwargs: dict, inputs: BoundInputs, entered: int) -> Any:
+        """The group's first call in the window: the graph runs on copies of the call's
+        inputs (recorded: the call's node rows and log entry), then the call itself runs the
+        model's own forward, timed (the user's program, the Python around the ops included;
+        the Profiler's own time for the gap accounting). The caller's stateful arguments
+        are fed once, to their own forward, whose output the caller gets."""
+        try:
+            copies = BoundInputs(*analysis_copy((inputs.args, inputs.kwargs)))
+        except PyfxprofError:
+            return self._recorded(group, inputs, entered)
+        self._recorded(group, copies, entered)
+        start = _C.now_ns()
+        output = forward(*args, **kwargs)
+        end = _C.now_ns()
+        self._own_ns.setdefault(group.index, []).append(end - start)
+        self._window.own_ns[group.index] = end - start
+        self._own_ns_after += _C.now_ns() - start
+        return output
 
     def _own_forward(self, group: CallGroup, forward: Callable, args: tuple, kwargs: dict
                      ) -> Any:
