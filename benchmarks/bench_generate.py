@@ -2,9 +2,11 @@
 steps) the capture rung, nodes, coverage and capture time, whether the tokens equal an
 unprofiled run's, the wall time of ``generate`` with and without the Profiler, Dynamo's
 guard check and the Profiler's own time per call, on a tiny GPT-2 and Llama built from
-configs (random weights, no download).
+configs (random weights, no download); issue 34's figures: the wall time of Profiler blocks
+interleaved with unprofiled generates, and their time to first token, as ratios.
 
 Run: .venv/bin/python benchmarks/bench_generate.py [--tokens N] [--repeat R] [--prompt P]
+     [--blocks B] [--models GPT-2,Llama]
 (the first generate in the block pays the captures; the others, and later Profiler blocks
 on the same model, reuse them)
 """
@@ -54,7 +56,7 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
         model.generate(ids, **options)
         plain.append(time.perf_counter() - started)
     second = _second_blocks(model, ids, options, args.repeat)
-    print(_interleaved_blocks(name, model, ids, options, args.blocks))
+    interleaved = _interleaved_blocks(model, ids, options, args.blocks)
     print(f"\n{name}: same tokens as unprofiled: {same}; generate of {args.tokens} tokens, "
           f"median of {args.repeat - 1} after the first: unprofiled "
           f"{statistics.median(plain[1:]) * 1e3:.2f} ms, profiled "
@@ -64,6 +66,7 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
           f"{args.repeat}: {statistics.median(second) * 1e3:.2f} ms, "
           f"{statistics.median(second) / statistics.median(plain[1:]):.2f}x the unprofiled "
           f"generate")
+    print(interleaved)
     groups = {group.index: group for group in p._groups.values()}
     for prof in p.profiles:
         group = groups[prof.meta["loop"]["call_group"]]
@@ -93,12 +96,13 @@ def _second_blocks(model: torch.nn.Module, ids: torch.Tensor, options: dict,
     return found
 
 
-def _interleaved_blocks(name: str, model: torch.nn.Module, ids: torch.Tensor, options: dict,
+def _interleaved_blocks(model: torch.nn.Module, ids: torch.Tensor, options: dict,
                         blocks: int) -> str:
     """Issue 34's figures: `blocks` unprofiled generates and `blocks` new ``with
     Profiler(model)`` blocks around one generate each, interleaved (captures from the cache,
-    window delivery included): the ratio of their median wall times, and of the Profiler's
-    time to first token against the unprofiled generate's first forward (timed by hooks)."""
+    window delivery included): the ratio of their median wall times (and of their median
+    CPU times, which a loaded machine's preemptions leave out), and of the Profiler's time
+    to first token against the unprofiled generate's first forward (timed by hooks)."""
     plain, profiled, plain_ttft, ttft = [], [], [], []
     stamps: list[int] = []
     pre = lambda *_: stamps.append(time.perf_counter_ns())  # noqa: E731
@@ -106,25 +110,29 @@ def _interleaved_blocks(name: str, model: torch.nn.Module, ids: torch.Tensor, op
     for _ in range(blocks):
         handles = [model.register_forward_pre_hook(pre), model.register_forward_hook(post)]
         stamps.clear()
-        started = time.perf_counter()
+        started = time.perf_counter(), time.thread_time()
         model.generate(ids, **options)
-        plain.append(time.perf_counter() - started)
+        plain.append((time.perf_counter() - started[0], time.thread_time() - started[1]))
         for handle in handles:
             handle.remove()
         plain_ttft.append(stamps[1] - stamps[0])
-        started = time.perf_counter()
+        started = time.perf_counter(), time.thread_time()
         with pyfxprof.Profiler(model) as p:
             model.generate(ids, **options)
-        profiled.append(time.perf_counter() - started)
+        profiled.append((time.perf_counter() - started[0], time.thread_time() - started[1]))
         ttft.append(p.generation_latency()["ttft_ns"]["median"])
-    wall = statistics.median(profiled) / statistics.median(plain)
+    wall, cpu = ([statistics.median(t[k] for t in found) for found in (profiled, plain)]
+                 for k in (0, 1))
     first = statistics.median(ttft) / statistics.median(plain_ttft)
-    pairs = " ".join(f"{b / a:.2f}" for a, b in zip(plain, profiled))
-    return (f"  {name}, {blocks} unprofiled generates and {blocks} Profiler blocks interleaved: "
-            f"wall {statistics.median(profiled) * 1e3:.2f} ms profiled / "
-            f"{statistics.median(plain) * 1e3:.2f} ms unprofiled = {wall:.3f}x (pairs: {pairs}); "
+    quartile = (statistics.quantiles(ttft, n=4)[0] / statistics.quantiles(plain_ttft, n=4)[0]
+                if blocks > 1 else first)  # (a loaded machine preempts many of the calls)
+    pairs = " ".join(f"{b[0] / a[0]:.2f}" for a, b in zip(plain, profiled))
+    return (f"  {blocks} unprofiled generates and {blocks} Profiler blocks interleaved: wall "
+            f"{wall[0] * 1e3:.2f} ms profiled / {wall[1] * 1e3:.2f} ms unprofiled = "
+            f"{wall[0] / wall[1]:.3f}x (pairs: {pairs}); CPU time {cpu[0] / cpu[1]:.3f}x; "
             f"time to first token {statistics.median(ttft) / 1e6:.3f} ms / "
-            f"{statistics.median(plain_ttft) / 1e6:.3f} ms = {first:.3f}")
+            f"{statistics.median(plain_ttft) / 1e6:.3f} ms = {first:.3f} (lower quartiles: "
+            f"{quartile:.3f})")
 
 
 def _binding_costs(model: torch.nn.Module, ids: torch.Tensor, options: dict) -> str:
