@@ -35,6 +35,11 @@ from .schedule import ProfilerAction
 from .window import Window
 
 
+#: The most calls of a group per window that run the model's own forward, timed, each beside
+#: a graph run on copies of its inputs: the first, and the next after a preempted one.
+OWN_CALL_RUNS = 3
+
+
 class _KeptInHotForward:
     """A Profiler attribute kept in its HotForward (`_calls` is its `calls`), which the hot
     path reads and writes in C."""
@@ -127,11 +132,14 @@ class CallRouting:
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
             return self._run(group, inputs)
-        if group.index not in self._window.first_calls:
-            self._window.note_call(group, self.module, args, kwargs)
-            self._arm(group, args, kwargs)
-            if self._times_own_call(group):
-                return self._own_call_beside(group, forward, args, kwargs, inputs, entered)
+        window = self._window
+        if group.index not in window.first_calls:
+            window.note_call(group, self.module, args, kwargs)
+            window.own_left[group.index] = int(self._times_own_call(group))
+        if window.own_left[group.index]:
+            window.own_left[group.index] -= 1
+            return self._own_call_beside(group, forward, args, kwargs, inputs, entered)
+        self._arm(group, args, kwargs)
         return self._recorded(group, inputs, entered)
 
     def _times_own_call(self, group: CallGroup) -> bool:
@@ -143,8 +151,8 @@ class CallRouting:
 
     def _own_call_beside(self, group: CallGroup, forward: Callable, args: tuple,
                          kwargs: dict, inputs: BoundInputs, entered: int) -> Any:
-        """The group's first call in the window: the call itself runs the model's own
-        forward, timed (the user's program, the Python around the ops included; the
+        """The group's first call in the window (or a next one, _note_own_call): the call
+        itself runs the model's own forward, timed (the user's program, the Python around the ops included; the
         Profiler's own time for the gap accounting), then the graph runs on copies of the
         call's inputs made before it (recorded: the call's node rows and log entry). The
         own forward runs first, after what the caller did, as without the Profiler (after
@@ -155,13 +163,25 @@ class CallRouting:
             copies = BoundInputs(*analysis_copy((inputs.args, inputs.kwargs)))
         except PyfxprofError:
             return self._recorded(group, inputs, entered)
-        start = _C.now_ns()
+        start, cpu = _C.now_ns(), time.thread_time_ns()
         output = forward(*args, **kwargs)
-        elapsed = _C.now_ns() - start
-        self._own_ns.setdefault(group.index, []).append(elapsed)
-        self._window.own_ns[group.index] = elapsed
+        elapsed, on_cpu = _C.now_ns() - start, time.thread_time_ns() - cpu
+        self._note_own_call(group.index, elapsed, elapsed - on_cpu <= elapsed // 4)
         self._recorded(group, copies, entered)
         return output
+
+    def _note_own_call(self, group: int, elapsed: int, on_cpu: bool) -> None:
+        """Keep one own-forward time per group and window: the first call that ran on the
+        CPU for at least 3/4 of its time; after a preempted one the group's next call is
+        timed too, up to OWN_CALL_RUNS calls, then the least preempted is kept."""
+        window, times = self._window, self._own_ns.setdefault(group, [])
+        tries = window.own_times.setdefault(group, [])
+        tries.append(elapsed)
+        if len(tries) == 1:
+            times.append(elapsed)
+        times[-1] = window.own_ns[group] = elapsed if on_cpu else min(tries)
+        if not on_cpu and len(tries) < OWN_CALL_RUNS:
+            window.own_left[group] = 1
 
     def _own_forward(self, group: CallGroup, forward: Callable, args: tuple, kwargs: dict
                      ) -> Any:

@@ -44,6 +44,8 @@ class Window:
     first_calls: dict[int, dict] = field(default_factory=dict)
     own_calls: dict[int, int] = field(default_factory=dict)  # per group: own forward's calls
     own_ns: dict[int, int] = field(default_factory=dict)  # per group: own forward timed beside
+    own_left: dict[int, int] = field(default_factory=dict)  # per group: own forwards to time
+    own_times: dict[int, list] = field(default_factory=dict)  # per group: their times (ns)
     meter: RunMeter = field(default_factory=RunMeter)  # read at open and at close
 
     def note_call(self, group: CallGroup, module: torch.nn.Module, args: tuple,
