@@ -99,29 +99,20 @@ def _second_blocks(model: torch.nn.Module, ids: torch.Tensor, options: dict,
 def _interleaved_blocks(model: torch.nn.Module, ids: torch.Tensor, options: dict,
                         blocks: int) -> str:
     """Issue 34's figures: `blocks` unprofiled generates and `blocks` new ``with
-    Profiler(model)`` blocks around one generate each, interleaved (captures from the cache,
-    window delivery included): the ratio of their median wall times (and of their median
-    CPU times, which a loaded machine's preemptions leave out), and of the Profiler's time
-    to first token against the unprofiled generate's first forward (timed by hooks)."""
-    plain, profiled, plain_ttft, ttft = [], [], [], []
-    stamps: list[int] = []
-    pre = lambda *_: stamps.append(time.perf_counter_ns())  # noqa: E731
-    post = lambda *_: stamps.append(time.perf_counter_ns())  # noqa: E731
-    for _ in range(blocks):
-        handles = [model.register_forward_pre_hook(pre), model.register_forward_hook(post)]
-        stamps.clear()
-        started = time.perf_counter(), time.thread_time()
-        model.generate(ids, **options)
-        plain.append((time.perf_counter() - started[0], time.thread_time() - started[1]))
-        for handle in handles:
-            handle.remove()
-        plain_ttft.append(stamps[1] - stamps[0])
-        started = time.perf_counter(), time.thread_time()
-        with pyfxprof.Profiler(model) as p:
-            model.generate(ids, **options)
-        profiled.append((time.perf_counter() - started[0], time.thread_time() - started[1]))
-        ttft.append(p.generation_latency()["ttft_ns"]["median"])
-    wall, cpu = ([statistics.median(t[k] for t in found) for found in (profiled, plain)]
+    Profiler(model)`` blocks around one generate each, interleaved in the order ABBA... (so
+    that each kind follows each kind as often: a generate right after a Profiler block runs
+    on colder caches), captures from the cache, window delivery included: the ratio of their
+    median wall times (and of their median CPU times, which a loaded machine's preemptions
+    leave out), and of the Profiler's time to first token against the unprofiled generate's
+    first forward (timed by hooks)."""
+    found: dict[str, list] = {"plain": [], "profiled": []}
+    for block in range(2 * blocks):
+        kind = ("plain", "profiled", "profiled", "plain")[block % 4]
+        found[kind].append(_timed_generate(model, ids, options, kind == "profiled"))
+    (profiled, ttft), (plain, plain_ttft) = ([[run[:2] for run in found[kind]],
+                                              [run[2] for run in found[kind]]]
+                                             for kind in ("profiled", "plain"))
+    wall, cpu = ([statistics.median(t[k] for t in runs) for runs in (profiled, plain)]
                  for k in (0, 1))
     first = statistics.median(ttft) / statistics.median(plain_ttft)
     quartile = (statistics.quantiles(ttft, n=4)[0] / statistics.quantiles(plain_ttft, n=4)[0]
@@ -133,6 +124,27 @@ def _interleaved_blocks(model: torch.nn.Module, ids: torch.Tensor, options: dict
             f"time to first token {statistics.median(ttft) / 1e6:.3f} ms / "
             f"{statistics.median(plain_ttft) / 1e6:.3f} ms = {first:.3f} (lower quartiles: "
             f"{quartile:.3f})")
+
+
+def _timed_generate(model: torch.nn.Module, ids: torch.Tensor, options: dict,
+                    profiled: bool) -> tuple[float, float, float]:
+    """(wall s, CPU s, time to first token ns) of one generate, unprofiled (its first
+    forward timed by hooks) or in a new Profiler block (its TTFT the Profiler's)."""
+    stamps: list[int] = []
+    stamp = lambda *_: stamps.append(time.perf_counter_ns())  # noqa: E731
+    handles = [] if profiled else [model.register_forward_pre_hook(stamp),
+                                   model.register_forward_hook(stamp)]
+    started = time.perf_counter(), time.thread_time()
+    if profiled:
+        with pyfxprof.Profiler(model) as p:
+            model.generate(ids, **options)
+    else:
+        model.generate(ids, **options)
+    wall, cpu = time.perf_counter() - started[0], time.thread_time() - started[1]
+    for handle in handles:
+        handle.remove()
+    first = p.generation_latency()["ttft_ns"]["median"] if profiled else stamps[1] - stamps[0]
+    return wall, cpu, first
 
 
 def _binding_costs(model: torch.nn.Module, ids: torch.Tensor, options: dict) -> str:
