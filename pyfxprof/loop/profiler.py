@@ -241,7 +241,7 @@ class Profiler(CallRouting):
 
     def generation_latency(self) -> dict:
         """Time to first token and per-token decode latency of the calls recorded so far
-        (see pyfxprof/run/generation.py): ``{"generations", "ttft_ns", "decode_ns"}``, each
+        (see pyfxprof/loop/generation.py): ``{"generations", "ttft_ns", "decode_ns"}``, each
         summary with count, mean, median, p90 and p99 in ns: the user's program (the graph's
         figures shifted by the model's own forward timed beside it), with the graph's alone
         as ``graph_ttft_ns`` and ``graph_decode_ns``.
