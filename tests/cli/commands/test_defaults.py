@@ -3,7 +3,6 @@ per idea (``--runs`` for every count of timed runs), old names kept as hidden al
 
 import argparse
 import dataclasses
-import inspect
 
 import pytest
 
@@ -74,7 +73,7 @@ def test_profile_arguments_of_no_flags_are_profiles_defaults():
     default, for every keyword it passes (the parser is the one built from spec_table.py)."""
     from pyfxprof.cli.commands.profile import profile_arguments
     from pyfxprof.run.runner import profile
-    parameters = {name: p.default for name, p in inspect.signature(profile).parameters.items()}
+    parameters = defaults_of(profile)  # flat, or profile()'s option groups flattened
     passed = profile_arguments(build_parser("profile").parse_args(["profile"]))
     assert passed == {name: parameters[name] for name in passed}
 
