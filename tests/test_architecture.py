@@ -4,7 +4,7 @@ Stages and the one-way rule (docs/architecture.md, "Stages and their import rule
 
     cli ─▶ run, loop, tools, analyses, views, data
     run ─▶ timing, capture, analyses, data  timing ─▶ capture, _C
-    loop ─▶ run, timing, capture, data
+    loop ─▶ run, timing, capture, data      capture ─▶ data (the capture modes)
     tools ─▶ run, loop, timing, capture, views, data
     analyses ─▶ views, data                 views ─▶ data
 
@@ -38,7 +38,7 @@ ALLOWED = {
     "data": set(),
     "views": {"data"},
     "analyses": {"views", "data"},
-    "capture": set(),
+    "capture": {"data"},  # data/rungs.py: the capture modes
     "timing": {"capture", "_C"},
     "run": {"timing", "capture", "analyses", "data"},  # analyses: compare() returns a diff
     "loop": {"run", "timing", "capture", "data"},

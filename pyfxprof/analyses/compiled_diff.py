@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 
 from ..data.profile import Profile
+from ..data.rungs import INDUCTOR
 from ..data.units import format_ns, format_pct
 from ..data.validate import OUTSIDE_KERNELS
 from ..errors import PyfxprofError
 from ..views.report_header import numeric_mode_difference
 
 #: The capture mode of a compiled profile.
-INDUCTOR = "inductor"
 
 
 def is_compiled_profile(profile: Profile) -> bool:

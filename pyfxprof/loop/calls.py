@@ -20,6 +20,7 @@ from torch.compiler import is_compiling
 from ..timing.native import _C
 from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs
+from ..data.rungs import HOOKS, INDUCTOR
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.op_names import range_names
 from ..errors import PyfxprofError
@@ -84,7 +85,7 @@ class CallRouting:
     _first_call = _KeptInHotForward()  # the number of the block's first call
     _backward: bool
     _tracer_options: tuple
-    _analysis: tuple[bool, bool]
+    _analysis: tuple  # (profile_memory, library_frames, device_events)
     _nvtx: bool
     _recording: bool
 
@@ -147,7 +148,7 @@ class CallRouting:
         model: eval mode, no backward timed, a graph (not the model's own code) with no
         in-place op. The Profiler's own time (the gap accounting subtracts it)."""
         if (self.module.training or self._backward or group.hooks
-                or group.capture.mode == "inductor" or _in_place(group)):
+                or group.capture.mode == INDUCTOR or _in_place(group)):
             return
         times = []
         for _ in range(OWN_CALL_RUNS):
@@ -323,7 +324,7 @@ class CallRouting:
         if changed and not group.hooks:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CaptureFallbackWarning)
-                group, _ = python_side_effects(self.module, lambda: captured("hooks"))
+                group, _ = python_side_effects(self.module, lambda: captured(HOOKS))
             group.python_note = (f"its forward changes Python state ({', '.join(changed[:3])})"
                                  ": run as the model's own code, timed per module")
             warnings.warn(f"pyfxprof: {self.name}'s forward changes Python state "

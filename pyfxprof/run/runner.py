@@ -20,7 +20,8 @@ from ..capture.memory import profiling_memory
 from ..capture.source import keeping_library_frames
 from ..capture.model_state import (autograd_mode, evaluation_mode, grad_context,
                                    keeping_rng_state, numeric_mode)
-from ..capture.tracing import CAPTURE_MODES, fx_sources_released
+from ..data.rungs import CAPTURE_MODES, RUNG
+from ..capture.tracing import fx_sources_released
 from ..data.op_names import range_names
 from ..data.profile import Profile
 from ..data.validate import run_coverage
@@ -156,7 +157,7 @@ def _measured(executor, prepared: Prepared, given: tuple, clock: StepClock) -> t
     training steps, and for module-hooks and whole captures, whose runs are the user's call
     itself, its hooks firing)."""
     model, example_inputs, loss_fn, backward, *loop = given
-    own_run = backward or prepared.analysis is not None  # hooks, whole: the model's own call
+    own_run = backward or RUNG[prepared.captured.mode].own_call  # the model's own call
     call = None if own_run else UserCall(model, example_inputs, device_of(model, prepared.args),
                                          (prepared.captured.graph_module, prepared.args))
     with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:

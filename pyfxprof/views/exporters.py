@@ -24,6 +24,8 @@ from .csv_table import export_csv
 from .flamegraph import export_flamegraph
 from .html_report import export_html_report
 from .plot import plot
+from .rank_table import export_rank_report_html
+from .rank_trace import export_chrome_trace as export_ranks_chrome_trace
 from .speedscope import export_speedscope
 from .stacks import export_stacks
 
@@ -32,8 +34,10 @@ from .stacks import export_stacks
 class Format:
     """One export format: ``name`` (``Profile.export(path, name)``, CLI flag ``--name``),
     ``title`` (what a message says was written), the file ``suffixes`` that select it,
-    ``writer(profile, path, **options)``, a one-line ``help`` (a noun phrase) and the CLI ``options`` it
-    takes (attributes of the parsed arguments passed on by name, e.g. ``metric``)."""
+    ``writer(profile, path, **options)``, a one-line ``help`` (a noun phrase), the CLI ``options`` it
+    takes (attributes of the parsed arguments passed on by name, e.g. ``metric``) and, for the
+    formats a gathered ranks file is written to too, ``rank_writer(ranks, path, ...)`` (None:
+    the format renders one rank's profile)."""
 
     name: str
     title: str
@@ -41,6 +45,7 @@ class Format:
     writer: Callable
     help: str
     options: tuple[str, ...] = ()
+    rank_writer: Callable | None = None
 
     @property
     def flag(self) -> str:
@@ -56,7 +61,8 @@ def _write_plot(profile, path, top: int = 20) -> None:
 #: over ``.json``); a suffix belongs to one format (tests/views/test_exporters.py checks it).
 FORMATS = (
     Format("chrome_trace", "Chrome trace", (".json", ".json.gz"), export_chrome_trace,
-           "a Chrome/Perfetto trace (Trace Event Format JSON; Perfetto, HTA, TensorBoard)"),
+           "a Chrome/Perfetto trace (Trace Event Format JSON; Perfetto, HTA, TensorBoard)",
+           rank_writer=export_ranks_chrome_trace),
     Format("speedscope", "speedscope file", (".speedscope.json",), export_speedscope,
            "a speedscope file (the median run's timeline, per-node metric weights)",
            ("metric",)),
@@ -68,7 +74,7 @@ FORMATS = (
     Format("plot", "plot", (".png", ".pdf"), _write_plot, "a bar chart of the slowest nodes"),
     Format("html", "HTML report", (".html", ".htm"), export_html_report,
            "a standalone HTML report (table, module tree, flame graph, plot, advice)",
-           ("metric",)),
+           ("metric",), export_rank_report_html),
     Format("csv", "node table", (".csv", ".csv.gz"), export_csv, "the node table as CSV (ns)"),
 )
 BY_NAME = {f.name: f for f in FORMATS}

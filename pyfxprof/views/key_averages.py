@@ -13,6 +13,7 @@ import numpy as np
 from ..data import rollup
 from ..errors import ArgumentError, PyfxprofError
 from ..data.op_names import aten_of_operator
+from ..data.rungs import INDUCTOR
 
 #: torch's sort keys -> the row attribute they sort by (descending); cuda_/xpu_ read device_.
 SORT_KEYS = {
@@ -106,7 +107,7 @@ class KeyAverages(list):
 
 #: Why a profile has no input shapes, by capture mode.
 _NO_SHAPES = {
-    "inductor": "group_by_input_shape needs input shapes: a compiled profile's rows are "
+    INDUCTOR: "group_by_input_shape needs input shapes: a compiled profile's rows are "
                 "Inductor kernels, which record none; profile the eager model for them",
     None: "group_by_input_shape needs input shapes: this profile has none (a loaded trace or "
           "an older profile); profile the model with pyfxprof.profile for them"}

@@ -246,7 +246,7 @@ def test_docs_ladder_and_capture_table_are_the_rungs():
     """docs/capture.md's ladder line and its table of capture= values read RUNGS and
     CAPTURE_MODES; the ladder has one function per rung."""
     from pyfxprof.capture import ladder
-    from pyfxprof.capture.tracing import CAPTURE_MODES, RUNGS
+    from pyfxprof.data.rungs import CAPTURE_MODES, RUNGS
     from tests.docs_tables import DOCS, table_after
     text = (DOCS / "capture.md").read_text(encoding="utf-8")
     assert "    " + "  →  ".join(RUNGS) + "\n" in text

@@ -88,7 +88,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "default 0.05)")
     parser.add_argument("--min-runs", type=integer_at_least(2), default=MIN_RUNS, metavar="N",
                         help=f"fewest runs per side for p-values (default {MIN_RUNS})")
-    parser.add_argument("--plot", metavar="OUT.png",
+    parser.add_argument("--plot", metavar="PATH",
                         help="write a bar chart of the largest duration changes")
     add_gate_argument(parser)
     parser.set_defaults(func=run)
