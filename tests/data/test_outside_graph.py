@@ -30,25 +30,29 @@ def test_the_row_makes_the_totals_the_users_call_and_coverage_a_share_of_it():
     names = prof.nodes["name"].tolist()
     assert names == ["mm", "relu", OUTSIDE_GRAPH]
     assert prof.samples[:, 2].tolist() == [2950, 3050] * 5
-    assert prof.run_totals.tolist() == [3950, 4050] * 5  # the user's calls
+    assert prof.run_totals.tolist() == [3850, 3950] * 5  # the user's calls
     assert prof.meta["graph_coverage"] == 0.9
-    assert prof.meta["coverage"] == pytest.approx(900 / 4000, rel=0.02)
-    assert call_share(prof) == pytest.approx(3000 / 4000)
+    assert prof.meta["coverage"] == pytest.approx(900 / 3900, rel=0.02)
+    assert call_share(prof) == pytest.approx(3000 / 3900)
     # extra columns get blanks of their own type; the row is not a model node
     row = prof.nodes.iloc[2]
     assert (row["flops"], row["source"], row["module_stack"]) == (0, "", ())
     assert prof.nodes["flops"].dtype == np.int64
-    # the rows sum to the call: Total % is a share of it
+    # the rows sum to the call (the graph's 100 ns between its nodes are in the row): Total %
+    # is a share of it
     df = prof.to_dataframe()
-    assert df["median"].sum() == pytest.approx(np.median(prof.run_totals), rel=0.05)
+    assert df["median"].sum() == pytest.approx(np.median(prof.run_totals))
+    assert prof.meta["call"]["rows_share"] == pytest.approx(1.0)
     assert df.loc[2, "pct_total"] == pytest.approx(3000 / 3900 * 100, rel=0.01)
 
 
 def test_noise_gives_no_row_and_the_meta_says_so():
     graph = graph_profile()
-    prof = with_outside_graph(graph, [1040, 960] * 5, FUNCTIONS)
+    prof = with_outside_graph(graph, [940, 860] * 5, FUNCTIONS)  # the rows' 900 ns ± 40
     assert outside_column(prof) is None and prof.n_nodes == 2
     assert prof.meta["call"]["resolved"] is False
+    assert prof.meta["call"]["rows_share"] == pytest.approx(900 / 900)
+    assert "rows sum to 100.0% of your call" in prof.table().splitlines()[1]
     assert (prof.run_totals == graph.run_totals).all() and prof.meta["coverage"] == 0.9
     assert "below the noise" in prof.table().splitlines()[1]
     assert python_functions(prof).empty and call_share(prof) is None
