@@ -47,12 +47,27 @@ def median_interval(values, confidence: float = CONFIDENCE) -> tuple[float, floa
     return (float(ordered[k]), float(ordered[n - 1 - k]))
 
 
+def pairs_for(confidence: float = CONFIDENCE) -> int:
+    """The fewest paired runs whose full range is an interval of `confidence` on the median
+    (all n differences on one side by chance: 2 / 2**n); fewer runs never resolve a row.
+
+    >>> pairs_for(0.95)
+    6
+    """
+    n = 1
+    while 1.0 - 2.0 ** (1 - n) < confidence:
+        n += 1
+    return n
+
+
 def call_meta(call_ns, graph_ns, rows_ns=None) -> dict:
     """``meta["call"]`` of the user's calls `call_ns` against the graph's runs `graph_ns`
     (whose rows summed to `rows_ns` per run; default: the runs), paired in the order they
     alternated: the call's and the graph's medians, the median of the paired differences
     call - rows (the Python outside the graph: every part of the call no row of the graph
-    holds) with its 95% interval, and ``resolved``: the interval lies above zero.
+    holds) with its 95% interval, and ``resolved``: the interval lies above zero (which
+    takes at least ``pairs_for()`` runs: with fewer, the range of the differences is no 95%
+    interval).
 
     >>> meta = call_meta([300, 310, 305, 290, 300, 320], [100, 100, 110, 90, 100, 100])
     >>> meta["outside_median_ns"], meta["resolved"]
@@ -66,7 +81,8 @@ def call_meta(call_ns, graph_ns, rows_ns=None) -> dict:
     return {"median_ns": float(np.median(call)), "runs": int(len(call)),
             "graph_median_ns": float(np.median(graph)),
             "outside_median_ns": float(np.median(difference)),
-            "outside_low_ns": low, "outside_high_ns": high, "resolved": bool(low > 0)}
+            "outside_low_ns": low, "outside_high_ns": high,
+            "resolved": bool(low > 0 and len(difference) >= pairs_for())}
 
 
 def _blank(series: pd.Series):

@@ -7,7 +7,7 @@ import pytest
 import pyfxprof
 from pyfxprof.data import persist
 from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, median_interval,
-                                         outside_column, python_functions, tree_rows,
+                                         outside_column, pairs_for, python_functions, tree_rows,
                                          with_outside_graph)
 from tests.outside_profiles import FUNCTIONS, graph_profile, outside_profile
 
@@ -59,12 +59,12 @@ def test_noise_gives_no_row_and_the_meta_says_so():
 
 
 def test_device_and_backward_samples_get_an_empty_column():
-    graph = graph_profile(4)
+    graph = graph_profile(6)
     graph = pyfxprof.Profile(graph.nodes, graph.samples, graph.run_totals, graph.meta,
                              device_samples=graph.samples, backward_samples=graph.samples)
-    prof = with_outside_graph(graph, [5000] * 4)
-    assert prof.device_samples[:, 2].tolist() == [0] * 4
-    assert prof.backward_samples[:, 2].tolist() == [0] * 4
+    prof = with_outside_graph(graph, [5000] * 6)
+    assert prof.device_samples[:, 2].tolist() == [0] * 6
+    assert prof.backward_samples[:, 2].tolist() == [0] * 6
 
 
 def test_functions_share_the_rows_median_by_profiled_self_time():
@@ -102,3 +102,10 @@ def test_a_version_2_file_without_the_row_still_loads(tmp_path):
     loaded = persist.from_document(document)
     assert loaded == graph_profile() and "call" not in loaded.meta
     assert "your call" not in loaded.table().splitlines()[1]
+
+
+def test_too_few_paired_runs_never_resolve_the_row():
+    # 5 differences all far above zero: their range is only a 93.75% interval, so no row
+    few = call_meta([900] * 5, [100] * 5)
+    enough = call_meta([900] * pairs_for(), [100] * pairs_for())
+    assert pairs_for() == 6 and not few["resolved"] and enough["resolved"]
