@@ -19,7 +19,7 @@ import pandas as pd
 from .. import __version__
 from ..errors import ArgumentError, PyfxprofError, first_line
 from . import validate
-from .files import open_output, read_maybe_gzipped
+from .files import PathLike, open_output, read_maybe_gzipped
 from .profile import Profile
 from .run_noise import NOISE_COLUMNS
 from .validate import FormatError
@@ -104,7 +104,7 @@ def to_document(profile: Profile) -> dict:
     }
 
 
-def save_profile(profile: Profile, path) -> None:
+def save_profile(profile: Profile, path: PathLike) -> None:
     """``Profile.save``: write ``profile`` to ``path`` as versioned JSON, gzip-compressed when
     the name ends in .gz.
 

@@ -11,6 +11,7 @@ See docs/profile.md for the data model and every column with its unit.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,16 @@ from ..errors import ArgumentError, PyfxprofError
 from .run_noise import check_run_noise, noise_frame, preempted_mask
 from .stats import STAT_COLUMNS, backward_statistics, node_statistics, summary_of_totals
 from .units import format_ns
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from matplotlib.figure import Figure
+
+    from ..analyses.advice import Advice
+    from ..views.key_averages import KeyAverages
+    from .files import PathLike
 
 #: Identity columns every ``nodes`` frame has, in order.
 NODE_COLUMNS = ("index", "name", "op", "target", "module_path", "module_type", "module_stack")
@@ -131,6 +142,37 @@ class Profile:
     (2, 2, [1000.0, 100.0])
     """
 
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def table(self, sort_by: str | None = None, top: int | None = None,
+                  columns: list[str] | None = None, group_by: str | None = None,
+                  depth: int | None = None, width: int | str | None = "auto",
+                  row_limit: int | None = None) -> str: ...
+        def tree(self, max_depth: int | None = None) -> str: ...
+        def _repr_html_(self) -> str: ...
+        def export(self, path: PathLike, format: str | None = None, **options: Any) -> None: ...
+        def export_html(self, path: PathLike, top: int = 50, metric: str = "median") -> None: ...
+        def export_chrome_trace(self, path: PathLike, runs: Iterable[int] | None = None,
+                                max_runs: int | None = 100, rank: int = 0, world_size: int = 1,
+                                *, use_python_export: bool = False) -> None: ...
+        def export_stacks(self, path: PathLike, metric: str = "median",
+                          by: str = "module") -> None: ...
+        def export_flamegraph(self, path: PathLike, metric: str = "median",
+                              title: str | None = None, by: str = "module") -> None: ...
+        def export_speedscope(self, path: PathLike, run: int | None = None,
+                              metric: str = "median") -> None: ...
+        def key_averages(self, group_by_input_shape: bool = False,
+                         group_by_stack_n: int = 0) -> KeyAverages: ...
+        def events(self) -> KeyAverages: ...
+        def export_memory_timeline(self, path: PathLike, device: str = "cpu") -> None: ...
+        def plot(self, path: PathLike | None = None, top: int = 20) -> Figure: ...
+        def plot_latency(self, path: PathLike | None = None) -> Figure: ...
+        def plot_tail(self, path: PathLike | None = None, quantile: float = 0.99,
+                      top: int = 15) -> Figure: ...
+        def advise(self, rules: Iterable[str] | None = None) -> Advice: ...
+        def save(self, path: PathLike) -> None: ...
+        def python_outside(self, top: int | None = None) -> pd.DataFrame: ...
+
     def __init__(self, nodes: pd.DataFrame, samples: np.ndarray, run_totals: np.ndarray,
                  meta: dict | None = None, device_samples: np.ndarray | None = None,
                  run_starts: np.ndarray | None = None, run_noise: np.ndarray | None = None,
@@ -231,35 +273,6 @@ class Profile:
         extra = [c for c in self.nodes.columns if c not in NODE_COLUMNS]
         parts.append(self.nodes[extra])
         return pd.concat(parts, axis=1)
-
-    def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100, *,
-                            use_python_export: bool = False) -> None:
-        """Write a Chrome/Perfetto trace of ``runs`` (default all, capped); see
-        views.chrome_trace. ``use_python_export`` is accepted (and has nothing to choose) so
-        that ``torch.profiler.tensorboard_trace_handler(dir)`` works as ``on_trace_ready``."""
-        self.export(path, "chrome_trace", runs=runs, max_runs=max_runs)
-
-    def export_stacks(self, path, metric: str = "median", by: str = "module") -> None:
-        """Write folded stacks by module hierarchy or (``by="source"``) by model-code line
-        (flamegraph.pl, speedscope); torch's metrics (self_cpu_time_total...) work too; see
-        views.stacks."""
-        self.export(path, "stacks", metric=metric, by=by)
-
-    def export_flamegraph(self, path, metric: str = "median", title: str | None = None,
-                          by: str = "module") -> None:
-        """Write a self-contained, interactive SVG flame graph, by module or (``by="source"``)
-        by model-code line; see views.flamegraph."""
-        self.export(path, "flamegraph", metric=metric, title=title, by=by)
-
-    def export_speedscope(self, path, run: int | None = None, metric: str = "median") -> None:
-        """Write a speedscope file: the timeline of one run (default: the median run) and the
-        per-node ``metric`` weights; see views.speedscope."""
-        self.export(path, "speedscope", run=run, metric=metric)
-
-    def export_html(self, path, top: int = 50, metric: str = "median") -> None:
-        """Write a standalone HTML report (header, table of the ``top`` nodes, module tree,
-        flame graph, plot, advice); see views.html_report."""
-        self.export(path, "html", top=top, metric=metric)
 
     # ---- latency, tail, noise and warm-up (docs/latency.md) ----------------------------------
 

@@ -14,6 +14,8 @@ costs. See docs/latency.md.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -106,6 +108,10 @@ class WarmupReport:
     few to tell); ``warmup_runs_preempted``: how many untimed warm-up runs were preempted.
     ``str()`` is one line (views.latency_text.render_warmup).
     """
+
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def __str__(self) -> str: ...
 
     runs: int
     steady_ns: int

@@ -41,11 +41,12 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 
+from ..data.files import PathLike
 from ..data.persist import open_output
 from ..data.profile import NODE_COLUMNS, Profile
 from ..errors import ArgumentError
@@ -351,9 +352,12 @@ def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100, rank: 
     return json.loads(trace_text(profile, runs, max_runs, rank, world_size))
 
 
-def export_chrome_trace(profile: Profile, path, runs=None, max_runs: int | None = 100,
-                        rank: int = 0, world_size: int = 1) -> None:
-    """Write a Chrome/Perfetto trace of ``profile`` to ``path`` (gzip when it ends in .gz).
+def export_chrome_trace(profile: Profile, path: PathLike, runs: Iterable[int] | None = None,
+                        max_runs: int | None = 100, rank: int = 0, world_size: int = 1, *,
+                        use_python_export: bool = False) -> None:
+    """Write a Chrome/Perfetto trace of ``profile`` to ``path`` (gzip when it ends in .gz);
+    ``Profile.export_chrome_trace``. ``use_python_export`` is accepted (and has nothing to
+    choose) so that ``torch.profiler.tensorboard_trace_handler(dir)`` works as ``on_trace_ready``.
 
     ``runs``: run indices to export (default all); at most ``max_runs`` are written (the first
     ones, with a warning; None for no cap). ``rank`` / ``world_size`` fill distributedInfo.

@@ -7,12 +7,21 @@ given a path.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from ..data.files import PathLike
 from ..data.latency import QUANTILES
 from ..errors import PyfxprofError
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
 from .safe_text import figure_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ..data.profile import Profile
+    from ..data.sweep_fit import SweepResult
 
 _COLOURS = {"p50": "#2b7bd9", "p90": "#d9a12b", "p99": "#d9622b", "p99_9": "#a12bd9"}
 
@@ -35,7 +44,7 @@ def _label(name) -> str:
     return figure_text(name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…")
 
 
-def plot_latency(profile, path=None):
+def plot_latency(profile: Profile, path: PathLike | None = None) -> Figure:
     """Empirical CDF (left) and histogram (right) of the run totals, p50/p90/p99/p99.9
     marked; preempted runs drawn apart when measured.
 
@@ -74,7 +83,8 @@ def plot_latency(profile, path=None):
     return _finish(figure, path)
 
 
-def plot_tail(profile, path=None, quantile: float = 0.99, top: int = 15):
+def plot_tail(profile: Profile, path: PathLike | None = None, quantile: float = 0.99,
+              top: int = 15) -> Figure:
     """Horizontal bars of each node's excess in the tail runs (the rows of Profile.tail),
     labelled with its share.
 
@@ -97,7 +107,7 @@ def plot_tail(profile, path=None, quantile: float = 0.99, top: int = 15):
     return _finish(figure, path)
 
 
-def plot_sweep(result, path=None, top: int = 15):
+def plot_sweep(result: SweepResult, path: PathLike | None = None, top: int = 15) -> Figure:
     """Stacked bars per node of its fixed cost and per-item cost at size 1 (a sweep's
     table), nodes slowest at the largest size first.
 

@@ -8,7 +8,7 @@ import html
 
 import pandas as pd
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.rank_profiles import COMM_COLUMN, RankProfiles
 from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError
@@ -116,7 +116,7 @@ def _summary_view(summary: pd.DataFrame) -> report_render.View:
                        right_aligned=[False] + [True] * 5, rows=rows)
 
 
-def export_rank_report_html(ranks: RankProfiles, path, top: int | None = 50) -> None:
+def export_rank_report_html(ranks: RankProfiles, path: PathLike, top: int | None = 50) -> None:
     """Write :func:`rank_report_html` to ``path`` (open it in any browser).
 
     >>> export_rank_report_html(ranks, "ranks.html")   # doctest: +SKIP

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.outside_graph import function_label, outside_column, python_functions
 from ..data.profile import Profile
 from ..data.stats import node_statistics
@@ -108,7 +108,7 @@ def folded_stacks(profile: Profile, metric: str = "median", by: str = "module") 
             for frames, weight in with_functions(profile, stack_weights(profile, metric, by))]
 
 
-def export_stacks(profile: Profile, path, metric: str = "median", by: str = "module") -> None:
+def export_stacks(profile: Profile, path: PathLike, metric: str = "median", by: str = "module") -> None:
     """Write folded stacks (one line per node, weights in ns of ``metric``) to ``path``.
 
     ``metric``: median | mean | total | min | max, or torch.profiler's self_cpu_time_total /
