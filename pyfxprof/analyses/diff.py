@@ -346,7 +346,7 @@ class ProfileDiff:
         sides = [_Side(np.ones(1, dtype=bool), prof.run_totals[:, None], np.ones(1), groups)
                  for prof, groups in zip((self.control, self.test), self.groups)]
         return {name: value.tolist()[0]
-                for name, value in self._columns(*sides, whole=True).items()}
+                for name, value in self._columns(sides[0], sides[1], whole=True).items()}
 
     def ops_diff(self, by: str = "node", depth: int | None = None) -> dict[str, list]:
         """Keys per TraceDiff category: added, deleted, increased, decreased, unchanged, and
@@ -357,7 +357,7 @@ class ProfileDiff:
         ['layer1.0.conv1/layer1_0_conv1']
         """
         change = self.compare(by, depth)["change"]
-        result = {category: [] for category in OPS_DIFF_CATEGORIES.values()}
+        result: dict[str, list] = {category: [] for category in OPS_DIFF_CATEGORIES.values()}
         for key, value in change.items():
             result[OPS_DIFF_CATEGORIES[value]].append(key)
         return result
@@ -378,7 +378,7 @@ class ProfileDiff:
         return [regression_line(str(what), row) for what, row in slower.iterrows()]
 
 def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
-         alpha: float = 0.05, min_runs: int = MIN_RUNS) -> ProfileDiff:
+         alpha: float = 0.05, min_runs: int = MIN_RUNS) -> ProfileDiff | CompiledDiff:
     """Compare a control and a test profile.
 
     control, test: Profile objects or paths (pyfxprof profile .json / .json.gz, torch.profiler

@@ -374,4 +374,4 @@ class Profile:
                 and _arrays_equal(self.backward_samples, other.backward_samples)
                 and _values_equal(self.meta, other.meta))
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value

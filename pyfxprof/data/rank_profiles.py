@@ -254,7 +254,7 @@ class RankProfiles:
         return (self.world_size == other.world_size and self.failures == other.failures
                 and self.profiles == other.profiles)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
 @contextlib.contextmanager

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -153,13 +153,13 @@ def timeline(profile: Profile, chosen: np.ndarray, whole_us: bool = False) -> di
     grid = _whole_us if whole_us else np.asarray
     host = np.maximum(profile.samples[chosen], 0)
     host_start = _offsets(host, overhead, whole_us)
-    layout = {"host_start": host_start, "host_end": _ends(host_start, host),
-              "device_start": None, "device_end": None, "origin": None}
+    layout: dict[str, Any] = {"host_start": host_start, "host_end": _ends(host_start, host),
+                              "device_start": None, "device_end": None, "origin": None}
     span = layout["host_end"]
     if profile.device_samples is not None:
         device = np.maximum(profile.device_samples[chosen], 0)
-        layout["device_start"] = _offsets(device, 0.0, whole_us)
-        layout["device_end"] = _ends(layout["device_start"], device)
+        device_start = _offsets(device, 0.0, whole_us)
+        layout["device_start"], layout["device_end"] = device_start, _ends(device_start, device)
         span = np.maximum(span, layout["device_end"])
     span = grid(span)
     back_to_back = np.cumsum(span) - span
@@ -220,7 +220,7 @@ class _Events:
         for start in range(0, order.size, chunk):
             part = order[start:start + chunk]
             picked, length = template[part], dur[part]
-            flat = [',\n', None, None, ', "dur": ', None, None, None] * part.size
+            flat: list[Any] = [',\n', None, None, ', "dur": ', None, None, None] * part.size
             flat[1::7] = heads[picked].tolist()
             flat[2::7] = map(str, (ts[part] // 1000).tolist())
             flat[4::7] = map(str, (length // 1000).tolist())

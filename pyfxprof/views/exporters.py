@@ -121,5 +121,5 @@ def _check_options(chosen: Format, options: dict) -> None:
                             f"takes {', '.join(taken) or 'no options'}")
 
 
-export.__doc__ += "\n    Formats (name, suffixes: what):\n" + "".join(
+export.__doc__ = (export.__doc__ or "") + "\n    Formats (name, suffixes: what):\n" + "".join(
     f"      {f.name} ({' '.join(f.suffixes)}): {f.help}\n" for f in FORMATS)

@@ -59,8 +59,9 @@ def plot_latency(profile: Profile, path: PathLike | None = None) -> Figure:
     cdf, hist = figure.subplots(1, 2)
     cdf.step(totals / scale, np.arange(1, len(totals) + 1) / len(totals), where="post",
              color="#333333")
-    if profile.run_noise is not None:
-        preempted = profile.noise()["preempted"].to_numpy()
+    noise = profile.noise()
+    if noise is not None:
+        preempted = noise["preempted"].to_numpy()
         hist.hist([profile.run_totals[~preempted] / scale, profile.run_totals[preempted] / scale],
                   bins=min(50, max(10, profile.n_runs // 5)), stacked=True,
                   color=["#999999", "#d92b2b"], label=["runs", "preempted runs"])

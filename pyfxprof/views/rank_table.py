@@ -4,6 +4,8 @@ rank and, for collectives, the time ranks waited in them."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import html
 
 import pandas as pd
@@ -90,7 +92,8 @@ def _header(ranks: RankProfiles) -> list[str]:
 
 def _node_columns(rank_list: list[int]) -> list[tuple]:
     """(title, formatter(key, row), right-aligned) per node table column."""
-    columns = [("Node", lambda k, r: k, False),
+    columns: list[tuple[str, Callable[..., str], bool]] = [
+        ("Node", lambda k, r: k, False),
                ("Comm", lambda k, r: "comm" if r[COMM_COLUMN] else "", False)]
     if len(rank_list) <= MAX_RANK_COLUMNS:
         columns += [(f"r{rank}", lambda k, r, c=f"rank_{rank}": format_ns(r[c]), True)

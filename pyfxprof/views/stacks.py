@@ -11,6 +11,8 @@ the median of per-run sums). Frames keep execution order (first appearance) left
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..data.files import PathLike, open_output
@@ -80,7 +82,7 @@ def with_functions(profile: Profile, weighted: list) -> list[tuple[list[str], in
 def _metric_values(profile: Profile, metric: str) -> np.ndarray:
     """Per-node ns of ``metric`` (METRICS, or a torch.profiler metric of TORCH_METRICS)."""
     metric = TORCH_METRICS.get(metric, metric)
-    samples = profile.samples
+    samples: np.ndarray | None = profile.samples
     if metric == "device_total":  # without device times all zero, as torch.profiler's on CPU
         samples, metric = profile.device_samples, "total"
         if samples is None:
@@ -125,7 +127,7 @@ def export_stacks(profile: Profile, path: PathLike, metric: str = "median", by: 
 
 def stack_tree(stacks: list[tuple[list[str], int]]) -> dict:
     """Merge stacks into a tree of {"name", "weight" (inclusive), "children" (ordered dict)}."""
-    root = {"name": ROOT, "weight": 0, "children": {}}
+    root: dict[str, Any] = {"name": ROOT, "weight": 0, "children": {}}
     for frames, weight in stacks:
         node = root
         node["weight"] += weight
