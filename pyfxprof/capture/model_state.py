@@ -222,7 +222,7 @@ def numeric_mode(model: torch.nn.Module, example_inputs: Any) -> dict:
         counts[name] = counts.get(name, 0) + parameter.numel()
     tensors = [value for value in pytree.tree_leaves(split_inputs(example_inputs))
                if isinstance(value, torch.Tensor)]
-    return {"autocast": autocast, "param_dtypes": sorted(counts, key=counts.get, reverse=True),
+    return {"autocast": autocast, "param_dtypes": sorted(counts, key=lambda name: counts[name], reverse=True),
             "input_dtypes": list(dict.fromkeys(_dtype_name(t.dtype) for t in tensors)),
             "input_memory_formats": list(dict.fromkeys(memory_format(t) for t in tensors))}
 
