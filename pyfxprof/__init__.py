@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 __version__ = "0.1.0"
 
@@ -143,6 +143,8 @@ _METHODS = {
 }
 
 __all__ = sorted(_PUBLIC)
+#: A class given to served_methods (returned as itself, so type checkers keep its type).
+ServedClass = TypeVar("ServedClass", bound=type)
 
 
 def _attribute(module: str, attribute: str):
@@ -162,7 +164,7 @@ class _ServedMethod:
         return function if instance is None else function.__get__(instance, owner)
 
 
-def served_methods(cls: type) -> type:
+def served_methods(cls: ServedClass) -> ServedClass:
     """Class decorator: attach the methods ``_METHODS`` lists for ``cls`` (by class name).
 
     >>> from pyfxprof.data.profile import Profile

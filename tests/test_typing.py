@@ -124,7 +124,7 @@ REVEALED = {
     "pyfxprof.load": "def (path:",
     "prof.table": "def (sort_by:",
     "prof.export": "def (path:",
-    "prof.table()": "builtins.str",
+    "prof.table()": "str",
     "pyfxprof.diff(prof, prof).table": "def (sort_by:",  # or a CompiledDiff's table
     "pyfxprof.Profiler": "def (",
     "pyfxprof.bench": "def (",

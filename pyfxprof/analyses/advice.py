@@ -132,7 +132,7 @@ def build_context(profile) -> Context:
 RULES: dict[str, Callable] = {}
 
 
-def register_rule(name: str):
+def register_rule(name: str) -> Callable[[Callable], Callable]:
     """Decorator registering ``rule(profile, context) -> list[Suggestion]`` under ``name``.
 
     Example:

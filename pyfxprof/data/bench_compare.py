@@ -3,9 +3,8 @@ cell marked when its median differs significantly from its left neighbour's (doc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import served_methods
 from .measurement import Measurement

@@ -23,14 +23,16 @@ from .stats import STAT_COLUMNS, backward_statistics, node_statistics, summary_o
 from .units import format_ns
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
+    from collections.abc import Iterable, Sequence
+    from typing import Any, NoReturn
 
     from matplotlib.figure import Figure
 
     from ..analyses.advice import Advice
     from ..views.key_averages import KeyAverages
     from .files import PathLike
+    from .latency import LatencySummary
+    from .warmup import WarmupReport
 
 #: Identity columns every ``nodes`` frame has, in order.
 NODE_COLUMNS = ("index", "name", "op", "target", "module_path", "module_type", "module_stack")
@@ -276,7 +278,7 @@ class Profile:
 
     # ---- latency, tail, noise and warm-up (docs/latency.md) ----------------------------------
 
-    def latency(self, exclude_preempted: bool = False):
+    def latency(self, exclude_preempted: bool = False) -> LatencySummary:
         """The run-total distribution: n, mean, p50, p90, p99, p99.9, max (int ns), a 95% CI on
         p99, preempted runs, and warnings when too few runs support a quantile.
 
@@ -314,23 +316,23 @@ class Profile:
             return self
         return self.select_runs(~preempted_mask(self.run_noise))
 
-    def select_runs(self, keep) -> "Profile":
+    def select_runs(self, keep: Sequence[bool] | np.ndarray) -> "Profile":
         """A copy holding only the runs where the boolean mask ``keep`` is true.
 
         >>> prof.select_runs(prof.run_totals < 2_000_000).n_runs  # doctest: +SKIP
         48
         """
-        keep = np.asarray(keep, dtype=bool)
-        if keep.shape != (self.n_runs,):
+        mask = np.asarray(keep, dtype=bool)
+        if mask.shape != (self.n_runs,):
             raise ArgumentError(f"keep must be a boolean mask of {self.n_runs} runs")
-        meta = dict(self.meta, runs=int(keep.sum()),
-                    excluded_runs=int(self.meta.get("excluded_runs", 0)) + int((~keep).sum()))
-        pick = lambda array: None if array is None else array[keep]  # noqa: E731
-        return Profile(self.nodes, self.samples[keep], self.run_totals[keep], meta,
+        meta = dict(self.meta, runs=int(mask.sum()),
+                    excluded_runs=int(self.meta.get("excluded_runs", 0)) + int((~mask).sum()))
+        pick = lambda array: None if array is None else array[mask]  # noqa: E731
+        return Profile(self.nodes, self.samples[mask], self.run_totals[mask], meta,
                        pick(self.device_samples), pick(self.run_starts), pick(self.run_noise),
                        pick(self.backward_samples))
 
-    def warmup(self):
+    def warmup(self) -> WarmupReport:
         """Warm-up of the run totals: timed runs still warming up, the warm-up this model
         needs, drift (see warmup.warmup_report); preempted runs are left out of the detection.
 
@@ -349,7 +351,7 @@ class Profile:
         preempted = None if self.run_noise is None else preempted_mask(self.run_noise)
         return node_warmup(self.nodes["name"].tolist(), self.samples, preempted)
 
-    def __enter__(self):
+    def __enter__(self) -> NoReturn:
         raise PyfxprofError("a Profile is a finished result, not a context manager: call "
                             "prof = pyfxprof.profile(model, inputs), or profile a loop with "
                             "`with pyfxprof.Profiler(model, schedule=...) as p:`")

@@ -14,11 +14,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import contextlib
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -336,7 +335,7 @@ def from_document(doc) -> RankProfiles:
         raise persist.FormatError(f"inconsistent rank profiles: {error}") from None
 
 
-def load_rank_profiles(path) -> RankProfiles:
+def load_rank_profiles(path: PathLike) -> RankProfiles:
     """Read a file written by :meth:`RankProfiles.save`; PyfxprofError naming ``path`` and the
     reason when it is missing, corrupt or not a rank-profiles file.
 

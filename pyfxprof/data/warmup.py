@@ -14,9 +14,8 @@ costs. See docs/latency.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
