@@ -68,6 +68,3 @@ class ExportedDiff(CompiledDiff):
         if is_exported_profile(eager) or not is_exported_profile(exported):
             raise PyfxprofError("ExportedDiff takes an eager profile first, then one of its "
                                 "torch.export program")
-
-    def __repr__(self) -> str:
-        return super().__repr__().replace("<CompiledDiff", "<ExportedDiff", 1)

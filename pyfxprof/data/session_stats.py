@@ -189,7 +189,7 @@ def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool =
     """
     student_t = _student_t()
     n_c, n_t = len(control), len(test)
-    df = n_c + n_t - 2
+    df: float = n_c + n_t - 2
     ratios = test.mean(axis=0) - control.mean(axis=0)
     squares = (((control - control.mean(axis=0)) ** 2).sum(axis=0)
                + ((test - test.mean(axis=0)) ** 2).sum(axis=0))

@@ -111,7 +111,7 @@ def node_statistics(samples) -> pd.DataFrame:
     reduced = [s for s in STATISTICS if s.reduce is not None]
     if runs:
         shared = _Runs(array.astype(np.float64))
-        columns = {s.name: s.reduce(shared) for s in reduced}
+        columns = {s.name: s.reduce(shared) for s in reduced if s.reduce is not None}
     else:
         columns = {s.name: np.full(nodes, np.nan) for s in reduced}
     grand = totals.sum()
@@ -163,10 +163,11 @@ def group_samples(samples, keys: Sequence) -> tuple[list, np.ndarray]:
     (['a', 'b'], [[5, 2], [50, 20]])
     """
     array = _as_2d(samples)
-    keys = np.asarray(keys.tolist() if hasattr(keys, "tolist") else list(keys), dtype=object)
-    if keys.shape != (array.shape[1],):
-        raise ArgumentError(f"need one key per node column ({array.shape[1]}), got {keys.shape[0]}")
-    codes, uniques = pd.factorize(keys, use_na_sentinel=False)
+    key_array = np.asarray(keys.tolist() if hasattr(keys, "tolist") else list(keys), dtype=object)
+    if key_array.shape != (array.shape[1],):
+        raise ArgumentError(f"need one key per node column ({array.shape[1]}), got "
+                            f"{key_array.shape[0]}")
+    codes, uniques = pd.factorize(key_array, use_na_sentinel=False)
     if len(uniques) == 0:
         return [], np.zeros((array.shape[0], 0), dtype=array.dtype)
     order = np.argsort(codes, kind="stable")

@@ -113,7 +113,8 @@ class Profiler(CallRouting):
         [(2, 2), (2, 2)]
     """
 
-    def __init__(self, model: torch.nn.Module, *, schedule: Callable | None = None,
+    def __init__(self, model: torch.nn.Module | Callable[..., Any], *,
+                 schedule: Callable | None = None,
                  on_trace_ready: Callable[[Profile], Any] | None = None,
                  example_inputs: Any = None, leaf_modules: Iterable = (),
                  autowrap_functions: Iterable = (), concrete_args: dict | None = None,

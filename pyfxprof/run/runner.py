@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -46,6 +46,9 @@ from .progress import Progress
 from .user_call import UserCall, with_user_call
 from .wall_clock import StepClock
 
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
 #: The choices of profile()'s capture=, granularity= and mode=, defined in capture and timing
 #: and read from here by the CLI (which imports the run stage only).
 CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES}
@@ -53,7 +56,8 @@ CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES
 
 @fx_sources_released()
 @keeping_rng_state
-def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
+def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None = None,
+            example_inputs: Any = (), runs: int = 50,
             warmup: int = 10, mode: str = "codegen", *, grad: bool = False,
             name: str | None = None, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
             concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,

@@ -16,8 +16,10 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from ..data.files import PathLike
+from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError
 from .chrome_trace import export_chrome_trace
 from .csv_table import export_csv
@@ -98,7 +100,7 @@ def format_for_path(path) -> Format:
     return max(matches, key=lambda match: match[0])[1]
 
 
-def export(profile, path, format: str | None = None, **options) -> None:
+def export(profile: Profile, path: PathLike, format: str | None = None, **options: Any) -> None:
     """Write ``profile`` to ``path`` in ``format`` (a FORMATS name; default: from the suffix);
     ``options`` go to the format's writer (e.g. ``metric="total"``, ``runs=range(5)``).
 
@@ -125,5 +127,5 @@ def _check_options(chosen: Format, options: dict) -> None:
                             f"takes {', '.join(taken) or 'no options'}")
 
 
-export.__doc__ += "\n    Formats (name, suffixes: what):\n" + "".join(
+export.__doc__ = (export.__doc__ or "") + "\n    Formats (name, suffixes: what):\n" + "".join(
     f"      {f.name} ({' '.join(f.suffixes)}): {f.help}\n" for f in FORMATS)

@@ -7,6 +7,7 @@ See docs/torch_profiler.md for the mapping of torch.profiler calls to pyfxprof c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -168,8 +169,8 @@ def events(profile) -> KeyAverages:
             row = KeyAverage(kind, count=1, node=str(names[k]), run=run, step=int(steps[run]))
             for attribute, values in per_call.items():
                 setattr(row, attribute, float(values[run, k]))
-            for attribute, values in memory.items():
-                setattr(row, attribute, values[k])
+            for attribute, figures in memory.items():
+                setattr(row, attribute, figures[k])
             rows.append(row)
     return KeyAverages(rows, profile.device_samples is not None, CPU_MEMORY in nodes,
                        DEVICE_MEMORY in nodes, False, 0)
@@ -259,11 +260,11 @@ def format_bytes(value: int) -> str:
     return f"{int(value)} B"
 
 
-def _columns(averages: KeyAverages) -> list[tuple[str, object]]:
+def _columns(averages: KeyAverages) -> list[tuple[str, Callable[[Any], str]]]:
     """(title, cell function of a row) in torch's column order."""
     self_cpu = sum(row.self_cpu_time_total for row in averages) or 1.0
     self_dev = sum(row.self_device_time_total for row in averages) or 1.0
-    columns = [
+    columns: list[tuple[str, Callable[[Any], str]]] = [
         ("Self CPU %", lambda r: f"{100 * r.self_cpu_time_total / self_cpu:.2f}%"),
         ("Self CPU", lambda r: format_time_us(r.self_cpu_time_total)),
         ("CPU total %", lambda r: f"{100 * r.cpu_time_total / self_cpu:.2f}%"),

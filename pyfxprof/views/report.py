@@ -181,7 +181,7 @@ def _truncate(column: str, text: str) -> str:
 
 def _title(column: str, group_by: str | None) -> str:
     if column == "group":
-        return _GROUP_TITLES[group_by]
+        return _GROUP_TITLES[str(group_by)]
     for prefix in ("device_", "backward_"):
         if column.startswith(prefix) and column[len(prefix):] in _TITLES:
             return prefix[:-1].capitalize() + " " + _TITLES[column[len(prefix):]].lower()
@@ -282,8 +282,8 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
         frame = _group_frame(profile, group_by, depth or 1)
         name_column, label = "group", "groups"
         valid = GROUP_COLUMNS + tuple(c for c in frame.columns if c not in GROUP_COLUMNS)
-        default = (("group", "input_shapes") + GROUP_DEFAULT_COLUMNS[1:]
-                   if group_by == "input_shape" else GROUP_DEFAULT_COLUMNS)
+        default: tuple[str, ...] = (("group", "input_shapes") + GROUP_DEFAULT_COLUMNS[1:]
+                                    if group_by == "input_shape" else GROUP_DEFAULT_COLUMNS)
         if profile.backward_samples is not None:
             default = default[:-4] + ("backward_median", "backward_ratio") + default[-4:]
     else:
@@ -358,7 +358,7 @@ def profile_table(profile, sort_by: str | None = None, top: int | None = None,
         top = None if row_limit < 0 else row_limit
     view = build_view(profile, sort_by=sort_by, top=top, columns=columns, group_by=group_by,
                       depth=depth)
-    return render_text(view, width=terminal_width() if width == "auto" else width)
+    return render_text(view, width=terminal_width() if isinstance(width, str) else width)
 
 
 def profile_tree(profile, max_depth: int | None = None) -> str:

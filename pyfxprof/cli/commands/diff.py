@@ -12,7 +12,8 @@ import argparse
 from pathlib import Path
 
 from ...analyses.compiled_diff import CompiledDiff
-from ...analyses.diff import BY_CHOICES, MIN_RUNS, SORT_KEYS, diff, distinct_labels
+from ...analyses.diff import BY_CHOICES, MIN_RUNS, diff, distinct_labels
+from ...views.diff_text import SORT_KEYS
 from ...errors import PyfxprofError
 from .arg_types import integer_at_least, open_unit_interval, positive_int
 

@@ -11,6 +11,7 @@ import argparse
 import inspect
 import sys
 
+from ...analyses.advisor import advise
 from ...data.rank_profiles import RankProfiles, load_profile_or_ranks
 from ...data.units import format_ns
 from ...errors import PyfxprofError, first_line
@@ -85,6 +86,8 @@ def write_exports(profile, args: argparse.Namespace) -> None:
         path = getattr(args, export_format.name, None)
         if path:
             options = {option: getattr(args, option) for option in export_format.options}
+            if export_format.name == "html":  # the page shows advice; views never run the advisor
+                options["advice"] = advise(profile)
             profile.export(path, export_format.name, **options)
             print(f"wrote {export_format.title} to {path}", file=sys.stderr)
 
