@@ -105,7 +105,7 @@ _METHODS = {
     "Profile.table": ("views.report", "profile_table"),
     "Profile.tree": ("views.report", "profile_tree"),
     "Profile._repr_html_": ("views.report", "profile_html"),
-    "Profile.export": ("views.exporters", "export"),
+    "Profile.export": ("analyses.html_page", "export"),  # the registry; HTML with its advice
     "Profile.export_html": ("analyses.html_page", "export_html"),  # the report with its advice
     "Profile.export_chrome_trace": ("views.chrome_trace", "export_chrome_trace"),
     "Profile.export_stacks": ("views.stacks", "export_stacks"),

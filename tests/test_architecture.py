@@ -288,7 +288,7 @@ def test_the_upward_call_check_can_fail():
     wrapper = ast.parse("class Profile:\n    def export_csv(self, path):\n"
                         "        self.export(path, 'csv')")
     assert upward_calls("pyfxprof.data.profile", wrapper, served) == [
-        "pyfxprof.data.profile:3 calls .export() served by ['views']"]
+        "pyfxprof.data.profile:3 calls .export() served by ['analyses']"]
     dynamic = ast.parse("def f():\n    importlib.import_module('pyfxprof.views.report')")
     assert upward_calls("pyfxprof.data.x", dynamic, served) != []
     assert upward_calls("pyfxprof.cli.x", old_report, served) == []

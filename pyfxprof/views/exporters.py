@@ -106,14 +106,23 @@ def export(profile: Profile, path: PathLike, format: str | None = None, **option
 
     >>> prof.export("flame.svg"); prof.export("trace.txt", "chrome_trace")  # doctest: +SKIP
     """
-    if format is None:
-        chosen = format_for_path(path)
-    elif format in BY_NAME:
-        chosen = BY_NAME[format]
-    else:
-        raise PyfxprofError(f"unknown export format {format!r}: use one of {_listing()}")
+    chosen = chosen_format(path, format)
     _check_options(chosen, options)
     chosen.writer(profile, path, **options)
+
+
+def chosen_format(path: PathLike, format: str | None = None) -> Format:
+    """The FORMATS row ``export(path, format)`` writes: ``format`` by name, else the path's
+    suffix.
+
+    >>> chosen_format("report.html").name, chosen_format("t.json", "chrome_trace").name
+    ('html', 'chrome_trace')
+    """
+    if format is None:
+        return format_for_path(path)
+    if format in BY_NAME:
+        return BY_NAME[format]
+    raise PyfxprofError(f"unknown export format {format!r}: use one of {_listing()}")
 
 
 def _check_options(chosen: Format, options: dict) -> None:

@@ -41,5 +41,6 @@ def add_alias(parser: argparse.ArgumentParser, old: str, option: argparse.Action
         >>> parser.parse_args(["--rounds", "10"]).runs, parser.parse_args([]).runs
         (10, 30)
     """
-    parser.add_argument(old, dest=option.dest, type=option.type, metavar=option.metavar,
-                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    typed = {} if option.type is None else {"type": option.type}
+    parser.add_argument(old, dest=option.dest, metavar=option.metavar,
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS, **typed)

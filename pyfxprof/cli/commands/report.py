@@ -140,8 +140,10 @@ def _report_ranks(ranks: RankProfiles, args: argparse.Namespace) -> int:
                             f"(rank_R.json next to {args.profile})")
     print_ranks(ranks, args)
     for export_format, path in asked:
-        takes_top = "top" in inspect.signature(export_format.rank_writer).parameters
-        export_format.rank_writer(ranks, path, **({"top": args.top or 50} if takes_top else {}))
+        writer = export_format.rank_writer
+        assert writer is not None  # single-profile formats were refused above
+        takes_top = "top" in inspect.signature(writer).parameters
+        writer(ranks, path, **({"top": args.top or 50} if takes_top else {}))
         print(f"wrote {export_format.title} of {len(ranks.ranks)} ranks to {path}",
               file=sys.stderr)
     if args.rank_traces:
