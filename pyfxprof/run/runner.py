@@ -43,7 +43,7 @@ from .metadata import run_meta
 from .noise import RunMeter
 from .profiler_keywords import torch_profiler_keywords
 from .progress import Progress
-from .user_call import UserCall, with_user_call
+from .user_call import UserCall, user_call_timed, with_user_call
 from .wall_clock import StepClock
 
 if TYPE_CHECKING:
@@ -159,11 +159,12 @@ def _measured(executor, prepared: Prepared, given: tuple, clock: StepClock) -> t
     training steps when backward (`given`: model, inputs, loss_fn, backward, runs, warmup,
     progress), with the user's own call (run.user_call) timed between the runs (None for
     training steps, and for module-hooks and whole captures, whose runs are the user's call
-    itself, its hooks firing)."""
+    itself, its hooks firing; and inside run.user_call.graph_runs_only)."""
     model, example_inputs, loss_fn, backward, *loop = given
     own_run = backward or RUNG[prepared.captured.mode].own_call  # the model's own call
-    call = None if own_run else UserCall(model, example_inputs, device_of(model, prepared.args),
-                                         (prepared.captured.graph_module, prepared.args))
+    call = None if own_run or not user_call_timed() else UserCall(
+        model, example_inputs, device_of(model, prepared.args),
+        (prepared.captured.graph_module, prepared.args))
     with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
         return (*_timed_runs(executor, prepared.args, *loop, prepared.frame, call, clock),
                 executor, call)
