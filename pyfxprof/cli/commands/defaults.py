@@ -41,6 +41,6 @@ def add_alias(parser: argparse.ArgumentParser, old: str, option: argparse.Action
         >>> parser.parse_args(["--rounds", "10"]).runs, parser.parse_args([]).runs
         (10, 30)
     """
-    typed = {} if option.type is None else {"type": option.type}
-    parser.add_argument(old, dest=option.dest, metavar=option.metavar,
-                        default=argparse.SUPPRESS, help=argparse.SUPPRESS, **typed)
+    alias = parser.add_argument(old, dest=option.dest, metavar=option.metavar,
+                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    alias.type = option.type
