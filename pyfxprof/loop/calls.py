@@ -20,6 +20,7 @@ from torch.compiler import is_compiling
 from ..timing.native import _C
 from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs
+from ..data.rungs import HOOKS, INDUCTOR
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.op_names import range_names
 from ..errors import PyfxprofError
@@ -84,7 +85,7 @@ class CallRouting:
     _first_call = _KeptInHotForward()  # the number of the block's first call
     _backward: bool
     _tracer_options: tuple
-    _analysis: tuple[bool, bool]
+    _analysis: tuple  # (profile_memory, library_frames, device_events)
     _nvtx: bool
     _recording: bool
 
@@ -147,18 +148,18 @@ class CallRouting:
         the graph: only where a second run cannot change the model (eval mode, no backward
         timed, a graph, not the model's own code, with no in-place op)."""
         return not (self.module.training or self._backward or group.hooks
-                    or group.capture.mode == "inductor" or _in_place(group))
+                    or group.capture.mode == INDUCTOR or _in_place(group))
 
     def _own_call_beside(self, group: CallGroup, forward: Callable, args: tuple,
                          kwargs: dict, inputs: BoundInputs, entered: int) -> Any:
         """The group's first call in the window (or a next one, _note_own_call): the call
-        itself runs the model's own forward, timed (the user's program, the Python around the ops included; the
-        Profiler's own time for the gap accounting), then the graph runs on copies of the
-        call's inputs made before it (recorded: the call's node rows and log entry). The
-        own forward runs first, after what the caller did, as without the Profiler (after
-        the graph's run on the same inputs it ran 10-20% faster, on warm caches). The
-        caller's stateful arguments are fed once, to their own forward, whose output the
-        caller gets."""
+        itself runs the model's own forward, timed (the user's program, the Python around
+        the ops included; the Profiler's own time for the gap accounting), then the graph
+        runs on copies of the call's inputs made before it (recorded: the call's node rows
+        and log entry). The own forward runs first, after what the caller did, as without
+        the Profiler (after the graph's run on the same inputs it ran 10-20% faster, on warm
+        caches). The caller's stateful arguments are fed once, to their own forward, whose
+        output the caller gets."""
         try:
             copies = BoundInputs(*analysis_copy((inputs.args, inputs.kwargs)))
         except PyfxprofError:
@@ -344,7 +345,7 @@ class CallRouting:
         if changed and not group.hooks:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CaptureFallbackWarning)
-                group, _ = python_side_effects(self.module, lambda: captured("hooks"))
+                group, _ = python_side_effects(self.module, lambda: captured(HOOKS))
             group.python_note = (f"its forward changes Python state ({', '.join(changed[:3])})"
                                  ": run as the model's own code, timed per module")
             warnings.warn(f"pyfxprof: {self.name}'s forward changes Python state "

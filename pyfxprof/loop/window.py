@@ -19,6 +19,7 @@ import torch
 from ..capture.analysis import describe
 from ..capture.inputs import BoundInputs
 from ..capture.model_state import autograd_mode, numeric_mode
+from ..data.rungs import INDUCTOR
 from ..data.profile import Profile
 from ..data.run_noise import NOISE_COLUMNS
 from ..timing.durations import RunTimings
@@ -104,7 +105,7 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
         meta["loop"]["noise"] = noise
         training = isinstance(found.group.executor, LoopBackwardExecutor)
         frame = loop_frame(found.group.frame, context["module"]) if training else found.group.frame
-        if found.group.capture.mode == "inductor":  # one row per kernel, plus the outside row
+        if found.group.capture.mode == INDUCTOR:  # one row per kernel, plus the outside row
             profile = with_outside(frame, found.timings, meta, None)
         else:
             profile = build_profile(frame, found.timings, meta, found.device_samples)

@@ -13,6 +13,7 @@ import torch
 
 from .. import __version__
 from ..capture.exported import exported_name, is_exported
+from ..data.rungs import DYNAMO
 from ..timing.device_events import event_record_cost_ns
 from ..timing.native import _C
 from .distributed import rank_meta
@@ -81,7 +82,7 @@ def graphs_meta(captured: Capture) -> dict:
         {'graphs': 2, 'graph_breaks': ['why']}
     """
     frame = getattr(captured, "frame", None)
-    if captured.mode != "dynamo" or frame is None or captured.graph_module is not None:
+    if captured.mode != DYNAMO or frame is None or captured.graph_module is not None:
         return {}
     return {"graphs": len(frame.graphs), "graph_breaks": list(frame.breaks)}
 

@@ -15,7 +15,7 @@ from typing import Callable
 from torch.overrides import TorchFunctionMode
 
 #: Profiled calls of each side (the user's call, the graph's run), alternated.
-PASSES = 3
+PASSES = 2
 #: Functions kept, largest first; the rest are summed as one "(other functions)" entry.
 KEPT_FUNCTIONS = 30
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")

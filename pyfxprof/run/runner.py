@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,8 @@ from ..capture.memory import profiling_memory
 from ..capture.source import keeping_library_frames
 from ..capture.model_state import (autograd_mode, evaluation_mode, grad_context,
                                    keeping_rng_state, numeric_mode)
-from ..capture.tracing import CAPTURE_MODES, fx_sources_released
+from ..data.rungs import CAPTURE_MODES, RUNG
+from ..capture.tracing import fx_sources_released
 from ..data.op_names import range_names
 from ..data.profile import Profile
 from ..data.validate import run_coverage
@@ -42,8 +43,11 @@ from .metadata import run_meta
 from .noise import RunMeter
 from .profiler_keywords import torch_profiler_keywords
 from .progress import Progress
-from .user_call import UserCall, with_user_call
+from .user_call import UserCall, user_call_timed, with_user_call
 from .wall_clock import StepClock
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
 
 #: The choices of profile()'s capture=, granularity= and mode=, defined in capture and timing
 #: and read from here by the CLI (which imports the run stage only).
@@ -52,7 +56,8 @@ CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES
 
 @fx_sources_released()
 @keeping_rng_state
-def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
+def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None = None,
+            example_inputs: Any = (), runs: int = 50,
             warmup: int = 10, mode: str = "codegen", *, grad: bool = False,
             name: str | None = None, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
             concrete_args: dict | None = None, capture: str = "auto", progress: bool = True,
@@ -154,11 +159,12 @@ def _measured(executor, prepared: Prepared, given: tuple, clock: StepClock) -> t
     training steps when backward (`given`: model, inputs, loss_fn, backward, runs, warmup,
     progress), with the user's own call (run.user_call) timed between the runs (None for
     training steps, and for module-hooks and whole captures, whose runs are the user's call
-    itself, its hooks firing)."""
+    itself, its hooks firing; and inside run.user_call.graph_runs_only)."""
     model, example_inputs, loss_fn, backward, *loop = given
-    own_run = backward or prepared.analysis is not None  # hooks, whole: the model's own call
-    call = None if own_run else UserCall(model, example_inputs, device_of(model, prepared.args),
-                                         (prepared.captured.graph_module, prepared.args))
+    own_run = backward or RUNG[prepared.captured.mode].own_call  # the model's own call
+    call = None if own_run or not user_call_timed() else UserCall(
+        model, example_inputs, device_of(model, prepared.args),
+        (prepared.captured.graph_module, prepared.args))
     with _training(executor, backward, prepared, model, loss_fn, example_inputs) as executor:
         return (*_timed_runs(executor, prepared.args, *loop, prepared.frame, call, clock),
                 executor, call)
