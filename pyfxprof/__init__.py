@@ -29,6 +29,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "Advice": ("analyses.advisor", "Advice"),
     "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
+    "CaptureOptions": ("run.arguments", "CaptureOptions"),  # profile()'s capture keywords
     "Compare": ("data.bench_compare", "Compare"),  # Measurements as one grid
     "CompiledDiff": ("analyses.compiled_diff", "CompiledDiff"),  # eager vs compiled, per module
     "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
@@ -43,6 +44,7 @@ _PUBLIC = {
     "PyfxprofError": ("errors", "PyfxprofError"),
     "RankProfiles": ("data.rank_profiles", "RankProfiles"),
     "Suggestion": ("analyses.advisor", "Suggestion"),
+    "TimingOptions": ("run.arguments", "TimingOptions"),  # profile()'s timing keywords
     "advise": ("analyses.advisor", "advise"),
     "bench": ("run.bench", "bench"),  # microbenchmark of any callable
     "bench_grid": ("run.bench", "bench_grid"),
