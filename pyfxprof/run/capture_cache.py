@@ -154,7 +154,7 @@ def cache_key(example_inputs: Any, cacheable: bool, options: tuple) -> tuple | N
     """
     if not cacheable:
         return None
-    key = []
+    key: list[tuple] = []
     args, kwargs = split_inputs(example_inputs)
     for name, value in [*enumerate(args), *kwargs.items()]:
         if isinstance(value, torch.Tensor):

@@ -39,7 +39,7 @@ CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES
 
 @fx_sources_released()
 @keeping_rng_state
-def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int = 50,
+def profile(model: torch.nn.Module | None = None, example_inputs: Any = (), runs: int = 50,
             warmup: int = 10, mode: str = TIMING.mode, *, grad: bool = False,
             name: str | None = None, leaf_modules: Iterable = CAPTURE.leaf_modules,
             autowrap_functions: Iterable = CAPTURE.autowrap_functions,
@@ -95,7 +95,7 @@ def profile(model: torch.nn.Module = None, example_inputs: Any = (), runs: int =
         prepared, executor, keep = captured(given, own, clock)
         executor = ready_executor(
             executor, keep, given.model, prepared, given.timing.mode,
-            given.timing.device_events, runs=runs, clock=clock,
+            bool(given.timing.device_events), runs=runs, clock=clock,
             range_names=range_names(prepared.frame) if given.timing.nvtx else None)
         runs_measured = measured(executor, prepared, given, clock)
         modes = modes_meta(given.model, given_training, given.example_inputs)

@@ -80,7 +80,7 @@ def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame) -> None:
 def timed_runs(executor: Any, args: tuple, runs: int, warmup: int, progress: bool,
                frame: pd.DataFrame, call: UserCall | None = None,
                clock: StepClock | None = None
-               ) -> tuple[RunTimings, np.ndarray | None, list[int]]:
+               ) -> tuple[RunTimings, np.ndarray | None, list[int | None]]:
     """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
     those preempted); the nodes `frame` names a node that raises. `call`: the user's own
     call, timed after each timed run (outside its noise reads) and profiled by function
