@@ -64,11 +64,10 @@ def _relative(filename: str) -> str | None:
 
 
 def _spine() -> set[str]:
-    """The files of profile() and of Profile.table's serving function."""
-    module, _ = pyfxprof._METHODS["Profile.table"]
-    table_file = ROOT / "pyfxprof" / (module.replace(".", "/") + ".py")
-    profile_file = inspect.getsourcefile(inspect.unwrap(pyfxprof.profile))
-    return {_relative(str(Path(profile_file).resolve())), _relative(str(table_file))}
+    """The files of profile() and of Profile.table (the function that serves it)."""
+    from pyfxprof.data.profile import Profile
+    return {_relative(str(Path(inspect.getsourcefile(inspect.unwrap(function))).resolve()))
+            for function in (pyfxprof.profile, Profile.table)}
 
 
 def _steps(call) -> list[tuple[str, str]]:
