@@ -93,11 +93,11 @@ def profile(model: torch.nn.Module | None = None, example_inputs: Any = (), runs
     given_training, clock = own.training, StepClock()
     with evaluation_mode(given.model, not backward), grad_context(grad or backward):
         prepared, executor, keep = captured(given, own, clock)
-        executor = ready_executor(
+        executor, drops_before = ready_executor(
             executor, keep, given.model, prepared, given.timing.mode,
             bool(given.timing.device_events), runs=runs, clock=clock,
             range_names=range_names(prepared.frame) if given.timing.nvtx else None)
-        runs_measured = measured(executor, prepared, given, clock)
+        runs_measured = measured(executor, drops_before, prepared, given, clock)
         modes = modes_meta(given.model, given_training, given.example_inputs)
     meta = profile_meta(given, prepared, runs_measured, modes, clock)
     return with_user_call(_built(prepared.frame, runs_measured, meta,

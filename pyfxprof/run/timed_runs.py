@@ -42,16 +42,16 @@ class Measured:
     device_samples: np.ndarray | None
 
 
-def measured(executor: Any, prepared: Prepared, given: Arguments, clock: StepClock) -> Measured:
+def measured(executor: Any, drops_before: int, prepared: Prepared, given: Arguments,
+             clock: StepClock) -> Measured:
     """The runs of `executor` as `given` asks (runs, warmup, progress; training steps when
     backward), with the user's own call (run.user_call) timed between the runs (not for
     training steps, nor for module-hooks and whole captures, whose runs are the user's call
-    itself, its hooks firing)."""
+    itself, its hooks firing); the records dropped since `drops_before` (RECORDER.start())."""
     model, example_inputs = given.model, given.example_inputs
     own_run = given.backward or prepared.analysis is not None  # hooks, whole: the own call
     call = None if own_run else UserCall(model, example_inputs, device_of(model, prepared.args),
                                          (prepared.captured.graph_module, prepared.args))
-    drops_before = RECORDER.start()  # an empty buffer; this profile's drops only
     if given.backward:
         from .training import TrainingExecutor  # late: loads AOTAutograd
         executor = TrainingExecutor(executor, prepared, model, given.loss_fn, example_inputs)
