@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _
 _PUBLIC = {
     "Advice": ("analyses.advisor", "Advice"),
     "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
+    "CaptureOptions": ("run.arguments", "CaptureOptions"),  # profile()'s capture keywords
     "Compare": ("data.bench_compare", "Compare"),  # Measurements as one grid
     "CompiledDiff": ("analyses.compiled_diff", "CompiledDiff"),  # eager vs compiled, per module
     "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
@@ -80,6 +81,7 @@ _PUBLIC = {
     "PyfxprofError": ("errors", "PyfxprofError"),
     "RankProfiles": ("data.rank_profiles", "RankProfiles"),
     "Suggestion": ("analyses.advisor", "Suggestion"),
+    "TimingOptions": ("run.arguments", "TimingOptions"),  # profile()'s timing keywords
     "advise": ("analyses.advisor", "advise"),
     "bench": ("run.bench", "bench"),  # microbenchmark of any callable
     "bench_grid": ("run.bench", "bench_grid"),

@@ -22,15 +22,15 @@ from ..capture.dynamo_frame import LiveCall
 from ..capture.inputs import BoundInputs, copied_alike
 from ..capture.memory import profiling_memory
 from ..capture.model_state import evaluation_mode
+from ..capture.placement import device_of
 from ..capture.source import keeping_library_frames
 from ..data.rungs import DYNAMO, HOOKS
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
-from ..timing.executors import Executor
+from ..timing.executors import Executor, executor_for
 from ..capture.ladder import prepare, warn_fallback
 from ..run.python_state import PythonState
-from ..run.runner import device_of, executor_for
 
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
 MAX_CALL_GROUPS = 16

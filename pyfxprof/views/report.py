@@ -11,15 +11,13 @@ import numpy as np
 import pandas as pd
 
 from ..data import rollup
-from ..data.latency import latency_header
 from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statistics,
                           cumulative_pct, group_samples, node_statistics, noisy_mask,
                           relative_iqr, with_flop_rate)
 from ..data.units import MISSING, format_ns, format_pct, format_si
-from ..data.validate import model_nodes
 from ..errors import ArgumentError, PyfxprofError
 from .outside_rows import with_function_rows
-from .report_header import header_lines
+from .report_header import profile_header
 from .report_render import View, render_html, render_text, terminal_width
 from .safe_text import terminal_text
 
@@ -307,9 +305,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
         rows = with_function_rows(profile, columns, rows, cut[name_column].tolist())
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
-        header=header_lines(profile.meta, profile.n_runs,
-                            int(model_nodes(profile.nodes).sum()), profile.run_totals)
-        + latency_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
+        header=profile_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
         notes=_notes(frame, shown, label, name_column, top),
         drop_order=[columns.index(c) for c in DROP_ORDER if c in columns],

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from ..data.latency import latency_header
 from ..data.outside_graph import call_figure
 from ..data.stats import summary_of_totals
 from ..data.units import format_flops, format_ns, format_pct, format_si
+from ..data.validate import model_nodes
 
 
 def _meta(meta: dict, key: str) -> str:
@@ -18,6 +20,17 @@ def _clock_text(clock) -> str:
     resolution = clock.get("resolution_ns")
     res_text = "?" if resolution is None else format_ns(resolution)
     return f"clock {clock['name']} (resolution {res_text})"
+
+
+def profile_header(profile) -> list[str]:
+    """A Profile's header block: header_lines of its meta, runs, model nodes and run totals,
+    then its latency and warm-up lines (data/latency.py).
+
+    >>> profile_header(prof)[0]  # doctest: +SKIP
+    'pyfxprof — Net on cpu · 50 runs (10 warmup) · mode codegen · capture fx · eval, no grad'
+    """
+    return header_lines(profile.meta, profile.n_runs, int(model_nodes(profile.nodes).sum()),
+                        profile.run_totals) + latency_header(profile)
 
 
 def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]:

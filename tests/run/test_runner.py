@@ -110,7 +110,7 @@ def test_model_without_operations_is_refused():
     lambda: pyfxprof.profile(Net(), (net_input(),), with_stack=True, schedule=None),
 ])
 def test_torch_profiler_style_use_fails_at_once_pointing_to_profiler(call, monkeypatch):
-    monkeypatch.setattr("pyfxprof.run.runner.prepare", lambda *a, **k: pytest.fail("ran"))
+    monkeypatch.setattr("pyfxprof.run.capture_cache.prepare", lambda *a, **k: pytest.fail("ran"))
     with pytest.raises(PyfxprofError, match=r"use `with pyfxprof\.Profiler\(model") as error:
         call()
     assert "\n" not in str(error.value)
