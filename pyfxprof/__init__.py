@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _
     from .run.bench import bench_grid as bench_grid
     from .run.compare import compare as compare
     from .run.distributed import gather as gather
+    from .run.arguments import CaptureOptions as CaptureOptions
+    from .run.arguments import TimingOptions as TimingOptions
     from .run.runner import profile as profile
     from .run.sweep import sweep as sweep
     from .timing.interpreter import ProfilingInterpreter as ProfilingInterpreter
