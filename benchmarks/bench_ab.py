@@ -7,10 +7,13 @@
 Scenarios (each counted over --trials):
   aa       interleaved A/A, two copies with identical weights: trials where any row (node
            view; module view) is slower/faster, and the whole-model verdicts;
-  power    net only: the target block gets an added op (a clone of its output):
-           trials where its module row is "slower" and no other module row is flagged;
-  whole    net only: ops added at the end (--tail-ops clones): trials where the
-           whole-model verdict is resolved (not "?");
+  power    net only: the target block gets an added op (clones of its output, as many as
+           make the block alone nearest --power-change slower, measured with pyfxprof.bench
+           in the same process at the start): trials where its module row is "slower" and
+           no other module row is flagged;
+  whole    net only: clones after the blocks, as many as make the whole model nearest
+           --whole-change slower (measured the same way): trials where the whole-model
+           verdict is resolved (not "?"), and "+";
   sessions two profile() sessions of fresh copies, saved and loaded, then diff(): trials where
            any row is flagged, and where the gate (--fail-on-regression 5%) would exit 1.
 """
@@ -35,50 +38,82 @@ from machine import describe_machine  # noqa: E402
 FLAGGED = ("+", "-")
 
 
-class Block(torch.nn.Module):
-    """matmul + tanh; ``extra`` adds one op, a clone of the output (the change under test:
-    a few % of the block; an op whose result is unused would be dropped by the capture)."""
+def added_op(y: torch.Tensor, count: int) -> torch.Tensor:
+    """The change under test: `count` clones of `y` in a row (values unchanged; an op whose
+    result is unused would be dropped by the capture, and an in-place op on a view moves the
+    view's release into the next row)."""
+    for _ in range(count):
+        y = y.clone()
+    return y
 
-    def __init__(self, weight: torch.Tensor, extra: bool = False) -> None:
+
+class Block(torch.nn.Module):
+    """matmul + tanh; ``extra`` > 0 adds added_op with that many clones."""
+
+    def __init__(self, weight: torch.Tensor, extra: int = 0) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(weight.clone())
         self.extra = extra
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.tanh(x @ self.weight)
-        return y.clone() if self.extra else y
+        return added_op(y, self.extra) if self.extra else y
 
 
 class Net(torch.nn.Module):
-    """12 blocks of matmul + tanh and one target block (index 6): 13 module rows."""
+    """12 blocks of matmul + tanh and one target block (index 6): 13 module rows;
+    ``target_extra``: the target's added clones; ``tail``: clones after the blocks (the
+    whole-model change)."""
 
-    def __init__(self, weights, target_extra: bool = False, tail_ops: int = 0) -> None:
+    def __init__(self, weights, target_extra: int = 0, tail: int = 0) -> None:
         super().__init__()
-        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra and i == 6)
+        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra if i == 6 else 0)
                                           for i, w in enumerate(weights))
-        self.tail_ops = tail_ops
+        self.tail = tail
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.blocks:
             x = block(x)
-        for _ in range(self.tail_ops):  # the whole-model change: clones after the blocks
-            x = x.clone()
-        return x
+        return added_op(x, self.tail) if self.tail else x
 
 
-def models(name: str, tail_ops: int = 3):
-    """(control, factory(kind) -> test model, inputs) for `name`."""
+def sized(base, variants: dict, inputs, change: float, rounds: int = 3) -> tuple:
+    """(key, measured change) of the variant whose time relative to `base` is nearest
+    1 + change: pyfxprof.bench of each, in `rounds` interleaved rounds (median ratio)."""
+    ratios = {key: [] for key in variants}
+    with torch.inference_mode():
+        for _ in range(rounds):
+            base_ns = pyfxprof.bench(base, *inputs, budget=0.3).median
+            for key, model in variants.items():
+                ratios[key].append(pyfxprof.bench(model, *inputs, budget=0.3).median / base_ns)
+    medians = {key: sorted(values)[len(values) // 2] - 1.0 for key, values in ratios.items()}
+    key = min(medians, key=lambda k: abs(medians[k] - change))
+    return key, medians[key]
+
+
+def models(name: str, tail_ops: int = 12, power_change: float = 0.05,
+           whole_change: float = 0.02):
+    """(control, factory(kind) -> test model, inputs, sizing notes) for `name`."""
     generator = torch.Generator().manual_seed(0)
     if name == "net":
         weights = [torch.randn(128, 128, generator=generator) / 12 for _ in range(13)]
-        control = Net(weights)
-        tests = {"aa": lambda: Net(weights), "power": lambda: Net(weights, target_extra=True),
-                 "whole": lambda: Net(weights, tail_ops=tail_ops)}
-        return control, tests, (torch.randn(32, 128, generator=generator),)
+        control, inputs = Net(weights), (torch.randn(32, 128, generator=generator),)
+        block_input = (torch.tanh(inputs[0]),)
+        k, block_change = sized(control.blocks[6], {k: Block(weights[6], extra=k)
+                                                    for k in (1, 2, 3, 4)}, block_input,
+                                power_change)
+        tails = {c: Net(weights, tail=c) for c in range(1, tail_ops + 1)}
+        t, whole_change = sized(control, tails, inputs, whole_change)
+        tests = {"aa": lambda: Net(weights), "power": lambda: Net(weights, target_extra=k),
+                 "whole": lambda: Net(weights, tail=t)}
+        notes = (f"{k} clone(s) in the target block: the block alone {100 * block_change:+.1f}%"
+                 f" (bench); {t} clone(s) after the blocks: the whole model "
+                 f"{100 * whole_change:+.1f}%")
+        return control, tests, inputs, notes
     from pyfxprof.cli.default_model import resnet18
     control = resnet18().eval()
     return control, {"aa": lambda: copy.deepcopy(control)}, (
-        torch.randn(1, 3, 64, 64, generator=generator),)
+        torch.randn(1, 3, 64, 64, generator=generator),), ""
 
 
 def flagged(diff, **view) -> bool:
@@ -104,10 +139,13 @@ def interleaved(control, test, inputs, scenario: str, args) -> Counter:
             counts["target estimate %"] += round(100 * target["rel_change"], 1) / args.trials
         if scenario == "whole":
             counts["whole resolved"] += total["change"] != "?"
+            counts["whole slower"] += total["change"] == "+"
             counts["whole estimate %"] += round(100 * total["rel_change"], 2) / args.trials
+        rows = diff.compare()
+        named = list(rows.index[rows["change"].isin(FLAGGED)])[:3]
         print(f"  {scenario} trial {trial + 1}: total {total['change']} "
               f"{100 * total['rel_change']:+.2f}% [{100 * total['ci_low']:+.2f}, "
-              f"{100 * total['ci_high']:+.2f}], rows flagged {flagged(diff)}", flush=True)
+              f"{100 * total['ci_high']:+.2f}], rows flagged {named or 'none'}", flush=True)
     return counts
 
 
@@ -136,13 +174,20 @@ def main() -> None:
     parser.add_argument("--runs-per-block", type=int, default=3)
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--only", nargs="+", choices=("aa", "power", "whole", "sessions"))
-    parser.add_argument("--tail-ops", type=int, default=3,
-                        help="clones added after the blocks (whole)")
+    parser.add_argument("--tail-ops", type=int, default=12,
+                        help="most clones tried after the blocks (whole)")
+    parser.add_argument("--power-change", type=float, default=0.05,
+                        help="the target block's change the added op is sized to (power)")
+    parser.add_argument("--whole-change", type=float, default=0.02,
+                        help="the whole model's change the tail ops are sized to (whole)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    control, tests, inputs = models(args.model, args.tail_ops)
     print(describe_machine())
+    control, tests, inputs, notes = models(args.model, args.tail_ops, args.power_change,
+                                           args.whole_change)
+    if notes:
+        print(f"sizing (load {os.getloadavg()[0]:.1f}): {notes}")
     print(f"model {args.model}, {args.trials} trials, {args.blocks} blocks x "
           f"{args.runs_per_block} runs per side")
     for scenario in args.only or ("aa", "power", "whole", "sessions"):

@@ -11,7 +11,11 @@ rounds' range), their ratio per round (median and range), the same torch Timer's
 over blocks as short as bench's (``timeit(number)`` repeated, 0.5 ms each) and bench's ratio
 to it, bench's calls-alone median (each
 call's own interval, the release of its result excluded), how often bench stopped at its
-target, and its wall time; then bench's floor, on an empty C function. On a machine with more runnable work than cores
+target, and its wall time; then, per size, the 10th percentile of 0.5 ms blocks of each (the
+blocks that no other process interrupted: a comparison that survives load) for bench,
+torch's Timer on ``torch.add(x, y)`` and on ``add(x, y)`` (torch.add bound to a name, so no
+attribute lookup per call, as bench's generated code calls it); then bench's floor, on an
+empty C function. On a machine with more runnable work than cores
 torch.utils.benchmark's blocks (10,000 calls of a 1 us op) span several scheduler slices, and
 its median counts other processes' time: read the load in the first line.
 """
@@ -25,6 +29,7 @@ import time
 import timeit
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.utils.benchmark import Timer
 
@@ -42,18 +47,40 @@ def torch_median(x: torch.Tensor, threads: int, min_run_time: float) -> float:
     return timer.blocked_autorange(min_run_time=min_run_time).median * 1e9
 
 
-def torch_short_blocks_median(x: torch.Tensor, threads: int, block_s: float = 0.0005,
-                              seconds: float = 0.3) -> float:
-    """The same Timer's median over short blocks (`timeit(number)` repeated, about `block_s`
-    each, as long as bench's): torch.utils.benchmark's own timing with bench's block length."""
-    timer = Timer("torch.add(x, y)", globals={"torch": torch, "x": x, "y": x},
-                  num_threads=threads)
-    one = timer.timeit(10).median  # a Measurement's times are per call
-    number = max(1, int(block_s / max(one, 1e-9)))
+def torch_short_blocks_median(x: torch.Tensor, threads: int) -> float:
+    """The same Timer's median over short blocks (as long as bench's): torch.utils.benchmark's
+    own timing with bench's block length."""
+    return statistics.median(short_block_times("torch.add(x, y)",
+                                               {"torch": torch, "x": x, "y": x}, threads))
+
+
+def short_block_times(statement: str, names: dict, threads: int, block_s: float = 0.0005,
+                      seconds: float = 0.3) -> list[float]:
+    """ns per call of each short block (`timeit(number)`, about `block_s`) of torch's Timer on
+    `statement`, for `seconds`."""
+    timer = Timer(statement, globals=names, num_threads=threads)
+    number = max(1, int(block_s / max(timer.timeit(10).median, 1e-9)))
     times, started = [], time.perf_counter()
     while time.perf_counter() - started < seconds or len(times) < 10:
-        times.append(timer.timeit(number).median)
-    return statistics.median(times) * 1e9
+        times.append(timer.timeit(number).median * 1e9)
+    return times
+
+
+def low_percentiles(x: torch.Tensor, threads: int, rounds: int) -> str:
+    """The 10th percentile of 0.5 ms blocks' ns per call: bench, torch's Timer on
+    torch.add(x, y) and on add(x, y), rounds interleaved (median over the rounds)."""
+    found: dict[str, list[float]] = {"bench": [], "torch.add(x, y)": [], "add(x, y)": []}
+    for _ in range(rounds):
+        m = pyfxprof.bench(torch.add, x, x, threads=threads, budget=0.3)
+        found["bench"].append(float(np.percentile(m.block_ns / m.samples.shape[1], 10)))
+        for statement in ("torch.add(x, y)", "add(x, y)"):
+            names = {"torch": torch, "add": torch.add, "x": x, "y": x}
+            found[statement].append(float(np.percentile(
+                short_block_times(statement, names, threads), 10)))
+    low = {name: statistics.median(values) for name, values in found.items()}
+    return "  ".join(f"{name} {format_ns(value)}" for name, value in low.items()) + (
+        f"  bench / torch.add(x, y) {low['bench'] / low['torch.add(x, y)']:.3f} "
+        f"({format_ns(low['bench'] - low['torch.add(x, y)'])})")
 
 
 def one_round(x: torch.Tensor, args: argparse.Namespace, bench_first: bool) -> dict:
@@ -104,6 +131,9 @@ def main() -> None:
               f"calls alone {spread([f['alone'] for f in found])}  "
               f"at target {sum(f['stopped'] == 'target' for f in found)}/{len(found)}  "
               f"bench wall {spread([f['wall'] for f in found], lambda v: f'{v:.2f} s')}")
+    print("10th percentiles of 0.5 ms blocks (unloaded blocks), median over the rounds:")
+    for n in sizes:
+        print(f"n={n:>8}  {low_percentiles(torch.randn(n), args.threads, args.rounds)}")
     print(floor(args.rounds))
     print(f"load after: {open('/proc/loadavg').read().split()[0]}")
 

@@ -2,9 +2,11 @@
 steps) the capture rung, nodes, coverage and capture time, whether the tokens equal an
 unprofiled run's, the wall time of ``generate`` with and without the Profiler, Dynamo's
 guard check and the Profiler's own time per call, on a tiny GPT-2 and Llama built from
-configs (random weights, no download).
+configs (random weights, no download); issue 34's figures: the wall time of Profiler blocks
+interleaved with unprofiled generates, and their time to first token, as ratios.
 
 Run: .venv/bin/python benchmarks/bench_generate.py [--tokens N] [--repeat R] [--prompt P]
+     [--blocks B] [--models GPT-2,Llama]
 (the first generate in the block pays the captures; the others, and later Profiler blocks
 on the same model, reuse them)
 """
@@ -54,6 +56,7 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
         model.generate(ids, **options)
         plain.append(time.perf_counter() - started)
     second = _second_blocks(model, ids, options, args.repeat)
+    interleaved = _interleaved_blocks(model, ids, options, args.blocks)
     print(f"\n{name}: same tokens as unprofiled: {same}; generate of {args.tokens} tokens, "
           f"median of {args.repeat - 1} after the first: unprofiled "
           f"{statistics.median(plain[1:]) * 1e3:.2f} ms, profiled "
@@ -63,6 +66,7 @@ def compare(name: str, model: torch.nn.Module, args: argparse.Namespace) -> None
           f"{args.repeat}: {statistics.median(second) * 1e3:.2f} ms, "
           f"{statistics.median(second) / statistics.median(plain[1:]):.2f}x the unprofiled "
           f"generate")
+    print(interleaved)
     groups = {group.index: group for group in p._groups.values()}
     for prof in p.profiles:
         group = groups[prof.meta["loop"]["call_group"]]
@@ -90,6 +94,57 @@ def _second_blocks(model: torch.nn.Module, ids: torch.Tensor, options: dict,
             model.generate(ids, **options)
         found.append(time.perf_counter() - started)
     return found
+
+
+def _interleaved_blocks(model: torch.nn.Module, ids: torch.Tensor, options: dict,
+                        blocks: int) -> str:
+    """Issue 34's figures: `blocks` unprofiled generates and `blocks` new ``with
+    Profiler(model)`` blocks around one generate each, interleaved in the order ABBA... (so
+    that each kind follows each kind as often: a generate right after a Profiler block runs
+    on colder caches), captures from the cache, window delivery included: the ratio of their
+    median wall times (and of their median CPU times, which a loaded machine's preemptions
+    leave out), and of the Profiler's time to first token against the unprofiled generate's
+    first forward (timed by hooks)."""
+    found: dict[str, list] = {"plain": [], "profiled": []}
+    for block in range(2 * blocks):
+        kind = ("plain", "profiled", "profiled", "plain")[block % 4]
+        found[kind].append(_timed_generate(model, ids, options, kind == "profiled"))
+    (profiled, ttft), (plain, plain_ttft) = ([[run[:2] for run in found[kind]],
+                                              [run[2] for run in found[kind]]]
+                                             for kind in ("profiled", "plain"))
+    wall, cpu = ([statistics.median(t[k] for t in runs) for runs in (profiled, plain)]
+                 for k in (0, 1))
+    first = statistics.median(ttft) / statistics.median(plain_ttft)
+    quartile = (statistics.quantiles(ttft, n=4)[0] / statistics.quantiles(plain_ttft, n=4)[0]
+                if blocks > 1 else first)  # (a loaded machine preempts many of the calls)
+    pairs = " ".join(f"{b[0] / a[0]:.2f}" for a, b in zip(plain, profiled))
+    return (f"  {blocks} unprofiled generates and {blocks} Profiler blocks interleaved: wall "
+            f"{wall[0] * 1e3:.2f} ms profiled / {wall[1] * 1e3:.2f} ms unprofiled = "
+            f"{wall[0] / wall[1]:.3f}x (pairs: {pairs}); CPU time {cpu[0] / cpu[1]:.3f}x; "
+            f"time to first token {statistics.median(ttft) / 1e6:.3f} ms / "
+            f"{statistics.median(plain_ttft) / 1e6:.3f} ms = {first:.3f} (lower quartiles: "
+            f"{quartile:.3f})")
+
+
+def _timed_generate(model: torch.nn.Module, ids: torch.Tensor, options: dict,
+                    profiled: bool) -> tuple[float, float, float]:
+    """(wall s, CPU s, time to first token ns) of one generate, unprofiled (its first
+    forward timed by hooks) or in a new Profiler block (its TTFT the Profiler's)."""
+    stamps: list[int] = []
+    stamp = lambda *_: stamps.append(time.perf_counter_ns())  # noqa: E731
+    handles = [] if profiled else [model.register_forward_pre_hook(stamp),
+                                   model.register_forward_hook(stamp)]
+    started = time.perf_counter(), time.thread_time()
+    if profiled:
+        with pyfxprof.Profiler(model) as p:
+            model.generate(ids, **options)
+    else:
+        model.generate(ids, **options)
+    wall, cpu = time.perf_counter() - started[0], time.thread_time() - started[1]
+    for handle in handles:
+        handle.remove()
+    first = p.generation_latency()["ttft_ns"]["median"] if profiled else stamps[1] - stamps[0]
+    return wall, cpu, first
 
 
 def _binding_costs(model: torch.nn.Module, ids: torch.Tensor, options: dict) -> str:
@@ -141,11 +196,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=4, help="generates per setting")
     parser.add_argument("--prompt", type=int, default=8, help="prompt tokens")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--blocks", type=int, default=15,
+                        help="interleaved unprofiled generates and Profiler blocks")
+    parser.add_argument("--models", default="GPT-2,Llama", help="comma-separated")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(describe_machine())
     for name, model in tiny_models().items():
-        compare(name, model, args)
+        if name in args.models.split(","):
+            compare(name, model, args)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 import numpy as np
 import torch
 
 import pyfxprof
 from pyfxprof.data.outside_graph import python_functions
+from pyfxprof.data.run_noise import preempted_mask
 
 
 def models() -> dict:
@@ -25,21 +27,29 @@ def models() -> dict:
 
 
 def measure(name: str, model, inputs, runs: int) -> None:
+    started = time.perf_counter()
     prof = pyfxprof.profile(model, inputs, runs=runs, warmup=5, progress=False)
+    wall = time.perf_counter() - started
     call = prof.meta["call"]
     rows = float(prof.to_dataframe()["median"].sum())
+    preempted = "?" if prof.run_noise is None else int(preempted_mask(prof.run_noise).sum())
     print(f"{name}: capture {prof.meta['capture_mode']} · call {call['median_ns'] / 1e3:.0f} µs"
           f" · graph {call['graph_median_ns'] / 1e3:.0f} µs · outside "
           f"{call['outside_median_ns'] / 1e3:.0f} µs = "
           f"{100 * call['outside_median_ns'] / call['median_ns']:.1f}% of the call "
           f"[{call['outside_low_ns'] / 1e3:.0f}..{call['outside_high_ns'] / 1e3:.0f} µs, "
           f"resolved {call['resolved']}] · rows sum {rows / 1e3:.0f} µs = "
-          f"{100 * rows / call['median_ns']:.1f}% of the call · coverage "
-          f"{100 * prof.meta['coverage']:.1f}% · graph coverage "
-          f"{100 * prof.meta.get('graph_coverage', prof.meta['coverage']):.1f}%")
+          f"{100 * rows / call['median_ns']:.1f}% of the call (header: "
+          f"{100 * call['rows_share']:.1f}%) · coverage {100 * prof.meta['coverage']:.1f}% · "
+          f"graph coverage {100 * prof.meta.get('graph_coverage', prof.meta['coverage']):.1f}%"
+          f" · preempted runs {preempted}/{prof.n_runs} · profile() {wall:.1f} s, breakdown "
+          f"{prof.meta['wall_s'].get('user_call', float('nan')):.2f} s")
     for row in python_functions(prof, top=5).to_dict("records"):
         print(f"    {row['function']} [{row['origin']}] {row['file_line']} x{row['calls']:g}"
               f" {row['self_ns'] / 1e3:.1f} µs")
+    named = len(call.get("functions") or [])
+    if not call["resolved"]:
+        print(f"    (no row: below the noise; the breakdown measured {named} functions)")
 
 
 def main() -> None:

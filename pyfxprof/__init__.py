@@ -22,13 +22,53 @@ Example:
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, TypeVar
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _PUBLIC serves
+    # the same names lazily (tests/test_typing.py checks the two agree)
+    from .analyses.advisor import Advice as Advice
+    from .analyses.advisor import Suggestion as Suggestion
+    from .analyses.advisor import advise as advise
+    from .analyses.advisor import register_rule as register_rule
+    from .analyses.compiled_diff import CompiledDiff as CompiledDiff
+    from .analyses.compiled_diff import kernel_table as kernel_table
+    from .analyses.diff import ProfileDiff as ProfileDiff
+    from .analyses.diff import diff as diff
+    from .capture.inputs import BoundInputs as BoundInputs
+    from .data.bench_compare import Compare as Compare
+    from .data.measurement import Measurement as Measurement
+    from .data.persist import load_profile as load
+    from .data.profile import Profile as Profile
+    from .data.rank_profiles import RankProfiles as RankProfiles
+    from .data.rank_profiles import load_rank_profiles as load_rank_profiles
+    from .errors import PyfxprofError as PyfxprofError
+    from .loop.profiler import Profiler as Profiler
+    from .loop.ranges import Range as range
+    from .loop.schedule import ProfilerAction as ProfilerAction
+    from .loop.schedule import schedule as schedule
+    from .run.bench import bench as bench
+    from .run.bench import bench_grid as bench_grid
+    from .run.compare import compare as compare
+    from .run.distributed import gather as gather
+    from .run.arguments import CaptureOptions as CaptureOptions
+    from .run.arguments import TimingOptions as TimingOptions
+    from .run.runner import profile as profile
+    from .run.sweep import sweep as sweep
+    from .timing.interpreter import ProfilingInterpreter as ProfilingInterpreter
+    from .tools.fusion import FusionError as FusionError
+    from .tools.fusion import FusionReport as FusionReport
+    from .tools.fusion import fuse_conv_bn as fuse_conv_bn
+    from .tools.fusion import max_abs_difference as max_abs_difference
+    from .tools.fusion_bench import FusionBenchmark as FusionBenchmark
+    from .tools.fusion_bench import benchmark_fusion as benchmark_fusion
 
 #: Public name -> (module under pyfxprof, attribute of that module).
 _PUBLIC = {
     "Advice": ("analyses.advisor", "Advice"),
     "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
+    "CaptureOptions": ("run.arguments", "CaptureOptions"),  # profile()'s capture keywords
     "Compare": ("data.bench_compare", "Compare"),  # Measurements as one grid
     "CompiledDiff": ("analyses.compiled_diff", "CompiledDiff"),  # eager vs compiled, per module
     "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
@@ -43,6 +83,7 @@ _PUBLIC = {
     "PyfxprofError": ("errors", "PyfxprofError"),
     "RankProfiles": ("data.rank_profiles", "RankProfiles"),
     "Suggestion": ("analyses.advisor", "Suggestion"),
+    "TimingOptions": ("run.arguments", "TimingOptions"),  # profile()'s timing keywords
     "advise": ("analyses.advisor", "advise"),
     "bench": ("run.bench", "bench"),  # microbenchmark of any callable
     "bench_grid": ("run.bench", "bench_grid"),
@@ -68,7 +109,12 @@ _METHODS = {
     "Profile.table": ("views.report", "profile_table"),
     "Profile.tree": ("views.report", "profile_tree"),
     "Profile._repr_html_": ("views.report", "profile_html"),
-    "Profile.export": ("views.exporters", "export"),
+    "Profile.export": ("analyses.html_page", "export"),  # the registry; HTML with its advice
+    "Profile.export_html": ("analyses.html_page", "export_html"),  # the report with its advice
+    "Profile.export_chrome_trace": ("views.chrome_trace", "export_chrome_trace"),
+    "Profile.export_stacks": ("views.stacks", "export_stacks"),
+    "Profile.export_flamegraph": ("views.flamegraph", "export_flamegraph"),
+    "Profile.export_speedscope": ("views.speedscope", "export_speedscope"),
     "Profile.key_averages": ("views.key_averages", "key_averages"),
     "Profile.events": ("views.key_averages", "events"),
     "Profile.export_memory_timeline": ("views.memory_timeline", "export_memory_timeline"),
@@ -78,15 +124,24 @@ _METHODS = {
     "Profile.advise": ("analyses.advisor", "advise"),
     "Profile.save": ("data.persist", "save_profile"),
     "Profile.python_outside": ("data.outside_graph", "python_functions"),
+    "RankProfiles.save": ("data.rank_files", "save_rank_profiles"),
     "RankProfiles.table": ("views.rank_table", "render_rank_table"),
     "RankProfiles.export_html": ("views.rank_table", "export_rank_report_html"),
     "RankProfiles.export_chrome_trace": ("views.rank_trace", "export_chrome_trace"),
     "RankProfiles.export_rank_traces": ("views.rank_trace", "export_rank_traces"),
     "SweepResult.plot": ("views.latency_plots", "plot_sweep"),
     "SweepResult.render": ("views.latency_text", "render_sweep"),
+    "SweepResult.__str__": ("views.latency_text", "render_sweep"),
     "LatencySummary.__str__": ("views.latency_text", "render_latency"),
     "WarmupReport.__str__": ("views.latency_text", "render_warmup"),
+    "Advice.__str__": ("views.advice_text", "render_advice"),
     "Advice._repr_html_": ("views.html_report", "advice_html"),
+    "CompiledDiff.table": ("views.compiled_diff_text", "compiled_table"),
+    "CompiledDiff.ops_table": ("views.compiled_diff_text", "compiled_ops_table"),
+    "CompiledDiff.__repr__": ("views.compiled_diff_text", "compiled_repr"),
+    "ProfileDiff.table": ("views.diff_text", "diff_table"),
+    "ProfileDiff._repr_html_": ("views.diff_text", "diff_html"),
+    "ProfileDiff.__repr__": ("views.diff_text", "diff_repr"),
     "Measurement.__str__": ("views.bench_text", "render_measurement"),
     "Measurement.__repr__": ("views.bench_text", "measurement_repr"),
     "Measurement._repr_html_": ("views.bench_text", "measurement_html"),
@@ -95,6 +150,8 @@ _METHODS = {
 }
 
 __all__ = sorted(_PUBLIC)
+#: A class given to served_methods (returned as itself, so type checkers keep its type).
+ServedClass = TypeVar("ServedClass", bound=type)
 
 
 def _attribute(module: str, attribute: str):
@@ -114,7 +171,7 @@ class _ServedMethod:
         return function if instance is None else function.__get__(instance, owner)
 
 
-def served_methods(cls: type) -> type:
+def served_methods(cls: ServedClass) -> ServedClass:
     """Class decorator: attach the methods ``_METHODS`` lists for ``cls`` (by class name).
 
     >>> from pyfxprof.data.profile import Profile

@@ -4,7 +4,7 @@ Stages and the one-way rule (docs/architecture.md, "Stages and their import rule
 
     cli ─▶ run, loop, tools, analyses, views, data
     run ─▶ timing, capture, analyses, data  timing ─▶ capture, _C
-    loop ─▶ run, timing, capture, data
+    loop ─▶ run, timing, capture, data      capture ─▶ data (the capture modes)
     tools ─▶ run, loop, timing, capture, views, data
     analyses ─▶ views, data                 views ─▶ data
 
@@ -38,7 +38,7 @@ ALLOWED = {
     "data": set(),
     "views": {"data"},
     "analyses": {"views", "data"},
-    "capture": set(),
+    "capture": {"data"},  # data/rungs.py: the capture modes
     "timing": {"capture", "_C"},
     "run": {"timing", "capture", "analyses", "data"},  # analyses: compare() returns a diff
     "loop": {"run", "timing", "capture", "data"},
@@ -166,9 +166,11 @@ def stage(module: str) -> str | None:
 
 
 def crosses_the_rule(item: Import) -> bool:
-    """True when `item` imports a stage (or torch) its own stage may not use."""
+    """True when `item` imports a stage (or torch) its own stage may not use. Imports under
+    ``if TYPE_CHECKING:`` never run: they name types for annotations (e.g. Profile's served
+    methods return a views.KeyAverages) and may name any stage."""
     own, other = stage(item.source), stage(item.target)
-    if own == "":
+    if own == "" or item.type_only:
         return False  # the package root serves the public names of every stage
     if other is None:
         return own in NO_TORCH and item.target.split(".")[0] == "torch"
@@ -224,6 +226,72 @@ def test_served_methods_come_from_a_stage_above_their_class():
             stage(target) in ALLOWED[stage(home)]), key
         assert callable(getattr(importlib.import_module(target), function)), key
         assert method in dir(getattr(importlib.import_module(home), owner)), key
+
+
+def served_stages() -> dict[str, set[str]]:
+    """Served method name -> the stages of the modules serving it (``_METHODS``); dunders and
+    ``_repr_html_`` are left out (they are called by ``str()`` and notebooks, not by name)."""
+    import pyfxprof
+    found: dict[str, set[str]] = {}
+    for key, (module, _) in pyfxprof._METHODS.items():
+        method = key.split(".")[1]
+        if not method.startswith("_"):
+            found.setdefault(method, set()).add(stage(f"pyfxprof.{module}") or "")
+    return found
+
+
+def upward_calls(name: str, tree: ast.AST, served: dict[str, set[str]]) -> list[str]:
+    """Calls in module ``name`` that reach a stage its own may not import at run time: a
+    served method called on a name (``profile.advise()`` runs analyses.advisor) whose serving
+    stage is not allowed, or ``importlib.import_module("pyfxprof.…")`` of such a stage. By
+    name, not type: a method of another class spelled like a served one is caught too (rename
+    it)."""
+    own = stage(name)
+    if not own:
+        return []
+    allowed = ALLOWED[own] | {own, "errors", ""}
+    wrong = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        method = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+        if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and (
+                method in served):  # on a name (profile.advise(), self.export()): torch's
+            # kineto_results.events() is not Profile.events
+            if served[method] - allowed:
+                wrong.append(f"{name}:{node.lineno} calls .{method}() served by "
+                             f"{sorted(served[method] - allowed)}")
+        elif method in ("import_module", "__import__") and node.args and isinstance(
+                node.args[0], ast.Constant) and str(node.args[0].value).startswith("pyfxprof."):
+            if stage(str(node.args[0].value)) not in allowed:
+                wrong.append(f"{name}:{node.lineno} imports {node.args[0].value} at run time")
+    return wrong
+
+
+def test_no_upward_call_at_run_time():
+    """What the import walk cannot see: a lower stage calling an upper one at run time through
+    a served method (views/html_report.py called ``profile.advise()``, analyses, before the
+    report received its advice) or a dynamic import. The caller passes what an upper stage
+    computes instead (docs/architecture.md)."""
+    served = served_stages()
+    wrong = [line for name in MODULES for line in upward_calls(name, parse(name), served)]
+    assert wrong == [], "lower stages calling upper ones at run time:\n" + "\n".join(wrong)
+
+
+def test_the_upward_call_check_can_fail():
+    """The old views/html_report.py (``advice_html(profile.advise())``), a data module
+    rendering itself (``self.export(...)``) and a dynamic import of a view from data."""
+    served = served_stages()
+    old_report = ast.parse("def html_report(profile):\n    return advice_html(profile.advise())")
+    assert upward_calls("pyfxprof.views.html_report", old_report, served) == [
+        "pyfxprof.views.html_report:2 calls .advise() served by ['analyses']"]
+    wrapper = ast.parse("class Profile:\n    def export_csv(self, path):\n"
+                        "        self.export(path, 'csv')")
+    assert upward_calls("pyfxprof.data.profile", wrapper, served) == [
+        "pyfxprof.data.profile:3 calls .export() served by ['analyses']"]
+    dynamic = ast.parse("def f():\n    importlib.import_module('pyfxprof.views.report')")
+    assert upward_calls("pyfxprof.data.x", dynamic, served) != []
+    assert upward_calls("pyfxprof.cli.x", old_report, served) == []
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -1,4 +1,4 @@
-"""Profiling torch.compile'd models per Inductor kernel (pyfxprof/run/compiled.py and the capture,
+"""Profiling torch.compile'd models per Inductor kernel (pyfxprof/run/compiled_profile.py and the capture,
 timing and analyses files it uses): kernel rows with provenance, outputs of the timed wrapper,
 its overhead, the eager-vs-compiled diff and the refusals. Compiles on CPU (needs a C++
 compiler); Inductor's cache lives in a temporary directory per module."""

@@ -12,7 +12,7 @@ from pyfxprof.data.validate import model_nodes
 from pyfxprof.capture.ladder import prepare
 from pyfxprof.cli.main import main
 from pyfxprof.errors import PyfxprofError
-from pyfxprof.run.runner import executor_for
+from pyfxprof.timing.executors import executor_for
 from tests import exported_models as em
 
 PROGRAMS = {"mlp": (em.mlp_program, em.MLP_SHAPE, "Sequential", "Sequential"),

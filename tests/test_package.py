@@ -134,7 +134,8 @@ def test_served_methods_reach_direct_importers_of_the_data_class_and_help():
         print(prof.table(columns=["name", "median"], width=None).splitlines()[-1])
         assert "pyfxprof.views.report" in sys.modules
         text = pydoc.render_doc(Profile, renderer=pydoc.plaintext)
-        assert "table = profile_table(profile, sort_by" in text and "export(profile, path, format" in text
+        assert "table = profile_table(profile, sort_by" in text
+        assert "export(profile: 'Profile', path: 'PathLike', format" in text
     """)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["x", "5", "ns"]

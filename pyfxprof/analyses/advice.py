@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pandas as pd
 
 from .. import served_methods
 from ..data.stats import summary_of_totals
-from ..data.units import format_ns, format_pct, plural
+from ..data.units import format_ns, format_pct
 from ..errors import ArgumentError
-from ..views.safe_text import terminal_text
 
 #: Severities, most urgent first; advice is sorted in this order.
 SEVERITIES = ("high", "medium", "low", "info")
@@ -69,22 +68,9 @@ class Advice(list):
         self.total_ns = total_ns
         self.subject = subject
 
-    def __str__(self) -> str:
-        lines = [f"Advice for {self.subject}: {plural(len(self), 'suggestion')} (median run "
-                 f"{format_ns(self.total_ns)}; percentages are shares of it)"]
-        for number, item in enumerate(self, 1):
-            lines += ["", f"{number}. [{item.severity}] {item.title}  (rule: {item.rule})",
-                      "   evidence:"]
-            lines += [f"     - {line}" for line in item.evidence]
-            lines += [f"   action: {item.action}", f"   expected saving: {self.saving_text(item)}"]
-        return terminal_text("\n".join(lines))
-
-    def saving_text(self, item: Suggestion) -> str:
-        """The expected saving of ``item`` as time and share of the median run."""
-        if item.expected_saving_ns is None:
-            return "not estimated"
-        pct = item.expected_saving_ns / self.total_ns * 100 if self.total_ns > 0 else math.nan
-        return f"{format_ns(item.expected_saving_ns)} ({format_pct(pct)})"
+    if TYPE_CHECKING:  # served (package root's _METHODS); tests/test_typing.py checks them
+        def __str__(self) -> str: ...
+        def _repr_html_(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -146,7 +132,7 @@ def build_context(profile) -> Context:
 RULES: dict[str, Callable] = {}
 
 
-def register_rule(name: str):
+def register_rule(name: str) -> Callable[[Callable], Callable]:
     """Decorator registering ``rule(profile, context) -> list[Suggestion]`` under ``name``.
 
     Example:

@@ -10,7 +10,9 @@ Example: ``print(advise(prof))``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
+from ..data.profile import Profile
 from ..errors import ArgumentError
 from . import advisor_rules, backward_rules, compiled_rules, outside_rules  # noqa: F401
 from .advice import (RULES, SEVERITIES, Advice, Context, Suggestion, build_context,
@@ -20,7 +22,7 @@ __all__ = ["Advice", "Context", "RULES", "SEVERITIES", "Suggestion", "advise", "
            "register_rule", "unregister_rule"]
 
 
-def advise(profile, rules=None) -> Advice:
+def advise(profile: Profile, rules: Iterable[str] | None = None) -> Advice:
     """Run the advisor ``rules`` (names; default all registered) on ``profile``.
 
     Returns an Advice sorted by severity (high, medium, low, info), then by expected saving

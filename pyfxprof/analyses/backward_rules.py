@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.units import format_ns, format_pct
-from .advice import Context, Suggestion, plural, register_rule
+from ..data.units import format_ns, format_pct, plural
+from .advice import Context, Suggestion, register_rule
 
 BACKWARD_RATIO = 3.0     # a node's backward median over its forward median beyond this
 MIN_BACKWARD_PCT = 1.0   # and worth at least this share of the step (percent)

@@ -9,17 +9,20 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
+from .. import served_methods
 from ..data.profile import Profile
+from ..data.rungs import INDUCTOR
 from ..data.units import format_ns, format_pct
 from ..data.validate import OUTSIDE_KERNELS
 from ..errors import PyfxprofError
-from ..views.report_header import numeric_mode_difference
+from ..views.compiled_diff_text import cell, cut
 
 #: The capture mode of a compiled profile.
-INDUCTOR = "inductor"
 
 
 def is_compiled_profile(profile: Profile) -> bool:
@@ -29,13 +32,6 @@ def is_compiled_profile(profile: Profile) -> bool:
 
 def _medians(profile: Profile) -> np.ndarray:
     return np.median(profile.samples.astype(np.float64), axis=0)
-
-
-def _cell(values, limit: int = 4) -> str:
-    """Up to `limit` distinct values of a tuple cell, "(root)" for the empty module path."""
-    items = list(dict.fromkeys("(root)" if v == "" else str(v) for v in (values or ())))
-    more = f" +{len(items) - limit}" if len(items) > limit else ""
-    return ", ".join(items[:limit]) + more
 
 
 def kernel_frame(profile: Profile) -> pd.DataFrame:
@@ -54,9 +50,9 @@ def kernel_frame(profile: Profile) -> pd.DataFrame:
     frame = pd.DataFrame({
         "name": nodes["name"], "kind": nodes["op"], "median_ns": medians,
         "pct": 100.0 * medians / total if total else np.nan,
-        "modules": nodes["source_modules"].map(_cell),
-        "source_nodes": nodes["source_nodes"].map(_cell),
-        "aten_ops": nodes["aten_ops"].map(_cell), "source_lines": nodes["source_lines"].map(_cell)})
+        "modules": nodes["source_modules"].map(cell),
+        "source_nodes": nodes["source_nodes"].map(cell),
+        "aten_ops": nodes["aten_ops"].map(cell), "source_lines": nodes["source_lines"].map(cell)})
     return frame.sort_values("median_ns", ascending=False, kind="stable").reset_index(drop=True)
 
 
@@ -67,12 +63,12 @@ def kernel_table(profile: Profile, top: int | None = 20) -> str:
         >>> print(kernel_table(compiled_profile, top=5))     # doctest: +SKIP
     """
     frame = kernel_frame(profile).head(top)
-    shown = pd.DataFrame({"Kernel": frame["name"].map(lambda s: _cut(s, 44)),
+    shown = pd.DataFrame({"Kernel": frame["name"].map(lambda s: cut(s, 44)),
                           "Kind": frame["kind"], "Median": frame["median_ns"].map(format_ns),
                           "%": frame["pct"].map(format_pct),
-                          "Modules": frame["modules"].map(lambda s: _cut(s, 40)),
-                          "Source nodes": frame["source_nodes"].map(lambda s: _cut(s, 36)),
-                          "Aten ops": frame["aten_ops"].map(lambda s: _cut(s, 40))})
+                          "Modules": frame["modules"].map(lambda s: cut(s, 40)),
+                          "Source nodes": frame["source_nodes"].map(lambda s: cut(s, 36)),
+                          "Aten ops": frame["aten_ops"].map(lambda s: cut(s, 40))})
     coverage = format_pct(100.0 * profile.meta.get("coverage", np.nan))
     known = format_pct(100.0 * provenance_coverage(profile))
     head = (f"kernels of {profile.meta.get('model', 'the model')}: median total "
@@ -94,10 +90,6 @@ def provenance_coverage(profile: Profile) -> float:
     known = nodes["source_nodes"].map(lambda v: len(v or ()) > 0).to_numpy() & kernels
     kernel_time = medians[kernels].sum()
     return float(medians[known].sum() / kernel_time) if kernel_time else float("nan")
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _prefix(path: str, depth: int | None) -> str:
@@ -207,6 +199,7 @@ def op_matches(eager: Profile, compiled: Profile) -> pd.DataFrame:
     return frame
 
 
+@served_methods
 class CompiledDiff:
     """An eager profile against a compiled one of the same model, per module path: eager time,
     compiled time (kernel time split over the modules they cover), saving, and the ops and
@@ -219,6 +212,12 @@ class CompiledDiff:
         >>> d.frame.columns.tolist()                             # doctest: +SKIP
         ['module', 'eager_ns', 'compiled_ns', 'saving_ns', 'saving_pct', 'ops', 'kernels', 'shared']
     """
+
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def table(self, top: int | None = 20) -> str: ...
+        def ops_table(self, module: str | None = None, top: int | None = 20) -> str: ...
+        def __repr__(self) -> str: ...
 
     def __init__(self, eager: Profile, compiled: Profile, labels=("eager", "compiled"),
                  depth: int | None = None) -> None:
@@ -243,59 +242,8 @@ class CompiledDiff:
         if is_compiled_profile(eager) or not is_compiled_profile(compiled):
             raise PyfxprofError("CompiledDiff takes an eager profile first, then a compiled one")
 
-    def ops_table(self, module: str | None = None, top: int | None = 20) -> str:
-        """Eager op against source node and kernels, one line each, largest saving first;
-        `module`: that module path and the modules inside it only.
-
-        Example:
-            >>> print(CompiledDiff(eager_profile, compiled_profile).ops_table("layer1"))  # doctest: +SKIP
-        """
-        frame = self.ops
-        if module is not None:
-            inside = (frame["module"] == module) | frame["module"].str.startswith(module + ".")
-            frame = frame[inside | (module == "")]
-        frame = frame.sort_values("saving_ns", ascending=False, kind="stable").head(top)
-        shown = pd.DataFrame({
-            "Module": frame["module"].map(lambda m: "(root)" if m == "" else _cut(m, 32)),
-            "Eager op": frame["eager_op"].map(lambda s: _cut(s, 24) or "-"),
-            self.labels[0].capitalize(): frame["eager_ns"].map(format_ns),
-            "Source node": frame["source_node"].map(lambda s: _cut(s, 24) or "-"),
-            self.labels[1].capitalize(): frame["compiled_ns"].map(format_ns),
-            "Saving": frame["saving_ns"].map(format_ns),
-            "Kernels": frame["kernels"].map(lambda k: _cut(_cell(k, 2), 50) or "-")})
-        return ("per op: the eager op, the source node of the compiled graph it was paired "
-                "with in its module, and the kernels covering it (their time split evenly over "
-                "their source nodes)\n" + shown.to_string(index=False))
-
     def totals(self) -> dict:
         """Median run totals of both sides (ns) and the saving."""
         eager = float(np.median(self.eager.run_totals))
         compiled = float(np.median(self.compiled.run_totals))
         return {"eager_ns": eager, "compiled_ns": compiled, "saving_ns": eager - compiled}
-
-    def table(self, top: int | None = 20) -> str:
-        """Per module: eager, compiled, saving; the ops and the kernels that replaced them
-        ("*": a kernel shared with other modules, its time split); first, a line when the
-        two ran in different numeric modes (autocast, dtypes, memory formats, autograd)."""
-        frame = self.frame.head(top)
-        shown = pd.DataFrame({
-            "Module": frame["module"].map(lambda m: "(root)" if m == "" else _cut(m, 36)),
-            self.labels[0].capitalize(): frame["eager_ns"].map(format_ns),
-            self.labels[1].capitalize(): frame["compiled_ns"].map(format_ns),
-            "Saving": frame["saving_ns"].map(format_ns), "Saving %": frame["saving_pct"].map(
-                format_pct),
-            "Eager ops": frame["ops"].map(lambda v: _cut(_cell(v, 3), 30)),
-            "Kernels": [_cut(_cell(k, 2), 46) + ("*" if s else "")
-                        for k, s in zip(frame["kernels"], frame["shared"])]})
-        t = self.totals()
-        head = (f"{self.labels[0]} {format_ns(t['eager_ns'])} -> {self.labels[1]} "
-                f"{format_ns(t['compiled_ns'])} (median run totals; saving "
-                f"{format_ns(t['saving_ns'])}); per module, * = kernel shared with other "
-                "modules, its time split evenly over its source nodes")
-        note = numeric_mode_difference(self.eager.meta, self.compiled.meta, self.labels)
-        return (note + "\n" if note else "") + head + "\n" + shown.to_string(index=False)
-
-    def __repr__(self) -> str:
-        t = self.totals()
-        return (f"<CompiledDiff {len(self.frame)} modules: {format_ns(t['eager_ns'])} -> "
-                f"{format_ns(t['compiled_ns'])}>")

@@ -17,56 +17,33 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .. import served_methods
 from ..data import torch_trace
 from ..data.change_verdicts import Design, design_of, judge, run_groups, single_noise
-from ..data.paired_stats import smallest_resolvable
 from ..data.sessions import merge_sessions
 from ..data.profile import Profile
 from ..data.stats import group_samples
-from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError, PyfxprofError
-from ..views import report_render
-from ..views.diff_plots import node_label
-from ..views.report_header import numeric_mode_difference
+from ..views.diff_text import regression_line
 from .compiled_diff import CompiledDiff, is_compiled_profile
 from .exported import ExportedDiff, is_exported_profile
 
 #: Views of :meth:`ProfileDiff.compare`: one row per node, or per value of a node column,
 #: or per module (optionally cut at a depth).
 BY_CHOICES = ("node", "op", "target", "module_type", "module")
-#: Sort keys of :meth:`ProfileDiff.table`; diff columns sort by absolute value, descending.
-SORT_KEYS = ("diff_duration", "rel_change", "diff_counts", "p_value", "q_value",
-             "median_control", "median_test", "name", "order")
-#: Values of the ``change`` column.
-CHANGES = ("+", "-", "=", "?", "added", "removed", "fused")
 #: TraceDiff's category of each ``change`` (``fused`` is pyfxprof's own).
 OPS_DIFF_CATEGORIES = {"added": "added", "removed": "deleted", "+": "increased",
                        "-": "decreased", "=": "unchanged", "?": "unresolved",
                        "fused": "fused"}
-#: Longest key shown by :meth:`ProfileDiff.table`; longer ones keep their tail.
-KEY_WIDTH = 48
 #: Fewest runs per side for a p-value (below it ``p_value`` is NaN).
 MIN_RUNS = 5
 _IDENTITY = ("name", "op", "target", "module_path", "module_type")
-_ABS_SORT = ("diff_duration", "rel_change", "diff_counts")
-_CHANGE_WORDS = {"+": "slower (+)", "-": "faster (-)", "=": "same (=)", "?": "unresolved (?)"}
-_VERDICTS = {"+": "slower", "-": "faster", "=": "same within ±{margin}", "?": "unresolved"}
-_DESIGN_WORDS = {
-    "paired": "interleaved A/B, {blocks} paired blocks: signed-rank test per row, "
-              "Hodges–Lehmann 95% interval",
-    "single": "one session per side: rows tested against the session-level noise "
-              "(the test session is {shift} as a whole, per-row spread ±{spread})",
-    "unmeasured": "one session per side, too few rows to measure the noise between "
-                  "sessions: runs inside each session are the only noise counted (a drift "
-                  "between sessions can look like a change; see docs/diff.md)",
-    "sessions": "{sessions} sessions: t-test over sessions per row (moderated variance)"}
-_TITLES = {"node": "Node", "op": "Op type", "target": "Op", "module_type": "Module type",
-           "module": "Module"}
 
 
 def distinct_labels(labels) -> tuple[str, str]:
@@ -201,6 +178,7 @@ def _check_view(by: str, depth) -> None:
             raise ArgumentError(f"depth must be None or a positive int, got {depth!r}")
 
 
+@served_methods
 class ProfileDiff:
     """Control vs test comparison; build it with :func:`diff`.
 
@@ -215,6 +193,13 @@ class ProfileDiff:
     >>> d.compare(by="module", depth=1)                                  # doctest: +SKIP
     """
 
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def table(self, sort_by: str = "diff_duration", top: int | None = 20, by: str = "node",
+                  depth: int | None = None, width: int | str | None = "auto") -> str: ...
+        def _repr_html_(self) -> str: ...
+        def __repr__(self) -> str: ...
+
     def __init__(self, control: Profile, test: Profile, labels=("control", "test"),
                  min_change: float = 0.05, alpha: float = 0.05, min_runs: int = MIN_RUNS):
         _check_settings(min_change, alpha, min_runs)
@@ -226,7 +211,7 @@ class ProfileDiff:
                        run_groups(test.meta, test.n_runs, test.run_noise))
         self.design = design_of(control.meta, test.meta, *self.groups)
 
-    def _judged_design(self) -> Design:
+    def judged_design(self) -> Design:
         """The design, with one session per side its session noise measured over the nodes
         both profiles have (whatever view is judged: group rows are too few to measure it)."""
         if self.design.kind == "single" and self.design.noise is None:
@@ -251,7 +236,7 @@ class ProfileDiff:
             change[both & (rel_change >= self.min_change)] = "+"
             change[both & (rel_change <= -self.min_change)] = "-"
         elif both.any():
-            found = judge(self._judged_design(), control.samples[:, both],
+            found = judge(self.judged_design(), control.samples[:, both],
                           test.samples[:, both], control.groups, test.groups,
                           self.min_change, self.alpha, whole)
             for name, key in (("p_value", "p_value"), ("q_value", "q_value"),
@@ -361,7 +346,7 @@ class ProfileDiff:
         sides = [_Side(np.ones(1, dtype=bool), prof.run_totals[:, None], np.ones(1), groups)
                  for prof, groups in zip((self.control, self.test), self.groups)]
         return {name: value.tolist()[0]
-                for name, value in self._columns(*sides, whole=True).items()}
+                for name, value in self._columns(sides[0], sides[1], whole=True).items()}
 
     def ops_diff(self, by: str = "node", depth: int | None = None) -> dict[str, list]:
         """Keys per TraceDiff category: added, deleted, increased, decreased, unchanged, and
@@ -372,7 +357,7 @@ class ProfileDiff:
         ['layer1.0.conv1/layer1_0_conv1']
         """
         change = self.compare(by, depth)["change"]
-        result = {category: [] for category in OPS_DIFF_CATEGORIES.values()}
+        result: dict[str, list] = {category: [] for category in OPS_DIFF_CATEGORIES.values()}
         for key, value in change.items():
             result[OPS_DIFF_CATEGORIES[value]].append(key)
         return result
@@ -390,92 +375,10 @@ class ProfileDiff:
         nodes = frame[(frame["pct_control"] >= min_share) & frame["change"].isin(["+", "-", "="])]
         rows = pd.concat([totals, nodes[totals.columns].set_axis("node " + nodes.index)])
         slower = rows[(rows["rel_change"] >= threshold) & (rows["change"] == "+")]
-        return [f"{what}: {format_ns(row['median_control'])} → {format_ns(row['median_test'])}"
-                f" ({_signed_pct(row['rel_change'])}, {_interval_text(row)}, "
-                f"q {_p_text(row['q_value'])})" for what, row in slower.iterrows()]
-
-    def table(self, sort_by: str = "diff_duration", top: int | None = 20, by: str = "node",
-              depth: int | None = None, width: int | str | None = "auto") -> str:
-        """The comparison as aligned text: header (labels, runs, totals and their change,
-        category counts, the test used), then the rows sorted by ``sort_by`` (SORT_KEYS).
-        ``width`` as in Profile.table ("auto": the terminal's, when printing to one).
-
-        >>> print(diff(control_profile, test_profile).table(top=5))   # doctest: +SKIP
-        """
-        view = self._view(sort_by, top, by, depth)
-        return report_render.render_text(view, report_render.terminal_width() if width == "auto" else width)
-
-    def _view(self, sort_by: str, top: int | None, by: str, depth) -> report_render.View:
-        """The comparison as a report View (text and HTML render the same cells)."""
-        if sort_by not in SORT_KEYS:
-            raise ArgumentError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
-        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
-            raise ArgumentError(f"top must be None or a positive int, got {top!r}")
-        frame = _sorted(self.compare(by, depth), sort_by)
-        shown = frame if top is None else frame.iloc[:top]
-        columns = _table_columns(frame, self.labels, by)
-        notes = ([f"… {len(frame) - len(shown)} more rows not shown (top={top})"]
-                 if len(shown) < len(frame) else [])
-        return report_render.View(
-            header=self._header(frame, by, depth), titles=[c[0] for c in columns],
-            right_aligned=[c[2] for c in columns],
-            rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
-            notes=notes)
-
-    def _repr_html_(self) -> str:
-        """The comparison (top 20 rows by |diff|) as an HTML table, for notebooks."""
-        return report_render.render_html(self._view("diff_duration", 20, "node", None))
-
-    def _header(self, frame: pd.DataFrame, by: str, depth) -> list[str]:
-        (label_c, label_t), totals = self.labels, self.totals()
-        sides = [f"{label} ({prof.meta.get('model', '?')}, {prof.n_runs} runs)"
-                 for label, prof in zip(self.labels, (self.control, self.test))]
-        view = by if depth is None else f"{by} at depth {depth}"
-        counts = frame["change"].value_counts()
-        summary = ", ".join(f"{counts.get(c, 0)} {_CHANGE_WORDS.get(c, c)}" for c in CHANGES)
-        margin = format_pct(100 * self.min_change)
-        if self.testable:
-            test = (f"{self._design_text()}; Benjamini–Hochberg FDR {self.alpha:g} across rows, "
-                    f"margin ±{margin}; smallest resolvable change ±"
-                    f"{format_pct(100 * smallest_resolvable(self._half_widths(frame), self.min_change))}")
-        else:
-            test = (f"no p-values (need >= {self.min_runs} runs per side): changes judged by "
-                    f"relative change >= {format_pct(100 * self.min_change)} alone")
-        return [
-            f"pyfxprof diff — {sides[0]} vs {sides[1]} · by {view}",
-            f"total: {label_c} {format_ns(totals['median_control'])} → {label_t} "
-            f"{format_ns(totals['median_test'])} median ({_signed_pct(totals['rel_change'])}, "
-            f"{_interval_text(totals)}): {_VERDICTS[totals['change']].format(margin=margin)}",
-            f"rows: {len(frame)} — {summary}",
-            f"significance: {test}",
-            *filter(None, [numeric_mode_difference(self.control.meta, self.test.meta,
-                                                   self.labels)]),
-        ]
-
-    def _design_text(self) -> str:
-        """The design and its test in words (the header's significance line)."""
-        design = self._judged_design()
-        noise = design.noise
-        kind = "unmeasured" if noise is not None and not noise.measured else design.kind
-        return _DESIGN_WORDS[kind].format(
-            blocks=len(np.unique(self.groups[0][self.groups[0] >= 0])),
-            sessions=" vs ".join(str(len(np.unique(g))) for g in self.groups),
-            shift=_signed_pct(noise.relative_shift) if noise else "",
-            spread=format_pct(100 * noise.spread) if noise else "")
-
-    @staticmethod
-    def _half_widths(frame: pd.DataFrame) -> np.ndarray:
-        """Half the width of each row's 95% interval (fractions; NaN without one)."""
-        return ((frame["ci_high"] - frame["ci_low"]) / 2.0).to_numpy(dtype=np.float64)
-
-    def __repr__(self) -> str:
-        (label_c, label_t), totals = self.labels, self.totals()
-        return (f"<ProfileDiff {label_c} ({self.control.n_runs} runs) vs {label_t} "
-                f"({self.test.n_runs} runs): total {_signed_pct(totals['rel_change'])}>")
-
+        return [regression_line(str(what), row) for what, row in slower.iterrows()]
 
 def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
-         alpha: float = 0.05, min_runs: int = MIN_RUNS) -> ProfileDiff:
+         alpha: float = 0.05, min_runs: int = MIN_RUNS) -> ProfileDiff | CompiledDiff:
     """Compare a control and a test profile.
 
     control, test: Profile objects or paths (pyfxprof profile .json / .json.gz, torch.profiler
@@ -527,73 +430,3 @@ def _check_same_step(control: Profile, test: Profile, labels: tuple[str, str]) -
         raise PyfxprofError(f"{steps} timed forward and backward (backward=True) and {forward} "
                             "the forward alone: their times do not compare; profile both the "
                             "same way")
-
-
-def _signed_pct(fraction) -> str:
-    text = format_pct(100.0 * fraction)
-    return f"+{text}" if fraction > 0 else text
-
-
-def _signed_ns(ns) -> str:
-    text = format_ns(ns)
-    return f"+{text}" if ns > 0 else text
-
-
-def _interval_text(row, bare: bool = False) -> str:
-    """"95% interval [low, high]" of a row's relative change ("—" without one)."""
-    low, high = row["ci_low"], row["ci_high"]
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return MISSING if bare else "no interval"
-    text = f"[{_signed_pct(low)}, {_signed_pct(high)}]"
-    return text if bare else f"95% interval {text}"
-
-
-def _p_text(p_value) -> str:
-    return MISSING if np.isnan(p_value) else f"{p_value:.2g}"
-
-
-def _cut(text: str) -> str:
-    """Keep the tail (the node name) of a key longer than KEY_WIDTH."""
-    return text if len(text) <= KEY_WIDTH else "…" + text[-(KEY_WIDTH - 1):]
-
-
-def _fused_text(fused_into: str) -> str:
-    """The first conv of a (group) row's "; "-joined fused_into, and how many more."""
-    convs = fused_into.split("; ")
-    return _cut(convs[0] if len(convs) == 1 else f"{convs[0]} (+{len(convs) - 1} more)")
-
-
-def _sorted(frame: pd.DataFrame, sort_by: str) -> pd.DataFrame:
-    """Rows in display order; stable, so ties keep the compare() order."""
-    if sort_by == "order":
-        return frame
-    if sort_by == "name":
-        return frame.sort_index(kind="stable")
-    if sort_by in ("p_value", "q_value"):
-        return frame.sort_values(sort_by, kind="stable")
-    key = (lambda s: s.abs()) if sort_by in _ABS_SORT else None
-    return frame.sort_values(sort_by, ascending=False, kind="stable", key=key)
-
-
-def _table_columns(frame: pd.DataFrame, labels, by: str) -> list[tuple]:
-    """(title, formatter(key, row), right-aligned) per table column."""
-    label_c, label_t = labels
-    columns = [(_TITLES[by], lambda k, r: _cut(node_label(k)), False)]
-    if not (frame["counts_control"].isin([0, 1]) & frame["counts_test"].isin([0, 1])).all():
-        columns += [(f"{label_c} calls", lambda k, r: f"{r['counts_control']:g}", True),
-                    (f"{label_t} calls", lambda k, r: f"{r['counts_test']:g}", True)]
-    columns += [
-        (f"{label_c} median", lambda k, r: format_ns(r["median_control"]), True),
-        (f"{label_t} median", lambda k, r: format_ns(r["median_test"]), True),
-        ("Diff", lambda k, r: _signed_ns(r["diff_duration"]), True),
-        ("Rel change", lambda k, r: _signed_pct(r["rel_change"]), True),
-        ("95% interval", lambda k, r: _interval_text(r, bare=True), True),
-        ("q", lambda k, r: _p_text(r["q_value"]), True),
-        ("Change", lambda k, r: r["change"], False),
-    ]
-    if (frame["change"] == "fused").any():
-        columns.append(("Fused into", lambda k, r: _fused_text(r["fused_into"]), False))
-    if "backward_diff" in frame:
-        columns += [("Bwd diff", lambda k, r: _signed_ns(r["backward_diff"]), True),
-                    ("Bwd rel change", lambda k, r: _signed_pct(r["backward_rel_change"]), True)]
-    return columns

@@ -12,11 +12,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..data.profile import Profile
+from ..data.rungs import EXPORTED
 from ..errors import PyfxprofError
 from .compiled_diff import CompiledDiff
 
-#: The capture mode of an exported program's profile (capture/exported.py's EXPORTED).
-EXPORTED = "exported"
 #: Exported nodes that run no op of the model: parameter reads and the program's shape guards.
 _NOT_OPS = ("get_attr",)
 _GUARDS = "_guards_fn"
@@ -69,6 +68,3 @@ class ExportedDiff(CompiledDiff):
         if is_exported_profile(eager) or not is_exported_profile(exported):
             raise PyfxprofError("ExportedDiff takes an eager profile first, then one of its "
                                 "torch.export program")
-
-    def __repr__(self) -> str:
-        return super().__repr__().replace("<CompiledDiff", "<ExportedDiff", 1)

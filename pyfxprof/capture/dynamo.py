@@ -24,6 +24,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
+from .functions import functions_allowed_in_graph, named_applies
 from .inputs import BoundInputs, copied_alike, input_tensors
 
 #: Values of profile(granularity=...): torch functions and methods, or aten ops.
@@ -98,13 +99,15 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     see _entry. `isolated`: the compilation's cache entries (the model's own frames'
     too, at graph breaks) are kept in a region of their own (torch.compile's
     isolate_recompiles), so captures in a process never add up to Dynamo's recompile
-    limit for the model's functions."""
+    limit for the model's functions. A torch.autograd.Function's ``apply`` is one node
+    (capture/functions.py)."""
     import torch._dynamo  # noqa: F401  (imported lazily: it is slow to import)
     from torch._dynamo.utils import counters
 
     graphs: list = []
 
     def recording(gm: fx.GraphModule, example_inputs: list) -> Any:
+        gm = named_applies(gm)
         graphs.append((gm, list(example_inputs)))
         return gm.forward if backend is None else backend(gm, example_inputs)
 
@@ -114,7 +117,8 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     breaks_before = dict(counters["graph_break"])
     entry, eval_frame = _entry(family), torch._C._dynamo.eval_frame
     try:
-        with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods()):
+        with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods()), \
+                functions_allowed_in_graph():
             compiled = torch.compile(entry, backend=recording, dynamic=None if dynamic else False,
                                      isolate_recompiles=isolated)
             compiled(target, copied.args, copied.kwargs)

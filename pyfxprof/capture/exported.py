@@ -13,9 +13,6 @@ import torch
 from ..errors import PyfxprofError, first_line
 from .inputs import BoundInputs
 
-#: The capture mode of an exported program's profile (its graph timed as it is).
-EXPORTED = "exported"
-
 
 def _stateful_module_type() -> type | None:
     """torch's class of the modules ``ExportedProgram.module()`` returns, once torch has loaded

@@ -29,14 +29,15 @@ from .analysis import analyse
 from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, check_granularity
 from .dynamo_frame import DynamoFrame, LiveCall, frame_capture, graphs_capture
-from .exported import EXPORTED, check_exported_inputs, is_exported
+from .exported import check_exported_inputs, is_exported
 from .hook_analysis import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
 from .memory import ALLOCATOR_COLUMNS
 from .node_table import between_graphs_row, module_calls_frame, nodes_frame
 from .source import missing_source_notes
-from .tracing import (CAPTURE_MODES, RUNGS, Capture, CaptureFallbackWarning, capture,
-                      fallback_capture, leaf_trace, timed_nodes)
+from ..data.rungs import CAPTURE_MODES, DYNAMO, EXPORTED, FX, FX_LEAF, HOOKS, RUNG, RUNGS, WHOLE
+from .tracing import (Capture, CaptureFallbackWarning, capture, fallback_capture, leaf_trace,
+                      timed_nodes)
 
 #: A node whose module holds at least this share of the model's parameters makes a capture
 #: too coarse to be useful (its inside is one number).
@@ -139,23 +140,21 @@ def prepare(model: torch.nn.Module, example_inputs: Any, capture_mode: str = "au
 def _rungs(capture_mode: str, granularity: str, exact_outputs: LiveCall | None) -> list[tuple]:
     dynamo = _dynamo_rung if exact_outputs is None else functools.partial(_frame_rung,
                                                                           exact_outputs)
-    rungs = {"fx": _fx_rung, "dynamo": dynamo, "fx+leaf": _leaf_rung,
-             "hooks": _hooks_rung, "whole": _whole_rung}
+    rungs = {FX: _fx_rung, DYNAMO: dynamo, FX_LEAF: _leaf_rung, HOOKS: _hooks_rung,
+             WHOLE: _whole_rung}
     if capture_mode != "auto":
         return [(capture_mode, rungs[capture_mode])]
-    names = list(RUNGS)
-    if granularity == "aten":
-        names.remove("fx")
+    names = [name for name in RUNGS if not (granularity == "aten" and name == FX)]
     return [(name, rungs[name]) for name in names]
 
 
 def _exported_rungs(capture_mode: str) -> list[tuple]:
     """An exported program's capture path: its own graph as it is ("auto", or "fx": the graph
     is already one), or the whole call ("whole"); other rungs would retrace a flat graph."""
-    if capture_mode in ("auto", "fx"):
+    if capture_mode in ("auto", FX):
         return [(EXPORTED, _exported_rung)]
-    if capture_mode == "whole":
-        return [("whole", _whole_rung)]
+    if capture_mode == WHOLE:
+        return [(WHOLE, _whole_rung)]
     raise PyfxprofError(f"capture={capture_mode!r} does not apply to an exported program, "
                         "whose graph is timed as it is: use capture='auto' (or 'whole')")
 
@@ -253,7 +252,7 @@ def _frame_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]
 
 def _fx_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> Prepared:
     try:
-        captured = capture(model, *tracer_options, mode="fx")
+        captured = capture(model, *tracer_options, mode=FX)
     except PyfxprofError as error:
         raise _RungFailed(str(error).split(" — ")[0], str(error)) from None
     return _graph_prepared(model, captured, bound)
@@ -267,7 +266,7 @@ def _dynamo_rung(model, bound: BoundInputs, _tracer_options, granularity: str) -
     if isinstance(found, DynamoFrame):
         return _graphs_prepared(model, found, bound, granularity)
     graph, graph_inputs = found
-    captured = Capture(graph, "dynamo", [f"dynamo: one graph at {granularity} level"],
+    captured = Capture(graph, DYNAMO, [f"dynamo: one graph at {granularity} level"],
                        graph_inputs=graph_inputs)
     return _graph_prepared(model, captured, bound)
 
@@ -297,7 +296,7 @@ def _graphs_prepared(model: torch.nn.Module, frame: DynamoFrame, bound: BoundInp
     frame_rows = with_analysis_columns(rows, infos)
     frame_rows["flops"] *= frame_rows["calls"]  # per call, as the times are
     breaks = "; ".join(frame.breaks) or "none reported"
-    captured = Capture(None, "dynamo", [f"dynamo: {len(frame.graphs)} graphs at {granularity} "
+    captured = Capture(None, DYNAMO, [f"dynamo: {len(frame.graphs)} graphs at {granularity} "
                                         f"level (graph breaks: {breaks})"], frame=frame)
     return Prepared(captured, bound.args, frame_rows, int(frame_rows["flops"].sum()),
                     kwargs=bound.kwargs, memory_meta=_model_peak_meta(infos))
@@ -344,7 +343,7 @@ def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,
         if graph is None:  # a call Dynamo split: Dynamo's code runs (and guards) its
             with live.mode():  # frames in the live calls' autograd mode
                 return _graphs_prepared(model, frame, bound, granularity)
-        captured = Capture(graph, "dynamo", ["dynamo: one graph at function level, the "
+        captured = Capture(graph, DYNAMO, ["dynamo: one graph at function level, the "
                                              "model's own outputs rebuilt by Dynamo's code"],
                            frame=frame)
         return _graph_prepared(model, captured, bound)
@@ -375,7 +374,7 @@ def _leaf_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -
         captured = leaf_trace(model, list(leaves), tuple(autowrap), concrete_args)
     except PyfxprofError as error:
         raise _RungFailed(str(error)) from None
-    if captured.mode == "fx":  # traces with the user's leaves alone: the fx rung's failure
+    if captured.mode == FX:  # traces with the user's leaves alone: the fx rung's failure
         raise _RungFailed("no submodule to make a leaf")
     return _graph_prepared(model, captured, bound)
 
@@ -399,9 +398,9 @@ def hooks_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInputs
         'hooks'
     """
     analysis = analyse_hooks(model, captured.leaves, bound.args, bound.kwargs)
-    if not analysis.calls and captured.mode != "whole":
+    if not analysis.calls and captured.mode != WHOLE:
         note = f"no hooked module of {type(model).__name__} ran — timing it whole"
-        captured = Capture(None, "whole", captured.notes + [note], [("", model)])
+        captured = Capture(None, WHOLE, captured.notes + [note], [("", model)])
         analysis = analyse_hooks(model, captured.leaves, bound.args, bound.kwargs)
     calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
     frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
@@ -445,7 +444,7 @@ def warn_fallback(captured: Capture, capture_mode: str) -> None:
     """One warning when "auto" capture could not use a plain FX trace or dynamo graph, or
     when the capture is coarse, saying what it did."""
     coarse = any(note.startswith("coarse capture") for note in captured.notes)
-    plain = captured.mode in ("fx", "dynamo", EXPORTED)
+    plain = RUNG[captured.mode].plain
     if coarse or (capture_mode == "auto" and not plain):
         warnings.warn(f"pyfxprof: {'; '.join(captured.notes)} (capture mode "
                       f"{captured.mode!r})", CaptureFallbackWarning, stacklevel=3)

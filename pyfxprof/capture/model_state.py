@@ -9,7 +9,7 @@ import contextlib
 import functools
 import threading
 import warnings
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar, cast
 
 import torch
 import torch.utils._pytree as pytree
@@ -17,6 +17,8 @@ import torch.utils._pytree as pytree
 from ..errors import PyfxprofError
 from .exported import is_exported
 from .inputs import split_inputs
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextlib.contextmanager
@@ -155,7 +157,7 @@ def _version(tensor: torch.Tensor) -> int | None:
     return None if tensor.is_inference() else tensor._version
 
 
-def keeping_rng_state(function):
+def keeping_rng_state(function: F) -> F:
     """``function`` (profile()) leaving torch's global random state as it found it, CPU and
     every initialised CUDA device: the capture, analysis, warm-up and timed runs draw dropout
     masks and random inputs that the caller's own calls must draw as if unprofiled.
@@ -171,7 +173,7 @@ def keeping_rng_state(function):
         devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
         with torch.random.fork_rng(devices=devices):
             return function(*args, **kwargs)
-    return keeping
+    return cast(F, keeping)
 
 
 def grad_context(grad: bool) -> contextlib.AbstractContextManager:
@@ -220,7 +222,7 @@ def numeric_mode(model: torch.nn.Module, example_inputs: Any) -> dict:
         counts[name] = counts.get(name, 0) + parameter.numel()
     tensors = [value for value in pytree.tree_leaves(split_inputs(example_inputs))
                if isinstance(value, torch.Tensor)]
-    return {"autocast": autocast, "param_dtypes": sorted(counts, key=counts.get, reverse=True),
+    return {"autocast": autocast, "param_dtypes": sorted(counts, key=lambda name: counts[name], reverse=True),
             "input_dtypes": list(dict.fromkeys(_dtype_name(t.dtype) for t in tensors)),
             "input_memory_formats": list(dict.fromkeys(memory_format(t) for t in tensors))}
 

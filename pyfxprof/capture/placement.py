@@ -1,5 +1,5 @@
 """Device placement: the model and its inputs on the device the user asked for, the user's
-model never moved in place."""
+model never moved in place, and the device a model runs on (device_of)."""
 
 from __future__ import annotations
 
@@ -46,3 +46,14 @@ def _move(value, target: torch.device):
     if isinstance(value, dict):
         return {k: _move(v, target) for k, v in value.items()}
     return value
+
+
+def device_of(model: torch.nn.Module, args: tuple) -> str:
+    """Device of the model's first parameter, else of the first tensor input, else "cpu".
+
+    >>> device_of(torch.nn.Linear(1, 1), ())
+    'cpu'
+    """
+    for tensor in list(model.parameters())[:1] + [a for a in args if isinstance(a, torch.Tensor)]:
+        return str(tensor.device)
+    return "cpu"

@@ -84,7 +84,8 @@ def uninteresting_files() -> set[str]:
     modules = [sys.modules.get(name) for name in _UNINTERESTING_MODULES]
     modules += [module for name, module in list(sys.modules.items())
                 if name.startswith("torch._higher_order_ops.")]
-    return {getattr(module, "__file__", None) for module in modules} - {None} | {"<string>"}
+    files = {getattr(module, "__file__", None) for module in modules}
+    return {file for file in files if isinstance(file, str)} | {"<string>"}
 
 
 def is_library(path: str) -> bool:

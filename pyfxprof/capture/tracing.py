@@ -21,17 +21,11 @@ from .collectives import bind_constants
 from .functions import functions_kept_whole
 from .inputs import Binder, BoundInputs, input_tensors
 from .model_state import InPlaceGuard
+from ..data.rungs import FX, FX_LEAF, HOOKS, RUNG, STATIC_MODES, WHOLE
 from .source import uninteresting_files
 
 #: Node ops that get timed; placeholders and the output are not work.
 TIMED_OPS = ("call_module", "call_function", "call_method", "get_attr")
-#: The capture ladder's rungs, in the order capture="auto" tries them (docs/capture.md).
-RUNGS = ("fx", "dynamo", "fx+leaf", "hooks", "whole")
-#: Valid values of profile(capture=...): "auto" (the ladder) or one rung forced; fx+leaf is
-#: the ladder's retry of a failed fx rung, not a rung to force.
-CAPTURE_MODES = ("auto",) + tuple(rung for rung in RUNGS if rung != "fx+leaf")
-#: Valid values of capture(mode=...): the rungs that need no inputs (dynamo traces a call).
-STATIC_MODES = tuple(rung for rung in RUNGS if rung != "dynamo")
 #: Retraces the leaf retry may try, each with one more submodule (or type) made a leaf.
 MAX_LEAF_ATTEMPTS = 8
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
@@ -201,7 +195,7 @@ class Capture:
     """
 
     graph_module: fx.GraphModule | None
-    mode: str = "fx"
+    mode: str = FX
     notes: list[str] = field(default_factory=list)
     leaves: list[tuple[str, torch.nn.Module]] = field(default_factory=list)
     graph_inputs: list | None = None
@@ -231,7 +225,7 @@ class Capture:
 
 
 def capture(model: torch.nn.Module, leaf_modules: Iterable = (), autowrap_functions: Iterable = (),
-            concrete_args: dict[str, Any] | None = None, mode: str = "fx") -> Capture:
+            concrete_args: dict[str, Any] | None = None, mode: str = FX) -> Capture:
     """Capture `model` for timing without running it; the model itself is not modified.
 
     mode "fx" traces or raises a one-line PyfxprofError; "fx+leaf" retries with failing
@@ -246,15 +240,15 @@ def capture(model: torch.nn.Module, leaf_modules: Iterable = (), autowrap_functi
         raise PyfxprofError(f"expected a torch.nn.Module, got {type(model).__name__}")
     if mode not in STATIC_MODES:
         raise PyfxprofError(f"capture must be one of {', '.join(STATIC_MODES)}, got {mode!r}")
-    if isinstance(model, fx.GraphModule) and mode in ("fx", "fx+leaf"):
-        return Capture(model, "fx", ["model is already a GraphModule"])
-    if mode in ("hooks", "whole"):
-        return fallback_capture(model, leaf_modules, [], whole=mode == "whole")
-    if mode == "fx+leaf":
+    if RUNG[mode].own_call:
+        return fallback_capture(model, leaf_modules, [], whole=mode == WHOLE)
+    if isinstance(model, fx.GraphModule):
+        return Capture(model, FX, ["model is already a GraphModule"])
+    if mode == FX_LEAF:
         return leaf_trace(model, list(leaf_modules), tuple(autowrap_functions), concrete_args)
     tracer = ProfilingTracer(leaf_modules, autowrap_functions)
     try:
-        return Capture(_trace(tracer, model, concrete_args), "fx", [])
+        return Capture(_trace(tracer, model, concrete_args), FX, [])
     except Exception as error:  # any tracing failure becomes a one-line explanation
         raise PyfxprofError(
             f"torch.fx cannot trace {_failure_site(model, tracer, error)}: {_reason(error)} — make the "
@@ -334,7 +328,7 @@ def leaf_trace(model: torch.nn.Module, leaves: list, autowrap: tuple = (),
     for _ in range(MAX_LEAF_ATTEMPTS + 1):
         tracer = ProfilingTracer(leaves, autowrap)
         try:
-            return Capture(_trace(tracer, model, concrete_args), "fx+leaf" if notes else "fx",
+            return Capture(_trace(tracer, model, concrete_args), FX_LEAF if notes else FX,
                            notes)
         except Exception as error:
             failure = f"torch.fx cannot trace {_failure_site(model, tracer, error)}: {_reason(error)}"
@@ -366,10 +360,10 @@ def fallback_capture(model: torch.nn.Module, leaf_modules: Iterable, notes: list
     """
     leaves = [] if whole else hook_leaves(model, leaf_modules)
     if leaves:
-        return Capture(None, "hooks", notes, leaves)
+        return Capture(None, HOOKS, notes, leaves)
     if not whole:
         notes = notes + [f"{type(model).__name__} has no submodule to hook — timing it whole"]
-    return Capture(None, "whole", notes, [("", model)])
+    return Capture(None, WHOLE, notes, [("", model)])
 
 
 def hook_leaves(model: torch.nn.Module,

@@ -52,6 +52,8 @@ def loaded(value: Any) -> Any:
     when called."""
     if isinstance(value, dict) and "ref" in value:
         return Reference(value["ref"], value["args"], value["name"])
+    if value == argparse.SUPPRESS:  # argparse tests it by identity (a hidden option, alias)
+        return argparse.SUPPRESS
     if isinstance(value, (list, tuple)):
         return type(value)(loaded(item) for item in value)
     return value

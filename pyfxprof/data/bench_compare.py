@@ -4,6 +4,7 @@ cell marked when its median differs significantly from its left neighbour's (doc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import served_methods
 from .measurement import Measurement
@@ -39,6 +40,11 @@ class Compare:
         >>> c.row_keys, c.column_keys, c.marked(ms[1]), c.cell(("2",), "f64")
         ([('1',), ('2',)], ['f32', 'f64'], False, None)
     """
+
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def __str__(self) -> str: ...
+        def _repr_html_(self) -> str: ...
 
     measurements: list[Measurement]
 

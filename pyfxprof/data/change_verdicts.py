@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,9 +82,10 @@ def single_noise(control: np.ndarray, test: np.ndarray) -> SessionNoise:
     0.1
     """
     groups_c, groups_t = np.zeros(len(control)), np.zeros(len(test))
-    ratios = block_values(test, groups_t)[0] - block_values(control, groups_c)[0]
+    logs = block_values(control, groups_c)[0]
+    ratios = block_values(test, groups_t)[0] - logs
     errors = np.hypot(median_errors(control, groups_c)[0], median_errors(test, groups_t)[0])
-    return session_noise(ratios, errors)
+    return session_noise(ratios, errors, np.exp(logs))
 
 
 def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups, test_groups,
@@ -101,17 +103,21 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
         labels = np.union1d(control_groups[control_groups >= 0], test_groups[test_groups >= 0])
         control_blocks = block_values(control, control_groups, labels)
         test_blocks = block_values(test, test_groups, labels)
-        found = paired_rows(control_blocks, test_blocks, common=not whole)
+        with warnings.catch_warnings():  # a row without a block on a side: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            durations = np.exp(np.nanmedian(control_blocks, axis=0))
+        found = paired_rows(control_blocks, test_blocks, common=not whole, durations=durations)
     elif design.kind == "sessions":
         found = several_session_rows(block_values(control, control_groups),
                                      block_values(test, test_groups), moderate=not whole)
     else:
         noise = design.noise or single_noise(control, test)
-        ratios = (block_values(test, np.zeros(len(test)))[0]
-                  - block_values(control, np.zeros(len(control)))[0])
+        logs = block_values(control, np.zeros(len(control)))[0]
+        ratios = block_values(test, np.zeros(len(test)))[0] - logs
         errors = np.hypot(median_errors(control, np.zeros(len(control)))[0],
                           median_errors(test, np.zeros(len(test)))[0])
-        found = single_session_rows(ratios, errors, noise, common=not whole)
+        found = single_session_rows(ratios, errors, noise, common=not whole,
+                                    durations=np.exp(logs))
     found["q_value"] = benjamini_hochberg(found["p_value"])
     found["change"] = verdicts(found["estimate"], found["low"], found["high"],
                                found["q_value"], margin, fdr)

@@ -12,8 +12,12 @@ import secrets
 import stat
 import zlib
 from pathlib import Path
+from typing import Union
 
 from ..errors import PyfxprofError
+
+#: What a path parameter accepts: a file name or any os.PathLike (pathlib.Path).
+PathLike = Union[str, "os.PathLike[str]"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: gzip level of written files: on packed int64 samples, 3 is ~5x faster than zlib's default 6

@@ -90,7 +90,9 @@ def op_names(nodes: pd.DataFrame) -> list[str]:
 
 def top_level_items(text: str) -> list[str]:
     """The comma-separated items of ``text`` outside any bracket."""
-    items, depth, current = [], 0, []
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         depth += (char in _OPEN) - (char in _CLOSE)
         if char == "," and depth == 0:

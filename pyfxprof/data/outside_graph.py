@@ -47,11 +47,27 @@ def median_interval(values, confidence: float = CONFIDENCE) -> tuple[float, floa
     return (float(ordered[k]), float(ordered[n - 1 - k]))
 
 
-def call_meta(call_ns, graph_ns) -> dict:
-    """``meta["call"]`` of the user's calls `call_ns` and the graph's runs `graph_ns` (paired
-    in the order they alternated): the call's and the graph's medians, the median of the
-    paired differences (the Python outside the graph) with its 95% interval, and
-    ``resolved``: the interval lies above zero.
+def pairs_for(confidence: float = CONFIDENCE) -> int:
+    """The fewest paired runs whose full range is an interval of `confidence` on the median
+    (all n differences on one side by chance: 2 / 2**n); fewer runs never resolve a row.
+
+    >>> pairs_for(0.95)
+    6
+    """
+    n = 1
+    while 1.0 - 2.0 ** (1 - n) < confidence:
+        n += 1
+    return n
+
+
+def call_meta(call_ns, graph_ns, rows_ns=None) -> dict:
+    """``meta["call"]`` of the user's calls `call_ns` against the graph's runs `graph_ns`
+    (whose rows summed to `rows_ns` per run; default: the runs), paired in the order they
+    alternated: the call's and the graph's medians, the median of the paired differences
+    call - rows (the Python outside the graph: every part of the call no row of the graph
+    holds) with its 95% interval, and ``resolved``: the interval lies above zero (which
+    takes at least ``pairs_for()`` runs: with fewer, the range of the differences is no 95%
+    interval).
 
     >>> meta = call_meta([300, 310, 305, 290, 300, 320], [100, 100, 110, 90, 100, 100])
     >>> meta["outside_median_ns"], meta["resolved"]
@@ -59,12 +75,14 @@ def call_meta(call_ns, graph_ns) -> dict:
     """
     call = np.asarray(call_ns, dtype=np.int64)
     graph = np.asarray(graph_ns, dtype=np.int64)[:len(call)]
-    difference = call[:len(graph)] - graph
+    rows = graph if rows_ns is None else np.asarray(rows_ns, dtype=np.int64)[:len(call)]
+    difference = call[:len(rows)] - rows
     low, high = median_interval(difference)
     return {"median_ns": float(np.median(call)), "runs": int(len(call)),
             "graph_median_ns": float(np.median(graph)),
             "outside_median_ns": float(np.median(difference)),
-            "outside_low_ns": low, "outside_high_ns": high, "resolved": bool(low > 0)}
+            "outside_low_ns": low, "outside_high_ns": high,
+            "resolved": bool(low > 0 and len(difference) >= pairs_for())}
 
 
 def _blank(series: pd.Series):
@@ -97,12 +115,32 @@ def _with_row(nodes: pd.DataFrame, root_type: str) -> pd.DataFrame:
     return extended
 
 
+def _in_run(nodes: pd.DataFrame) -> np.ndarray:
+    """Mask of the rows that are part of a run (all but user ranges): what the rows sum."""
+    return (nodes["op"] != "range").to_numpy(dtype=bool)
+
+
+def rows_share(samples: np.ndarray, nodes: pd.DataFrame, call_median_ns: float) -> float | None:
+    """The sum of the rows' medians (as the table shows them, user ranges left out) as a
+    share (0..1) of the user's call median, or None without runs or a call.
+
+    >>> nodes = pd.DataFrame({"op": ["call_function", "outside_graph", "range"]})
+    >>> rows_share(np.array([[30, 60, 90], [50, 40, 90]]), nodes, 100.0)
+    0.9
+    """
+    if not call_median_ns or not samples.shape[0]:
+        return None
+    return float(np.median(samples[:, _in_run(nodes)], axis=0).sum()) / float(call_median_ns)
+
+
 def with_outside_graph(profile: Profile, call_ns, functions: list | None = None) -> Profile:
     """`profile` (the graph's runs) measured against the user's calls `call_ns`, timed
     interleaved with its runs: ``meta["call"]`` (call_meta, plus the ``functions`` that
-    spend the difference, see python_functions) and, when the difference is above the
-    noise, the OUTSIDE_GRAPH row (per run: the call minus the graph's run, at least 0),
-    run totals that are the graph's run plus that row, and coverage of the call
+    spend the difference, see python_functions, and ``rows_share``: the rows' medians summed,
+    as a share of the call's median) and, when the difference is above the noise, the
+    OUTSIDE_GRAPH row (per run: the call minus the sum of the graph's rows, at least 0: the
+    Python of the call no row holds, the graph's own time between its nodes included), run
+    totals that are the user's calls (the rows plus that row), and coverage of the call
     (``meta["graph_coverage"]`` keeps the graph's).
 
     >>> nodes = pd.DataFrame({"index": [0], "name": ["mm"], "op": ["call_function"],
@@ -111,20 +149,27 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None)
     >>> prof = with_outside_graph(graph, [300, 310, 305, 290, 300, 320])
     >>> prof.nodes["name"].tolist(), prof.run_totals.tolist()[:2], round(prof.meta["coverage"], 3)
     (['mm', '(Python outside the graph)'], [300, 310], 0.298)
+    >>> prof.meta["call"]["rows_share"]
+    1.0
     """
     meta = dict(profile.meta)
-    meta["call"] = {**call_meta(call_ns, profile.run_totals), "functions": list(functions or [])}
+    rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
+    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows),
+                    "functions": list(functions or [])}
     if not meta["call"]["resolved"] or len(call_ns) < profile.n_runs:
+        meta["call"]["rows_share"] = rows_share(profile.samples, profile.nodes,
+                                                meta["call"]["median_ns"])
         return Profile(profile.nodes, profile.samples, profile.run_totals, meta,
                        profile.device_samples, profile.run_starts, profile.run_noise,
                        profile.backward_samples)
-    outside = np.maximum(np.asarray(call_ns, np.int64)[:profile.n_runs] - profile.run_totals, 0)
+    outside = np.maximum(np.asarray(call_ns, np.int64)[:profile.n_runs] - rows, 0)
     add = lambda array: None if array is None else np.hstack(  # noqa: E731
         [array, np.zeros((array.shape[0], 1), np.int64)])
     samples = np.hstack([profile.samples, outside[:, None]])
-    totals = profile.run_totals + outside
+    totals = rows + outside
     nodes = _with_row(profile.nodes, str(profile.nodes["module_type"].iloc[0])
                       if profile.n_nodes else "model")
+    meta["call"]["rows_share"] = rows_share(samples, nodes, meta["call"]["median_ns"])
     if "coverage" in meta:
         meta["graph_coverage"] = meta["coverage"]
         meta["coverage"] = run_coverage(samples[:, model_nodes(nodes)], totals)
@@ -133,8 +178,9 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None)
 
 
 def graph_only(profile: Profile) -> Profile:
-    """`profile` without the OUTSIDE_GRAPH row: the graph's rows and runs (run totals less
-    that row), as with_outside_graph found it; itself when it has no such row.
+    """`profile` without the OUTSIDE_GRAPH row: the graph's rows, its runs' totals the sum of
+    those rows (the graph's time between its nodes went to the row: it is not restored)
+    and its coverage; itself when it has no such row.
 
     >>> nodes = pd.DataFrame({"index": [0], "name": ["mm"], "op": ["call_function"],
     ...     "target": ["mm"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
@@ -142,7 +188,7 @@ def graph_only(profile: Profile) -> Profile:
     >>> both = with_outside_graph(graph, [300, 310, 305, 290, 300, 320])
     >>> again = graph_only(both)
     >>> again.nodes["name"].tolist(), again.run_totals.tolist()[:2]
-    (['mm'], [100, 100])
+    (['mm'], [90, 90])
     """
     column = outside_column(profile)
     if column is None:

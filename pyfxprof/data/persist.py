@@ -19,7 +19,7 @@ import pandas as pd
 from .. import __version__
 from ..errors import ArgumentError, PyfxprofError, first_line
 from . import validate
-from .files import open_output, read_maybe_gzipped
+from .files import PathLike, open_output, read_maybe_gzipped
 from .profile import Profile
 from .run_noise import NOISE_COLUMNS
 from .validate import FormatError
@@ -104,7 +104,7 @@ def to_document(profile: Profile) -> dict:
     }
 
 
-def save_profile(profile: Profile, path) -> None:
+def save_profile(profile: Profile, path: PathLike) -> None:
     """``Profile.save``: write ``profile`` to ``path`` as versioned JSON, gzip-compressed when
     the name ends in .gz.
 
@@ -266,7 +266,8 @@ def _decode_nodes(doc) -> pd.DataFrame:
 
 
 def _decode_arrays(doc, n_nodes: int) -> dict:
-    arrays, n_runs = {}, None
+    arrays: dict[str, np.ndarray | None] = {}
+    n_runs: int | None = None
     for field in validate.ARRAY_FIELDS:
         if doc.get(field.key) is None:
             if field.required:
@@ -320,7 +321,7 @@ def read_document(path: Path, doing: str):
     return validate.parse_json(read_maybe_gzipped(path, doing))
 
 
-def load_profile(path) -> Profile:
+def load_profile(path: PathLike) -> Profile:
     """Read a profile written by :func:`save_profile` (gzip is detected from the content).
 
     Raises PyfxprofError naming ``path`` and the reason when the file is missing, corrupt,

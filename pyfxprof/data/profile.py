@@ -11,6 +11,7 @@ See docs/profile.md for the data model and every column with its unit.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,18 @@ from ..errors import ArgumentError, PyfxprofError
 from .run_noise import check_run_noise, noise_frame, preempted_mask
 from .stats import STAT_COLUMNS, backward_statistics, node_statistics, summary_of_totals
 from .units import format_ns
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any, NoReturn
+
+    from matplotlib.figure import Figure
+
+    from ..analyses.advice import Advice
+    from ..views.key_averages import KeyAverages
+    from .files import PathLike
+    from .latency import LatencySummary
+    from .warmup import WarmupReport
 
 #: Identity columns every ``nodes`` frame has, in order.
 NODE_COLUMNS = ("index", "name", "op", "target", "module_path", "module_type", "module_stack")
@@ -131,6 +144,37 @@ class Profile:
     (2, 2, [1000.0, 100.0])
     """
 
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def table(self, sort_by: str | None = None, top: int | None = None,
+                  columns: list[str] | None = None, group_by: str | None = None,
+                  depth: int | None = None, width: int | str | None = "auto",
+                  row_limit: int | None = None) -> str: ...
+        def tree(self, max_depth: int | None = None) -> str: ...
+        def _repr_html_(self) -> str: ...
+        def export(self, path: PathLike, format: str | None = None, **options: Any) -> None: ...
+        def export_html(self, path: PathLike, top: int = 50, metric: str = "median") -> None: ...
+        def export_chrome_trace(self, path: PathLike, runs: Iterable[int] | None = None,
+                                max_runs: int | None = 100, rank: int = 0, world_size: int = 1,
+                                *, use_python_export: bool = False) -> None: ...
+        def export_stacks(self, path: PathLike, metric: str = "median",
+                          by: str = "module") -> None: ...
+        def export_flamegraph(self, path: PathLike, metric: str = "median",
+                              title: str | None = None, by: str = "module") -> None: ...
+        def export_speedscope(self, path: PathLike, run: int | None = None,
+                              metric: str = "median") -> None: ...
+        def key_averages(self, group_by_input_shape: bool = False,
+                         group_by_stack_n: int = 0) -> KeyAverages: ...
+        def events(self) -> KeyAverages: ...
+        def export_memory_timeline(self, path: PathLike, device: str = "cpu") -> None: ...
+        def plot(self, path: PathLike | None = None, top: int = 20) -> Figure: ...
+        def plot_latency(self, path: PathLike | None = None) -> Figure: ...
+        def plot_tail(self, path: PathLike | None = None, quantile: float = 0.99,
+                      top: int = 15) -> Figure: ...
+        def advise(self, rules: Iterable[str] | None = None) -> Advice: ...
+        def save(self, path: PathLike) -> None: ...
+        def python_outside(self, top: int | None = None) -> pd.DataFrame: ...
+
     def __init__(self, nodes: pd.DataFrame, samples: np.ndarray, run_totals: np.ndarray,
                  meta: dict | None = None, device_samples: np.ndarray | None = None,
                  run_starts: np.ndarray | None = None, run_noise: np.ndarray | None = None,
@@ -232,38 +276,9 @@ class Profile:
         parts.append(self.nodes[extra])
         return pd.concat(parts, axis=1)
 
-    def export_chrome_trace(self, path, runs=None, max_runs: int | None = 100, *,
-                            use_python_export: bool = False) -> None:
-        """Write a Chrome/Perfetto trace of ``runs`` (default all, capped); see
-        views.chrome_trace. ``use_python_export`` is accepted (and has nothing to choose) so
-        that ``torch.profiler.tensorboard_trace_handler(dir)`` works as ``on_trace_ready``."""
-        self.export(path, "chrome_trace", runs=runs, max_runs=max_runs)
-
-    def export_stacks(self, path, metric: str = "median", by: str = "module") -> None:
-        """Write folded stacks by module hierarchy or (``by="source"``) by model-code line
-        (flamegraph.pl, speedscope); torch's metrics (self_cpu_time_total...) work too; see
-        views.stacks."""
-        self.export(path, "stacks", metric=metric, by=by)
-
-    def export_flamegraph(self, path, metric: str = "median", title: str | None = None,
-                          by: str = "module") -> None:
-        """Write a self-contained, interactive SVG flame graph, by module or (``by="source"``)
-        by model-code line; see views.flamegraph."""
-        self.export(path, "flamegraph", metric=metric, title=title, by=by)
-
-    def export_speedscope(self, path, run: int | None = None, metric: str = "median") -> None:
-        """Write a speedscope file: the timeline of one run (default: the median run) and the
-        per-node ``metric`` weights; see views.speedscope."""
-        self.export(path, "speedscope", run=run, metric=metric)
-
-    def export_html(self, path, top: int = 50, metric: str = "median") -> None:
-        """Write a standalone HTML report (header, table of the ``top`` nodes, module tree,
-        flame graph, plot, advice); see views.html_report."""
-        self.export(path, "html", top=top, metric=metric)
-
     # ---- latency, tail, noise and warm-up (docs/latency.md) ----------------------------------
 
-    def latency(self, exclude_preempted: bool = False):
+    def latency(self, exclude_preempted: bool = False) -> LatencySummary:
         """The run-total distribution: n, mean, p50, p90, p99, p99.9, max (int ns), a 95% CI on
         p99, preempted runs, and warnings when too few runs support a quantile.
 
@@ -301,23 +316,23 @@ class Profile:
             return self
         return self.select_runs(~preempted_mask(self.run_noise))
 
-    def select_runs(self, keep) -> "Profile":
+    def select_runs(self, keep: Sequence[bool] | np.ndarray) -> "Profile":
         """A copy holding only the runs where the boolean mask ``keep`` is true.
 
         >>> prof.select_runs(prof.run_totals < 2_000_000).n_runs  # doctest: +SKIP
         48
         """
-        keep = np.asarray(keep, dtype=bool)
-        if keep.shape != (self.n_runs,):
+        mask = np.asarray(keep, dtype=bool)
+        if mask.shape != (self.n_runs,):
             raise ArgumentError(f"keep must be a boolean mask of {self.n_runs} runs")
-        meta = dict(self.meta, runs=int(keep.sum()),
-                    excluded_runs=int(self.meta.get("excluded_runs", 0)) + int((~keep).sum()))
-        pick = lambda array: None if array is None else array[keep]  # noqa: E731
-        return Profile(self.nodes, self.samples[keep], self.run_totals[keep], meta,
+        meta = dict(self.meta, runs=int(mask.sum()),
+                    excluded_runs=int(self.meta.get("excluded_runs", 0)) + int((~mask).sum()))
+        pick = lambda array: None if array is None else array[mask]  # noqa: E731
+        return Profile(self.nodes, self.samples[mask], self.run_totals[mask], meta,
                        pick(self.device_samples), pick(self.run_starts), pick(self.run_noise),
                        pick(self.backward_samples))
 
-    def warmup(self):
+    def warmup(self) -> WarmupReport:
         """Warm-up of the run totals: timed runs still warming up, the warm-up this model
         needs, drift (see warmup.warmup_report); preempted runs are left out of the detection.
 
@@ -336,7 +351,7 @@ class Profile:
         preempted = None if self.run_noise is None else preempted_mask(self.run_noise)
         return node_warmup(self.nodes["name"].tolist(), self.samples, preempted)
 
-    def __enter__(self):
+    def __enter__(self) -> NoReturn:
         raise PyfxprofError("a Profile is a finished result, not a context manager: call "
                             "prof = pyfxprof.profile(model, inputs), or profile a loop with "
                             "`with pyfxprof.Profiler(model, schedule=...) as p:`")
@@ -361,4 +376,4 @@ class Profile:
                 and _arrays_equal(self.backward_samples, other.backward_samples)
                 and _values_equal(self.meta, other.meta))
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value

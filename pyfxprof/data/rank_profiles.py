@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,11 @@ from .. import served_methods
 from ..errors import ArgumentError, PyfxprofError
 from . import persist, validate
 from .profile import Profile
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .files import PathLike
 
 FORMAT = "pyfxprof-rank-profiles"
 VERSION = 1
@@ -75,6 +81,16 @@ class RankProfiles:
     >>> ranks = RankProfiles({0: prof0, 1: prof1}, world_size=2)   # doctest: +SKIP
     >>> print(ranks.table(top=10)); ranks.stragglers()             # doctest: +SKIP
     """
+
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def save(self, path: PathLike) -> None: ...
+        def table(self, sort_by: str = "spread", top: int | None = None) -> str: ...
+        def export_html(self, path: PathLike, top: int | None = 50) -> None: ...
+        def export_chrome_trace(self, path: PathLike, runs: Iterable[int] | None = None,
+                                max_runs: int | None = 20) -> None: ...
+        def export_rank_traces(self, directory: PathLike, runs: Iterable[int] | None = None,
+                               max_runs: int | None = 20) -> list[Path]: ...
 
     def __init__(self, profiles: dict, failures: dict | None = None,
                  world_size: int | None = None):
@@ -227,28 +243,6 @@ class RankProfiles:
         hits = hits.sort_values("excess", ascending=False, kind="stable")
         return hits[columns].reset_index(drop=True)
 
-    # ---- text ----------------------------------------------------------------------------
-
-    # ---- files ---------------------------------------------------------------------------
-
-    def save(self, path) -> None:
-        """Write every rank's profile as one versioned JSON file (gzip when ``path`` ends in
-        .gz); each profile is stored as in a saved profile (persist's document).
-
-        >>> ranks.save("ranks.json.gz")   # doctest: +SKIP
-        """
-        document = {"format": FORMAT, "version": VERSION, "world_size": self.world_size,
-                    "ranks": self.ranks,
-                    "failures": {str(r): m for r, m in self.failures.items()},
-                    "profiles": [self._document(r) for r in self.ranks]}
-        persist.write_document(document, path, "rank profiles")
-
-    def _document(self, rank: int) -> dict:
-        try:
-            return persist.to_document(self.profiles[rank])
-        except TypeError as error:
-            raise PyfxprofError(f"cannot save rank {rank}'s profile: {error}") from None
-
     def __repr__(self) -> str:
         failed = f", {len(self.failures)} failed" if self.failures else ""
         return f"<RankProfiles {len(self.profiles)} of {self.world_size} ranks{failed}>"
@@ -259,7 +253,7 @@ class RankProfiles:
         return (self.world_size == other.world_size and self.failures == other.failures
                 and self.profiles == other.profiles)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
 @contextlib.contextmanager
@@ -341,7 +335,7 @@ def from_document(doc) -> RankProfiles:
         raise persist.FormatError(f"inconsistent rank profiles: {error}") from None
 
 
-def load_rank_profiles(path) -> RankProfiles:
+def load_rank_profiles(path: PathLike) -> RankProfiles:
     """Read a file written by :meth:`RankProfiles.save`; PyfxprofError naming ``path`` and the
     reason when it is missing, corrupt or not a rank-profiles file.
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .paired_stats import hodges_lehmann, signed_rank_p
+from .spread_curve import OUTLIER_SDS, SpreadCurve, fit_spread
 
 #: Prior degrees of freedom of the pooled between-session variance with several sessions per
 #: side (a row's own variance from 2-3 sessions is too rough alone; limma's moderation).
@@ -32,9 +33,14 @@ MEDIAN_SE = 1.2533
 #: Fewest rows on both sides to measure the noise between two single sessions; with fewer,
 #: the runs inside each session are the only noise known (SessionNoise.measured False).
 MIN_NOISE_ROWS = 5
-#: Rows further than this many robust SDs from the common shift are left out of the spread
-#: (a real change of a few rows must not widen the noise the others are tested against).
-OUTLIER_SDS = 3.5
+#: The spread is a function of the row's duration (data/spread_curve.py) with at least this
+#: many rows, started from each row's neighbourhood: at least this many rows, and this
+#: fraction of all, nearest in duration. A short row (an in-place ReLU of a few us, mostly
+#: Python dispatch and cache misses) differs between two copies or sessions by far more
+#: than a long one (a convolution): docs/ab.md.
+LOCAL_ROWS, LOCAL_SHARE = 10, 0.25
+#: Fewest rows for a spread by duration (fewer: one spread for all rows).
+CURVE_ROWS = 2 * LOCAL_ROWS
 
 
 def block_values(samples: np.ndarray, groups: np.ndarray, labels=None) -> np.ndarray:
@@ -75,14 +81,15 @@ def median_errors(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
 
 
 def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
-                confidence: float = 0.95) -> dict:
+                confidence: float = 0.95, durations=None) -> dict:
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
     of the log ratio with its interval (fractions), and a p-value: the signed-rank test of
     the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
     row's departure from the block's common shift (the median row's ratio in each block)
     against its own error over blocks and the spread of the other rows' departures
-    (session_noise): a disturbance that slowed one side's whole block, or the small
-    differences any two copies of a model have row by row, are not a change of the row.
+    (session_noise, among the rows of similar ``durations`` (ns) when given): a disturbance
+    that slowed one side's whole block, or the differences any two copies of a model have
+    row by row (larger on short rows), are not a change of the row.
 
     >>> out = paired_rows(np.zeros((8, 1)), np.full((8, 1), 0.1))   # 8 blocks, all +10.5%
     >>> out["estimate"].round(4).tolist(), out["p_value"].round(4).tolist()
@@ -97,8 +104,9 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
             excess = differences - np.nanmedian(differences, axis=1, keepdims=True)
         found = np.array([hodges_lehmann(excess[:, c], confidence) for c in columns])
         errors = (found[:, 2] - found[:, 1]) / (2.0 * _student_t().ppf(0.5 + confidence / 2, math.inf))
-        p_value = single_session_rows(found[:, 0], errors, session_noise(found[:, 0], errors),
-                                      common=True)["p_value"]
+        noise = session_noise(found[:, 0], errors, durations)
+        p_value = single_session_rows(found[:, 0], errors, noise, common=True,
+                                      durations=durations)["p_value"]
     else:
         p_value = np.array([signed_rank_p(differences[:, c]) for c in columns])
     return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(own[:, 1]),
@@ -110,54 +118,115 @@ class SessionNoise:
     """Between two single sessions: ``shift``, the log ratio common to all rows (the median
     row's), and ``spread``, the SD of the rows' log ratios around it beyond their
     within-session errors (the session-level noise a row is tested against), measured over
-    ``df`` + 1 rows. ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it; shift
-    and spread are then 0."""
+    ``df`` + 1 rows. ``curve``: the spread as a function of the row's duration (a
+    data.spread_curve.SpreadCurve), when fitted (CURVE_ROWS rows or more); ``spread`` is then
+    its median over the rows. ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it;
+    shift and spread are then 0."""
 
     shift: float
     spread: float
     df: int = 0
     measured: bool = True
+    curve: SpreadCurve | None = None
 
     @property
     def relative_shift(self) -> float:
         """The common shift as a fraction (test / control - 1)."""
         return math.expm1(self.shift)
 
+    def spread_at(self, durations=None) -> np.ndarray | float:
+        """The spread a row of each duration (ns) is tested against: the curve's, or
+        ``spread`` without one.
 
-def session_noise(log_ratios, errors) -> SessionNoise:
+        >>> SessionNoise(0.0, 0.1, 9).spread_at([1e4])
+        0.1
+        """
+        if self.curve is None or durations is None:
+            return self.spread
+        return self.curve.at(durations)
+
+
+def session_noise(log_ratios, errors, durations=None) -> SessionNoise:
     """SessionNoise of per-row log ratios and their within-session standard errors: the
     median ratio, and the SD of the rows within OUTLIER_SDS robust SDs (MAD) of it, with
     their mean squared error taken out (with fewer than MIN_NOISE_ROWS such rows, the
-    robust SD itself).
+    robust SD itself). With the rows' ``durations`` (ns) and at least CURVE_ROWS rows, the
+    spread as a function of duration (``curve``: spread_curve.fit_spread from each row's
+    local_spreads).
 
     >>> noise = session_noise([0.10, 0.12, 0.08, 0.11, 0.09, 0.9], [0.0] * 6)
     >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
     (0.105, 0.0158, 4)
     >>> session_noise([0.7, 0.0], [0.01, 0.01])
-    SessionNoise(shift=0.0, spread=0.0, df=0, measured=False)
+    SessionNoise(shift=0.0, spread=0.0, df=0, measured=False, curve=None)
     """
     ratios, errors = np.asarray(log_ratios, float), np.asarray(errors, float)
     usable = np.isfinite(ratios) & np.isfinite(errors)
+    if durations is not None:
+        durations = np.asarray(durations, float)
+        usable &= np.isfinite(durations) & (durations > 0)
     if usable.sum() < MIN_NOISE_ROWS:
         return SessionNoise(0.0, 0.0, measured=False)
     ratios, errors = ratios[usable], errors[usable]
     shift = float(np.median(ratios))
-    robust = max(MAD_SCALE * np.median(np.abs(ratios - shift)), math.sqrt(np.median(errors ** 2)))
-    kept = np.abs(ratios - shift) <= OUTLIER_SDS * robust
+    if durations is not None and len(ratios) >= CURVE_ROWS:
+        durations = durations[usable]
+        order = np.argsort(durations, kind="stable")
+        initial = np.empty(len(ratios))
+        initial[order], rows = local_spreads(ratios[order] - shift, errors[order])
+        curve = fit_spread(ratios - shift, errors, durations, initial)
+        # df: the spread at a duration rests mostly on the rows of about that duration
+        return SessionNoise(shift, float(np.median(curve.at(durations))), rows - 1,
+                            curve=curve)
+    spread, df = _spread(ratios - shift, errors)
+    return SessionNoise(shift, spread, df)
+
+
+def _spread(departures: np.ndarray, errors: np.ndarray, local: bool = False
+            ) -> tuple[float, int]:
+    """(spread, df) of rows' departures from the common shift (session_noise): their
+    variance, or, ``local`` (a neighbourhood), their mean square (a departure that all rows
+    of a duration share is noise to those rows, not a change of each)."""
+    robust = max(MAD_SCALE * np.median(np.abs(departures)), math.sqrt(np.median(errors ** 2)))
+    kept = np.abs(departures) <= OUTLIER_SDS * robust
     if kept.sum() < MIN_NOISE_ROWS:
         spread_sq = robust ** 2 - np.median(errors ** 2)
-        return SessionNoise(shift, math.sqrt(max(spread_sq, 0.0)), len(ratios) - 1)
-    spread_sq = np.var(ratios[kept], ddof=1) - np.mean(errors[kept] ** 2)
-    return SessionNoise(shift, math.sqrt(max(spread_sq, 0.0)), int(kept.sum()) - 1)
+        return math.sqrt(max(spread_sq, 0.0)), len(departures) - 1
+    kept_departures = departures[kept]
+    square = np.mean(kept_departures ** 2) if local else np.var(kept_departures, ddof=1)
+    spread_sq = square - np.mean(errors[kept] ** 2)
+    return math.sqrt(max(spread_sq, 0.0)), int(kept.sum()) - 1
+
+
+def local_spreads(departures, errors) -> tuple[np.ndarray, int]:
+    """(each row's spread, rows per neighbourhood) of rows sorted by duration: _spread of the
+    row's neighbourhood, the max(LOCAL_ROWS, LOCAL_SHARE of all) other rows nearest in the
+    order (the row itself left out: its own change must not hide it).
+
+    >>> d = np.array([0.3, -0.3, 0.3, -0.3, 0.3] * 2 + [0.01, -0.01, 0.01, -0.01, 0.01] * 6)
+    >>> spreads, rows = local_spreads(d, np.zeros(40))
+    >>> float(spreads[0].round(2)), float(spreads[-1].round(2)), rows
+    (0.28, 0.01, 10)
+    """
+    departures, errors = np.asarray(departures, float), np.asarray(errors, float)
+    n = len(departures)
+    rows = min(n - 1, max(LOCAL_ROWS, int(math.ceil(LOCAL_SHARE * n))))
+    starts = np.clip(np.arange(n) - rows // 2, 0, n - rows - 1)
+    spreads = np.empty(n)
+    for row, start in enumerate(starts):
+        others = np.delete(np.arange(start, start + rows + 1), row - start)
+        spreads[row] = _spread(departures[others], errors[others], True)[0]
+    return spreads, rows
 
 
 def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
-                        confidence: float = 0.95) -> dict:
+                        confidence: float = 0.95, durations=None) -> dict:
     """One session per side: each row's log ratio beyond the common shift (``common`` True
     for rows; False for the whole model, whose own ratio is tested) against the session-level
     spread and its within-session error, two-sided: Student's t with the spread's ``df``
-    (normal when the spread was not measured). The estimate and its interval are of the
-    row's own change (fractions); the p-value is of its departure from the others'.
+    (normal when the spread was not measured); the spread at the row's duration (ns, ``durations``;
+    SessionNoise.spread_at). The estimate and its interval are of the row's own change
+    (fractions); the p-value is of its departure from the others'.
 
     >>> out = single_session_rows([0.1, 0.6], [0.01, 0.01], SessionNoise(0.1, 0.02, 12), True)
     >>> out["p_value"].round(4).tolist(), out["estimate"].round(3).tolist()
@@ -167,7 +236,7 @@ def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
     df = noise.df if noise.measured and noise.df > 0 else math.inf
     ratios = np.asarray(log_ratios, float)
     excess = ratios - (noise.shift if common else 0.0)
-    scale = np.sqrt(noise.spread ** 2 + np.asarray(errors, float) ** 2)
+    scale = np.sqrt(noise.spread_at(durations) ** 2 + np.asarray(errors, float) ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.abs(excess) / scale
     p_value = np.where(np.isfinite(z), 2.0 * student_t.sf(np.nan_to_num(z), df), 1.0)
@@ -189,7 +258,7 @@ def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool =
     """
     student_t = _student_t()
     n_c, n_t = len(control), len(test)
-    df = n_c + n_t - 2
+    df: float = n_c + n_t - 2
     ratios = test.mean(axis=0) - control.mean(axis=0)
     squares = (((control - control.mean(axis=0)) ** 2).sum(axis=0)
                + ((test - test.mean(axis=0)) ** 2).sum(axis=0))

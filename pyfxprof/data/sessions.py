@@ -41,4 +41,4 @@ def merge_sessions(profiles: list[Profile]) -> Profile:
     return Profile(first.nodes, np.vstack([p.samples for p in profiles]),
                    np.concatenate([p.run_totals for p in profiles]), meta,
                    backward_samples=None if any(b is None for b in backward)
-                   else np.vstack(backward))
+                   else np.vstack([b for b in backward if b is not None]))

@@ -40,33 +40,45 @@ class _Runs:
 class Statistic:
     """One per-node statistic: its column ``name``, report ``title``, ``unit`` ("ns", "runs"
     or "%"), one-line ``meaning`` (docs/profile.md's table) and ``reduce`` (a ``_Runs`` of at
-    least one run -> one value per node; None for count and pct_total, which need no runs)."""
+    least one run -> one value per node; None for count and pct_total, which need no runs).
+    How the report uses it: ``sort``, the header's words when rows are sorted by it (empty:
+    not a sort key); ``shown``, a column by default; ``droppable``, left out (the rightmost
+    first) when the table must fit the terminal."""
 
     name: str
     title: str
     unit: str
     meaning: str
     reduce: Callable[[_Runs], np.ndarray] | None = None
+    sort: str = ""
+    shown: bool = False
+    droppable: bool = False
 
 
 #: Every statistic of :func:`node_statistics`, in column order; the one place a statistic is
-#: defined (the report's titles and number formats and docs/profile.md's table read it).
+#: defined (the report's titles, number formats, sort keys, default columns and the order a
+#: narrow table drops them, and docs/profile.md's table read it).
 STATISTICS = (
     Statistic("count", "Runs", "runs", "number of timed runs (int)"),
-    Statistic("total", "Total", "ns", "sum over runs"),
-    Statistic("mean", "Mean", "ns", "mean over runs", lambda r: r.values.mean(axis=0)),
-    Statistic("median", "Median", "ns", "median over runs", lambda r: r.percentile(50)),
+    Statistic("total", "Total", "ns", "sum over runs",
+              sort="total over all runs, descending (one slow run moves it)"),
+    Statistic("mean", "Mean", "ns", "mean over runs", lambda r: r.values.mean(axis=0),
+              sort="mean per run, descending (one slow run moves it)", shown=True,
+              droppable=True),
+    Statistic("median", "Median", "ns", "median over runs", lambda r: r.percentile(50),
+              sort="median per run, descending", shown=True),
     Statistic("min", "Min", "ns", "fastest run", lambda r: r.ordered[0]),
-    Statistic("max", "Max", "ns", "slowest run", lambda r: r.ordered[-1]),
+    Statistic("max", "Max", "ns", "slowest run", lambda r: r.ordered[-1],
+              sort="slowest run, descending"),
     Statistic("std", "Std", "ns", "sample standard deviation (ddof=1); NaN with fewer than 2 "
               "runs", _Runs.std),
     Statistic("p10", "P10", "ns", "10th percentile", lambda r: r.percentile(10)),
     Statistic("p90", "P90", "ns", "90th percentile", lambda r: r.percentile(90)),
     Statistic("p99", "P99", "ns", "99th percentile", lambda r: r.percentile(99)),
     Statistic("iqr", "IQR", "ns", "interquartile range, p75 − p25",
-              lambda r: r.percentile(75) - r.percentile(25)),
+              lambda r: r.percentile(75) - r.percentile(25), shown=True, droppable=True),
     Statistic("pct_total", "Total %", "%", "node `total` / sum of all node totals × 100; 0 "
-              "when all are 0"),
+              "when all are 0", shown=True),
 )
 #: Columns of :func:`node_statistics`, in order. All are ns as float except ``count``
 #: (number of runs, int) and ``pct_total`` (percent of the sum of all node totals).
@@ -99,7 +111,7 @@ def node_statistics(samples) -> pd.DataFrame:
     reduced = [s for s in STATISTICS if s.reduce is not None]
     if runs:
         shared = _Runs(array.astype(np.float64))
-        columns = {s.name: s.reduce(shared) for s in reduced}
+        columns = {s.name: s.reduce(shared) for s in reduced if s.reduce is not None}
     else:
         columns = {s.name: np.full(nodes, np.nan) for s in reduced}
     grand = totals.sum()
@@ -151,10 +163,11 @@ def group_samples(samples, keys: Sequence) -> tuple[list, np.ndarray]:
     (['a', 'b'], [[5, 2], [50, 20]])
     """
     array = _as_2d(samples)
-    keys = np.asarray(keys.tolist() if hasattr(keys, "tolist") else list(keys), dtype=object)
-    if keys.shape != (array.shape[1],):
-        raise ArgumentError(f"need one key per node column ({array.shape[1]}), got {keys.shape[0]}")
-    codes, uniques = pd.factorize(keys, use_na_sentinel=False)
+    key_array = np.asarray(keys.tolist() if hasattr(keys, "tolist") else list(keys), dtype=object)
+    if key_array.shape != (array.shape[1],):
+        raise ArgumentError(f"need one key per node column ({array.shape[1]}), got "
+                            f"{key_array.shape[0]}")
+    codes, uniques = pd.factorize(key_array, use_na_sentinel=False)
     if len(uniques) == 0:
         return [], np.zeros((array.shape[0], 0), dtype=array.dtype)
     order = np.argsort(codes, kind="stable")

@@ -10,12 +10,19 @@ fixed cost is more than half of its fitted time at size 1. See docs/latency.md.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from .. import served_methods
 
 from ..errors import ArgumentError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .files import PathLike
 
 #: Name of the row fitting the whole run (run totals).
 TOTAL_ROW = "(run total)"
@@ -82,6 +89,12 @@ class SweepResult:
     >>> print(result)  # doctest: +SKIP
     """
 
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def plot(self, path: PathLike | None = None, top: int = 15) -> Figure: ...
+        def render(self, top: int | None = 20) -> str: ...
+        def __str__(self, top: int | None = 20) -> str: ...
+
     def __init__(self, profiles: dict):
         if len(profiles) < 2:
             raise ArgumentError("a sweep needs profiles at two sizes or more")
@@ -118,6 +131,3 @@ class SweepResult:
             frame[f"median_at_{size}"] = medians.loc[size].to_numpy()
         order = [0] + list(1 + np.argsort(-medians.iloc[-1, 1:].to_numpy(), kind="stable"))
         return frame.iloc[order].reset_index(drop=True)
-
-    def __str__(self) -> str:
-        return self.render()

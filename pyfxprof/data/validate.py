@@ -13,10 +13,13 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10+, read by type checkers only
 
 #: Deepest nesting of lists/objects accepted in a loaded JSON document.
 MAX_JSON_DEPTH = 64
@@ -65,9 +68,11 @@ def _unique_keys(pairs: list) -> dict:
     """An object's dict; FormatError when a key appears twice (JSON would keep the last)."""
     value = dict(pairs)
     if len(value) != len(pairs):
-        seen = set()
-        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise FormatError(f"key {duplicate!r:.40} appears twice in one object")
+        seen: set = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise FormatError(f"key {key!r:.40} appears twice in one object")
+            seen.add(key)
     return value
 
 
@@ -81,8 +86,9 @@ def element_bound(text: str | bytes) -> int:
     (11, 6)
     """
     marks = "[{,:" if isinstance(text, str) else b"[{,:"
-    opening = text.count(marks[0:1]) + text.count(marks[1:2])
-    return text.count(marks[2:3]) + text.count(marks[3:4]) + 2 * opening + 1
+    opening = text.count(marks[0:1]) + text.count(marks[1:2])  # type: ignore[arg-type]
+    return (text.count(marks[2:3]) + text.count(marks[3:4])  # type: ignore[arg-type]
+            + 2 * opening + 1)  # (marks is str for str text, bytes for bytes)
 
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
@@ -113,7 +119,7 @@ def check_value_count(text: str | bytes, max_elements: int = MAX_JSON_ELEMENTS) 
     if element_bound(text) <= cap:
         return
     strings, empty = (_STRING, '""') if isinstance(text, str) else (_STRING_BYTES, b'""')
-    count = element_bound(strings.sub(empty, text))
+    count = element_bound(strings.sub(empty, text))  # type: ignore[arg-type]  # str or bytes
     if count > cap:
         raise FormatError(f"JSON of {len(text):,} bytes holding {count:,} values is more than "
                           f"the {cap:,} a file of that size may hold (one per "
@@ -144,7 +150,7 @@ def parse_json(raw: bytes | str, allow_constants: bool = False,
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise FormatError("not UTF-8 text, so not JSON") from None
-    options = {} if allow_constants else {"parse_constant": _refuse_constant}
+    options: dict[str, Any] = {} if allow_constants else {"parse_constant": _refuse_constant}
     try:
         doc = json.loads(raw, parse_int=_bounded_int, object_pairs_hook=_unique_keys, **options)
     except RecursionError:
@@ -180,10 +186,10 @@ def check_depth(doc: Any, limit: int = MAX_JSON_DEPTH) -> None:
 
 # ---- value predicates ------------------------------------------------------------------------
 
-def is_int(value) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     """An int64 that is not a bool (JSON true is not a count)."""
-    return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-            and -2**63 <= value < 2**63)
+    return bool(isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+                and -2**63 <= value < 2**63)
 
 
 def is_count(value) -> bool:
@@ -440,7 +446,7 @@ def check_runs(samples: np.ndarray, run_totals: np.ndarray, meta: dict,
                           f"{samples.shape[0]} runs")
     if not samples.size or not mask.any():
         return
-    overhead = meta.get("overhead_ns") if is_ns(meta.get("overhead_ns")) else 0.0
+    overhead = float(meta["overhead_ns"]) if is_ns(meta.get("overhead_ns")) else 0.0
     slack = min((2 * samples.shape[1] + 2) * (math.ceil(overhead) + 1), MAX_NS)
     longest = samples[:, mask].max(axis=1)
     bad = np.flatnonzero(longest > run_totals + slack)

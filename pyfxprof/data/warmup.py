@@ -15,6 +15,7 @@ costs. See docs/latency.md.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -106,6 +107,10 @@ class WarmupReport:
     few to tell); ``warmup_runs_preempted``: how many untimed warm-up runs were preempted.
     ``str()`` is one line (views.latency_text.render_warmup).
     """
+
+    if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
+        # checks each declaration against the serving function's signature
+        def __str__(self) -> str: ...
 
     runs: int
     steady_ns: int

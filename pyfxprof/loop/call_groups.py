@@ -22,14 +22,15 @@ from ..capture.dynamo_frame import LiveCall
 from ..capture.inputs import BoundInputs, copied_alike
 from ..capture.memory import profiling_memory
 from ..capture.model_state import evaluation_mode
+from ..capture.placement import device_of
 from ..capture.source import keeping_library_frames
+from ..data.rungs import DYNAMO, HOOKS
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
-from ..timing.executors import Executor
+from ..timing.executors import Executor, executor_for
 from ..capture.ladder import prepare, warn_fallback
 from ..run.python_state import PythonState
-from ..run.runner import device_of, executor_for
 
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
 MAX_CALL_GROUPS = 16
@@ -182,11 +183,11 @@ class CallGroup:
 
     def __post_init__(self) -> None:
         #: True when the model runs itself with marking hooks (hooks or whole capture).
-        self.hooks = self.executor.mode == "hooks"
+        self.hooks = self.executor.mode == HOOKS
         #: A traced graph run by its executor on the call's positional arguments.
         self.graph_run = not self.hooks and self.capture.frame is None
         #: A call Dynamo split: its executor makes the call with Dynamo's code (graph_spans).
-        self.graphs = (self.capture.mode == "dynamo" and self.capture.frame is not None
+        self.graphs = (self.capture.mode == DYNAMO and self.capture.frame is not None
                        and self.capture.graph_module is None)
 
     def accepts(self, bound: BoundInputs) -> bool:
@@ -218,7 +219,7 @@ class CallGroup:
 def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
                   call_target: Callable | None = None,
                   tracer_options: tuple = ((), (), None), refusal: str | None = None,
-                  analysis: tuple[bool, bool] = (False, False),
+                  analysis: tuple = (False, False),
                   capture_mode: str = "auto") -> CallGroup:
     """Capture ``model`` for calls like ``model(*args, **kwargs)`` as
     ``pyfxprof.profile(capture="auto")`` does, run the untimed analysis on copies of the
@@ -228,7 +229,8 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     _entry): a Python int the first capture's guards pinned (a sliding-window cache's
     length) is captured dynamic by the second. `refusal`: the guard that refused the call
     a variant is captured for, named in the warning of the last variant. `analysis`:
-    (profile_memory, library_frames) of the analysis run, as profile() takes them.
+    (profile_memory, library_frames) of the analysis run, as profile() takes them, and
+    device_events (torch.profiler's activities: False times a CUDA model on the host only).
     `capture_mode`: "auto" (the ladder) or "hooks" (the model's own code, for a forward
     that changes Python state).
 
@@ -257,7 +259,8 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     on_cuda = device.startswith("cuda")
     if on_cuda and prepared.analysis is None:
         ensure_cuda_runtime()
-    executor = _group_executor(model, prepared, call_target, on_cuda)
+    executor = _group_executor(model, prepared, call_target,
+                               on_cuda and analysis[2:] != (False,))
     return CallGroup(index, key, label, prepared.captured,
                      prepared.frame, prepared.flops, executor, model.training,
                      device, time.perf_counter_ns() - started,
@@ -272,9 +275,9 @@ def _group_executor(model: torch.nn.Module, prepared: Any, call_target: Callable
     its graphs once (the guards of a resumed frame refused it, and it ran eagerly)."""
     executor = executor_for(model, prepared, "codegen", on_cuda)
     captured = prepared.captured
-    if executor.mode == "hooks":
+    if executor.mode == HOOKS:
         executor.kwargs = {}  # every call passes its own: the analysis copies are not kept
-        if captured.mode == "hooks":
+        if captured.mode == HOOKS:
             executor.model = call_target or model
         elif call_target is not None:  # whole: time the call itself (the root's hooks ran)
             executor.model = _Call(call_target)

@@ -20,6 +20,7 @@ from torch.compiler import is_compiling
 from ..timing.native import _C
 from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs
+from ..data.rungs import HOOKS, INDUCTOR
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.op_names import range_names
 from ..errors import PyfxprofError
@@ -35,8 +36,8 @@ from .schedule import ProfilerAction
 from .window import Window
 
 
-#: Runs of the model's own forward, on fresh copies, per group and window (the median kept:
-#: one run right after a capture or another model is often several times slower).
+#: The most calls of a group per window that run the model's own forward, timed, each beside
+#: a graph run on copies of its inputs: the first, and the next after a preempted one.
 OWN_CALL_RUNS = 3
 
 
@@ -84,7 +85,7 @@ class CallRouting:
     _first_call = _KeptInHotForward()  # the number of the block's first call
     _backward: bool
     _tracer_options: tuple
-    _analysis: tuple[bool, bool]
+    _analysis: tuple  # (profile_memory, library_frames, device_events)
     _nvtx: bool
     _recording: bool
 
@@ -132,35 +133,56 @@ class CallRouting:
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
             return self._run(group, inputs)
-        if group.index not in self._window.first_calls:
-            self._window.note_call(group, self.module, args, kwargs)
-            self._arm(group, args, kwargs)
-            self._time_own_call(group, forward, args, kwargs)
+        window = self._window
+        if group.index not in window.first_calls:
+            window.note_call(group, self.module, args, kwargs)
+            window.own_left[group.index] = int(self._times_own_call(group))
+        if window.own_left[group.index]:
+            window.own_left[group.index] -= 1
+            return self._own_call_beside(group, forward, args, kwargs, inputs, entered)
+        self._arm(group, args, kwargs)
         return self._recorded(group, inputs, entered)
 
-    def _time_own_call(self, group: CallGroup, forward: Callable, args: tuple,
-                       kwargs: dict) -> None:
-        """Once per group and window, time the model's own forward (the user's program, the
-        Python around the ops included; OWN_CALL_RUNS runs, the median kept) on copies of
-        the call's arguments, beside the graph run that serves the call: the caller's
-        stateful arguments are never fed twice. Only where a second run cannot change the
-        model: eval mode, no backward timed, a graph (not the model's own code) with no
-        in-place op. The Profiler's own time (the gap accounting subtracts it)."""
-        if (self.module.training or self._backward or group.hooks
-                or group.capture.mode == "inductor" or _in_place(group)):
-            return
-        times = []
-        for _ in range(OWN_CALL_RUNS):
-            try:
-                copies = analysis_copy((args, kwargs))
-            except PyfxprofError:
-                return
-            start = _C.now_ns()
-            forward(*copies[0], **copies[1])
-            times.append(_C.now_ns() - start)
-        elapsed = sorted(times)[len(times) // 2]
-        self._own_ns.setdefault(group.index, []).append(elapsed)
-        self._window.own_ns[group.index] = elapsed
+    def _times_own_call(self, group: CallGroup) -> bool:
+        """Whether the group's first call in a window runs the model's own forward beside
+        the graph: only where a second run cannot change the model (eval mode, no backward
+        timed, a graph, not the model's own code, with no in-place op)."""
+        return not (self.module.training or self._backward or group.hooks
+                    or group.capture.mode == INDUCTOR or _in_place(group))
+
+    def _own_call_beside(self, group: CallGroup, forward: Callable, args: tuple,
+                         kwargs: dict, inputs: BoundInputs, entered: int) -> Any:
+        """The group's first call in the window (or a next one, _note_own_call): the call
+        itself runs the model's own forward, timed (the user's program, the Python around
+        the ops included; the Profiler's own time for the gap accounting), then the graph
+        runs on copies of the call's inputs made before it (recorded: the call's node rows
+        and log entry). The own forward runs first, after what the caller did, as without
+        the Profiler (after the graph's run on the same inputs it ran 10-20% faster, on warm
+        caches). The caller's stateful arguments are fed once, to their own forward, whose
+        output the caller gets."""
+        try:
+            copies = BoundInputs(*analysis_copy((inputs.args, inputs.kwargs)))
+        except PyfxprofError:
+            return self._recorded(group, inputs, entered)
+        start, cpu = _C.now_ns(), time.thread_time_ns()
+        output = forward(*args, **kwargs)
+        elapsed, on_cpu = _C.now_ns() - start, time.thread_time_ns() - cpu
+        self._note_own_call(group.index, elapsed, elapsed - on_cpu <= elapsed // 4)
+        self._recorded(group, copies, entered)
+        return output
+
+    def _note_own_call(self, group: int, elapsed: int, on_cpu: bool) -> None:
+        """Keep one own-forward time per group and window: the first call that ran on the
+        CPU for at least 3/4 of its time; after a preempted one the group's next call is
+        timed too, up to OWN_CALL_RUNS calls, then the least preempted is kept."""
+        window, times = self._window, self._own_ns.setdefault(group, [])
+        tries = window.own_times.setdefault(group, [])
+        tries.append(elapsed)
+        if len(tries) == 1:
+            times.append(elapsed)
+        times[-1] = window.own_ns[group] = elapsed if on_cpu else min(tries)
+        if not on_cpu and len(tries) < OWN_CALL_RUNS:
+            window.own_left[group] = 1
 
     def _own_forward(self, group: CallGroup, forward: Callable, args: tuple, kwargs: dict
                      ) -> Any:
@@ -323,7 +345,7 @@ class CallRouting:
         if changed and not group.hooks:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CaptureFallbackWarning)
-                group, _ = python_side_effects(self.module, lambda: captured("hooks"))
+                group, _ = python_side_effects(self.module, lambda: captured(HOOKS))
             group.python_note = (f"its forward changes Python state ({', '.join(changed[:3])})"
                                  ": run as the model's own code, timed per module")
             warnings.warn(f"pyfxprof: {self.name}'s forward changes Python state "

@@ -12,12 +12,12 @@ import torch
 from ..capture.analysis import describe
 from ..capture.inductor import InductorCapture, compile_settings
 from ..capture.inputs import BoundInputs, input_tensors
+from ..capture.placement import device_of
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError
 from ..timing.compiled_executor import CompiledExecutor, plan_graph
 from .call_groups import _VARIANT, MAX_GUARD_VARIANTS, CallGroup, analysis_copy
 from ..run.compiled_profile import compiled_frame, notes
-from ..run.runner import device_of
 
 
 def forward_graphs(capture: InductorCapture) -> int:

@@ -45,6 +45,7 @@ from .generation import CallLog, format_latency, generation_latency
 from .calls import CallRouting, binder_of
 from .training_calls import optimizer_hooks
 from ..run.metadata import model_name
+from ..run.profiler_keywords import torch_profiler_keywords
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .window import Window, collect, window_profiles
@@ -97,6 +98,9 @@ class Profiler(CallRouting):
         profile_memory, library_frames: as for pyfxprof.profile, measured in each call
             group's untimed analysis run (never in timed calls).
         nvtx: an NVTX range per timed call, as for pyfxprof.profile (docs/gpu.md).
+        record_shapes, with_stack, with_flops, with_modules, activities: torch.profiler's
+            keywords, as pyfxprof.profile takes them (run/profiler_keywords.py): the first
+            four are always recorded; ``activities`` without CUDA times the host only.
 
     Example:
         >>> from pyfxprof.loop.schedule import schedule
@@ -109,14 +113,17 @@ class Profiler(CallRouting):
         [(2, 2), (2, 2)]
     """
 
-    def __init__(self, model: torch.nn.Module, *, schedule: Callable | None = None,
+    def __init__(self, model: torch.nn.Module | Callable[..., Any], *,
+                 schedule: Callable | None = None,
                  on_trace_ready: Callable[[Profile], Any] | None = None,
                  example_inputs: Any = None, leaf_modules: Iterable = (),
                  autowrap_functions: Iterable = (), concrete_args: dict | None = None,
                  name: str | None = None, keep_profiles: int | None = 100,
                  backward: bool = False, profile_memory: bool = False,
-                 library_frames: bool = False, nvtx: bool = False) -> None:
+                 library_frames: bool = False, nvtx: bool = False,
+                 **torch_profiler_options: Any) -> None:
         check_model(model)
+        device_events = torch_profiler_keywords(torch_profiler_options, None, loop=True)
         for option, value in (("backward", backward), ("profile_memory", profile_memory)):
             if value and is_compiled(model):
                 raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
@@ -134,7 +141,7 @@ class Profiler(CallRouting):
         self.current_action = ProfilerAction.NONE
         self._example_inputs = example_inputs
         self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
-        self._analysis = (bool(profile_memory), bool(library_frames))
+        self._analysis = (bool(profile_memory), bool(library_frames), device_events)
         self._nvtx = check_nvtx(nvtx)
         self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
         self._groups: dict[tuple, CallGroup] = {}
@@ -241,7 +248,7 @@ class Profiler(CallRouting):
 
     def generation_latency(self) -> dict:
         """Time to first token and per-token decode latency of the calls recorded so far
-        (see pyfxprof/run/generation.py): ``{"generations", "ttft_ns", "decode_ns"}``, each
+        (see pyfxprof/loop/generation.py): ``{"generations", "ttft_ns", "decode_ns"}``, each
         summary with count, mean, median, p90 and p99 in ns: the user's program (the graph's
         figures shifted by the model's own forward timed beside it), with the graph's alone
         as ``graph_ttft_ns`` and ``graph_decode_ns``.

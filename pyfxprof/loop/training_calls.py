@@ -15,6 +15,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 
 from ..timing.native import _C
 from ..capture.model_state import InPlaceGuard
+from ..data.rungs import DYNAMO, GRAPH_RUNGS
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..timing.backward import (ACCUMULATE_ROW, ENGINE_ROW, autograd_nodes, mark_hook,
@@ -282,8 +283,8 @@ def no_graph_note(capture_notes: list) -> str:
         'no backward columns: the backward is timed per node on a graph capture (fx or Dynamo) and these calls were timed by module hooks (dynamo: the model is in training mode)'
     """
     rungs = sorted((note for note in capture_notes
-                    if note.split(":")[0] in ("fx", "dynamo", "fx+leaf")),
-                   key=lambda note: not note.startswith("dynamo"))
+                    if note.split(":")[0] in GRAPH_RUNGS),
+                   key=lambda note: not note.startswith(DYNAMO))
     why = "; ".join(rungs)
     why = f" ({why[:300]}…)" if len(why) > 300 else f" ({why})" if why else ""
     return ("no backward columns: the backward is timed per node on a graph capture (fx or "

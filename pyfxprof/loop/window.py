@@ -19,6 +19,7 @@ import torch
 from ..capture.analysis import describe
 from ..capture.inputs import BoundInputs
 from ..capture.model_state import autograd_mode, numeric_mode
+from ..data.rungs import INDUCTOR
 from ..data.profile import Profile
 from ..data.run_noise import NOISE_COLUMNS
 from ..timing.durations import RunTimings
@@ -44,6 +45,8 @@ class Window:
     first_calls: dict[int, dict] = field(default_factory=dict)
     own_calls: dict[int, int] = field(default_factory=dict)  # per group: own forward's calls
     own_ns: dict[int, int] = field(default_factory=dict)  # per group: own forward timed beside
+    own_left: dict[int, int] = field(default_factory=dict)  # per group: own forwards to time
+    own_times: dict[int, list] = field(default_factory=dict)  # per group: their times (ns)
     meter: RunMeter = field(default_factory=RunMeter)  # read at open and at close
 
     def note_call(self, group: CallGroup, module: torch.nn.Module, args: tuple,
@@ -102,7 +105,7 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
         meta["loop"]["noise"] = noise
         training = isinstance(found.group.executor, LoopBackwardExecutor)
         frame = loop_frame(found.group.frame, context["module"]) if training else found.group.frame
-        if found.group.capture.mode == "inductor":  # one row per kernel, plus the outside row
+        if found.group.capture.mode == INDUCTOR:  # one row per kernel, plus the outside row
             profile = with_outside(frame, found.timings, meta, None)
         else:
             profile = build_profile(frame, found.timings, meta, found.device_samples)

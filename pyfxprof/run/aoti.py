@@ -38,12 +38,12 @@ def profile_aoti(model: Any, example_inputs: Any, runs: int, warmup: int, *, nam
                  progress: bool, timed_runs: Callable) -> Profile:
     """pyfxprof.profile() of an AOTInductor model: each call timed whole (a "compiled graph
     0" row) plus the time around it (the outside row), under inference_mode. `timed_runs`
-    is run.runner's loop of warm-up and timed runs.
+    is run/timed_runs.py's loop of warm-up and timed runs.
 
     Example:
         >>> model = torch._inductor.aoti_load_package("model.pt2")   # doctest: +SKIP
         >>> profile_aoti(model, (x,), 20, 5, name=None, progress=False,
-        ...              timed_runs=_timed_runs).nodes["name"].tolist()  # doctest: +SKIP
+        ...              timed_runs=timed_runs).nodes["name"].tolist()  # doctest: +SKIP
         ['AOTInductor model', '(outside kernels)']
     """
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))

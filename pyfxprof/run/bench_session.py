@@ -18,7 +18,7 @@ from ..data.measurement import Measurement, median_interval, relative_half_width
 from ..data.warmup import warmup_runs
 from ..errors import ArgumentError, PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
-from .bench_timers import (BASELINE_CHOICES, BlockTimer, block_size, call_once,
+from .bench_timers import (BASELINE_CHOICES, BlockTimer, block_size, call_once, gc_paused,
                            python_timed_blocks)
 
 #: Fewest steady blocks before a run may stop at its target.
@@ -66,14 +66,15 @@ class BenchSession:
         self.stopped: str | None = None
 
     def round(self) -> None:
-        """Time `step` more blocks (each baseline's blocks in turn after them), then stop or
-        size the next round."""
+        """Time `step` more blocks (each baseline's blocks in turn after them; the cyclic GC
+        paused, as timeit pauses it), then stop or size the next round."""
         started = time.perf_counter()
-        self.timer.run(self.step)
+        with gc_paused():
+            self.timer.run(self.step)
+            found = python_timed_blocks(self.baselines, self.fn, self.args, self.kwargs,
+                                        self.timer.calls, self.step)
         self.taken.append(self.timer.take())
-        for name, values in python_timed_blocks(self.baselines, self.fn, self.args,
-                                                self.kwargs, self.timer.calls,
-                                                self.step).items():
+        for name, values in found.items():
             self.found[name].extend(values)
         self.elapsed += time.perf_counter() - started
         self.blocks += self.step

@@ -4,8 +4,10 @@ events), and the Python baselines (time.perf_counter / time.time around each cal
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -148,6 +150,26 @@ def python_timed_blocks(names: tuple[str, ...], fn: Callable, args: tuple, kwarg
         for name in names:
             found[name].append(python_timed_block(name, fn, args, kwargs, calls))
     return found
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused inside (restored as it was after), as
+    timeit, and so torch.utils.benchmark, pause it around each timed block: a collection
+    that a block's allocations trigger would land in that block.
+
+    Example:
+        >>> with gc_paused():
+        ...     gc.isenabled()
+        False
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def call_once(fn: Callable, args: tuple, kwargs: dict) -> tuple[Any, float]:

@@ -16,15 +16,30 @@ Memory stays bounded: at most MAX_MODELS models (least recently used first out) 
 most MAX_ENTRIES captures each. A cached capture refers to the model's modules, so a model
 the user dropped stays alive until MAX_MODELS others have been profiled, or until
 ``clear()``.
+
+``captured()`` is profile()'s capture step: the capture kept for the call's model, input
+signature and options, else a new one (capture/ladder.py's ``prepare``) kept once its
+executor is made.
 """
 
 from __future__ import annotations
 
 import atexit
 from collections import OrderedDict
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+
+from ..capture.inputs import split_inputs
+from ..capture.ladder import Prepared, copied_inputs, prepare, warn_fallback
+from ..capture.memory import profiling_memory
+from ..capture.source import keeping_library_frames
+from ..timing.graph_spans import GraphsExecutor
+
+if TYPE_CHECKING:
+    from .arguments import Arguments
+    from .wall_clock import StepClock
 
 #: Models whose captures are kept (least recently used first out).
 MAX_MODELS = 4
@@ -125,3 +140,90 @@ CAPTURES = CaptureCache()
 # Freed before the interpreter tears modules down: Dynamo's weak-reference callbacks on the
 # cached graphs then still find their modules (else "Exception ignored" lines at exit).
 atexit.register(CAPTURES.clear)
+
+
+def cache_key(example_inputs: Any, cacheable: bool, options: tuple) -> tuple | None:
+    """What a graph capture of profile() is reused for: every argument's dtype, shape,
+    device and requires_grad (plain values by value) and the options; None (not cached)
+    when not `cacheable` or an argument is anything else (a cache object, a list of
+    tensors), whose contents the capture may depend on.
+
+    Example:
+        >>> cache_key((torch.ones(2), 3), True, ("fx",))[1][1]
+        (1, 3)
+    """
+    if not cacheable:
+        return None
+    key: list[tuple] = []
+    args, kwargs = split_inputs(example_inputs)
+    for name, value in [*enumerate(args), *kwargs.items()]:
+        if isinstance(value, torch.Tensor):
+            key.append((name, value.dtype, tuple(value.shape), value.device,
+                        value.requires_grad))
+        elif type(value) in (int, float, bool, str, type(None)):
+            key.append((name, value))
+        else:
+            return None
+    return ("profile", tuple(key), *(repr(option) for option in options))
+
+
+def captured(given: Arguments, own: torch.nn.Module,
+             clock: StepClock) -> tuple[Prepared, Any, Callable[[Any], Any]]:
+    """(a Prepared, its executor or None, keep) for profile()'s checked and placed
+    arguments `given`, with a warning when "auto" had to fall back (ladder.warn_fallback);
+    the wall time in `clock`, the analysis run's as "analysis", the rest as "capture".
+
+    A graph capture cached for these inputs' signature and options (capture, tracer
+    options, granularity, mode, grad) comes with the graph arguments of these inputs and
+    its executor; else prepare()'s capture, None and ``keep(executor)``, which keeps a graph
+    capture (not hooks or whole; several Dynamo graphs too, their executor then keeping its
+    graphs after each profile) with its executor for the next calls and returns the
+    executor. Nothing is cached for a model that is not the user's `own` (a copy moved to
+    the device asked for) or with device events, profile_memory, backward (a train-mode
+    capture) or library_frames on."""
+    model, options, capture = given.model, given.capture, given.capture.capture
+    tracer = (options.leaf_modules, options.autowrap_functions, options.concrete_args)
+    flags = (given.timing.device_events, options.profile_memory, given.backward,
+             options.library_frames)
+    key = cache_key(given.example_inputs, model is own and not any(flags), (
+        capture, tracer, options.granularity, given.timing.mode, given.grad))
+    with clock.step("capture"):
+        found = _cached(model, given.example_inputs, key)
+        if found is None:
+            with profiling_memory(options.profile_memory), \
+                    keeping_library_frames(options.library_frames):
+                prepared = prepare(model, given.example_inputs, capture, tracer,
+                                   options.granularity)
+            found = prepared, None, _keeper(model, key, prepared)
+    clock.moved("capture", "analysis", found[0].analysis_s)
+    warn_fallback(found[0].captured, capture)
+    return found
+
+
+def _cached(model: torch.nn.Module, example_inputs: Any, key: tuple | None) -> tuple | None:
+    """(the Prepared kept under `key` with these inputs' graph arguments, its executor,
+    None), or None when none is kept."""
+    found = None if key is None else CAPTURES.lookup(model, key)
+    if found is None:
+        return None
+    prepared, executor = found
+    bound = copied_inputs(model, example_inputs)  # as prepare() copies them
+    if isinstance(executor, GraphsExecutor):  # Dynamo's code takes the call as bound
+        executor.kwargs = bound.kwargs
+        return replace(prepared, args=bound.args, kwargs=bound.kwargs,
+                       analysis_s=0.0), executor, None
+    args = prepared.captured.graph_args(bound.args, bound.kwargs)
+    return replace(prepared, args=args, analysis_s=0.0), executor, None
+
+
+def _keeper(model: torch.nn.Module, key: tuple | None,
+            prepared: Prepared) -> Callable[[Any], Any]:
+    """keep(executor): keeps a graph capture and its executor under `key` (nothing for
+    hooks and whole captures, or without a key) and returns the executor."""
+    def keep(executor: Any) -> Any:
+        if key is not None and prepared.analysis is None:
+            CAPTURES.keep(model, key, (prepared, executor))
+            if isinstance(executor, GraphsExecutor):
+                executor.releases = False
+        return executor
+    return keep

@@ -30,6 +30,7 @@ from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError, first_line
 from .progress import Progress
 from .runner import profile
+from .user_call import graph_runs_only
 
 #: compare()'s own arguments that profile() options must not repeat.
 _OWN = ("runs", "warmup", "name", "progress")
@@ -138,9 +139,10 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
                    per_run * 2 * blocks * (runs_per_block + 1) if progress else 0.0)
     for block, first_second in enumerate(order):
         for side in first_second:
-            found[side].append(profile(sides[side][block % copies], example_inputs,
-                                       runs=runs_per_block, warmup=1, name=names[side],
-                                       progress=False, **profile_options))
+            with graph_runs_only():  # the analysis is of the graph's rows (merged_blocks)
+                found[side].append(profile(sides[side][block % copies], example_inputs,
+                                           runs=runs_per_block, warmup=1, name=names[side],
+                                           progress=False, **profile_options))
         bar.update(2 * (block + 1))
     bar.close()
     pair, copy_of_block = uuid.uuid4().hex, [block % copies for block in range(blocks)]

@@ -95,7 +95,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
     """pyfxprof.profile() for a compiled model (`module`: the eager module compiled with
     `settings`; `model`: what the user passed). It runs where the model is (`device`):
     `placement`, profile()'s (device, device_events), must be unset. `timed_runs` is
-    run.runner's loop of warm-up and timed runs; `cache_key` (the inputs' signature, None:
+    run/timed_runs.py's loop of warm-up and timed runs; `cache_key` (the inputs' signature, None:
     not cached) keeps the compiled capture for the next profile() of this model
     (compiled_capture()). `nvtx`: an NVTX range per kernel call (timing/nvtx.py). See
     docs/compiled.md.
@@ -104,7 +104,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         >>> net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
         >>> from pyfxprof.capture.inductor import compile_settings
         >>> prof = profile_compiled(net, *compile_settings(net, True), (torch.ones(2, 4),),
-        ...     3, 1, name=None, progress=False, grad=False, timed_runs=_timed_runs)  # doctest: +SKIP
+        ...     3, 1, name=None, progress=False, grad=False, timed_runs=timed_runs)  # doctest: +SKIP
     """
     if placement[0] is not None:
         raise PyfxprofError("compiled models are profiled where they are: move the model and "

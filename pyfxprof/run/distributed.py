@@ -16,6 +16,7 @@ import datetime
 import json
 import os
 import warnings
+from typing import Any
 
 import numpy as np
 import torch
@@ -118,7 +119,8 @@ def _gather_padded(local: np.ndarray, size: int, dtype: torch.dtype, dst: int, g
     return [slot.numpy() for slot in slots] if is_dst else None
 
 
-def gather(profile, dst: int = 0, group=None, timeout: float = DEFAULT_TIMEOUT):
+def gather(profile: Profile | BaseException, dst: int = 0, group: Any = None,
+           timeout: float = DEFAULT_TIMEOUT) -> RankProfiles | None:
     """Collect every rank's Profile on rank ``dst``: a RankProfiles there, None elsewhere.
 
     Every rank of ``group`` (default: the world) must call it. ``profile`` is this rank's

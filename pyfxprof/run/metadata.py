@@ -12,14 +12,22 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import __version__
+from ..capture.analysis import describe
 from ..capture.exported import exported_name, is_exported
+from ..data.rungs import DYNAMO
+from ..capture.model_state import autograd_mode, numeric_mode
+from ..capture.placement import device_of
 from ..timing.device_events import event_record_cost_ns
 from ..timing.native import _C
 from .distributed import rank_meta
 
 if TYPE_CHECKING:
+    from ..capture.ladder import Prepared
     from ..capture.tracing import Capture
     from ..timing.durations import RunTimings
+    from .arguments import Arguments
+    from .timed_runs import Measured
+    from .wall_clock import StepClock
 
 
 def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_events: bool,
@@ -59,6 +67,32 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
     return meta
 
 
+def modes_meta(model: torch.nn.Module, given_training: bool, example_inputs: Any) -> dict:
+    """The modes profile()'s model ran in (``training`` False: profile() runs it in eval
+    mode; ``given_training``: the caller's flag; ``autograd``: see model_state.autograd_mode;
+    the numeric mode: model_state.numeric_mode). Called inside profile()'s eval and grad
+    contexts."""
+    return {"training": False, "given_training": given_training, "autograd": autograd_mode(),
+            **numeric_mode(model, example_inputs)}  # the caller's autocast: profile() sets none
+
+
+def profile_meta(given: Arguments, prepared: Prepared, measured: Measured, modes: dict,
+                 clock: StepClock) -> dict:
+    """profile()'s run_meta from what it was given (checked and placed), prepared and
+    measured, the `modes` it ran in (modes_meta) and its steps' wall time (`clock`)."""
+    executor, inputs = measured.executor, given.example_inputs
+    shown = (describe(inputs) if isinstance(inputs, dict)
+             or prepared.captured.graph_inputs is not None  # a dynamo graph's args add params
+             else describe(prepared.args))
+    return run_meta(given.model, given.name, device=device_of(given.model, prepared.args),
+                    executor=executor, captured=prepared.captured, timings=measured.timings,
+                    mode=executor.mode, flops=prepared.flops, input_shapes=shown, **modes,
+                    device_events=bool(given.timing.device_events), warmup=given.warmup,
+                    grad=given.grad, dropped_records=measured.dropped_records,
+                    warmup_totals_ns=measured.warmup_totals, wall_s=clock.seconds,
+                    **prepared.memory_meta)
+
+
 def model_name(model: torch.nn.Module) -> str:
     """The model's type name; for an exported program, the exported model's.
 
@@ -81,7 +115,7 @@ def graphs_meta(captured: Capture) -> dict:
         {'graphs': 2, 'graph_breaks': ['why']}
     """
     frame = getattr(captured, "frame", None)
-    if captured.mode != "dynamo" or frame is None or captured.graph_module is not None:
+    if captured.mode != DYNAMO or frame is None or captured.graph_module is not None:
         return {}
     return {"graphs": len(frame.graphs), "graph_breaks": list(frame.breaks)}
 

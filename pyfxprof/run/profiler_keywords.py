@@ -1,7 +1,8 @@
-"""torch.profiler's keyword arguments, accepted by profile() with their meaning: pyfxprof always
-records input shapes, source lines, FLOPs and module paths, so ``record_shapes``,
-``with_stack``, ``with_flops`` and ``with_modules`` change nothing (said once per process), and
-``activities`` selects host-only or host and device (CUDA event) timing."""
+"""torch.profiler's keyword arguments, accepted by profile() and the Profiler loop with their
+meaning: pyfxprof always records input shapes, source lines, FLOPs and module paths, so
+``record_shapes``, ``with_stack``, ``with_flops`` and ``with_modules`` change nothing (said once
+per process), ``activities`` selects host-only or host and device (CUDA event) timing, and
+``profile_memory`` is pyfxprof's own option of the same meaning (per-node allocator bytes)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ RECORDED_ALWAYS = {"record_shapes": "input shapes", "with_stack": "source lines"
                    "with_flops": "FLOPs", "with_modules": "module paths"}
 
 _said: list[bool] = []  # the note was given in this process
+#: Why profile() refuses the loop's keywords (schedule, on_trace_ready, ...).
+_LOOP_ONLY = ("pyfxprof.profile(model, inputs) times a model and returns a Profile "
+              "(unexpected arguments {}); for `with ... as p:` loops like torch.profiler use "
+              "`with pyfxprof.Profiler(model, schedule=...) as p:`")
+#: Why the Profiler refuses the other torch.profiler keywords.
+_NOT_TAKEN = ("pyfxprof.Profiler takes torch.profiler's schedule, on_trace_ready, "
+              "record_shapes, with_stack, with_flops, with_modules, profile_memory and "
+              "activities; it has no {}")
 
 
 def _activity_names(activities: Any) -> set[str]:
@@ -30,23 +39,21 @@ def _activity_names(activities: Any) -> set[str]:
     return names
 
 
-def torch_profiler_keywords(options: dict, device_events: bool | None) -> bool | None:
+def torch_profiler_keywords(options: dict, device_events: bool | None,
+                            loop: bool = False) -> bool | None:
     """`device_events` as torch.profiler's `activities` in `options` sets it (CUDA: on, CPU
     only: off; None when not given), after checking the other keywords of RECORDED_ALWAYS;
-    any other keyword (``schedule``, ``on_trace_ready``...) belongs to the Profiler loop and is
-    refused in one line.
+    any other keyword is refused in one line: for profile() (``schedule``, ``on_trace_ready``...)
+    it belongs to the Profiler loop; for the loop (`loop`) it has no meaning in pyfxprof.
 
     Example:
         >>> import torch
         >>> torch_profiler_keywords({"activities": [torch.profiler.ProfilerActivity.CPU]}, None)
         False
     """
-    loop_only = sorted(set(options) - set(RECORDED_ALWAYS) - {"activities"})
-    if loop_only:
-        raise PyfxprofError(f"pyfxprof.profile(model, inputs) times a model and returns a "
-                            f"Profile (unexpected arguments {loop_only}); for `with ... as p:` "
-                            "loops like torch.profiler use `with pyfxprof.Profiler(model, "
-                            "schedule=...) as p:`")
+    others = sorted(set(options) - set(RECORDED_ALWAYS) - {"activities"})
+    if others:
+        raise PyfxprofError((_NOT_TAKEN if loop else _LOOP_ONLY).format(others))
     given = [key for key in RECORDED_ALWAYS if key in options]
     for key in given:
         if not isinstance(options[key], bool):
@@ -54,7 +61,7 @@ def torch_profiler_keywords(options: dict, device_events: bool | None) -> bool |
     if given and not _said:
         _said.append(True)
         warnings.warn(f"pyfxprof always records {', '.join(RECORDED_ALWAYS.values())}: "
-                      f"{', '.join(given)} change nothing", stacklevel=4)
+                      f"{', '.join(given)} change nothing", stacklevel=3 if loop else 4)
     if "activities" not in options:
         return device_events
     cuda = "cuda" in _activity_names(options["activities"])

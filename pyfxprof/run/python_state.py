@@ -130,7 +130,8 @@ def _public(space: dict) -> Iterator[str]:
 
 def _modules(model: torch.nn.Module, skip: frozenset) -> list[torch.nn.Module]:
     """The model's modules, less those in `skip` and their submodules."""
-    found, stack = [], [model]
+    found: list[torch.nn.Module] = []
+    stack = [model]
     while stack:
         module = stack.pop()
         if id(module) in skip or any(module is seen for seen in found):

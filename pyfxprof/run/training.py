@@ -12,6 +12,7 @@ import torch
 
 from ..capture.inputs import split_inputs
 from ..capture.outputs import flatten
+from ..data.rungs import HOOKS, WHOLE
 from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import ArgumentError, PyfxprofError, first_line
@@ -75,9 +76,9 @@ def graph_loss(prepared, model: torch.nn.Module, example_inputs: Any,
 
 #: Why a capture without a graph cannot time a backward, by capture mode.
 _NO_GRAPH = {
-    "hooks": "backward=True needs a graph capture (fx or dynamo); this model was only captured "
+    HOOKS: "backward=True needs a graph capture (fx or dynamo); this model was only captured "
              "with module hooks: see the capture notes",
-    "whole": "backward=True needs a graph capture (fx or dynamo), and capture='whole' times "
+    WHOLE: "backward=True needs a graph capture (fx or dynamo), and capture='whole' times "
              "the model as one node without one; use capture='auto', 'fx' or 'dynamo'"}
 
 
@@ -130,7 +131,7 @@ class TrainingExecutor:
                  loss_fn: Callable | None = None, example_inputs: Any = ()) -> None:
         gm, args = prepared.captured.graph_module, prepared.args
         if gm is None:
-            raise PyfxprofError(_NO_GRAPH.get(prepared.captured.mode, _NO_GRAPH["hooks"]))
+            raise PyfxprofError(_NO_GRAPH.get(prepared.captured.mode, _NO_GRAPH[HOOKS]))
         if loss_fn is not None and not callable(loss_fn):
             raise ArgumentError(f"loss_fn must be a function of the model's output returning "
                                 f"a scalar tensor, got {type(loss_fn).__name__}")

@@ -5,9 +5,11 @@ same modes) and states the difference as a row (data.outside_graph; docs/profile
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import contextvars
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -21,6 +23,32 @@ from .python_breakdown import python_breakdown
 #: Untimed plain calls before the breakdown's profiled ones and the first timed one (the
 #: model has run already: the analysis run, the warm-up runs).
 WARMUP_CALLS = 1
+#: False inside graph_runs_only(): profile() times the graph's runs alone.
+_TIMED = contextvars.ContextVar("pyfxprof_user_call_timed", default=True)
+
+
+def user_call_timed() -> bool:
+    """Whether profile() times the user's call beside the graph's runs (True unless inside
+    graph_runs_only)."""
+    return _TIMED.get()
+
+
+@contextlib.contextmanager
+def graph_runs_only() -> Iterator[None]:
+    """profile() calls inside time the graph's runs alone: no user call between them and no
+    breakdown of its Python (pyfxprof.compare's blocks, whose analysis is of the graph's
+    rows: the user call would double each block's work and cost ~0.5 s of breakdown each).
+
+    Example:
+        >>> with graph_runs_only():
+        ...     user_call_timed()
+        False
+    """
+    token = _TIMED.set(False)
+    try:
+        yield
+    finally:
+        _TIMED.reset(token)
 
 
 def _as_given(model: torch.nn.Module, example_inputs: Any) -> BoundInputs:

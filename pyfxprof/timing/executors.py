@@ -1,12 +1,14 @@
 """The executors behind one small Protocol: codegen (native timed calls compiled into the graph), the
 ProfilingInterpreter, module hooks (timing/hook_timing.py) and, on any of the graph ones, device
-events. run/ drives them all the same way and never asks which one it holds."""
+events; executor_for picks one for a capture. run/ drives them all the same way and never asks
+which one it holds."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
+import torch
 import torch.fx as fx
 
 from .native import _C
@@ -14,10 +16,16 @@ from ..errors import PyfxprofError
 from .calibration import Calibration, calibrate_timed_calls
 from .device_events import DeviceEvents
 from .durations import RunTimings
+from .graph_spans import GraphsExecutor
+from .hook_timing import HooksExecutor
 from .instrument import instrument
 from .interpreter import ProfilingInterpreter
+from .nvtx import name_ranges
 from .recorder import RECORDER
-from .run_table import RunTable
+from .run_table import RunTable, check_fits_in_memory
+
+if TYPE_CHECKING:
+    from ..capture.ladder import Prepared
 
 #: Valid values of profile(mode=...).
 MODES = ("codegen", "interpreter")
@@ -165,3 +173,43 @@ def make_executor(mode: str, gm: fx.GraphModule, n_nodes: int,
     if device_events:
         raise PyfxprofError("device (CUDA event) timing needs mode='codegen'")
     return InterpreterExecutor(gm, n_nodes)
+
+
+def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_events: bool):
+    """The graph's executor for `mode`, or the hooks executor for hooks and whole captures
+    (which time the host only: a note says so when device events were asked for).
+
+    Example:
+        >>> from pyfxprof.capture.ladder import prepare
+        >>> model = torch.nn.Sequential(torch.nn.ReLU())
+        >>> type(executor_for(model, prepare(model, (torch.zeros(2),)), "codegen", False)).__name__
+        'CodegenExecutor'
+    """
+    if prepared.captured.graph_module is None and prepared.captured.frame is not None:
+        if mode != "codegen" or device_events:  # a call Dynamo split into several graphs
+            prepared.captured.notes.append("several Dynamo graphs are timed by codegen on "
+                                           "the host only")
+        return GraphsExecutor(prepared.captured.frame, prepared.kwargs)
+    if prepared.analysis is None:
+        return make_executor(mode, prepared.captured.graph_module, len(prepared.frame),
+                             device_events)
+    if device_events:
+        prepared.captured.notes.append("device timing needs an FX capture: host times only")
+    return HooksExecutor(model, prepared.captured.leaves, prepared.analysis, prepared.kwargs)
+
+
+def ready_executor(cached: Any, keep: Callable[[Any], Any], model: torch.nn.Module,
+                   prepared: Prepared, mode: str, device_events: bool, *, runs: int,
+                   range_names: list[str] | None, clock: Any) -> tuple[Any, int]:
+    """(the `cached` executor, else executor_for()'s, instrumented and calibrated, its wall
+    time in `clock` (run/wall_clock.py's StepClock) as "instrument", handed to `keep` (the
+    capture cache's); the recorder's drop count before it: RECORDER.start() empties the
+    buffer first, so a profile counts its own drops only), its NVTX ranges named
+    `range_names` (None: none, a cached executor reset). First, a one-line error when `runs`
+    rows cannot fit in memory (run_table)."""
+    check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
+    drops_before = RECORDER.start()
+    executor = cached or keep(clock.timed("instrument", executor_for, model, prepared, mode,
+                                          device_events))
+    name_ranges(executor, range_names)
+    return executor, drops_before

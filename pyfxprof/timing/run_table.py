@@ -48,7 +48,7 @@ def check_fits_in_memory(runs: int, nodes: int, arrays: int = 1) -> int:
         pyfxprof.errors.PyfxprofError: ...
     """
     needed = runs * (nodes * 8 * arrays + RUN_BYTES)
-    available = available_memory_bytes()
+    available = available_memory_bytes() if needed else None  # (nothing to fit: no read)
     if available is not None and needed > available:
         fitting = max(available // (nodes * 8 * arrays + RUN_BYTES), 0)
         raise PyfxprofError(f"{runs:,} runs x {nodes:,} nodes need about {needed / 2**30:.1f} "

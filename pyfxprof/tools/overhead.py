@@ -18,6 +18,7 @@ import torch.fx as fx
 from ..capture.dynamo import dynamo_capture
 from ..capture.inputs import bind_inputs, split_inputs
 from ..capture.model_state import evaluation_mode
+from ..data.rungs import DYNAMO, FX
 from ..capture.tracing import Capture, capture, timed_nodes
 from ..data.latency import quantile_interval
 from ..data.units import format_ns
@@ -226,11 +227,11 @@ def _captured(model: torch.nn.Module, example_inputs: Any,
               capture_mode: str) -> tuple[fx.GraphModule, tuple]:
     """(the graph, its positional inputs) of `model` on `example_inputs` (a tuple, or a dict
     of keywords for "dynamo"), captured by torch.fx ("fx") or TorchDynamo ("dynamo")."""
-    if capture_mode == "fx":
+    if capture_mode == FX:
         return capture(model).graph_module, example_inputs
     bound = bind_inputs(model, *split_inputs(example_inputs))
     gm, graph_inputs = dynamo_capture(model, bound)
-    return gm, Capture(gm, "dynamo", graph_inputs=graph_inputs).graph_args(bound.args,
+    return gm, Capture(gm, DYNAMO, graph_inputs=graph_inputs).graph_args(bound.args,
                                                                           bound.kwargs)
 
 

@@ -41,11 +41,12 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 
+from ..data.files import PathLike
 from ..data.persist import open_output
 from ..data.profile import NODE_COLUMNS, Profile
 from ..errors import ArgumentError
@@ -152,13 +153,13 @@ def timeline(profile: Profile, chosen: np.ndarray, whole_us: bool = False) -> di
     grid = _whole_us if whole_us else np.asarray
     host = np.maximum(profile.samples[chosen], 0)
     host_start = _offsets(host, overhead, whole_us)
-    layout = {"host_start": host_start, "host_end": _ends(host_start, host),
-              "device_start": None, "device_end": None, "origin": None}
+    layout: dict[str, Any] = {"host_start": host_start, "host_end": _ends(host_start, host),
+                              "device_start": None, "device_end": None, "origin": None}
     span = layout["host_end"]
     if profile.device_samples is not None:
         device = np.maximum(profile.device_samples[chosen], 0)
-        layout["device_start"] = _offsets(device, 0.0, whole_us)
-        layout["device_end"] = _ends(layout["device_start"], device)
+        device_start = _offsets(device, 0.0, whole_us)
+        layout["device_start"], layout["device_end"] = device_start, _ends(device_start, device)
         span = np.maximum(span, layout["device_end"])
     span = grid(span)
     back_to_back = np.cumsum(span) - span
@@ -219,7 +220,7 @@ class _Events:
         for start in range(0, order.size, chunk):
             part = order[start:start + chunk]
             picked, length = template[part], dur[part]
-            flat = [',\n', None, None, ', "dur": ', None, None, None] * part.size
+            flat: list[Any] = [',\n', None, None, ', "dur": ', None, None, None] * part.size
             flat[1::7] = heads[picked].tolist()
             flat[2::7] = map(str, (ts[part] // 1000).tolist())
             flat[4::7] = map(str, (length // 1000).tolist())
@@ -351,9 +352,12 @@ def chrome_trace(profile: Profile, runs=None, max_runs: int | None = 100, rank: 
     return json.loads(trace_text(profile, runs, max_runs, rank, world_size))
 
 
-def export_chrome_trace(profile: Profile, path, runs=None, max_runs: int | None = 100,
-                        rank: int = 0, world_size: int = 1) -> None:
-    """Write a Chrome/Perfetto trace of ``profile`` to ``path`` (gzip when it ends in .gz).
+def export_chrome_trace(profile: Profile, path: PathLike, runs: Iterable[int] | None = None,
+                        max_runs: int | None = 100, rank: int = 0, world_size: int = 1, *,
+                        use_python_export: bool = False) -> None:
+    """Write a Chrome/Perfetto trace of ``profile`` to ``path`` (gzip when it ends in .gz);
+    ``Profile.export_chrome_trace``. ``use_python_export`` is accepted (and has nothing to
+    choose) so that ``torch.profiler.tensorboard_trace_handler(dir)`` works as ``on_trace_ready``.
 
     ``runs``: run indices to export (default all); at most ``max_runs`` are written (the first
     ones, with a warning; None for no cap). ``rank`` / ``world_size`` fill distributedInfo.

@@ -16,14 +16,18 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from ..data.files import PathLike
+from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError
 from .chrome_trace import export_chrome_trace
 from .csv_table import export_csv
 from .flamegraph import export_flamegraph
 from .html_report import export_html_report
 from .plot import plot
+from .rank_table import export_rank_report_html
+from .rank_trace import export_chrome_trace as export_ranks_chrome_trace
 from .speedscope import export_speedscope
 from .stacks import export_stacks
 
@@ -32,8 +36,10 @@ from .stacks import export_stacks
 class Format:
     """One export format: ``name`` (``Profile.export(path, name)``, CLI flag ``--name``),
     ``title`` (what a message says was written), the file ``suffixes`` that select it,
-    ``writer(profile, path, **options)``, a one-line ``help`` (a noun phrase) and the CLI ``options`` it
-    takes (attributes of the parsed arguments passed on by name, e.g. ``metric``)."""
+    ``writer(profile, path, **options)``, a one-line ``help`` (a noun phrase), the CLI ``options`` it
+    takes (attributes of the parsed arguments passed on by name, e.g. ``metric``) and, for the
+    formats a gathered ranks file is written to too, ``rank_writer(ranks, path, ...)`` (None:
+    the format renders one rank's profile)."""
 
     name: str
     title: str
@@ -41,6 +47,7 @@ class Format:
     writer: Callable
     help: str
     options: tuple[str, ...] = ()
+    rank_writer: Callable | None = None
 
     @property
     def flag(self) -> str:
@@ -56,7 +63,8 @@ def _write_plot(profile, path, top: int = 20) -> None:
 #: over ``.json``); a suffix belongs to one format (tests/views/test_exporters.py checks it).
 FORMATS = (
     Format("chrome_trace", "Chrome trace", (".json", ".json.gz"), export_chrome_trace,
-           "a Chrome/Perfetto trace (Trace Event Format JSON; Perfetto, HTA, TensorBoard)"),
+           "a Chrome/Perfetto trace (Trace Event Format JSON; Perfetto, HTA, TensorBoard)",
+           rank_writer=export_ranks_chrome_trace),
     Format("speedscope", "speedscope file", (".speedscope.json",), export_speedscope,
            "a speedscope file (the median run's timeline, per-node metric weights)",
            ("metric",)),
@@ -68,7 +76,7 @@ FORMATS = (
     Format("plot", "plot", (".png", ".pdf"), _write_plot, "a bar chart of the slowest nodes"),
     Format("html", "HTML report", (".html", ".htm"), export_html_report,
            "a standalone HTML report (table, module tree, flame graph, plot, advice)",
-           ("metric",)),
+           ("metric",), export_rank_report_html),
     Format("csv", "node table", (".csv", ".csv.gz"), export_csv, "the node table as CSV (ns)"),
 )
 BY_NAME = {f.name: f for f in FORMATS}
@@ -92,20 +100,29 @@ def format_for_path(path) -> Format:
     return max(matches, key=lambda match: match[0])[1]
 
 
-def export(profile, path, format: str | None = None, **options) -> None:
+def export(profile: Profile, path: PathLike, format: str | None = None, **options: Any) -> None:
     """Write ``profile`` to ``path`` in ``format`` (a FORMATS name; default: from the suffix);
     ``options`` go to the format's writer (e.g. ``metric="total"``, ``runs=range(5)``).
 
     >>> prof.export("flame.svg"); prof.export("trace.txt", "chrome_trace")  # doctest: +SKIP
     """
-    if format is None:
-        chosen = format_for_path(path)
-    elif format in BY_NAME:
-        chosen = BY_NAME[format]
-    else:
-        raise PyfxprofError(f"unknown export format {format!r}: use one of {_listing()}")
+    chosen = chosen_format(path, format)
     _check_options(chosen, options)
     chosen.writer(profile, path, **options)
+
+
+def chosen_format(path: PathLike, format: str | None = None) -> Format:
+    """The FORMATS row ``export(path, format)`` writes: ``format`` by name, else the path's
+    suffix.
+
+    >>> chosen_format("report.html").name, chosen_format("t.json", "chrome_trace").name
+    ('html', 'chrome_trace')
+    """
+    if format is None:
+        return format_for_path(path)
+    if format in BY_NAME:
+        return BY_NAME[format]
+    raise PyfxprofError(f"unknown export format {format!r}: use one of {_listing()}")
 
 
 def _check_options(chosen: Format, options: dict) -> None:
@@ -119,5 +136,5 @@ def _check_options(chosen: Format, options: dict) -> None:
                             f"takes {', '.join(taken) or 'no options'}")
 
 
-export.__doc__ += "\n    Formats (name, suffixes: what):\n" + "".join(
+export.__doc__ = (export.__doc__ or "") + "\n    Formats (name, suffixes: what):\n" + "".join(
     f"      {f.name} ({' '.join(f.suffixes)}): {f.help}\n" for f in FORMATS)

@@ -16,7 +16,7 @@ import json
 import zlib
 from importlib import resources
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.profile import Profile
 from ..data.units import format_ns
 from .safe_text import xml_text
@@ -172,7 +172,7 @@ def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None =
     return xml_text("\n".join(lines) + "\n")
 
 
-def export_flamegraph(profile: Profile, path, metric: str = "median",
+def export_flamegraph(profile: Profile, path: PathLike, metric: str = "median",
                       title: str | None = None, by: str = "module") -> None:
     """Write a self-contained, interactive SVG flame graph of ``profile`` to ``path``.
 

@@ -1,9 +1,11 @@
 """A standalone HTML report of a Profile: one self-contained page (no network, no files beside
 it) with the header, the table, the module tree, the interactive flame graph, the plot of the
-slowest nodes and the advice. Also the HTML of the advice on its own (notebooks).
+slowest nodes and the advice the caller passes (views never run the advisor:
+``Profile.export_html`` in analyses/html_page.py and the CLI pass ``advise(profile)``). Also the
+HTML of the advice on its own (notebooks).
 
 Example:
-    >>> export_html_report(prof, "report.html")   # doctest: +SKIP
+    >>> export_html_report(prof, "report.html", advice=prof.advise())   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ from __future__ import annotations
 import base64
 import html
 import io
+from typing import TYPE_CHECKING
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.profile import Profile
 from . import report, report_render
+from .advice_text import render_advice, saving_text
 from .flamegraph import flamegraph_svg
 from .safe_text import xml_text
+
+if TYPE_CHECKING:
+    from ..analyses.advice import Advice
 
 #: Rows of the table in the report.
 REPORT_TOP = 50
@@ -36,11 +43,13 @@ nav a{margin-right:14px;color:#1f5fbf}
 .severity-low{background:#2e86c1}.severity-info{background:#7f8c8d}
 .rule{color:#777;font-size:12px}
 </style>"""
+_NO_ADVICE = ("<p>not included: <code>prof.export_html(path)</code> and <code>pyfxprof report "
+              "--html</code> include it, or pass <code>advice=prof.advise()</code></p>")
 _SECTIONS = (("table", "Nodes"), ("tree", "Module tree"), ("flame", "Flame graph"),
              ("plot", "Slowest nodes"), ("advice", "Advice"))
 
 
-def advice_html(advice) -> str:
+def advice_html(advice: Advice) -> str:
     """An Advice (pyfxprof.analyses.advisor) as an HTML fragment: one numbered item per
     suggestion with its severity, evidence, action and expected saving.
 
@@ -56,8 +65,8 @@ def advice_html(advice) -> str:
             f"</span><b>{esc(item.title)}</b> <span class=\"rule\">rule: {esc(item.rule)}</span>"
             f'<ul>{evidence}</ul><div><span class="label">action:</span> {esc(item.action)}'
             f'</div><div><span class="label">expected saving:</span> '
-            f"{esc(advice.saving_text(item))}</div></li>")
-    lines = str(advice).splitlines()
+            f"{esc(saving_text(advice, item))}</div></li>")
+    lines = render_advice(advice).splitlines()
     body = f"<ol>{''.join(items)}</ol>" if items else "<p>nothing to suggest</p>"
     return (f'<div class="pyfxprof advice">{report_render.HTML_STYLE}{_PAGE_STYLE}'
             f"<p>{esc(lines[0])}</p>{body}</div>")
@@ -86,9 +95,10 @@ def _inline_svg(profile: Profile, metric: str) -> str:
 
 
 def html_report(profile: Profile, top: int = REPORT_TOP, metric: str = "median",
-                title: str | None = None) -> str:
+                title: str | None = None, advice: Advice | None = None) -> str:
     """The report as one self-contained HTML page (see the module docstring); ``top`` rows in
-    the table, flame graph weights by ``metric``."""
+    the table, flame graph weights by ``metric``, ``advice`` (of analyses.advisor.advise) in
+    its section (None: the section says how to include it)."""
     meta = profile.meta
     title = title or f"pyfxprof — {meta.get('model', '?')} on {meta.get('device', '?')}"
     bodies = {
@@ -97,7 +107,7 @@ def html_report(profile: Profile, top: int = REPORT_TOP, metric: str = "median",
                 '</pre></div>',
         "flame": _inline_svg(profile, metric),
         "plot": _plot_img(profile),
-        "advice": advice_html(profile.advise()),
+        "advice": _NO_ADVICE if advice is None else advice_html(advice),
     }
     nav = " ".join(f'<a href="#{key}">{name}</a>' for key, name in _SECTIONS)
     sections = "\n".join(f'<h2 id="{key}">{name}</h2>\n{bodies[key]}' for key, name in _SECTIONS)
@@ -107,12 +117,13 @@ def html_report(profile: Profile, top: int = REPORT_TOP, metric: str = "median",
             f"{sections}\n</body></html>\n")
 
 
-def export_html_report(profile: Profile, path, top: int = REPORT_TOP, metric: str = "median",
-                       title: str | None = None) -> None:
+def export_html_report(profile: Profile, path: PathLike, top: int = REPORT_TOP,
+                       metric: str = "median", title: str | None = None,
+                       advice: Advice | None = None) -> None:
     """Write :func:`html_report` of ``profile`` to ``path`` (open it in any browser).
 
-    >>> export_html_report(prof, "rn18.html", top=30)  # doctest: +SKIP
+    >>> export_html_report(prof, "rn18.html", top=30, advice=prof.advise())  # doctest: +SKIP
     """
-    page = xml_text(html_report(profile, top=top, metric=metric, title=title))
+    page = xml_text(html_report(profile, top=top, metric=metric, title=title, advice=advice))
     with open_output(path) as stream:
         stream.write(page)

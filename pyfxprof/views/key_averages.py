@@ -7,12 +7,14 @@ See docs/torch_profiler.md for the mapping of torch.profiler calls to pyfxprof c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
 from ..data import rollup
 from ..errors import ArgumentError, PyfxprofError
 from ..data.op_names import aten_of_operator
+from ..data.rungs import INDUCTOR
 
 #: torch's sort keys -> the row attribute they sort by (descending); cuda_/xpu_ read device_.
 SORT_KEYS = {
@@ -106,7 +108,7 @@ class KeyAverages(list):
 
 #: Why a profile has no input shapes, by capture mode.
 _NO_SHAPES = {
-    "inductor": "group_by_input_shape needs input shapes: a compiled profile's rows are "
+    INDUCTOR: "group_by_input_shape needs input shapes: a compiled profile's rows are "
                 "Inductor kernels, which record none; profile the eager model for them",
     None: "group_by_input_shape needs input shapes: this profile has none (a loaded trace or "
           "an older profile); profile the model with pyfxprof.profile for them"}
@@ -167,8 +169,8 @@ def events(profile) -> KeyAverages:
             row = KeyAverage(kind, count=1, node=str(names[k]), run=run, step=int(steps[run]))
             for attribute, values in per_call.items():
                 setattr(row, attribute, float(values[run, k]))
-            for attribute, values in memory.items():
-                setattr(row, attribute, values[k])
+            for attribute, figures in memory.items():
+                setattr(row, attribute, figures[k])
             rows.append(row)
     return KeyAverages(rows, profile.device_samples is not None, CPU_MEMORY in nodes,
                        DEVICE_MEMORY in nodes, False, 0)
@@ -258,11 +260,11 @@ def format_bytes(value: int) -> str:
     return f"{int(value)} B"
 
 
-def _columns(averages: KeyAverages) -> list[tuple[str, object]]:
+def _columns(averages: KeyAverages) -> list[tuple[str, Callable[[Any], str]]]:
     """(title, cell function of a row) in torch's column order."""
     self_cpu = sum(row.self_cpu_time_total for row in averages) or 1.0
     self_dev = sum(row.self_device_time_total for row in averages) or 1.0
-    columns = [
+    columns: list[tuple[str, Callable[[Any], str]]] = [
         ("Self CPU %", lambda r: f"{100 * r.self_cpu_time_total / self_cpu:.2f}%"),
         ("Self CPU", lambda r: format_time_us(r.self_cpu_time_total)),
         ("CPU total %", lambda r: f"{100 * r.cpu_time_total / self_cpu:.2f}%"),

@@ -7,12 +7,21 @@ given a path.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from ..data.files import PathLike
 from ..data.latency import QUANTILES
 from ..errors import PyfxprofError
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
 from .safe_text import figure_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ..data.profile import Profile
+    from ..data.sweep_fit import SweepResult
 
 _COLOURS = {"p50": "#2b7bd9", "p90": "#d9a12b", "p99": "#d9622b", "p99_9": "#a12bd9"}
 
@@ -35,7 +44,7 @@ def _label(name) -> str:
     return figure_text(name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…")
 
 
-def plot_latency(profile, path=None):
+def plot_latency(profile: Profile, path: PathLike | None = None) -> Figure:
     """Empirical CDF (left) and histogram (right) of the run totals, p50/p90/p99/p99.9
     marked; preempted runs drawn apart when measured.
 
@@ -50,8 +59,9 @@ def plot_latency(profile, path=None):
     cdf, hist = figure.subplots(1, 2)
     cdf.step(totals / scale, np.arange(1, len(totals) + 1) / len(totals), where="post",
              color="#333333")
-    if profile.run_noise is not None:
-        preempted = profile.noise()["preempted"].to_numpy()
+    noise = profile.noise()
+    if noise is not None:
+        preempted = noise["preempted"].to_numpy()
         hist.hist([profile.run_totals[~preempted] / scale, profile.run_totals[preempted] / scale],
                   bins=min(50, max(10, profile.n_runs // 5)), stacked=True,
                   color=["#999999", "#d92b2b"], label=["runs", "preempted runs"])
@@ -74,7 +84,8 @@ def plot_latency(profile, path=None):
     return _finish(figure, path)
 
 
-def plot_tail(profile, path=None, quantile: float = 0.99, top: int = 15):
+def plot_tail(profile: Profile, path: PathLike | None = None, quantile: float = 0.99,
+              top: int = 15) -> Figure:
     """Horizontal bars of each node's excess in the tail runs (the rows of Profile.tail),
     labelled with its share.
 
@@ -97,7 +108,7 @@ def plot_tail(profile, path=None, quantile: float = 0.99, top: int = 15):
     return _finish(figure, path)
 
 
-def plot_sweep(result, path=None, top: int = 15):
+def plot_sweep(result: SweepResult, path: PathLike | None = None, top: int = 15) -> Figure:
     """Stacked bars per node of its fixed cost and per-item cost at size 1 (a sweep's
     table), nodes slowest at the largest size first.
 

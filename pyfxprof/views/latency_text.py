@@ -7,11 +7,18 @@ renderers are served to them through the package root's ``_METHODS`` (docs/archi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from ..data.latency import CONFIDENCE, QUANTILES
 from ..data.units import format_ns, format_pct
+
+if TYPE_CHECKING:
+    from ..data.latency import LatencySummary
+    from ..data.sweep_fit import SweepResult
+    from ..data.warmup import WarmupReport
 
 
 def _aligned(titles: list[str], rows: list[list[str]]) -> list[str]:
@@ -22,7 +29,7 @@ def _aligned(titles: list[str], rows: list[list[str]]) -> list[str]:
             for cells in [titles] + rows]
 
 
-def render_latency(summary) -> str:
+def render_latency(summary: LatencySummary) -> str:
     """``str(LatencySummary)``: runs, mean, quantiles, max, the p99 interval, preempted runs
     and the warnings, one per line.
 
@@ -44,7 +51,7 @@ def render_latency(summary) -> str:
     return "\n".join(lines + [f"warning: {text}" for text in summary.warnings])
 
 
-def render_warmup(report) -> str:
+def render_warmup(report: WarmupReport) -> str:
     """``str(WarmupReport)``: one line on the warm-up runs, the untimed ones and drift.
 
     >>> from pyfxprof.data.warmup import WarmupReport
@@ -94,7 +101,7 @@ def render_tail(frame: pd.DataFrame, top: int | None = 20) -> str:
     return "\n".join(lines)
 
 
-def render_sweep(result, top: int | None = 20) -> str:
+def render_sweep(result: SweepResult, top: int | None = 20) -> str:
     """``SweepResult.render`` (and ``str()``): the fit table as aligned text with a heading.
 
     >>> print(pyfxprof.sweep(model, make_inputs).render(top=5))  # doctest: +SKIP

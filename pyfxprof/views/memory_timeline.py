@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.profile import Profile
 from ..errors import PyfxprofError
 from .figures import matplotlib_figure, save_figure
@@ -41,7 +41,7 @@ def memory_timeline(profile: Profile, device: str = "cpu") -> list[dict]:
             for name, a, f, s, e, p in zip(nodes["name"], alloc, freed, start, live, peak)]
 
 
-def export_memory_timeline(profile: Profile, path, device: str = "cpu") -> None:
+def export_memory_timeline(profile: Profile, path: PathLike, device: str = "cpu") -> None:
     """Write the timeline: .json (memory_timeline's rows), .html (plot and table in one page)
     or an image (.png, .svg, .pdf).
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from ..data.files import PathLike
 from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
 from .safe_text import figure_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def top_nodes(profile: Profile, top: int = 20) -> dict:
@@ -30,7 +36,7 @@ def top_nodes(profile: Profile, top: int = 20) -> dict:
     return {"labels": labels, "median": median, "p25": p25, "p75": p75}
 
 
-def plot(profile: Profile, path=None, top: int = 20):
+def plot(profile: Profile, path: PathLike | None = None, top: int = 20) -> Figure:
     """A horizontal bar chart of the ``top`` nodes by median time per run; saved to ``path``
     when given (format from the extension: .png, .svg, .pdf); returns the Figure (shown inline
     in notebooks).

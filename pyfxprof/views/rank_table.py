@@ -4,11 +4,13 @@ rank and, for collectives, the time ranks waited in them."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import html
 
 import pandas as pd
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.rank_profiles import COMM_COLUMN, RankProfiles
 from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError
@@ -90,7 +92,8 @@ def _header(ranks: RankProfiles) -> list[str]:
 
 def _node_columns(rank_list: list[int]) -> list[tuple]:
     """(title, formatter(key, row), right-aligned) per node table column."""
-    columns = [("Node", lambda k, r: k, False),
+    columns: list[tuple[str, Callable[..., str], bool]] = [
+        ("Node", lambda k, r: k, False),
                ("Comm", lambda k, r: "comm" if r[COMM_COLUMN] else "", False)]
     if len(rank_list) <= MAX_RANK_COLUMNS:
         columns += [(f"r{rank}", lambda k, r, c=f"rank_{rank}": format_ns(r[c]), True)
@@ -116,7 +119,7 @@ def _summary_view(summary: pd.DataFrame) -> report_render.View:
                        right_aligned=[False] + [True] * 5, rows=rows)
 
 
-def export_rank_report_html(ranks: RankProfiles, path, top: int | None = 50) -> None:
+def export_rank_report_html(ranks: RankProfiles, path: PathLike, top: int | None = 50) -> None:
     """Write :func:`rank_report_html` to ``path`` (open it in any browser).
 
     >>> export_rank_report_html(ranks, "ranks.html")   # doctest: +SKIP

@@ -11,9 +11,10 @@ run: ranks' clocks are not compared (collectives keep their runs in step).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.rank_profiles import RankProfiles
 from . import chrome_trace as single
 
@@ -37,7 +38,8 @@ def chrome_trace_of_ranks(ranks: RankProfiles, runs=None, max_runs: int | None =
             "otherData": other}
 
 
-def export_chrome_trace(ranks: RankProfiles, path, runs=None, max_runs: int | None = 20) -> None:
+def export_chrome_trace(ranks: RankProfiles, path: PathLike, runs: Iterable[int] | None = None,
+                        max_runs: int | None = 20) -> None:
     """Write every rank in one Chrome/Perfetto trace (gzip when ``path`` ends in .gz).
 
     >>> export_chrome_trace(ranks, "ranks_trace.json.gz")   # doctest: +SKIP
@@ -47,7 +49,8 @@ def export_chrome_trace(ranks: RankProfiles, path, runs=None, max_runs: int | No
         stream.write(json.dumps(trace, separators=(",", ":"), allow_nan=False))
 
 
-def export_rank_traces(ranks: RankProfiles, directory, runs=None,
+def export_rank_traces(ranks: RankProfiles, directory: PathLike,
+                       runs: Iterable[int] | None = None,
                        max_runs: int | None = 20) -> list[Path]:
     """Write ``rank_R.json`` per rank in ``directory`` (created) with views.chrome_trace's
     writer; returns the paths. ``TraceAnalysis(trace_dir=directory)`` of HTA loads them as one

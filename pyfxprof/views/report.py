@@ -11,19 +11,18 @@ import numpy as np
 import pandas as pd
 
 from ..data import rollup
-from ..data.latency import latency_header
 from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statistics,
                           cumulative_pct, group_samples, node_statistics, noisy_mask,
                           relative_iqr, with_flop_rate)
 from ..data.units import MISSING, format_ns, format_pct, format_si
-from ..data.validate import model_nodes
 from ..errors import ArgumentError, PyfxprofError
 from .outside_rows import with_function_rows
-from .report_header import header_lines
+from .report_header import profile_header
 from .report_render import View, render_html, render_text, terminal_width
 from .safe_text import terminal_text
 
-SORT_KEYS = ("total", "median", "mean", "max", "name", "order")
+#: Row orders of table(): the statistics that are sort keys (STATISTICS), then name and order.
+SORT_KEYS = tuple(s.name for s in STATISTICS if s.sort) + ("name", "order")
 #: torch.profiler's sort keys accepted by table(): the column each sorts the nodes by (a node's
 #: self and total time are the same node time; "count" is equal for every node: order kept).
 TORCH_SORT_KEYS = {
@@ -39,13 +38,14 @@ TORCH_SORT_KEYS = {
 #: disturbed) run cannot move, unlike "total", a sum over every run (docs/profile.md).
 DEFAULT_SORT = "median"
 #: The header's line saying how rows are ordered, per sort key.
-_SORT_TEXT = {"total": "total over all runs, descending (one slow run moves it)",
-              "median": "median per run, descending",
-              "mean": "mean per run, descending (one slow run moves it)",
-              "max": "slowest run, descending", "name": "name", "order": "execution order"}
+_SORT_TEXT = {**{s.name: s.sort for s in STATISTICS if s.sort}, "name": "name",
+              "order": "execution order"}
 GROUP_KEYS = ("op", "target", "module_type", "module", "input_shape", "source")
-NODE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path",
-                        "median", "mean", "iqr", "pct_total", "cum_pct")
+#: The statistics shown by default: the default sort's first, then STATISTICS' order.
+SHOWN_STATISTICS = (DEFAULT_SORT,) + tuple(s.name for s in STATISTICS
+                                           if s.shown and s.name != DEFAULT_SORT)
+NODE_DEFAULT_COLUMNS = (("index", "name", "op", "target", "module_path") + SHOWN_STATISTICS
+                        + ("cum_pct",))
 #: Node columns by default when the profile has device (GPU) samples.
 DEVICE_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path", "median",
                           "device_median", "device_pct_total", "launch_bound", "pct_total",
@@ -57,7 +57,7 @@ BACKWARD_DEFAULT_COLUMNS = ("index", "name", "op", "target", "module_path", "med
 MEMORY_DEFAULT_COLUMNS = ("cpu_alloc_bytes", "cpu_peak_bytes", "cuda_alloc_bytes",
                           "cuda_peak_bytes")
 GROUP_COLUMNS = ("group", "nodes") + STAT_COLUMNS + ("cum_pct",)
-GROUP_DEFAULT_COLUMNS = ("group", "nodes", "median", "mean", "iqr", "pct_total", "cum_pct")
+GROUP_DEFAULT_COLUMNS = ("group", "nodes") + SHOWN_STATISTICS + ("cum_pct",)
 #: Rows shown by Profile._repr_html_ (notebooks).
 HTML_TOP = 50
 #: Longest cell in characters; longer ones are cut with an ellipsis.
@@ -83,8 +83,10 @@ _GROUP_TITLES = {"op": "Op type", "target": "Op", "module_type": "Module type",
 _NOISE_HINT = "consider more runs or pinning threads"
 #: Noisy rows named in the one-line note.
 NOISY_NAMES = 4
-#: Columns left out first, in this order, when a table must fit the terminal.
-DROP_ORDER = ("op", "module_path", "cum_pct", "iqr", "mean", "index", "nodes")
+#: Columns left out first, in this order, when a table must fit the terminal: the droppable
+#: statistics go from the right, after the op type, module and cumulative columns.
+DROP_ORDER = (("op", "module_path", "cum_pct")
+              + tuple(reversed([s.name for s in STATISTICS if s.droppable])) + ("index", "nodes"))
 
 
 def _choice(name: str, value, valid) -> None:
@@ -177,7 +179,7 @@ def _truncate(column: str, text: str) -> str:
 
 def _title(column: str, group_by: str | None) -> str:
     if column == "group":
-        return _GROUP_TITLES[group_by]
+        return _GROUP_TITLES[str(group_by)]
     for prefix in ("device_", "backward_"):
         if column.startswith(prefix) and column[len(prefix):] in _TITLES:
             return prefix[:-1].capitalize() + " " + _TITLES[column[len(prefix):]].lower()
@@ -278,8 +280,8 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
         frame = _group_frame(profile, group_by, depth or 1)
         name_column, label = "group", "groups"
         valid = GROUP_COLUMNS + tuple(c for c in frame.columns if c not in GROUP_COLUMNS)
-        default = (("group", "input_shapes") + GROUP_DEFAULT_COLUMNS[1:]
-                   if group_by == "input_shape" else GROUP_DEFAULT_COLUMNS)
+        default: tuple[str, ...] = (("group", "input_shapes") + GROUP_DEFAULT_COLUMNS[1:]
+                                    if group_by == "input_shape" else GROUP_DEFAULT_COLUMNS)
         if profile.backward_samples is not None:
             default = default[:-4] + ("backward_median", "backward_ratio") + default[-4:]
     else:
@@ -303,9 +305,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
         rows = with_function_rows(profile, columns, rows, cut[name_column].tolist())
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
-        header=header_lines(profile.meta, profile.n_runs,
-                            int(model_nodes(profile.nodes).sum()), profile.run_totals)
-        + latency_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
+        header=profile_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
         notes=_notes(frame, shown, label, name_column, top),
         drop_order=[columns.index(c) for c in DROP_ORDER if c in columns],
@@ -354,7 +354,7 @@ def profile_table(profile, sort_by: str | None = None, top: int | None = None,
         top = None if row_limit < 0 else row_limit
     view = build_view(profile, sort_by=sort_by, top=top, columns=columns, group_by=group_by,
                       depth=depth)
-    return render_text(view, width=terminal_width() if width == "auto" else width)
+    return render_text(view, width=terminal_width() if isinstance(width, str) else width)
 
 
 def profile_tree(profile, max_depth: int | None = None) -> str:

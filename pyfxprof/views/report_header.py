@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from ..data.latency import latency_header
 from ..data.outside_graph import call_figure
 from ..data.stats import summary_of_totals
 from ..data.units import format_flops, format_ns, format_pct, format_si
+from ..data.validate import model_nodes
 
 
 def _meta(meta: dict, key: str) -> str:
@@ -18,6 +20,17 @@ def _clock_text(clock) -> str:
     resolution = clock.get("resolution_ns")
     res_text = "?" if resolution is None else format_ns(resolution)
     return f"clock {clock['name']} (resolution {res_text})"
+
+
+def profile_header(profile) -> list[str]:
+    """A Profile's header block: header_lines of its meta, runs, model nodes and run totals,
+    then its latency and warm-up lines (data/latency.py).
+
+    >>> profile_header(prof)[0]  # doctest: +SKIP
+    'pyfxprof — Net on cpu · 50 runs (10 warmup) · mode codegen · capture fx · eval, no grad'
+    """
+    return header_lines(profile.meta, profile.n_runs, int(model_nodes(profile.nodes).sum()),
+                        profile.run_totals) + latency_header(profile)
 
 
 def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]:
@@ -47,7 +60,8 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"({_meta(meta, 'warmup')} warmup) · mode {_meta(meta, 'mode')} · "
         f"capture {_meta(meta, 'capture_mode')} · {model_mode_text(meta)}",
         f"total: {format_ns(totals['median'])} median ± {format_ns(totals['iqr'])} IQR"
-        f"{_eager_text(meta)} · {n_nodes} nodes · coverage {cov_text}" + _between_text(meta)
+        f"{_eager_text(meta)} · {n_nodes} nodes · coverage {cov_text}" + _rows_text(meta)
+        + _between_text(meta)
         + _flops_text(meta),
         f"overhead: {ovh_text} · {_clock_text(meta.get('clock'))} · "
         f"dropped records: {_meta(meta, 'dropped_records')}",
@@ -163,6 +177,18 @@ def numeric_mode_difference(control: dict, test: dict,
     return f"numeric mode differs ({labels[0]} vs {labels[1]}): {'; '.join(changes)}"
 
 
+def _rows_text(meta: dict) -> str:
+    """' · rows sum to R% of your call' (the rows' medians summed against the call's median,
+    meta "call"'s rows_share), or "" for a profile without one.
+
+    >>> _rows_text({"call": {"rows_share": 0.974}})
+    ' · rows sum to 97.4% of your call'
+    """
+    call = meta.get("call")
+    share = call_figure(call, "rows_share") if isinstance(call, dict) else None
+    return "" if share is None else f" · rows sum to {format_pct(100.0 * share)} of your call"
+
+
 def _call_text(meta: dict, what: str = "graph") -> str | None:
     """What the total is against the user's call (meta "call", data.outside_graph), or None
     for a profile without one; `what` names the graph part ("graph", "2 graphs and the
@@ -170,11 +196,15 @@ def _call_text(meta: dict, what: str = "graph") -> str | None:
 
     >>> _call_text({"call": {"resolved": True, "graph_median_ns": 1e6, "median_ns": 2e6,
     ...     "outside_median_ns": 1e6, "outside_low_ns": 9e5, "outside_high_ns": 1e6}})
-    ' (your call; graph 1.00 ms, Python outside it 1.00 ms = 50.0%)'
+    ' (your call; graph 1.00 ms, Python outside its nodes 1.00 ms = 50.0%)'
     >>> _call_text({"call": {"resolved": False, "median_ns": 1e6, "graph_median_ns": 1e6,
     ...     "outside_median_ns": 0, "outside_low_ns": -2e3, "outside_high_ns": 3e3}}
     ...     ).split(", Python")[1]
     ' outside the graph below the noise: -2.00 µs..3.00 µs)'
+    >>> _call_text({"call": {"resolved": False, "median_ns": 1e6, "graph_median_ns": 1e6,
+    ...     "outside_median_ns": -2e3, "outside_low_ns": -3e3, "outside_high_ns": -1e3}}
+    ...     ).split("median, ")[1]
+    "shorter than the graph's rows by -3.00 µs..-1.00 µs: no Python outside the graph to show)"
     """
     call = meta.get("call")
     if not isinstance(call, dict):
@@ -189,10 +219,13 @@ def _call_text(meta: dict, what: str = "graph") -> str | None:
     if call.get("resolved") is True:
         share = format_pct(100.0 * call["outside_median_ns"] / call["median_ns"])
         return (f" (your call{after}; {what} {format_ns(call['graph_median_ns'])}, Python "
-                f"outside it {format_ns(call['outside_median_ns'])} = {share})")
+                f"outside its nodes {format_ns(call['outside_median_ns'])} = {share})")
+    interval = f"{format_ns(call['outside_low_ns'])}..{format_ns(call['outside_high_ns'])}"
+    if call["outside_high_ns"] < 0:  # the instrumented nodes alone outlast the plain call
+        return (f" ({what}; your call{after} {format_ns(call['median_ns'])} median, shorter "
+                f"than the graph's rows by {interval}: no Python outside the graph to show)")
     return (f" ({what}; your call{after} {format_ns(call['median_ns'])} median, Python "
-            f"outside the graph below the noise: {format_ns(call['outside_low_ns'])}.."
-            f"{format_ns(call['outside_high_ns'])})")
+            f"outside the graph below the noise: {interval})")
 
 
 def _eager_text(meta: dict) -> str:

@@ -47,7 +47,7 @@ def terminal_width(stream=None) -> int | None:
 
 def _wrap_line(line: str, width: int) -> list[str]:
     """A header line cut at its " · " separators into lines of at most ``width`` (when it can)."""
-    out = []
+    out: list[str] = []
     for part in line.split(" · "):
         if out and len(out[-1]) + 3 + len(part) <= width:
             out[-1] += " · " + part

@@ -23,7 +23,7 @@ import json
 
 import numpy as np
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.profile import Profile
 from ..errors import PyfxprofError
 from .chrome_trace import timeline
@@ -107,7 +107,7 @@ def _exporter(profile: Profile) -> str:
     return f"pyfxprof@{version}" if version else "pyfxprof"
 
 
-def export_speedscope(profile: Profile, path, run: int | None = None,
+def export_speedscope(profile: Profile, path: PathLike, run: int | None = None,
                       metric: str = "median") -> None:
     """Write ``profile`` as a speedscope file (see speedscope_document) to ``path``.
 

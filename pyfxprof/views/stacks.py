@@ -11,9 +11,11 @@ the median of per-run sums). Frames keep execution order (first appearance) left
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ..data.files import open_output
+from ..data.files import PathLike, open_output
 from ..data.outside_graph import function_label, outside_column, python_functions
 from ..data.profile import Profile
 from ..data.stats import node_statistics
@@ -80,7 +82,7 @@ def with_functions(profile: Profile, weighted: list) -> list[tuple[list[str], in
 def _metric_values(profile: Profile, metric: str) -> np.ndarray:
     """Per-node ns of ``metric`` (METRICS, or a torch.profiler metric of TORCH_METRICS)."""
     metric = TORCH_METRICS.get(metric, metric)
-    samples = profile.samples
+    samples: np.ndarray | None = profile.samples
     if metric == "device_total":  # without device times all zero, as torch.profiler's on CPU
         samples, metric = profile.device_samples, "total"
         if samples is None:
@@ -108,7 +110,7 @@ def folded_stacks(profile: Profile, metric: str = "median", by: str = "module") 
             for frames, weight in with_functions(profile, stack_weights(profile, metric, by))]
 
 
-def export_stacks(profile: Profile, path, metric: str = "median", by: str = "module") -> None:
+def export_stacks(profile: Profile, path: PathLike, metric: str = "median", by: str = "module") -> None:
     """Write folded stacks (one line per node, weights in ns of ``metric``) to ``path``.
 
     ``metric``: median | mean | total | min | max, or torch.profiler's self_cpu_time_total /
@@ -125,7 +127,7 @@ def export_stacks(profile: Profile, path, metric: str = "median", by: str = "mod
 
 def stack_tree(stacks: list[tuple[list[str], int]]) -> dict:
     """Merge stacks into a tree of {"name", "weight" (inclusive), "children" (ordered dict)}."""
-    root = {"name": ROOT, "weight": 0, "children": {}}
+    root: dict[str, Any] = {"name": ROOT, "weight": 0, "children": {}}
     for frames, weight in stacks:
         node = root
         node["weight"] += weight

@@ -4,6 +4,8 @@ text (op names: data/op_names.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from ..data.op_names import TENSOR_SHAPE, top_level_items
@@ -50,9 +52,9 @@ def module_blocks(nodes: pd.DataFrame) -> list[dict]:
     types = dict(zip(nodes["module_path"], nodes["module_type"]))
     calls = [path if op == "call_module" else None  # the module each node itself calls
              for op, path in zip(nodes["op"], nodes["module_path"])]
-    blocks = []
+    blocks: list[dict[str, Any]] = []
     for level in range(max(map(len, stacks), default=0)):
-        current = None
+        current: dict[str, Any] | None = None
         for i, stack in enumerate(stacks):
             key = stack[:level + 1] if len(stack) > level else None
             own = key is not None and calls[i] == key[-1]

@@ -49,3 +49,33 @@ def test_apply_is_restored_after_a_trace_and_after_a_failed_one():
             raise RuntimeError("broke")
     assert torch.autograd.Function.__dict__["apply"] is original
     assert _Scale.apply(torch.ones(1), 2.0).tolist() == [2.0]
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_on_dynamo_a_function_call_is_one_node_in_either_autograd_mode(grad):
+    """Dynamo inlines a Function's forward when no gradient is needed and differentiates it
+    when one is; allowed in the graph during the capture, it is one call of ``apply``."""
+    import pyfxprof
+    with torch.set_grad_enabled(grad):
+        prof = pyfxprof.profile(_Net(), (torch.tensor([1.0, -1.0]),), capture="dynamo", runs=2,
+                                warmup=1, grad=grad, progress=False)
+    assert prof.meta["capture_mode"] == "dynamo"
+    targets = prof.nodes["target"].tolist()
+    assert any(t.endswith("_Scale.apply") for t in targets), targets
+    assert not any("mul" in t for t in targets), targets
+    assert "scale_apply" in prof.nodes["name"].tolist()
+    # the Functions are allowed only while capturing
+    from torch._dynamo import trace_rules
+    assert id(_Scale) not in trace_rules._allowed_callable_ids
+
+
+def test_on_dynamo_the_graph_runs_the_functions_own_backward():
+    from pyfxprof.capture.dynamo import dynamo_capture
+    from pyfxprof.capture.inputs import BoundInputs
+    x = torch.tensor([1.0, -1.0], requires_grad=True)
+    gm, _ = dynamo_capture(_Net(), BoundInputs((x.detach().clone().requires_grad_(),)))
+    names = [n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"]
+    assert names[0] == "_Scale.apply"
+    [out] = gm(x)
+    out.sum().backward()
+    assert x.grad.tolist() == [10.0, 0.0]

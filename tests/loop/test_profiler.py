@@ -750,9 +750,10 @@ def test_profile_memory_and_library_frames_give_each_call_group_what_profile_giv
         for _ in range(3):
             model(x)
     hook.remove()
-    # the analysis run only; neither the model's own forward timed beside (3 runs on copies)
-    # nor a timed call
-    assert profiled == [True] + [False] * 6
+    # the analysis run only; neither the graph runs (the ReLU is a leaf of the fx graph) nor
+    # the window's first call, which runs the model's own forward beside a graph run on
+    # copies of its inputs (and the next call too, when the first was preempted): 4 to 6 runs
+    assert profiled[0] is True and not any(profiled[1:]) and 5 <= len(profiled) <= 7
     with Profiler(model) as plain:
         model(x)
     once = profile(model, (x,), runs=1, warmup=0, progress=False, profile_memory=True,

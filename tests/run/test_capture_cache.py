@@ -97,10 +97,10 @@ def test_memory_is_bounded(monkeypatch):
 
 @pytest.fixture
 def prepares(monkeypatch):
-    """A list that grows by one at each capture profile() prepares (runner.prepare)."""
-    from pyfxprof.run import runner
-    calls, real = [], runner.prepare
-    monkeypatch.setattr(runner, "prepare", lambda *a, **k: calls.append(1) or real(*a, **k))
+    """A list that grows by one at each capture profile() prepares (capture_cache.prepare)."""
+    from pyfxprof.run import capture_cache
+    calls, real = [], capture_cache.prepare
+    monkeypatch.setattr(capture_cache, "prepare", lambda *a, **k: calls.append(1) or real(*a, **k))
     return calls
 
 

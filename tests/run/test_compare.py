@@ -1,3 +1,4 @@
+import copy
 import random
 
 import numpy as np
@@ -91,3 +92,21 @@ def test_a_model_doing_three_times_the_work_is_slower():
                 progress=False, seed=1)
     assert d.totals()["change"] == "+"
     assert d.totals()["rel_change"] > 0.5
+
+
+def test_a_model_and_its_deep_copy_flag_no_row():
+    """The CI version of benchmarks/bench_ab.py's A/A check: a model of 20 rows (in-place
+    ReLUs of a few us beside matmuls) against a deep copy of itself. At the false
+    discovery rate (5%) one comparison in 20 may flag a row; two of three flagging is
+    a broken analysis (docs/ab.md, "Two copies of one model")."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[layer for _ in range(10) for layer in (
+        torch.nn.Linear(64, 64), torch.nn.ReLU(inplace=True))])
+    flagged = 0
+    for seed in range(3):
+        d = compare(model, copy.deepcopy(model), (torch.randn(16, 64),), blocks=6,
+                    runs_per_block=2, warmup=2, progress=False, seed=seed)
+        rows = d.compare()
+        assert len(rows) == 20
+        flagged += bool(rows["change"].isin(["+", "-"]).any())
+    assert flagged <= 1

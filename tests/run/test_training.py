@@ -123,15 +123,18 @@ def test_backward_of_a_known_node_is_measured():
 
 
 @pytest.mark.timing(attempts=3)
-def test_an_autograd_function_is_one_node_timed_forward_and_backward_as_the_user_runs_it():
-    """No leaf_modules: the fx rung keeps `_Spin.apply` whole (capture/functions.py), so its
-    forward's spin and the Function's own backward are in its row, not traced-through ops."""
+@pytest.mark.parametrize("capture", ["fx", "dynamo"])
+def test_an_autograd_function_is_one_node_timed_forward_and_backward_as_the_user_runs_it(
+        capture):
+    """No leaf_modules: the fx and dynamo rungs keep `_Spin.apply` whole
+    (capture/functions.py), so its forward's spin and the Function's own backward are in its
+    row, not traced-through ops."""
     x = torch.randn(4, 8)
     before = _function_truths(_Spin, x)
     prof = pyfxprof.profile(_spin_model(), (x,), runs=15, warmup=2, backward=True,
-                            progress=False)
+                            capture=capture, progress=False)
     forward, backward = np.minimum(before, _function_truths(_Spin, x))
-    assert prof.meta["capture_mode"] == "fx"
+    assert prof.meta["capture_mode"] == capture
     frame = prof.to_dataframe().set_index("name")
     [name] = [n for n in frame.index if str(frame.at[n, "target"]).endswith("_Spin.apply")]
     assert _within_truth(frame.at[name, "backward_min"], backward), \

@@ -3,7 +3,7 @@
 import torch
 
 import pyfxprof
-from pyfxprof.run.user_call import UserCall, with_user_call
+from pyfxprof.run.user_call import UserCall, graph_runs_only, with_user_call
 from tests.outside_profiles import graph_profile
 
 
@@ -88,3 +88,12 @@ def test_training_steps_are_not_measured_against_a_call():
     prof = pyfxprof.profile(net, (torch.randn(2, 4),), runs=2, warmup=0, backward=True,
                             progress=False)
     assert "call" not in prof.meta
+
+
+def test_graph_runs_only_leaves_the_user_call_out():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    with graph_runs_only():
+        alone = pyfxprof.profile(model, (torch.ones(2, 4),), runs=2, warmup=1, progress=False)
+    both = pyfxprof.profile(model, (torch.ones(2, 4),), runs=2, warmup=1, progress=False)
+    assert "call" not in alone.meta and "call" in both.meta
+    assert alone.n_nodes == 2

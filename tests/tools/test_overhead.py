@@ -88,7 +88,7 @@ def test_a_dynamo_graph_is_compared_on_the_graphs_own_inputs():
 
 
 def test_cli_prints_the_chain_then_the_model(capsys):
-    assert cli.main(["overhead", "torch.nn:ReLU", "--input", "4", "--rounds", "6",
+    assert cli.main(["overhead", "torch.nn:ReLU", "--input", "4", "--runs", "6",
                      "--block", "1", "--warmup", "0", "--chain", "5"]) == 0
     out = capsys.readouterr().out
     chain, model = out.split("\n\n")
@@ -107,7 +107,7 @@ def test_a_model_without_operations_is_a_one_line_error(capsys):
         "through)")
 
 
-@pytest.mark.parametrize("argv", [["--rounds", "5"], ["--block", "0"], ["--chain", "-1"]])
+@pytest.mark.parametrize("argv", [["--runs", "5"], ["--rounds", "5"], ["--block", "0"], ["--chain", "-1"]])
 def test_cli_refuses_too_few_rounds_and_bad_counts(capsys, argv):
     with pytest.raises(SystemExit) as info:
         cli.main(["overhead", "torch.nn:ReLU", *argv])

@@ -70,3 +70,15 @@ def test_the_docs_table_is_the_registry():
     expected = [[f"`{f.name}`", " ".join(f"`{s}`" for s in f.suffixes), f"`{f.flag} PATH`",
                  f.help] for f in exporters.FORMATS]
     assert rows[0] == ["Format", "Suffixes", "CLI flag", "What"] and rows[1:] == expected
+
+
+def test_rank_formats_are_a_field_of_the_registry():
+    """The formats a gathered ranks file is written to are the rows with a rank_writer, each
+    the function a RankProfiles method is served from (one definition, no second list)."""
+    from pyfxprof import _METHODS
+    from pyfxprof.views.exporters import FORMATS
+    served = {(f"pyfxprof.{module}", function) for key, (module, function) in _METHODS.items()
+              if key.startswith("RankProfiles.")}
+    rank_rows = [f for f in FORMATS if f.rank_writer is not None]
+    assert [f.name for f in rank_rows] == ["chrome_trace", "html"]
+    assert {(f.rank_writer.__module__, f.rank_writer.__name__) for f in rank_rows} <= served

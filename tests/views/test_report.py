@@ -266,3 +266,21 @@ def test_header_counts_the_models_nodes_not_the_time_between_graphs():
     header = prof.table().splitlines()[1]
     assert " · 2 nodes · " in header
     assert "(between graphs)" in prof.table(sort_by="order")  # still a row of the table
+
+
+def test_sort_keys_default_columns_and_drop_order_come_from_the_statistics():
+    """One definition: a statistic's sort words, default column and narrow-table drop are
+    fields of data/stats.py's STATISTICS; the golden tables above hold the output."""
+    from pyfxprof.data.stats import STATISTICS
+    by_name = {s.name: s for s in STATISTICS}
+    statistics = [key for key in report.SORT_KEYS if key in by_name]
+    assert statistics == [s.name for s in STATISTICS if s.sort]
+    assert report.SORT_KEYS[len(statistics):] == ("name", "order")
+    assert all(report._sort_text(key) == by_name[key].sort for key in statistics)
+    assert by_name[report.DEFAULT_SORT].shown and report.SHOWN_STATISTICS[0] == report.DEFAULT_SORT
+    assert set(report.SHOWN_STATISTICS) == {s.name for s in STATISTICS if s.shown}
+    for columns in (report.NODE_DEFAULT_COLUMNS, report.GROUP_DEFAULT_COLUMNS):
+        assert [c for c in columns if c in by_name] == list(report.SHOWN_STATISTICS)
+    dropped = [c for c in report.DROP_ORDER if c in by_name]
+    assert dropped == [s.name for s in reversed(STATISTICS) if s.droppable]
+    assert all(by_name[name].shown for name in dropped)

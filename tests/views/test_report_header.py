@@ -39,3 +39,16 @@ def test_numeric_mode_line_and_exported_model():
     assert numeric_mode_difference(meta, changed, ("a", "b")) == (
         "numeric mode differs (a vs b): parameters bfloat16, float32 vs parameters float32; "
         "no_grad vs grad")
+
+
+def test_profile_header_adds_the_latency_line_under_the_header_block():
+    import numpy as np
+    from pyfxprof.data.profile import Profile
+    from pyfxprof.views.report_header import profile_header
+    from tests.toy_profiles import toy_nodes
+    nodes = toy_nodes()
+    prof = Profile(nodes, np.full((20, len(nodes)), 10, dtype=np.int64),
+                   np.full(20, 50, dtype=np.int64), {"runs": 20})
+    lines = profile_header(prof)
+    assert lines[:-1] == header_lines(prof.meta, 20, len(nodes), prof.run_totals)
+    assert lines[-1].startswith("latency: p50 50 ns")

@@ -13,6 +13,7 @@ from ...analyses.diff import distinct_labels
 from ...run.compare import compare
 from ..model_spec import DEFAULT_INPUT, load_model
 from .arg_types import integer_at_least, open_unit_interval, positive_int
+from .defaults import defaults_of
 from .diff import add_diff_table_arguments, add_gate_argument, fraction, gate
 from .model_args import MAX_THREADS, parse_inputs
 
@@ -33,6 +34,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "Hodges-Lehmann interval over blocks, a q-value (Benjamini-Hochberg) and a "
                     "verdict: slower, faster, same within the margin, or unresolved. MODEL is "
                     "package.module:callable. See docs/ab.md.")
+    _add_run_arguments(parser)
+    add_diff_table_arguments(parser)
+    add_gate_argument(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The models, inputs and compare()'s options, its defaults read from its signature."""
+    defaults = defaults_of(compare)
+    margin = f"{defaults['min_change']:.0%}".replace("%", "%%")
     parser.add_argument("control", metavar="MODEL_A", help="control: package.module:callable")
     parser.add_argument("test", metavar="MODEL_B", help="test: package.module:callable")
     parser.add_argument("--input", action="append", metavar="[NAME=]SHAPE[:DTYPE]",
@@ -40,27 +52,28 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "models get the same tensors")
     parser.add_argument("--threads", type=integer_at_least(1), metavar="N",
                         help="torch.set_num_threads(N) before running (default: torch's choice)")
-    parser.add_argument("--blocks", type=integer_at_least(2), default=20, metavar="N",
-                        help="timed blocks per model (default 20; >= 6 for an interval)")
-    parser.add_argument("--runs-per-block", type=positive_int, default=3, metavar="N",
-                        help="timed runs in each block (default 3)")
-    parser.add_argument("--warmup", type=integer_at_least(0), default=10, metavar="N",
-                        help="untimed runs of each model first (default 10)")
-    parser.add_argument("--copies", type=positive_int, default=1, metavar="N",
-                        help="copies of each model timed in turn (default 1; docs/ab.md)")
+    parser.add_argument("--blocks", type=integer_at_least(2), default=defaults["blocks"],
+                        metavar="N", help=f"timed blocks per model (default {defaults['blocks']};"
+                                          " >= 6 for an interval)")
+    parser.add_argument("--runs-per-block", type=positive_int, metavar="N",
+                        default=defaults["runs_per_block"],
+                        help=f"timed runs in each block (default {defaults['runs_per_block']})")
+    parser.add_argument("--warmup", type=integer_at_least(0), default=defaults["warmup"],
+                        metavar="N", help="untimed runs of each model first (default "
+                                          f"{defaults['warmup']})")
+    parser.add_argument("--copies", type=positive_int, default=defaults["copies"], metavar="N",
+                        help=f"copies of each model timed in turn (default {defaults['copies']};"
+                             " docs/ab.md)")
     parser.add_argument("--seed", type=int, help="seed of the block order (default: random)")
-    parser.add_argument("--min-change", type=fraction, default=0.02, metavar="PCT",
-                        help="equivalence margin: smaller changes are 'same' (default 2%%)")
-    parser.add_argument("--alpha", type=open_unit_interval, default=0.05,
-                        help="false discovery rate across rows (default 0.05)")
+    parser.add_argument("--min-change", type=fraction, default=defaults["min_change"],
+                        metavar="PCT", help="equivalence margin: smaller changes are 'same' "
+                                            f"(default {margin})")
+    parser.add_argument("--alpha", type=open_unit_interval, default=defaults["alpha"],
+                        help=f"false discovery rate across rows (default {defaults['alpha']})")
     parser.add_argument("--no-check-outputs", dest="check_outputs", action="store_false",
                         help="time models whose outputs differ in shape anyway")
     parser.add_argument("--labels", nargs=2, metavar=("X", "Y"),
                         help="names of A and B (default: their callables' names)")
-    add_diff_table_arguments(parser)
-    add_gate_argument(parser)
-    parser.set_defaults(func=run)
-    return parser
 
 
 def run(args: argparse.Namespace) -> int:

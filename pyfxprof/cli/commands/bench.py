@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         statement = _statement(args.stmt, "\n".join(args.setup), {})
         print(bench(statement, threads=args.threads, label=args.stmt, **options))
         return 0
-    cells = []
+    cells: list = []
     for cell in grid_cells(dict(_parameter(text) for text in args.param)):
         names = {k: v for k, v in cell.items() if k != THREADS_PARAM}
         statement = _statement(args.stmt, "\n".join(args.setup), names)

@@ -12,7 +12,8 @@ import argparse
 from pathlib import Path
 
 from ...analyses.compiled_diff import CompiledDiff
-from ...analyses.diff import BY_CHOICES, MIN_RUNS, SORT_KEYS, diff, distinct_labels
+from ...analyses.diff import BY_CHOICES, MIN_RUNS, diff, distinct_labels
+from ...views.diff_text import SORT_KEYS
 from ...errors import PyfxprofError
 from .arg_types import integer_at_least, open_unit_interval, positive_int
 
@@ -88,7 +89,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "default 0.05)")
     parser.add_argument("--min-runs", type=integer_at_least(2), default=MIN_RUNS, metavar="N",
                         help=f"fewest runs per side for p-values (default {MIN_RUNS})")
-    parser.add_argument("--plot", metavar="OUT.png",
+    parser.add_argument("--plot", metavar="PATH",
                         help="write a bar chart of the largest duration changes")
     add_gate_argument(parser)
     parser.set_defaults(func=run)

@@ -10,6 +10,7 @@ from ...errors import PyfxprofError, first_line
 from ...tools.fusion import fuse_conv_bn, max_abs_difference
 from ...tools.fusion_bench import benchmark_fusion
 from .arg_types import integer_at_least
+from .defaults import defaults_of
 from .model_args import add_model_arguments, model_and_inputs
 
 
@@ -31,10 +32,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_model_arguments(parser)
     parser.add_argument("--bench", action="store_true",
                         help="benchmark unfused vs fused (and fused under torch.jit.script)")
-    parser.add_argument("--runs", type=integer_at_least(1), default=30,
-                        help="timed runs (default 30)")
-    parser.add_argument("--warmup", type=integer_at_least(0), default=5,
-                        help="untimed warm-up runs (default 5)")
+    defaults = defaults_of(benchmark_fusion)
+    parser.add_argument("--runs", type=integer_at_least(1), default=defaults["runs"],
+                        metavar="N", help=f"timed runs (default {defaults['runs']})")
+    parser.add_argument("--warmup", type=integer_at_least(0), default=defaults["warmup"],
+                        metavar="N", help=f"untimed warm-up runs (default {defaults['warmup']})")
     parser.set_defaults(func=run)
     return parser
 

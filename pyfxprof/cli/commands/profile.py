@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
 import time
 from pathlib import Path
@@ -16,26 +15,27 @@ from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .arg_types import device_name
 from .compile_args import add_compile_arguments, compile_option, print_compiled
+from .defaults import defaults_of
 from .model_args import add_model_arguments, model_and_inputs
 from .report import (add_export_arguments, add_table_arguments, print_ranks, print_table,
                      write_exports)
 
 
-#: profile()'s defaults, which the options of the same names take.
-DEFAULTS = {name: parameter.default
-            for name, parameter in inspect.signature(profile).parameters.items()}
+#: profile()'s defaults, which the options of the same names take (tests/cli/commands/
+#: test_profile.py checks every option profile_arguments passes against the signature).
+DEFAULTS = defaults_of(profile)
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("profile", help="profile a model and print per-node times",
                                    description="Time every node of a model with native timers.")
     add_model_arguments(parser)
-    parser.add_argument("--runs", type=int, default=DEFAULTS["runs"],
+    parser.add_argument("--runs", type=int, default=DEFAULTS["runs"], metavar="N",
                         help=f"timed runs (default {DEFAULTS['runs']})")
-    parser.add_argument("--warmup", type=int, default=DEFAULTS["warmup"],
+    parser.add_argument("--warmup", type=int, default=DEFAULTS["warmup"], metavar="N",
                         help=f"untimed runs first (default {DEFAULTS['warmup']})")
     parser.add_argument("--mode", choices=CHOICES["mode"], default=DEFAULTS["mode"])
-    parser.add_argument("--device", default=None, type=device_name,
+    parser.add_argument("--device", default=DEFAULTS["device"], type=device_name,
                         help="run on this device, e.g. cuda or cuda:1 (GPU runs also time "
                              "every node with CUDA events); default cpu")
     parser.add_argument("--capture", choices=CHOICES["capture"], default=DEFAULTS["capture"],

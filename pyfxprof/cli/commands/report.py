@@ -8,8 +8,10 @@ views.exporters) are shared with commands that produce a Profile (e.g. `pyfxprof
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 
+from ...analyses.advisor import advise
 from ...data.rank_profiles import RankProfiles, load_profile_or_ranks
 from ...data.units import format_ns
 from ...errors import PyfxprofError, first_line
@@ -18,10 +20,6 @@ from ...views.report import DEFAULT_SORT, GROUP_KEYS, SORT_KEYS
 from ...views.stacks import METRICS
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
-
-#: Formats a gathered ranks file (RankProfiles) is written to; the others need one rank's file.
-RANK_FORMATS = ("chrome_trace", "html")
-
 
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
     """--sort, --top, --group-by, --depth and --tree, as Profile.table and tree take them."""
@@ -88,6 +86,8 @@ def write_exports(profile, args: argparse.Namespace) -> None:
         path = getattr(args, export_format.name, None)
         if path:
             options = {option: getattr(args, option) for option in export_format.options}
+            if export_format.name == "html":  # the page shows advice; views never run the advisor
+                options["advice"] = advise(profile)
             profile.export(path, export_format.name, **options)
             print(f"wrote {export_format.title} to {path}", file=sys.stderr)
 
@@ -133,19 +133,19 @@ def run(args: argparse.Namespace) -> int:
 def _report_ranks(ranks: RankProfiles, args: argparse.Namespace) -> int:
     """A gathered ranks file: the rank table and stragglers; --chrome-trace writes one process
     row per rank, --rank-traces one file per rank (for HTA), --html the rank report page."""
-    single = [f.flag for f in FORMATS if getattr(args, f.name, None)
-              and f.name not in RANK_FORMATS]
+    asked = [(f, getattr(args, f.name)) for f in FORMATS if getattr(args, f.name, None)]
+    single = [f.flag for f, _ in asked if f.rank_writer is None]
     if single:
         raise PyfxprofError(f"{single[0]} renders one profile: run it on one rank's file "
                             f"(rank_R.json next to {args.profile})")
     print_ranks(ranks, args)
-    if args.chrome_trace:
-        ranks.export_chrome_trace(args.chrome_trace)
-        print(f"wrote Chrome trace of {len(ranks.ranks)} ranks to {args.chrome_trace}",
+    for export_format, path in asked:
+        writer = export_format.rank_writer
+        assert writer is not None  # single-profile formats were refused above
+        takes_top = "top" in inspect.signature(writer).parameters
+        writer(ranks, path, **({"top": args.top or 50} if takes_top else {}))
+        print(f"wrote {export_format.title} of {len(ranks.ranks)} ranks to {path}",
               file=sys.stderr)
-    if args.html:
-        ranks.export_html(args.html, top=args.top or 50)
-        print(f"wrote HTML report of {len(ranks.ranks)} ranks to {args.html}", file=sys.stderr)
     if args.rank_traces:
         ranks.export_rank_traces(args.rank_traces)
         print(f"wrote one trace per rank to {args.rank_traces}/", file=sys.stderr)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ...run.sweep import sweep
 from ..model_spec import DEFAULT_INPUT, parse_input
 from .arg_types import positive_int
+from .defaults import defaults_of
 from .model_args import add_model_arguments, model_and_inputs
 
 
@@ -46,11 +48,14 @@ def add_parser(subparsers) -> None:
         description="Profile MODEL with the first dimension of every --input set to each of "
                     "--sizes, then fit per node time = fixed + per_item x size (Theil–Sen).")
     add_model_arguments(parser)
-    parser.add_argument("--sizes", type=size_list, default=[1, 2, 4, 8],
-                        help="batch sizes, comma-separated (default 1,2,4,8)")
-    parser.add_argument("--runs", type=positive_int, default=20,
-                        help="timed runs per size (default 20)")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
+    defaults = defaults_of(sweep)
+    sizes = ",".join(map(str, defaults["sizes"]))
+    parser.add_argument("--sizes", type=size_list, default=list(defaults["sizes"]),
+                        help=f"batch sizes, comma-separated (default {sizes})")
+    parser.add_argument("--runs", type=positive_int, default=defaults["runs"], metavar="N",
+                        help=f"timed runs per size (default {defaults['runs']})")
+    parser.add_argument("--warmup", type=int, default=defaults["warmup"], metavar="N",
+                        help=f"untimed runs first (default {defaults['warmup']})")
     parser.add_argument("--top", type=positive_int, default=20, metavar="N",
                         help="nodes shown (default 20, slowest at the largest size first)")
     parser.add_argument("--plot", metavar="PATH",
@@ -60,7 +65,6 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep and print its table; exit code 0."""
-    from ...run.sweep import sweep
     model, _, name = model_and_inputs(args)
     specs = args.input or [DEFAULT_INPUT]
 
