@@ -73,6 +73,7 @@ def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame) -> None:
         raise
     except Exception as error:  # the user's model: report it, leave the recorder clean
         node = executor.failed_node(frame["name"].tolist())
+        executor.reset()  # the failed run's marks (a training step's too) drained
         raise run_failure(node, run, error, node_kind(frame, node)) from error
     except BaseException:  # an interrupt: the run's marks drained, none left for the next one
         executor.reset()

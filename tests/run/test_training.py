@@ -15,6 +15,7 @@ from pyfxprof import _C
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run.training import default_loss
 from pyfxprof.timing.backward import autograd_nodes, row_of_positions
+from pyfxprof.timing.recorder import RECORDER
 
 FORWARD_NS, BACKWARD_NS = 50_000, 300_000
 
@@ -361,6 +362,8 @@ def test_a_node_raising_in_a_timed_step_is_named_in_one_line():
     with pytest.raises(PyfxprofError, match=r"in node '_1' .*: ValueError: a bad batch"):
         pyfxprof.profile(model, (torch.randn(2, 4),), runs=3, warmup=1, backward=True,
                          leaf_modules=(FailsLater,), progress=False)
+    # the failed step's marks are drained: nothing is left for the next profile to read
+    assert len(RECORDER.collect(0, 2**32)) == 0 and _C.buffer_stats()["pending_records"] == 0
 
 
 def test_a_model_with_backward_hooks_keeps_them_running_in_every_step():
