@@ -497,7 +497,7 @@ COMMANDS = {'profile': {'help': 'profile a model and print per-node times',
                                   'name': 'run'}}},
  'diff': {'help': 'compare two profiles or torch.profiler traces (A = control, B = test)',
           'description': 'Compare A (control) and B (test): per node, or per op / module, median '
-                         'times, the change with its 95%% interval, a q-value (false discovery '
+                         'times, the change with its 95% interval, a q-value (false discovery '
                          'rate across rows) and a verdict: slower, faster, same or unresolved. '
                          'One profile per side is tested against the noise between the two '
                          'sessions; several per side (--control A1 A2 --test B1 B2), over '
@@ -631,7 +631,7 @@ COMMANDS = {'profile': {'help': 'profile a model and print per-node times',
                                 'name': 'run'}}},
  'ab': {'help': 'interleaved A/B of two models in one process (A = control, B = test)',
         'description': 'Time MODEL_A and MODEL_B in alternating randomized blocks on the same '
-                       'inputs and threads, and print per node the change with its 95%% '
+                       'inputs and threads, and print per node the change with its 95% '
                        'Hodges-Lehmann interval over blocks, a q-value (Benjamini-Hochberg) and a '
                        'verdict: slower, faster, same within the margin, or unresolved. MODEL is '
                        'package.module:callable. See docs/ab.md.',
@@ -798,7 +798,7 @@ COMMANDS = {'profile': {'help': 'profile a model and print per-node times',
         'defaults': {'func': {'ref': 'pyfxprof.cli.commands.ab:run', 'args': [], 'name': 'run'}}},
  'bench': {'help': 'time a Python statement call by call (timeit-like, native timers)',
            'description': 'Run SETUP once (per grid cell), then time STMT call by call on '
-                          "pyfxprof's native clock until the median's 95%% interval is within "
+                          "pyfxprof's native clock until the median's 95% interval is within "
                           '--target or --budget seconds are spent; print the median per call with '
                           'its interval (docs/bench.md). `torch` is imported for both. With '
                           '--param, SETUP and STMT see each parameter by name and one table is '

@@ -59,3 +59,9 @@ def test_a_dataclass_type_is_rebuilt_from_its_fields():
     value = spec_writer.table_value(integer_at_least(3))
     assert value["args"] == [3] and dataclasses.is_dataclass(integer_at_least(3))
     assert spec.loaded(value).resolve() == integer_at_least(3)
+
+
+@pytest.mark.parametrize("name", COMMAND_MODULES)
+def test_help_prints_no_escaped_percent(name):
+    # argparse %-formats argument help ("95%%" prints 95%) but not a description
+    assert "%%" not in _sub_parser(build_parser(name), name).format_help()

@@ -30,7 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "ab", help="interleaved A/B of two models in one process (A = control, B = test)",
         description="Time MODEL_A and MODEL_B in alternating randomized blocks on the same "
-                    "inputs and threads, and print per node the change with its 95%% "
+                    "inputs and threads, and print per node the change with its 95% "
                     "Hodges-Lehmann interval over blocks, a q-value (Benjamini-Hochberg) and a "
                     "verdict: slower, faster, same within the margin, or unresolved. MODEL is "
                     "package.module:callable. See docs/ab.md.")

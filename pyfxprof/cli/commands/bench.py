@@ -20,7 +20,7 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "bench", help="time a Python statement call by call (timeit-like, native timers)",
         description="Run SETUP once (per grid cell), then time STMT call by call on pyfxprof's "
-                    "native clock until the median's 95%% interval is within --target or "
+                    "native clock until the median's 95% interval is within --target or "
                     "--budget seconds are spent; print the median per call with its interval "
                     "(docs/bench.md). `torch` is imported for both. With --param, SETUP and "
                     "STMT see each parameter by name and one table is printed, rows by the "

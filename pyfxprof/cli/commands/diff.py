@@ -64,7 +64,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "diff", help="compare two profiles or torch.profiler traces (A = control, B = test)",
         description="Compare A (control) and B (test): per node, or per op / module, median "
-                    "times, the change with its 95%% interval, a q-value (false discovery "
+                    "times, the change with its 95% interval, a q-value (false discovery "
                     "rate across rows) and a verdict: slower, faster, same or unresolved. One "
                     "profile per side is tested against the noise between the two sessions; "
                     "several per side (--control A1 A2 --test B1 B2), over sessions. A and B "
