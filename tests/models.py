@@ -88,3 +88,16 @@ class CachedModel(torch.nn.Module):
         if cache.append:
             cache.keys = torch.cat([cache.keys, y])
         return y.relu(), cache
+
+
+class GraphBreak(nn.Module):
+    """Two linear layers with an explicit graph break between them (Dynamo makes two graphs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = torch.relu(self.a(x))
+        torch._dynamo.graph_break()
+        return torch.sigmoid(self.b(x))

@@ -16,7 +16,7 @@ from pyfxprof.capture.inductor import InductorCapture, compile_settings
 from pyfxprof.capture.inputs import BoundInputs
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.timing.compiled_executor import CompiledExecutor, plan_graph
-from tests.models import Net, net_input
+from tests.models import GraphBreak, Net, net_input
 
 RUNS = dict(runs=5, warmup=2, progress=False)
 
@@ -251,29 +251,8 @@ def test_graph_without_python_wrapper_is_timed_whole():
     assert "serve CUDA graphs only" in notes(cudagraphs, per_kernel)[-1]
 
 
-class Broken(torch.nn.Module):
-    """Two linear layers with a graph break between them."""
-
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
-
-    def forward(self, x):
-        x = torch.relu(self.a(x))
-        torch._dynamo.graph_break()
-        return torch.sigmoid(self.b(x))
-
-
-def test_graph_breaks_profile_each_graph():
-    prof = pyfxprof.profile(Broken().eval(), (torch.randn(4, 8),), compile=True, **RUNS)
-    kernels = _kernels(prof)
-    assert set(kernels["graph"]) == {0, 1}
-    assert {"a", "b"} <= {m for ms in kernels["source_modules"] for m in ms}
-    assert "2 compiled graph(s)" in " ".join(prof.meta["capture_notes"])
-
-
 def test_fullgraph_is_honoured_and_listed():
-    model, x = Broken().eval(), torch.randn(4, 8)
+    model, x = GraphBreak().eval(), torch.randn(4, 8)
     with pytest.raises(PyfxprofError, match="torch.compile failed: .*") as error:
         pyfxprof.profile(torch.compile(model, fullgraph=True), (x,), **RUNS)
     assert "\n" not in str(error.value)

@@ -17,21 +17,9 @@ from pyfxprof.capture.tracing import CaptureFallbackWarning
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run.capture_cache import CAPTURES
 from pyfxprof.timing.graph_spans import GraphsExecutor
+from tests.models import GraphBreak
 
 RUNS = dict(runs=5, warmup=1, progress=False)
-
-
-class Broken(torch.nn.Module):
-    """Two linear layers with an explicit graph break between them."""
-
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
-
-    def forward(self, x):
-        x = torch.relu(self.a(x))
-        torch._dynamo.graph_break()
-        return torch.sigmoid(self.b(x))
 
 
 class ItemBreak(torch.nn.Module):
@@ -39,7 +27,7 @@ class ItemBreak(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.first, self.second = Broken(), torch.nn.Linear(8, 4)
+        self.first, self.second = GraphBreak(), torch.nn.Linear(8, 4)
 
     def forward(self, x):
         scale = self.first(x).mean().item()
@@ -47,7 +35,7 @@ class ItemBreak(torch.nn.Module):
 
 
 def test_a_graph_break_gives_each_graph_and_the_between_row():
-    prof = pyfxprof.profile(Broken().eval(), (torch.randn(4, 8),), capture="dynamo", **RUNS)
+    prof = pyfxprof.profile(GraphBreak().eval(), (torch.randn(4, 8),), capture="dynamo", **RUNS)
     meta, nodes = prof.meta, prof.nodes
     assert meta["capture_mode"] == "dynamo" and meta["mode"] == "codegen"
     assert meta["graphs"] == 2 and len(meta["graph_breaks"]) >= 1
@@ -262,16 +250,19 @@ def test_train_mode_graphs_go_down_the_ladder():
         pyfxprof.profile(Branches(), (torch.randn(4, 8),), backward=True, **RUNS)
 
 
-def test_compiled_graph_breaks_have_the_between_row(tmp_path, monkeypatch):
+def test_compiled_graph_breaks_profile_each_graph_with_the_between_row(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     torch._dynamo.reset()
-    prof = pyfxprof.profile(Broken().eval(), (torch.randn(4, 8),), compile=True, **RUNS)
+    prof = pyfxprof.profile(GraphBreak().eval(), (torch.randn(4, 8),), compile=True, **RUNS)
     nodes = prof.nodes.set_index("name")
     assert nodes.loc[BETWEEN_GRAPHS, "op"] == "between_graphs"
     assert {"a", "b"} <= {m for ms in prof.nodes["source_modules"] for m in ms}
     column = list(prof.nodes["name"]).index(BETWEEN_GRAPHS)
     assert (prof.samples[:, column] > 0).all()
     assert (prof.samples.sum(axis=1) <= prof.run_totals).all()
+    kernels = prof.nodes[~prof.nodes["op"].isin(("outside_kernels", "between_graphs"))]
+    assert set(kernels["graph"]) == {0, 1}  # each graph's kernels, profiled
+    assert "2 compiled graph(s)" in " ".join(prof.meta["capture_notes"])
 
 
 @pytest.mark.timing(attempts=3)
