@@ -95,8 +95,10 @@ class Context:
     def cite(self, row: int, column: str = "median") -> str:
         """``name (what) median T, P%`` for node ``row`` (``column`` may be device_median)."""
         ns = self.stats.at[row, column]
-        return (f"{self.stats.at[row, 'name']} ({what(self.stats.loc[row])}) "
-                f"{column.replace('_', ' ')} {format_ns(ns)}, {format_pct(self.pct(ns))}")
+        name, kind = str(self.stats.at[row, "name"]), what(self.stats.loc[row])
+        glue = name.startswith("(") and kind.startswith(name.strip("()"))  # e.g. outside the graph
+        label = kind if glue else f"{name} ({kind})"
+        return f"{label} {column.replace('_', ' ')} {format_ns(ns)}, {format_pct(self.pct(ns))}"
 
     def cite_many(self, rows, line=None) -> list[str]:
         """``line(row)`` (default ``cite``) for the first MAX_EVIDENCE_NODES ``rows``, then

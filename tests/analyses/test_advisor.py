@@ -83,3 +83,13 @@ def test_empty_profile_gives_empty_advice():
     prof = make_profile(conv_bn_specs(), runs=0)
     advice = advise(prof)
     assert list(advice) == [] and "0 suggestions" in str(advice)
+
+
+def test_a_row_of_glue_is_cited_by_its_label_once():
+    from tests.outside_profiles import outside_profile
+    prof = outside_profile()
+    context = build_context(prof)
+    outside = list(context.stats["name"]).index("(Python outside the graph)")
+    cited = context.cite(outside)
+    assert cited.startswith("Python outside the graph (module calls, glue) median "), cited
+    assert context.cite(0).startswith("mm (torch.mm) median ")
