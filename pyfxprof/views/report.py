@@ -172,7 +172,7 @@ def _truncate(column: str, text: str) -> str:
     width = MAX_SHAPES_WIDTH if column in ("input_shapes", "output_shapes") else MAX_CELL_WIDTH
     if len(text) <= width:
         return text
-    if column in _KEEP_TAIL:
+    if column in _KEEP_TAIL and (column == "module_stack" or " " not in text):  # not prose
         return "…" + text[-(width - 1):]
     return text[:width - 1] + "…"
 

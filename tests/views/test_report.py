@@ -95,6 +95,12 @@ def test_long_cells_truncated_with_ellipsis():
     assert "bottleneck_block" not in text
 
 
+def test_a_glue_rows_label_keeps_its_head():
+    from tests.outside_profiles import outside_profile
+    text = outside_profile().table(columns=["name", "target"])
+    assert "Python outside the graph (modul…" in text  # prose reads from its start
+
+
 def test_noisy_warning_only_for_shown_rows():
     text = make_profile().table(sort_by="total", top=1)
     assert "noisy" not in text
