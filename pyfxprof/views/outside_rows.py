@@ -4,6 +4,8 @@ data.outside_graph.tree_rows)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..data.outside_graph import OUTSIDE_GRAPH, SHOWN_FUNCTIONS, call_figure, python_functions
 from ..data.units import format_ns, format_pct
 
@@ -18,16 +20,17 @@ def _cells(row, call_ns: float) -> dict[str, str]:
             "median": format_ns(float(row["self_ns"])), "pct_total": format_pct(share)}
 
 
-def with_function_rows(profile, columns: list[str], rows: list[list[str]],
-                       names: list[str]) -> list[list[str]]:
+def with_function_rows(profile, columns: list[str], rows: list[list[str]], names: list[str],
+                       fit: Callable[[str, str], str]) -> list[list[str]]:
     """`rows` (formatted, their node names `names`) with SHOWN_FUNCTIONS lines under the
     outside row: per function its name, origin, file:line and calls per call, its share of
-    the row as ns and as percent of the user's call."""
+    the row as ns and as percent of the user's call; each cell cut by `fit(column, text)`
+    as the table cuts its own."""
     if OUTSIDE_GRAPH not in names or "name" not in columns:
         return rows
     functions = python_functions(profile, top=SHOWN_FUNCTIONS)
     call_ns = call_figure(profile.meta.get("call"), "median_ns") or 0.0
-    lines = [[_cells(row, call_ns).get(c, "") if c in _FUNCTION_CELLS else "" for c in columns]
+    lines = [[fit(c, _cells(row, call_ns)[c]) if c in _FUNCTION_CELLS else "" for c in columns]
              for row in functions.to_dict("records")]
     at = names.index(OUTSIDE_GRAPH) + 1
     return rows[:at] + lines + rows[at:]

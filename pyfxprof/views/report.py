@@ -172,7 +172,7 @@ def _truncate(column: str, text: str) -> str:
     width = MAX_SHAPES_WIDTH if column in ("input_shapes", "output_shapes") else MAX_CELL_WIDTH
     if len(text) <= width:
         return text
-    if column in _KEEP_TAIL and (column == "module_stack" or " " not in text):  # not prose
+    if column in _KEEP_TAIL and " (" not in text:  # a name or path; a label in prose keeps its head
         return "…" + text[-(width - 1):]
     return text[:width - 1] + "…"
 
@@ -302,7 +302,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     formatted = [[_truncate(c, _cell(c, v)) for v in cut[c].tolist()] for c in columns]
     rows = [list(row) for row in zip(*formatted)]
     if group_by is None:  # the functions that spend the outside row, under it
-        rows = with_function_rows(profile, columns, rows, cut[name_column].tolist())
+        rows = with_function_rows(profile, columns, rows, cut[name_column].tolist(), _truncate)
     right = [pd.api.types.is_numeric_dtype(frame[c]) for c in columns]
     return View(
         header=profile_header(profile) + [f"rows: by {_sort_text(sort_by)}"],

@@ -99,6 +99,10 @@ def test_a_glue_rows_label_keeps_its_head():
     from tests.outside_profiles import outside_profile
     text = outside_profile().table(columns=["name", "target"])
     assert "Python outside the graph (modul…" in text  # prose reads from its start
+    long_path = "transformers/integrations/heterogeneity/configuration_utils.py:291"
+    prof = outside_profile()
+    prof.meta["call"]["functions"][0]["file_line"] = long_path
+    assert "…y/configuration_utils.py:291 ×1 " in prof.table()  # a path keeps its tail
 
 
 def test_noisy_warning_only_for_shown_rows():
