@@ -26,9 +26,9 @@ class ArgumentError(PyfxprofError, ValueError, TypeError):
     """
 
 
-def first_line(error: BaseException, empty: str | None = None) -> str:
-    """The first line of an exception's message; `empty` (default: the exception's type name)
-    when it has none.
+def first_line(error: BaseException | str, empty: str | None = None) -> str:
+    """The first line of an exception's message (or of a message); `empty` (default: the
+    exception's type name) when it has none.
 
     Example:
         >>> first_line(ValueError("bad shape" + chr(10) + "more detail"))

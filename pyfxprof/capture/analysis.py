@@ -92,7 +92,8 @@ def analyse(gm: fx.GraphModule, args: tuple) -> tuple[Any, dict[str, dict[str, A
         '[3, 2] float32'
     """
     cuda_device = cuda_device_of(args)
-    memory = allocator_events(cuda_device is not None) if memory_wanted() else contextlib.nullcontext({})
+    memory: contextlib.AbstractContextManager[dict[str, dict[str, int]]] = (
+        allocator_events(cuda_device is not None) if memory_wanted() else contextlib.nullcontext({}))
     try:
         with FlopMeter() as meter, memory as figures:
             recorder = ShapeRecorder(gm, meter, cuda_device)

@@ -115,20 +115,24 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     if dynamic is not None:
         dynamic(copied)
     breaks_before = dict(counters["graph_break"])
-    entry, eval_frame = _entry(family), torch._C._dynamo.eval_frame
+    from torch._C._dynamo import eval_frame
+    entry = _entry(family)
     try:
         with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods()), \
                 functions_allowed_in_graph():
-            compiled = torch.compile(entry, backend=recording, dynamic=None if dynamic else False,
-                                     isolate_recompiles=isolated)
+            # (torch.compile's overloads omit isolate_recompiles; its implementation takes it)
+            compiled = torch.compile(  # type: ignore[call-overload]
+                entry, backend=recording, dynamic=None if dynamic else False,
+                isolate_recompiles=isolated)
             compiled(target, copied.args, copied.kwargs)
         region = getattr(compiled, "_isolate_recompiles_id", -1)
         cache_entries = list(eval_frame._get_cache_entries_for_region(entry.__code__, region)
                              if isolated else
                              eval_frame._debug_get_cache_entry_list(entry.__code__))
     finally:
-        if hasattr(eval_frame, "_reset_code"):
-            eval_frame._reset_code(entry.__code__)
+        reset_code = getattr(eval_frame, "_reset_code", None)  # (not in every torch)
+        if reset_code is not None:
+            reset_code(entry.__code__)
     reasons = [r for r, n in counters["graph_break"].items() if n > breaks_before.get(r, 0)]
     return DynamoRun(graphs, copied, entry, cache_entries, reasons, region)
 
@@ -204,7 +208,8 @@ def with_module_stacks(gm: fx.GraphModule, name: str,
     traces naming the model's functions (not the functions Dynamo resumes them in after a
     graph break). With `taken`, node names are kept apart from the names in it, and added
     to it."""
-    graph, env = fx.Graph(), {}
+    graph = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
     for used in sorted(taken or ()):
         graph._graph_namespace.create_name(used, None)
     for node in gm.graph.nodes:

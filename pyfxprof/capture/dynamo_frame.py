@@ -95,8 +95,8 @@ class _Relay:
     """Dynamo's compiled graph as its generated code calls it: hands the graph's flat inputs
     to `runner` (the graph itself until an instrumented executor takes over)."""
 
-    def __init__(self) -> None:
-        self.runner: Callable[[tuple], Any] | None = None
+    def __init__(self, runner: Callable[[tuple], Any]) -> None:
+        self.runner = runner
 
     def __call__(self, *flat: Any) -> Any:
         return self.runner(flat)
@@ -111,8 +111,7 @@ def _relaying(relays: list[_Relay]) -> Callable:
     """A Dynamo backend returning, for each graph, a new relay (kept in `relays`) that runs
     the graph itself until run_graph_with says otherwise."""
     def backend(gm: fx.GraphModule, _example_inputs: list) -> _Relay:
-        relay = _Relay()
-        relay.runner = lambda flat: gm(*flat)
+        relay = _Relay(lambda flat: gm(*flat))
         relays.append(relay)
         return relay
     return backend
@@ -174,7 +173,7 @@ class DynamoFrame:
         raises a one-line PyfxprofError.
 
         Example:
-            >>> frame = DynamoFrame(None, None, None, [_Relay(), _Relay(), _Relay()],
+            >>> frame = DynamoFrame(None, None, None, [_Relay(_left_out) for _ in "abc"],
             ...                     ["g0", "g1", "g2"])
             >>> frame.keep([2, 1, 2]); frame.graphs, frame.order
             (['g2', 'g1'], [0, 1, 0])
@@ -263,7 +262,9 @@ def _frame(found: DynamoRun, target: Callable, relays: list[_Relay],
     frame hook in run-only mode, in the capture's isolate_recompiles region (resume
     functions and nested frames run the code cached for them there)."""
     entry = found.cache_entries[0]
-    function = types.FunctionType(entry.code, found.entry.__globals__, "captured")
+    # (pyright binds a FunctionType-typed dataclass field as a method: MethodType)
+    namespace = found.entry.__globals__  # pyright: ignore[reportAttributeAccessIssue]
+    function = types.FunctionType(entry.code, namespace, "captured")
     if nested:
         from torch._dynamo.eval_frame import RunOnlyContext
         run_only = RunOnlyContext()
@@ -306,5 +307,6 @@ def _argument_ints_dynamic() -> Any:
     import torch.compiler
 
     current = torch.compiler.config.dynamic_sources
-    return torch.compiler.config.patch(
+    # (install_config_module adds patch at run time; torch.compiler.config's stubs lack it)
+    return torch.compiler.config.patch(  # type: ignore[attr-defined]
         dynamic_sources=f"{current},{ARGUMENT_ATTRIBUTES}" if current else ARGUMENT_ATTRIBUTES)

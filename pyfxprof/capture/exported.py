@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import torch
+from torch.utils._pytree import TreeSpec
 
 from ..errors import PyfxprofError, first_line
 from .inputs import BoundInputs
@@ -60,7 +61,10 @@ def exported_name(module: torch.nn.Module) -> str:
         >>> exported_name(torch.export.export(torch.nn.Linear(2, 2), (torch.zeros(1, 2),)).module())
         'Linear'
     """
-    for node in module.graph.nodes:
+    graph = module.graph
+    if not isinstance(graph, torch.fx.Graph):  # (Module.__getattr__ is typed Tensor | Module)
+        return "ExportedProgram"
+    for node in graph.nodes:
         for value in (node.meta.get("nn_module_stack") or {}).values():
             if isinstance(value, tuple) and value[0] == "":
                 kind = value[1]
@@ -82,7 +86,9 @@ def check_exported_inputs(module: torch.nn.Module, bound: BoundInputs) -> None:
     """
     from torch.export import _unlift
     try:
-        _unlift._check_input_constraints_for_module(module, *_as_exported(module, bound))
+        # (torch._dynamo.disable's typing hides the function's (self, args, kwargs))
+        _unlift._check_input_constraints_for_module(  # pyright: ignore[reportCallIssue]
+            module, *_as_exported(module, bound))
     except Exception as error:  # torch's checks: a RuntimeError, ValueError or AssertionError
         why = first_line(error).split(". ")[0]  # torch's advice after it is about export
         if isinstance(error, ValueError) and "tree spec" in why:
@@ -96,8 +102,11 @@ def _as_exported(module: torch.nn.Module, bound: BoundInputs) -> tuple[tuple, di
     """(positional, keywords) as the program was exported with them: the module's forward
     takes its keywords positionally after the positional arguments (bound so), the program's
     input spec names them."""
+    spec = getattr(module, "_in_spec", None)  # set by torch's unlift, not in its stubs
+    if not isinstance(spec, TreeSpec):  # another spec: check as bound
+        return bound.args, bound.kwargs
     try:
-        positional, keywords = module._in_spec.children()
+        positional, keywords = spec.children()
         count, names = positional.num_children, list(keywords.context)
     except (AttributeError, ValueError, TypeError):  # another spec: check as bound
         return bound.args, bound.kwargs

@@ -60,7 +60,9 @@ def _counter_type() -> type:
         def _should_skip_dynamo(cls) -> bool:
             return False
 
-        __torch_dispatch__ = _FlopCounterMode.__torch_dispatch__.__wrapped__
+        # TorchDispatchMode wraps each subclass's __torch_dispatch__ at class creation (the
+        # Dynamo guard); the stubs see the plain function.
+        __torch_dispatch__ = _FlopCounterMode.__torch_dispatch__.__wrapped__  # type: ignore[attr-defined]
 
     class Counter(FlopCounterMode):
         def __enter__(self) -> "Counter":

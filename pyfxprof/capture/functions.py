@@ -10,6 +10,7 @@ from typing import Any, Iterator
 
 import torch
 import torch.fx as fx
+from torch.fx.node import map_aggregate
 
 _FUNCTION = torch.autograd.function.Function
 
@@ -17,11 +18,11 @@ _FUNCTION = torch.autograd.function.Function
 def _has_proxy(values: Any) -> bool:
     """Whether a Proxy is among `values` (nested lists, tuples and dicts included)."""
     found = []
-    fx.node.map_aggregate(values, lambda v: found.append(v) if isinstance(v, fx.Proxy) else v)
+    map_aggregate(values, lambda v: found.append(v) if isinstance(v, fx.Proxy) else v)
     return bool(found)
 
 
-def applied(function: type) -> Any:
+def applied(function: type[torch.autograd.Function]) -> Any:
     """The callable a graph node of `function` calls: its own ``apply``, named after it in
     the graph's code and the Profile's target.
 

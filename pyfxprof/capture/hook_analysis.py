@@ -73,7 +73,11 @@ class _CallRecorder:
     putting a memory.node_range named by the call's index around it when `ranges`."""
 
     def __init__(self, meter: FlopMeter, ranges: bool = False) -> None:
-        self.meter, self.events, self.calls, self.info, self._open = meter, [], [], [], []
+        self.meter = meter
+        self.events: list[int] = []  # 2k at call k's start, 2k + 1 at its end
+        self.calls: list[int] = []  # the hooked module's number, per call
+        self.info: list[dict[str, Any]] = []
+        self._open: list[int] = []  # calls begun and not ended
         self.ranges: dict[int, Any] | None = {} if ranges else None
 
     def pre(self, k: int) -> Callable:
@@ -113,8 +117,9 @@ def analyse_hooks(model: torch.nn.Module, leaves: Leaves, args: tuple,
         >>> found.calls, found.events.tolist(), found.info[0]["flops"]
         ([0, 1], [0, 1, 2, 3], 48)
     """
-    memory = (allocator_events(cuda_device_of(args) is not None) if memory_wanted()
-              else contextlib.nullcontext({}))
+    memory: contextlib.AbstractContextManager[dict[str, dict[str, int]]] = (
+        allocator_events(cuda_device_of(args) is not None) if memory_wanted()
+        else contextlib.nullcontext({}))
     try:
         with FlopMeter() as meter, memory as figures:
             recorder = _CallRecorder(meter, memory_wanted())

@@ -7,13 +7,16 @@ from __future__ import annotations
 import functools
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import torch
 import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
 from .inputs import BoundInputs
+
+if TYPE_CHECKING:
+    from torch._dynamo.eval_frame import OptimizedModule
 
 #: The Inductor setting added to the user's: comments naming each kernel call site and a
 #: kernel -> source node mapping (generated code and kernels are otherwise the same).
@@ -46,7 +49,7 @@ class CompileSettings:
                 f"fullgraph={self.fullgraph})")
 
 
-def is_compiled(model: Any) -> bool:
+def is_compiled(model: Any) -> TypeGuard[OptimizedModule]:
     """True for a module torch.compile returned (an OptimizedModule).
 
     Example:
@@ -94,10 +97,10 @@ def compile_settings(model: torch.nn.Module, compile: Any) -> tuple[torch.nn.Mod
                                   fullgraph)
 
 
-def _settings_of(optimized: torch.nn.Module) -> CompileSettings:
+def _settings_of(optimized: OptimizedModule) -> CompileSettings:
     """The Inductor settings an OptimizedModule was compiled with (the backend found at the
     end of Dynamo's `_torchdynamo_orig_backend` chain); other backends are refused."""
-    backend = optimized.dynamo_ctx.callback
+    backend: Any = optimized.dynamo_ctx.callback  # a chain of wrappers, each untyped
     while hasattr(backend, "_torchdynamo_orig_backend"):
         backend = backend._torchdynamo_orig_backend
     if not isinstance(backend, torch._TorchCompileInductorWrapper):
@@ -136,9 +139,10 @@ class InductorCapture:
     graphs: list[CompiledGraph] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.compiled = torch.compile(self.module, backend=self._backend,
-                                      dynamic=self.settings.dynamic,
-                                      fullgraph=self.settings.fullgraph, isolate_recompiles=True)
+        # (torch.compile's overloads omit isolate_recompiles; its implementation takes it)
+        self.compiled = torch.compile(  # type: ignore[call-overload]
+            self.module, backend=self._backend, dynamic=self.settings.dynamic,
+            fullgraph=self.settings.fullgraph, isolate_recompiles=True)
 
     def _backend(self, gm: fx.GraphModule, example_inputs: list) -> Any:
         from torch._inductor.compile_fx import compile_fx

@@ -112,7 +112,7 @@ class Binder:
 
     def __init__(self, signature: inspect.Signature) -> None:
         self.signature = signature
-        self._plans: dict[tuple, tuple[tuple, tuple]] = {}
+        self._plans: dict[tuple, tuple[tuple | None, tuple]] = {}
 
     def __call__(self, args: tuple, kwargs: dict) -> BoundInputs:
         shape = (len(args), *kwargs)
@@ -127,7 +127,7 @@ class Binder:
         return BoundInputs(tuple([_fill(item, args, kwargs) for item in positional]),
                            {name: _fill(item, args, kwargs) for name, item in keywords})
 
-    def _plan(self, n_args: int, names: tuple) -> tuple[tuple, tuple]:
+    def _plan(self, n_args: int, names: tuple) -> tuple[tuple | None, tuple]:
         """(what each positional argument takes, (name, what it takes) per keyword): a
         `_Slot` of the call, or a default value; (None, ()) when the call's own positional
         arguments are the bound ones and no keyword is passed on."""
@@ -141,7 +141,7 @@ class Binder:
 def _fill(item: Any, args: tuple, kwargs: dict) -> Any:
     if type(item) is not _Slot:
         return item
-    return args[item.index] if item.name is None else kwargs[item.name]
+    return args[item.index] if item.index is not None else kwargs[item.name]
 
 
 def _bound(signature: inspect.Signature, args: tuple, kwargs: dict) -> BoundInputs:

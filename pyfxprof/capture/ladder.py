@@ -201,7 +201,7 @@ def _copied_value(value: Any) -> Any:
 def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInputs) -> Prepared:
     """The analysis run of a graph capture on `bound`; `_RungFailed` when it fails. A graph
     with functional collectives gets their waits as nodes of their own first."""
-    traced = captured.graph_module = with_explicit_waits(captured.graph_module)
+    traced = captured.graph_module = with_explicit_waits(captured.graph_module_or_raise())
     nodes = timed_nodes(traced.graph)
     if not nodes:
         raise PyfxprofError(f"{type(model).__name__} has no operations to time "
@@ -216,9 +216,15 @@ def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInput
         raise _RungFailed(f"the graph fails where the model runs ({error})") from None
     infos = [info.get(node.name, {}) for node in nodes]
     frame = with_analysis_columns(nodes_frame(nodes, traced), infos)
-    return Prepared(captured, args, frame, int(frame["flops"].sum()),
+    return Prepared(captured, args, frame, _total_flops(frame),
                     memory_meta=_model_peak_meta(infos),
                     analysis_s=time.perf_counter() - started)
+
+
+def _total_flops(frame: pd.DataFrame) -> int:
+    """The FLOPs of all the rows of a nodes table."""
+    # (pandas-stubs type a column's sum as a scalar or a Series)
+    return int(frame["flops"].sum())  # pyright: ignore[reportArgumentType]
 
 
 def _graph_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]:
@@ -227,7 +233,7 @@ def _graph_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]
         args = captured.graph_args(bound.args, bound.kwargs)
     except PyfxprofError as error:
         raise _RungFailed(str(error)) from None
-    return args, analyse(captured.graph_module, args)[1]
+    return args, analyse(captured.graph_module_or_raise(), args)[1]
 
 
 def _frame_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]:
@@ -237,7 +243,7 @@ def _frame_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]
 
     def analysed(flat: tuple) -> Any:
         seen["args"] = flat
-        output, seen["info"] = analyse(captured.graph_module, flat)
+        output, seen["info"] = analyse(captured.graph_module_or_raise(), flat)
         return output
 
     captured.frame.run_graph_with(analysed)
@@ -252,7 +258,8 @@ def _frame_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]
 
 def _fx_rung(model, bound: BoundInputs, tracer_options: tuple, _granularity) -> Prepared:
     try:
-        captured = capture(model, *tracer_options, mode=FX)
+        leaves, autowrap, concrete_args = tracer_options
+        captured = capture(model, leaves, autowrap, concrete_args, mode=FX)
     except PyfxprofError as error:
         raise _RungFailed(str(error).split(" — ")[0], str(error)) from None
     return _graph_prepared(model, captured, bound)
@@ -298,7 +305,7 @@ def _graphs_prepared(model: torch.nn.Module, frame: DynamoFrame, bound: BoundInp
     breaks = "; ".join(frame.breaks) or "none reported"
     captured = Capture(None, DYNAMO, [f"dynamo: {len(frame.graphs)} graphs at {granularity} "
                                         f"level (graph breaks: {breaks})"], frame=frame)
-    return Prepared(captured, bound.args, frame_rows, int(frame_rows["flops"].sum()),
+    return Prepared(captured, bound.args, frame_rows, _total_flops(frame_rows),
                     kwargs=bound.kwargs, memory_meta=_model_peak_meta(infos))
 
 
@@ -404,7 +411,7 @@ def hooks_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInputs
         analysis = analyse_hooks(model, captured.leaves, bound.args, bound.kwargs)
     calls = [(captured.leaves[k][0], type(captured.leaves[k][1]).__name__) for k in analysis.calls]
     frame = with_analysis_columns(module_calls_frame(calls, type(model).__name__), analysis.info)
-    flops = int(frame["flops"].sum())
+    flops = _total_flops(frame)
     if analysis.flops > flops:
         captured.notes.append(f"{analysis.flops - flops} FLOPs ran outside the hooked modules "
                               "(on no row, not in the total)")

@@ -112,7 +112,9 @@ def allocator_events(cuda: bool) -> Iterator[dict[str, dict[str, int]]]:
     with torch.profiler.profile(activities=activities, profile_memory=True) as prof:
         yield figures
     devices = ("cpu", "cuda") if cuda else ("cpu",)
-    figures.update(node_figures(prof.profiler.kineto_results.events(), devices))
+    profiler = prof.profiler
+    assert profiler is not None and profiler.kineto_results is not None  # (set at its end)
+    figures.update(node_figures(profiler.kineto_results.events(), devices))
 
 
 def node_figures(events, devices: tuple[str, ...]) -> dict[str, dict[str, int]]:

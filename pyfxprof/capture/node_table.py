@@ -48,12 +48,16 @@ def target_name(node: fx.Node) -> str:
     """Readable target: module path, qualified function name (a bound collective's public
     name), or method name."""
     if node.op == "call_function":
-        if isinstance(getattr(node.target, "public_name", None), str):
-            return node.target.public_name
-        try:
-            return _get_qualified_name(node.target)
-        except (RuntimeError, AttributeError):
-            return getattr(node.target, "__name__", str(node.target))
+        public_name = getattr(node.target, "public_name", None)
+        if isinstance(public_name, str):
+            return public_name
+        target = node.target
+        if not isinstance(target, str):  # (a call_function's target is the function)
+            try:
+                return _get_qualified_name(target)
+            except (RuntimeError, AttributeError):
+                pass
+        return getattr(target, "__name__", str(target))
     return str(node.target)
 
 
@@ -155,7 +159,8 @@ def module_calls_frame(calls: list[tuple[str, str]], root_type: str) -> pd.DataF
         >>> list(frame["name"]), frame["module_stack"][0]
         (['layer1_0', 'relu', 'relu_1'], ('layer1', 'layer1.0'))
     """
-    rows, seen = [], {}
+    rows: list[dict] = []
+    seen: dict[str, int] = {}
     for index, (path, module_type) in enumerate(calls):
         base = path.replace(".", "_") or root_type
         repeat = seen.get(path, 0)

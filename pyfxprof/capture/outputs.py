@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from typing import Any, Callable
 
 import torch.fx as fx
+from torch.fx.node import map_arg
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 
@@ -32,8 +34,7 @@ def flatten(value: Any) -> tuple[list, Callable[[list], Any]]:
         if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
             names = [field.name for field in dataclasses.fields(leaf)]
             inner, rebuild_inner = flatten([getattr(leaf, name) for name in names])
-            makers.append((len(inner), lambda values, t=leaf, n=names, r=rebuild_inner:
-                           _with_fields(t, n, r(values))))
+            makers.append((len(inner), functools.partial(_with_fields, leaf, names, rebuild_inner)))
             flat += inner
         else:
             makers.append((1, lambda values: values[0]))
@@ -48,9 +49,10 @@ def flatten(value: Any) -> tuple[list, Callable[[list], Any]]:
     return flat, rebuild
 
 
-def _with_fields(template: Any, names: list[str], values: list) -> Any:
+def _with_fields(template: Any, names: list[str], rebuild: Callable[[list], Any],
+                 values: list) -> Any:
     made = copy.copy(template)
-    for name, value in zip(names, values):
+    for name, value in zip(names, rebuild(values)):
         object.__setattr__(made, name, value)  # frozen dataclasses too
     return made
 
@@ -79,8 +81,8 @@ def unfold_dataclass_nodes(value: Any) -> Any:
                 and dataclasses.is_dataclass(target)):
             return node
         try:
-            return target(*fx.node.map_arg(node.args, unfold),
-                          **fx.node.map_arg(node.kwargs, unfold))
+            return target(*map_arg(node.args, unfold),
+                          **map_arg(node.kwargs, unfold))
         except Exception:  # noqa: BLE001 - a __post_init__ computing on its fields
             return node
-    return fx.node.map_arg(value, unfold)
+    return map_arg(value, unfold)

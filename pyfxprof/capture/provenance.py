@@ -157,4 +157,6 @@ def kernels_frame(rows: list[dict]) -> pd.DataFrame:
             row["name"] = f"{row['name']}#{seen[row['name']]}"
         row["index"] = index
     frame = pd.DataFrame(rows)
-    return frame[[c for c in COLUMNS if c in frame] + [c for c in frame if c not in COLUMNS]]
+    # (pandas-stubs type a frame indexed by a list of labels as a frame or a Series)
+    return frame[[c for c in COLUMNS if c in frame]  # pyright: ignore[reportReturnType]
+                 + [c for c in frame if c not in COLUMNS]]

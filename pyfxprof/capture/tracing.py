@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import torch
 import torch.fx as fx
+import torch.fx.graph_module
 
 from ..errors import PyfxprofError, first_line
 from .collectives import bind_constants
@@ -202,6 +203,21 @@ class Capture:
     frame: Any = None
     _binder: Binder | None = field(default=None, init=False, repr=False, compare=False)
 
+    def graph_module_or_raise(self) -> fx.GraphModule:
+        """`graph_module`, for a capture that has one (every mode but "hooks" and "whole").
+
+        Example:
+            >>> isinstance(capture(torch.nn.ReLU()).graph_module_or_raise(), fx.GraphModule)
+            True
+            >>> Capture(None, "hooks").graph_module_or_raise()
+            Traceback (most recent call last):
+            ...
+            pyfxprof.errors.PyfxprofError: the hooks capture has no graph module
+        """
+        if self.graph_module is None:
+            raise PyfxprofError(f"the {self.mode} capture has no graph module")
+        return self.graph_module
+
     def graph_args(self, args: tuple = (), kwargs: dict | None = None) -> tuple:
         """The graph's positional inputs for the call `model(*args, **kwargs)`.
 
@@ -215,7 +231,7 @@ class Capture:
             tensors = input_tensors(bound)
             return tuple(tensors[k] if isinstance(k, int) else k for k in self.graph_inputs)
         if self._binder is None:  # the graph's signature, read once (calls reuse its plans)
-            self._binder = Binder(inspect.signature(self.graph_module.forward))
+            self._binder = Binder(inspect.signature(self.graph_module_or_raise().forward))
         bound = self._binder(bound.args, bound.kwargs)
         if bound.kwargs:
             raise PyfxprofError(f"keywords {', '.join(bound.kwargs)} reach forward only "
@@ -301,7 +317,7 @@ def _bindings(model: torch.nn.Module) -> list[tuple]:
 def _rebind(bindings: list[tuple]) -> list[tuple[str, str]]:
     """Bind every module's buffers and parameters back as in `bindings`; the (path, name)
     of those that had been assigned, innermost module first."""
-    rebound = []
+    rebound: list[tuple[str, str]] = []
     for path, module, buffers, parameters in reversed(bindings):
         for own, saved in ((module._buffers, buffers), (module._parameters, parameters)):
             if own.keys() != saved.keys() or any(own[k] is not v for k, v in saved.items()):
@@ -325,6 +341,7 @@ def leaf_trace(model: torch.nn.Module, leaves: list, autowrap: tuple = (),
     """
     notes: list[str] = []
     failed_types: set[type] = set()
+    failure = ""  # (set by every attempt that does not return)
     for _ in range(MAX_LEAF_ATTEMPTS + 1):
         tracer = ProfilingTracer(leaves, autowrap)
         try:

@@ -38,6 +38,11 @@ class ResNet18(nn.Module):
         torch.Size([1, 1000])
     """
 
+    layer1: nn.Sequential  # (set by setattr below)
+    layer2: nn.Sequential
+    layer3: nn.Sequential
+    layer4: nn.Sequential
+
     def __init__(self, num_classes: int = 1000) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)

@@ -2,7 +2,7 @@
 the modules in pyfxprof.cli.commands (see pyfxprof/cli/spec_writer.py): do not edit by hand."""
 
 # fmt: off
-COMMANDS = {'profile': {'help': 'profile a model and print per-node times',
+COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-node times',
              'description': 'Time every node of a model with native timers.',
              'epilog': None,
              'groups': [{'title': 'compiled models (docs/compiled.md)', 'description': None},

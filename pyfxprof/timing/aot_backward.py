@@ -5,13 +5,13 @@ codegen executor), every aten node joined to the captured node it comes from."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import torch
 import torch.fx as fx
-from functorch.compile import make_boxed_func
 from torch._functorch import config as functorch_config
+from torch._functorch._aot_autograd.utils import make_boxed_func
 from torch._functorch.aot_autograd import aot_module_simplified
 
 from .native import _C
@@ -20,6 +20,9 @@ from ..capture.tracing import timed_nodes
 from .durations import RunTimings
 from .executors import make_executor
 from .recorder import RECORDER, Records
+
+if TYPE_CHECKING:
+    from .executors import Executor
 
 #: Marks of one step, in the order they are taken (each once per step).
 _FORWARD, _LOSS_BEGIN, _LOSS_END, _BACKWARD_BEGIN, _BACKWARD_END = range(5)
@@ -99,7 +102,8 @@ class AotStep:
     def __init__(self, gm: fx.GraphModule, args: tuple, n_nodes: int, mode: str) -> None:
         self.n_nodes, self.mode, self._runs = n_nodes, mode, 0
         self.names = {node.name: k for k, node in enumerate(timed_nodes(gm.graph))}
-        self.forward = self.backward = None
+        self.forward: Executor | None = None
+        self.backward: Executor | None = None
         self.backward_samples: np.ndarray | None = None
         self.backward_starts: np.ndarray | None = None  # the graph's start in each step
         self.first = RECORDER.allocate(5)
@@ -109,20 +113,18 @@ class AotStep:
                                                    fw_compiler=self._on_forward,
                                                    bw_compiler=self._on_backward)
 
-    def _on_forward(self, graph_module: fx.GraphModule, _inputs: Any) -> Any:
-        self.forward_rows = source_rows(graph_module.graph, self.names, self.n_nodes + 2)
-        self.forward_graph = graph_module.graph
-        self.forward = make_executor(self.mode, graph_module, len(self.forward_rows))
-        self.forward.reset(self._runs)
-        executor = self.forward
+    def _on_forward(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
+        self.forward_rows = source_rows(gm.graph, self.names, self.n_nodes + 2)
+        self.forward_graph = gm.graph
+        executor = self.forward = make_executor(self.mode, gm, len(self.forward_rows))
+        executor.reset(self._runs)
         return make_boxed_func(lambda *args: executor.run(args))
 
-    def _on_backward(self, graph_module: fx.GraphModule, _inputs: Any) -> Any:
+    def _on_backward(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
         self.backward_rows = backward_rows(self.forward_graph, self.forward_rows,
-                                           graph_module.graph, self.n_nodes + 2)
-        self.backward = make_executor(self.mode, graph_module, len(self.backward_rows))
-        self.backward.reset(self._runs)
-        executor = self.backward
+                                           gm.graph, self.n_nodes + 2)
+        executor = self.backward = make_executor(self.mode, gm, len(self.backward_rows))
+        executor.reset(self._runs)
         return make_boxed_func(lambda *args: executor.run(args))
 
     def run(self, args: tuple) -> Any:
@@ -153,7 +155,7 @@ class AotStep:
             >>> AotStep(gm, (torch.ones(1, 2),), 1, "codegen").failed_node(["linear"])
         """
         aten = [node.name for node in timed_nodes(self.forward_graph)]
-        failed = self.forward.failed_node(aten)
+        failed = self._executors()[0].failed_node(aten)
         row = None if failed is None else int(self.forward_rows[aten.index(failed)])
         return names[row] if row is not None and row < len(names) else None
 
@@ -165,6 +167,12 @@ class AotStep:
                 executor.reset(runs)
         RECORDER.collect(self.first, 5)
 
+    def _executors(self) -> tuple[Executor, Executor]:
+        """(forward, backward) graphs' executors: AOTAutograd compiled both in __init__
+        (non-lazy backward lowering)."""
+        assert self.forward is not None and self.backward is not None
+        return self.forward, self.backward
+
     def backward_order(self) -> list[int]:
         """The rows in the order the backward runs them: (autograd engine), the forward
         nodes' rows in the order of their first node in the backward graph, (accumulate
@@ -175,13 +183,13 @@ class AotStep:
 
     def overhead_ns(self) -> float:
         """The timed call's calibrated cost (both graphs run the same timed calls)."""
-        return self.forward.calibration.overhead_ns
+        return self._executors()[0].calibration.overhead_ns
 
     def durations(self) -> RunTimings:
         """The steps since reset: forward ns per row (runs, n_nodes + 3), step totals (first
         mark to last, the timed calls' cost taken off) and step starts; the backward ns per
         row are left in ``backward_samples``."""
-        forward, backward = self.forward.timings(), self.backward.timings()
+        forward, backward = (executor.timings() for executor in self._executors())
         marks = _step_marks(RECORDER.collect(self.first, 5), self.first)
         runs = min(len(marks), forward.intervals.shape[0], backward.intervals.shape[0])
         marks, width = marks[:runs], self.n_nodes + 3

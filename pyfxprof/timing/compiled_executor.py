@@ -103,10 +103,13 @@ def timed_call_source(source: str, sites: list[CallSite], first_column: int) -> 
             pyfxprof_timed(3, args[0])
             return args
     """
-    start, end, found = _call_def(source)
+    call_def = _call_def(source)
+    assert call_def is not None  # (a graph is planned with sites only when it has one)
+    start, end, found = call_def
     lines = source.splitlines()
     for k, site in enumerate(sites):
         call = CALL.match(lines[site.line])
+        assert call is not None  # (call_sites matched it)
         rest = call["rest"]
         comma = "" if rest.lstrip().startswith(")") else ", "
         lines[site.line] = f"{call['head']}{TIMED_NAME}({first_column + k}{comma}{rest}"
@@ -134,8 +137,8 @@ class CompiledExecutor(SpannedExecutor):
         self.calls = _C.timed_calls(self.table.native)
         self.calibration: Calibration = calibrate_timed_calls()
         self._first_event = RECORDER.allocate(self.calls_per_run + 1) if device_events else None
-        self.device = (DeviceEvents(self._first_event, self.calls_per_run) if device_events
-                       else None)
+        self.device = (None if self._first_event is None
+                       else DeviceEvents(self._first_event, self.calls_per_run))
         self._runs = 0
         self._plain = [plan.graph.output.current_callable for plan in plans]
         self.spans = GraphSpans(len(plans))

@@ -43,11 +43,39 @@ class Executor(Protocol):
 
     def __enter__(self) -> "Executor": ...
     def __exit__(self, *exc_info: Any) -> None: ...
-    def run(self, args: tuple) -> Any: ...
+    def run(self, args: tuple, /) -> Any: ...
     def failed_node(self, names: list[str]) -> str | None: ...
     def reset(self, runs: int = 0) -> None: ...
     def timings(self) -> RunTimings: ...
     def device_samples(self) -> np.ndarray | None: ...
+
+
+class _EventsRun:
+    """CodegenExecutor's run with CUDA events: one timed run on `args`, the native TimedRun's
+    steps with the device's events around them."""
+
+    def __init__(self, table: RunTable, forward: Callable[..., Any],
+                 device: DeviceEvents) -> None:
+        self.table, self.forward, self.device, self.runs = table, forward, device, 0
+
+    def __call__(self, args: tuple) -> Any:
+        self.device.begin_run()
+        self.table.begin()
+        try:
+            output = self.forward(*args)
+        except _C.CudaError as error:
+            self.table.abandon()
+            self.device.abandon_run()
+            raise PyfxprofError(f"recording a CUDA event failed in run {self.runs}: {error}; "
+                                "no profile was built from incomplete events") from None
+        except BaseException:
+            self.table.abandon()
+            self.device.abandon_run()
+            raise
+        self.table.end()
+        self.device.end_run(self.runs)
+        self.runs += 1
+        return output
 
 
 class CodegenExecutor:
@@ -74,40 +102,19 @@ class CodegenExecutor:
         # hooks, so nn.Module.__call__ and GraphModule's call wrapper would only add time
         self._forward = self.module.forward
         self.calibration: Calibration = calibrate_timed_calls()
-        self.device = DeviceEvents(first_event, n_nodes) if device_events else None
-        if self.device is None:
-            # run(args) is then one native call: the table's begin_run, the forward and
-            # end_run (the Profiler's hot path: no Python frame, no pybind11 call); a
-            # raising run's row stays unended, for failed_node()
-            self.run = _C.timed_run(self.table.native, self._forward, PyfxprofError)
-        self._runs = 0
+        self.device = None if first_event is None else DeviceEvents(first_event, n_nodes)
+        # run(args), one timed run: without device events one native call (the table's
+        # begin_run, the forward and end_run: the Profiler's hot path, no Python frame, no
+        # pybind11 call; a raising run's row stays unended, for failed_node())
+        self.run: Callable[[tuple], Any] = (
+            _C.timed_run(self.table.native, self._forward, PyfxprofError) if self.device is None
+            else _EventsRun(self.table, self._forward, self.device))
 
     def __enter__(self) -> "CodegenExecutor":
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.table.abandon()
-
-    def run(self, args: tuple) -> Any:
-        """One timed run on `args` with CUDA events (without them, run is the instance's
-        native TimedRun, set in __init__)."""
-        self.device.begin_run()
-        self.table.begin()
-        try:
-            output = self._forward(*args)
-        except _C.CudaError as error:
-            self.table.abandon()
-            self.device.abandon_run()
-            raise PyfxprofError(f"recording a CUDA event failed in run {self._runs}: {error}; "
-                                "no profile was built from incomplete events") from None
-        except BaseException:
-            self.table.abandon()
-            self.device.abandon_run()
-            raise
-        self.table.end()
-        self.device.end_run(self._runs)
-        self._runs += 1
-        return output
 
     def failed_node(self, names: list[str]) -> str | None:
         """The name of the node the last run raised in (None: after the last node)."""
@@ -131,7 +138,7 @@ class InterpreterExecutor:
     """Runs the graph through ProfilingInterpreter (each node's call timed natively)."""
 
     mode = "interpreter"
-    device = None  # the interpreter times the host only
+    device: DeviceEvents | None = None  # the interpreter times the host only
 
     def __init__(self, gm: fx.GraphModule, n_nodes: int) -> None:
         self.interpreter = ProfilingInterpreter(gm)
@@ -191,7 +198,7 @@ def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_e
                                            "the host only")
         return GraphsExecutor(prepared.captured.frame, prepared.kwargs)
     if prepared.analysis is None:
-        return make_executor(mode, prepared.captured.graph_module, len(prepared.frame),
+        return make_executor(mode, prepared.captured.graph_module_or_raise(), len(prepared.frame),
                              device_events)
     if device_events:
         prepared.captured.notes.append("device timing needs an FX capture: host times only")

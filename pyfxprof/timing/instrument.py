@@ -9,8 +9,10 @@ import functools
 from typing import Any
 
 import torch.fx as fx
+from torch.fx.graph import CodeGen
 
 from .native import _C
+from ..capture.node_targets import target_module, target_path
 from ..capture.tracing import timed_nodes
 
 
@@ -32,11 +34,11 @@ def node_callable(gm: fx.GraphModule, node: fx.Node) -> tuple[Any, bool]:
         ReLU()
     """
     if node.op == "call_module":
-        return gm.get_submodule(node.target), False
+        return target_module(gm, node), False
     if node.op == "call_method":
         return node.target, True
     if node.op == "get_attr":
-        return functools.partial(_fetch_attr, gm, node.target), False
+        return functools.partial(_fetch_attr, gm, target_path(node)), False
     return node.target, False
 
 
@@ -57,7 +59,7 @@ def insert_timed_calls(gm: fx.GraphModule, graph: fx.Graph, table: "_C.SampleTab
     for k, node in enumerate(nodes):
         target, method = node_callable(gm, node)
         event = -1 if cuda_first_id is None else cuda_first_id + k
-        path = tuple(node.target.split(".")) if node.op == "call_module" else None
+        path = tuple(target_path(node).split(".")) if node.op == "call_module" else None
         column = first_column + k
         calls.set(column, gm if path else target, method, event,
                   event >= 0 and k == len(nodes) - 1, path)
@@ -80,13 +82,13 @@ def instrument(gm: fx.GraphModule, table: "_C.SampleTable", cuda_first_id: int |
     """
     graph = copy.deepcopy(gm.graph)
     insert_timed_calls(gm, graph, table, cuda_first_id, first_column)
-    plain_codegen = type(graph._codegen) is fx.graph.CodeGen
+    plain_codegen = type(graph._codegen) is CodeGen
     if plain_codegen:
         graph._codegen = TimedLocalCodeGen()
     try:
         instrumented = fx.GraphModule(gm, graph, type(gm).__name__)
     except (NameError, SyntaxError):  # FX named the builtin's global otherwise: keep it global
-        graph._codegen = fx.graph.CodeGen()
+        graph._codegen = CodeGen()
         instrumented = fx.GraphModule(gm, graph, type(gm).__name__)
     return instrumented
 
@@ -95,7 +97,7 @@ def instrument(gm: fx.GraphModule, table: "_C.SampleTable", cuda_first_id: int |
 TIMED_GLOBAL = "pyfxprof__C_timed"
 
 
-class TimedLocalCodeGen(fx.graph.CodeGen):
+class TimedLocalCodeGen(CodeGen):
     """FX's code generator, with the builtin `timed` also bound as a keyword-only default of
     the generated forward: each node then loads it as a fast local instead of looking up a
     global (25-40 ns less per node after a tensor op in a scratch measurement on the 2-core VM).

@@ -15,6 +15,7 @@ import torch
 import torch.fx as fx
 
 from .native import _C
+from ..capture.node_targets import target_path
 from ..capture.tracing import capture, timed_nodes
 from .calibration import calibrate_timed_calls
 from .durations import RunTimings
@@ -49,8 +50,10 @@ class ProfilingInterpreter(fx.Interpreter):
         True
     """
 
+    graph: fx.Graph  # (fx.Interpreter sets it from its module's, typed Tensor | Module)
+
     def __init__(self, mod: torch.nn.Module, garbage_collect_values: bool = True) -> None:
-        gm = mod if isinstance(mod, fx.GraphModule) else capture(mod).graph_module
+        gm = mod if isinstance(mod, fx.GraphModule) else capture(mod).graph_module_or_raise()
         super().__init__(gm, garbage_collect_values)
         self.timed = timed_nodes(gm.graph)
         self.table = RunTable(len(self.timed))
@@ -78,7 +81,7 @@ class ProfilingInterpreter(fx.Interpreter):
             self._calls.set(k, getattr(self, node.op))
             return True
         if node.op == "get_attr":  # the lookup is the node's work
-            self._calls.set(k, functools.partial(self.fetch_attr, node.target))
+            self._calls.set(k, functools.partial(self.fetch_attr, target_path(node)))
             return False
         target, method = node_callable(gm, node)
         self._calls.set(k, target, method)
@@ -141,10 +144,12 @@ class ProfilingInterpreter(fx.Interpreter):
         fresh = self.table.take()
         kept = self._kept
         if kept is not None:
-            fresh = RunTimings(*(np.concatenate([getattr(kept, f), getattr(fresh, f)])
-                                 for f in ("intervals", "run_totals", "run_starts")),
-                               kept.incomplete_runs + fresh.incomplete_runs,
-                               np.concatenate([kept.between_nodes, fresh.between_nodes]))
+            between = (None if kept.between_nodes is None or fresh.between_nodes is None
+                       else np.concatenate([kept.between_nodes, fresh.between_nodes]))
+            fresh = RunTimings(np.concatenate([kept.intervals, fresh.intervals]),
+                               np.concatenate([kept.run_totals, fresh.run_totals]),
+                               np.concatenate([kept.run_starts, fresh.run_starts]),
+                               kept.incomplete_runs + fresh.incomplete_runs, between)
         self._kept = fresh
         return fresh
 

@@ -158,8 +158,9 @@ class ChunkedCollector:
         """Every run since the last reset, in one RunTimings."""
         self._collect()
         chunks, self._chunks = self._chunks, []
-        return RunTimings(*(np.concatenate([getattr(c, f) for c in chunks])
-                            for f in ("intervals", "run_totals", "run_starts")),
+        return RunTimings(np.concatenate([c.intervals for c in chunks]),
+                          np.concatenate([c.run_totals for c in chunks]),
+                          np.concatenate([c.run_starts for c in chunks]),
                           sum(c.incomplete_runs for c in chunks))
 
 

@@ -27,9 +27,11 @@ class TimeTimeInterpreter(fx.Interpreter):
         self.total_runtime_sec: list[float] = []
         self.runtimes_sec: dict[fx.Node, list[float]] = {}
 
-    def run(self, *args: Any) -> Any:
+    def run(self, *args: Any, initial_env: dict | None = None,
+            enable_io_processing: bool = True) -> Any:
         t_start = time.time()
-        return_val = super().run(*args)
+        return_val = super().run(*args, initial_env=initial_env,
+                                 enable_io_processing=enable_io_processing)
         t_end = time.time()
         self.total_runtime_sec.append(t_end - t_start)
         return return_val

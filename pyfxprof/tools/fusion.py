@@ -26,6 +26,7 @@ from torch.nn.modules.conv import _ConvNd
 from torch.nn.utils import parametrize
 from torch.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
 
+from ..capture.node_targets import target_module, target_path
 from ..errors import ArgumentError, PyfxprofError, first_line
 
 __all__ = ["FusionError", "FusionReport", "fuse_conv_bn", "max_abs_difference"]
@@ -102,7 +103,7 @@ def fuse_conv_bn(model: nn.Module) -> torch.fx.GraphModule:
     if model.training:
         raise FusionError("model is in training mode; call model.eval() first")
     gm = _trace(_copy(model))
-    modules = dict(gm.named_modules())
+    modules: dict[str, nn.Module] = dict(gm.named_modules())
     _require_eval(gm, modules)
     calls = Counter(id(modules[n.target]) for n in gm.graph.nodes if n.op == "call_module")
     read_attrs = [n.target for n in gm.graph.nodes if n.op == "get_attr"]
@@ -111,20 +112,20 @@ def fuse_conv_bn(model: nn.Module) -> torch.fx.GraphModule:
         conv_node = _producer(bn_node, gm)
         if conv_node is None:
             continue
-        conv, bn = gm.get_submodule(conv_node.target), gm.get_submodule(bn_node.target)
+        conv_path, bn_path = target_path(conv_node), target_path(bn_node)
+        conv, bn = gm.get_submodule(conv_path), gm.get_submodule(bn_path)
         reason = _unsafe_reason(conv_node, bn_node, conv, bn, calls, read_attrs)
         if reason:
-            report.skipped.append((conv_node.target, bn_node.target, reason))
+            report.skipped.append((conv_path, bn_path, reason))
             continue
-        fold = fuse_linear_bn_eval if isinstance(conv, nn.Linear) else fuse_conv_bn_eval
-        gm.set_submodule(conv_node.target, fold(conv, bn))
+        gm.set_submodule(conv_path, _folded(conv, bn))
         bn_node.replace_all_uses_with(conv_node)
         gm.graph.erase_node(bn_node)
-        report.fused.append((conv_node.target, bn_node.target))
+        report.fused.append((conv_path, bn_path))
     gm.delete_all_unused_submodules()
     gm.graph.lint()
     gm.recompile()
-    gm.fusion_report = report
+    gm.fusion_report = report  # type: ignore[assignment]  # (Module.__setattr__ takes any value)
     return gm
 
 
@@ -199,12 +200,21 @@ def _producer(bn_node: torch.fx.Node, gm: torch.fx.GraphModule) -> torch.fx.Node
     """The conv/linear call_module node feeding `bn_node` if it is a BN call, else None."""
     if bn_node.op != "call_module" or not bn_node.args:
         return None
-    if not isinstance(gm.get_submodule(bn_node.target), _BatchNorm):
+    if not isinstance(target_module(gm, bn_node), _BatchNorm):
         return None
     src = bn_node.args[0]
     if not isinstance(src, torch.fx.Node) or src.op != "call_module":
         return None
-    return src if isinstance(gm.get_submodule(src.target), (_ConvNd, nn.Linear)) else None
+    return src if isinstance(target_module(gm, src), (_ConvNd, nn.Linear)) else None
+
+
+def _folded(conv: nn.Module, bn: nn.Module) -> nn.Module:
+    """`conv` with the eval-mode `bn` folded in (_producer paired a conv or Linear with a
+    BatchNorm)."""
+    assert isinstance(bn, _BatchNorm) and isinstance(conv, (_ConvNd, nn.Linear))
+    if isinstance(conv, nn.Linear):
+        return fuse_linear_bn_eval(conv, bn)
+    return fuse_conv_bn_eval(conv, bn)
 
 
 def _unsafe_reason(conv_node, bn_node, conv, bn, calls: Counter, read_attrs) -> str | None:

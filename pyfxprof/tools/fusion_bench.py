@@ -158,6 +158,8 @@ def benchmark_fusion(
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     fused = fuse_conv_bn(model)
+    report = fused.fusion_report
+    assert isinstance(report, FusionReport)  # (fuse_conv_bn attaches it)
     variants = {UNFUSED: model, FUSED: fused}
     scripted, script_error = _script(fused)
     if scripted is not None:
@@ -167,7 +169,7 @@ def benchmark_fusion(
     return FusionBenchmark(
         samples_ns=samples,
         max_abs_diff=diffs,
-        report=fused.fusion_report,
+        report=report,
         runs=runs,
         warmup=warmup,
         threads=torch.get_num_threads(),

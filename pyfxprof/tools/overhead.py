@@ -6,6 +6,7 @@ holds zero (docs/overhead.md)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import time
 from dataclasses import dataclass, field
@@ -182,7 +183,9 @@ def _events_per_call(call: Callable[[], Any], calls: int = 3) -> int:
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(calls):
             call()
-    return len(prof.events()) // calls
+    events = prof.events()
+    assert events is not None  # (None only before a session ran)
+    return len(events) // calls
 
 
 def _methods(gm: fx.GraphModule, args: tuple, n_nodes: int) -> tuple[dict, list]:
@@ -193,7 +196,8 @@ def _methods(gm: fx.GraphModule, args: tuple, n_nodes: int) -> tuple[dict, list]
     calls = {"pyfxprof codegen": lambda: codegen.run(args),
              "pyfxprof interpreter": lambda: interpreter.run(*args),
              "time.time interpreter": lambda: tutorial.run(*args)}
-    blocks = {name: (lambda k, c=call: _block_median(c, k)) for name, call in calls.items()}
+    blocks: dict[str, Callable[[int], int]] = {
+        name: functools.partial(_block_median, call) for name, call in calls.items()}
     blocks[TORCH_PROFILER] = _torch_profiler_block(lambda: gm(*args))
     return blocks, [codegen, interpreter]
 
@@ -228,7 +232,7 @@ def _captured(model: torch.nn.Module, example_inputs: Any,
     """(the graph, its positional inputs) of `model` on `example_inputs` (a tuple, or a dict
     of keywords for "dynamo"), captured by torch.fx ("fx") or TorchDynamo ("dynamo")."""
     if capture_mode == FX:
-        return capture(model).graph_module, example_inputs
+        return capture(model).graph_module_or_raise(), example_inputs
     bound = bind_inputs(model, *split_inputs(example_inputs))
     gm, graph_inputs = dynamo_capture(model, bound)
     return gm, Capture(gm, DYNAMO, graph_inputs=graph_inputs).graph_args(bound.args,

@@ -89,5 +89,8 @@ class TerminalStream:
         self._stream.write(terminal_text(text))
         return len(text)
 
+    def flush(self) -> None:
+        self._stream.flush()
+
     def __getattr__(self, name):
         return getattr(self._stream, name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import torch
 
@@ -13,6 +13,9 @@ from ...errors import PyfxprofError
 from ...run.runner import is_exported  # capture's, read through run (docs/architecture.md)
 from ..model_spec import DEFAULT_INPUT, DEFAULT_MODEL, load_model, parse_input_argument
 from .arg_types import integer_at_least
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
 
 #: Most --threads accepted (more makes OpenMP abort the process when it cannot start them).
 MAX_THREADS = 1024
@@ -38,8 +41,18 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="torch.set_num_threads(N) before running (default: torch's choice)")
 
 
+@overload
 def model_and_inputs(args: argparse.Namespace,
-                     programs: bool = False) -> tuple[torch.nn.Module, Any, str]:
+                     programs: Literal[False] = False) -> tuple[torch.nn.Module, Any, str]: ...
+
+
+@overload
+def model_and_inputs(args: argparse.Namespace,
+                     programs: bool) -> tuple[torch.nn.Module | ExportedProgram, Any, str]: ...
+
+
+def model_and_inputs(args: argparse.Namespace, programs: bool = False
+                     ) -> tuple[torch.nn.Module | ExportedProgram, Any, str]:
     """The model, its inputs and a display name from parsed arguments (applies --threads).
     The inputs are a tuple (positional only), a dict (keywords only) or a BoundInputs. A
     torch.export program is refused in one line unless the command takes `programs`.
@@ -71,7 +84,8 @@ def parse_inputs(texts: list[str]) -> Any:
         >>> type(parse_inputs(["2x3"])).__name__, list(parse_inputs(["ids=1x4:int64"]))
         ('tuple', ['ids'])
     """
-    args, kwargs = [], {}
+    args: list[torch.Tensor] = []
+    kwargs: dict[str, torch.Tensor] = {}
     for seed, text in enumerate(texts):
         name, tensor = parse_input_argument(text, seed=seed)
         if name is None and kwargs:

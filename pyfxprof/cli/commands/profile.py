@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ...errors import PyfxprofError, first_line
 from ...run.distributed import DEFAULT_TIMEOUT
@@ -87,7 +88,7 @@ def _add_distributed_arguments(parser: argparse.ArgumentParser) -> None:
                                          f"(default {DEFAULT_TIMEOUT:g})")
 
 
-def profile_arguments(args: argparse.Namespace) -> dict:
+def profile_arguments(args: argparse.Namespace) -> dict[str, Any]:
     """profile()'s keyword arguments from the parsed options (every call site uses this).
 
     >>> profile_arguments(argparse.Namespace(runs=5, warmup=1, mode="codegen", device=None,
