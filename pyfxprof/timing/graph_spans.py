@@ -4,7 +4,7 @@ run several times per call, a graph break inside a loop, timed at each run and s
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from .calibration import Calibration, calibrate_timed_calls
 from .durations import RunTimings
 from .instrument import instrument
 from .run_table import RunTable
+
+if TYPE_CHECKING:
+    from .device_events import DeviceEvents
 
 
 class GraphSpans:
@@ -117,7 +120,7 @@ class SpannedExecutor:
         ('a', None)
     """
 
-    device = None
+    device: DeviceEvents | None = None
     table: RunTable
     spans: GraphSpans
 
@@ -131,8 +134,8 @@ class SpannedExecutor:
         self.table.reserve(runs)
         self.spans.reset()
 
-    def device_samples(self) -> None:
-        """Host times only."""
+    def device_samples(self) -> np.ndarray | None:
+        """Host times only (None)."""
         return None
 
 
