@@ -110,7 +110,7 @@ def state_guard(items: list[tuple[dict[Any, Any], tuple[tuple[Any, Any], ...]]],
 
 class HotForward:
     """A profiled model's forward while a Profiler block is open: a call of `thread` whose
-    args_key names an entry (group, run, training, index) of `armed`, with the model's
+    args_key names an entry (group, run, training, index, guard) of `armed`, with the model's
     training flag equal to `training`, is run(args) and one row of its LoggedCalls; any
     other call is general(*args, **kwargs)."""
 
@@ -136,9 +136,10 @@ class HotForward:
     def own_ns_after(self, value: int) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
-def hot_forward(armed: dict[Any, tuple[Any, Callable[[tuple], Any], bool, int]], module: Any,
+def hot_forward(armed: dict[Any, tuple[Any, Callable[[tuple], Any], bool, int,
+                                      StateGuard | None]], module: Any,
                 tensor_type: type, log: LoggedCalls, args_key: Callable[[tuple], Any],
-                on_failure: Callable[[Any, BaseException], Any]) -> HotForward: ...
+                on_failure: Callable[[Any, Exception], Any]) -> HotForward: ...
 
 class LoggedCalls:
     """The Profiler loop's log of recorded calls: the newest `capacity` rows of 6 ints

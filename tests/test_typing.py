@@ -2,10 +2,12 @@
 and methods lazily"): the package root's TYPE_CHECKING imports are its ``_PUBLIC`` table, each
 served method's typed declaration (in its class body, under TYPE_CHECKING) is the serving
 function's signature, mypy passes on the package and on the README's and docs' examples with
-no ``Any`` where users look, and jedi completes and finds the served methods.
+no ``Any`` where users look, pyright passes on the package where it can run, and jedi
+completes and finds the served methods.
 
 mypy runs once per session (the ``mypy_run`` fixture, about 20 s of CPU cold; its cache in
-``.mypy_cache`` makes later runs a few seconds).
+``.mypy_cache`` makes later runs a few seconds); pyright too (``pyright_run``, about 25 s), and
+only where the pyright package and Node.js, which it runs on, are installed.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -26,6 +30,7 @@ from tests.test_docs_examples import DOCS, python_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 MYPY_TIMEOUT_S = 900
+PYRIGHT_TIMEOUT_S = 900
 
 
 def type_checking_block(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -168,6 +173,31 @@ def test_what_users_call_first_is_not_any(mypy_run):
     assert len(revealed) == len(REVEALED), mypy_run.stdout
     for (target, start), text in zip(REVEALED.items(), revealed):
         assert start in text and text != "Any" and not text.endswith("-> Any"), (target, text)
+
+
+@pytest.fixture(scope="module")
+def pyright_run() -> subprocess.CompletedProcess:
+    """pyright (pyproject.toml's [tool.pyright]: standard rules, the package) with this
+    interpreter's packages; skipped without the pyright package or without Node.js."""
+    pytest.importorskip("pyright")
+    if shutil.which("node") is None:  # the wrapper would download Node.js
+        pytest.skip("pyright runs on Node.js: no `node` on PATH")
+    return subprocess.run([sys.executable, "-m", "pyright", "--outputjson", "--pythonpath",
+                           sys.executable], cwd=ROOT, capture_output=True, text=True,
+                          timeout=PYRIGHT_TIMEOUT_S)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="pyright is clean on loop/, run/ and the package root "
+                   "only so far (issue 35); drop this mark once the whole package is")
+def test_pyright_passes_on_the_package(pyright_run):
+    report = json.loads(pyright_run.stdout)
+    errors = [f"{Path(d['file']).relative_to(ROOT)}:{d['range']['start']['line'] + 1}: "
+              f"{d['message'].splitlines()[0]}" for d in report["generalDiagnostics"]
+              if d["severity"] == "error"]
+    assert errors == [], f"{len(errors)} pyright errors:\n" + "\n".join(errors)
+    sources = [*ROOT.joinpath("pyfxprof").rglob("*.py"), *ROOT.joinpath("pyfxprof").rglob("*.pyi")]
+    assert report["summary"]["filesAnalyzed"] == len(sources), report["summary"]
 
 
 def test_jedi_completes_and_finds_the_served_methods():

@@ -19,6 +19,7 @@ import torch
 
 from ..capture.analysis import describe
 from ..capture.dynamo_frame import LiveCall
+from ..capture.hook_analysis import Leaves
 from ..capture.inputs import BoundInputs, copied_alike
 from ..capture.memory import profiling_memory
 from ..capture.model_state import evaluation_mode
@@ -29,6 +30,8 @@ from ..capture.tracing import Capture
 from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import Executor, executor_for
+from ..timing.graph_spans import GraphsExecutor
+from ..timing.hook_timing import HooksExecutor
 from ..capture.ladder import prepare, warn_fallback
 from ..run.python_state import PythonState
 
@@ -53,7 +56,8 @@ def signature_key(bound: BoundInputs) -> tuple:
         >>> signature_key(BoundInputs((ids, mask), {"use_cache": True}))
         ((0, 'int64', (1, 8)), (1, 'float32', 2), ('use_cache', True))
     """
-    key, primary_seen = [], False
+    key: list[tuple] = []
+    primary_seen = False
     for items in (enumerate(bound.args), bound.kwargs.items()):
         for name, value in items:
             if isinstance(value, torch.Tensor):
@@ -81,7 +85,8 @@ def args_key(args: tuple) -> tuple:
     """
     if len(args) == 1 and isinstance(args[0], torch.Tensor):  # one tensor: (dtype, shape)
         return args[0].dtype, args[0].shape
-    key, primary_seen = [], False
+    key: list[Any] = []
+    primary_seen = False
     for value in args:
         if isinstance(value, torch.Tensor):
             key.append((value.dtype, value.dim() if primary_seen else value.shape))
@@ -208,11 +213,14 @@ class CallGroup:
         """One timed call (module hooks, under a hooks capture, exist only during it)."""
         if self.graph_run:
             return self.executor.run(inputs.args)
+        executor = self.executor
         if self.hooks:
-            with self.executor:
-                return self.executor.run(inputs.args, inputs.kwargs)
+            assert isinstance(executor, HooksExecutor)
+            with executor:
+                return executor.run(inputs.args, inputs.kwargs)
         if self.graphs:
-            return self.executor.call(inputs)
+            assert isinstance(executor, GraphsExecutor)
+            return executor.call(inputs)
         return self.capture.frame.call(inputs)  # Dynamo's code runs the executor's graph
 
 
@@ -275,16 +283,17 @@ def _group_executor(model: torch.nn.Module, prepared: Any, call_target: Callable
     its graphs once (the guards of a resumed frame refused it, and it ran eagerly)."""
     executor = executor_for(model, prepared, "codegen", on_cuda)
     captured = prepared.captured
-    if executor.mode == HOOKS:
+    if isinstance(executor, HooksExecutor):  # (executor.mode == HOOKS)
         executor.kwargs = {}  # every call passes its own: the analysis copies are not kept
         if captured.mode == HOOKS:
             executor.model = call_target or model
         elif call_target is not None:  # whole: time the call itself (the root's hooks ran)
-            executor.model = _Call(call_target)
-            executor.leaves = [("", executor.model)]
+            whole = _Call(call_target)
+            leaves: Leaves = [("", whole)]
+            executor.model, executor.leaves = whole, leaves
     elif captured.frame is not None and captured.graph_module is not None:
         captured.frame.run_graph_with(executor.run)
-    elif captured.frame is not None:
+    elif isinstance(executor, GraphsExecutor):  # (captured.frame is not None)
         executor.strict = False
     return executor
 

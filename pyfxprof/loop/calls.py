@@ -12,7 +12,7 @@ import time
 from threading import get_ident
 import warnings
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, overload
 
 import torch
 from torch.compiler import is_compiling
@@ -48,10 +48,16 @@ class _KeptInHotForward:
     def __set_name__(self, owner: type, name: str) -> None:
         self.field = name.lstrip("_")
 
-    def __get__(self, routing: Any, owner: type | None = None) -> Any:
+    @overload
+    def __get__(self, routing: None, owner: type | None = None) -> _KeptInHotForward: ...
+    @overload
+    def __get__(self, routing: CallRouting, owner: type | None = None) -> int: ...
+
+    def __get__(self, routing: CallRouting | None, owner: type | None = None
+                ) -> _KeptInHotForward | int:
         return self if routing is None else getattr(routing._hot, self.field)
 
-    def __set__(self, routing: Any, value: int) -> None:
+    def __set__(self, routing: CallRouting, value: int) -> None:
         setattr(routing._hot, self.field, value)
 
 
@@ -80,9 +86,12 @@ class CallRouting:
     _log: Any  # _C.LoggedCalls: one row (start, end, group, own ns, call, first) per recorded call
     _binder: Binder | None
     _hot: Any  # _C.HotForward: the model's forward while open, the hot path in C
-    _own_ns_after = _KeptInHotForward()  # the Profiler's time after the last logged call's end
-    _calls = _KeptInHotForward()  # calls of the model seen while open (numbers the logged ones)
-    _first_call = _KeptInHotForward()  # the number of the block's first call
+    # the Profiler's time after the last logged call's end
+    _own_ns_after: _KeptInHotForward = _KeptInHotForward()
+    # calls of the model seen while open (numbers the logged ones)
+    _calls: _KeptInHotForward = _KeptInHotForward()
+    # the number of the block's first call
+    _first_call: _KeptInHotForward = _KeptInHotForward()
     _backward: bool
     _tracer_options: tuple
     _analysis: tuple  # (profile_memory, library_frames, device_events)
@@ -125,7 +134,7 @@ class CallRouting:
         (captured first when its signature is new); `entered`: when the Profiler took it."""
         action = self.current_action
         group, bound = self._group_for(args, kwargs, forward)
-        if group is None or action == ProfilerAction.NONE:
+        if group is None or bound is None or action == ProfilerAction.NONE:
             return forward(*args, **kwargs)
         if group.state is not None and not group.state.holds():
             return self._own_forward(group, forward, args, kwargs)
@@ -134,6 +143,7 @@ class CallRouting:
             self._warmup_calls += 1
             return self._run(group, inputs)
         window = self._window
+        assert window is not None, "a recording step without its window"
         if group.index not in window.first_calls:
             window.note_call(group, self.module, args, kwargs)
             window.own_left[group.index] = int(self._times_own_call(group))
@@ -176,6 +186,7 @@ class CallRouting:
         CPU for at least 3/4 of its time; after a preempted one the group's next call is
         timed too, up to OWN_CALL_RUNS calls, then the least preempted is kept."""
         window, times = self._window, self._own_ns.setdefault(group, [])
+        assert window is not None, "a recording step without its window"
         tries = window.own_times.setdefault(group, [])
         tries.append(elapsed)
         if len(tries) == 1:
@@ -194,6 +205,7 @@ class CallRouting:
             self._window.own_calls[group.index] = self._window.own_calls.get(group.index, 0) + 1
         if "state" not in self._warned:
             self._warned.add("state")
+            assert group.state is not None, "only a group whose graph assumed Python state"
             warnings.warn(f"pyfxprof: Python state {self.name}'s captured graph assumed "
                           f"changed ({', '.join(group.state.changed()[:3])}); such calls run "
                           "the model's own forward, unprofiled, and are counted",

@@ -77,6 +77,7 @@ def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple
                             f"this signature ({refusal})")
     started = time.perf_counter_ns()
     module, settings = compile_settings(model, None)
+    assert settings is not None, "a torch.compile'd model has its settings"
     capture = InductorCapture(module, settings)
     capture.first_call(_copies(args, kwargs))
     plans = [plan_graph(graph) for graph in capture.graphs]

@@ -58,7 +58,7 @@ class ForwardPatch:
         #: through it (the wrapper must then ask torch.compiler.is_compiling()).
         self.traceable = "torch._dynamo" not in sys.modules
         self.original = original
-        self.wrapper = _skipped_by_dynamo(forward)
+        self.wrapper: Callable | None = _skipped_by_dynamo(forward)  # None once restored
         installed = self.wrapper
         if front is not None:  # a native callable taking some calls itself, the rest to wrapper
             front.general = self.wrapper

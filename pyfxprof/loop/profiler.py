@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections import deque
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 import numpy as np
 import torch
@@ -123,20 +123,23 @@ class Profiler(CallRouting):
                  library_frames: bool = False, nvtx: bool = False,
                  **torch_profiler_options: Any) -> None:
         check_model(model)
+        # a torch.nn.Module (check_model refuses anything else); the parameter also takes
+        # what torch.compile(model) returns, which torch's stubs type as a plain Callable
+        module = cast(torch.nn.Module, model)
         device_events = torch_profiler_keywords(torch_profiler_options, None, loop=True)
         for option, value in (("backward", backward), ("profile_memory", profile_memory)):
-            if value and is_compiled(model):
+            if value and is_compiled(module):
                 raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
                                     f"profile the loop of model._orig_mod with {option}=True")
-        for label, value in (("schedule", schedule), ("on_trace_ready", on_trace_ready)):
-            if value is not None and not callable(value):
-                raise PyfxprofError(f"{label} must be callable, got {type(value).__name__}")
-        self.module = model
+        for label, given in (("schedule", schedule), ("on_trace_ready", on_trace_ready)):
+            if given is not None and not callable(given):
+                raise PyfxprofError(f"{label} must be callable, got {type(given).__name__}")
+        self.module = module
         self.model = ProfiledModel(self)
         self.schedule = schedule or record_every_step
         self.on_trace_ready = on_trace_ready
-        self.name = name or (f"{type(model._orig_mod).__name__} (compiled)" if is_compiled(model)
-                             else model_name(model))
+        self.name = name or (f"{type(module._orig_mod).__name__} (compiled)"
+                             if is_compiled(module) else model_name(module))
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
         self._example_inputs = example_inputs
@@ -162,8 +165,8 @@ class Profiler(CallRouting):
         self._windows = 0
         self._warned: set[str] = set()
         self._log = _C.logged_calls(MAX_LOGGED_CALLS)
-        self._binder = binder_of(model)
-        self._hot = _C.hot_forward(self._armed, model, torch.Tensor, self._log, args_key,
+        self._binder = binder_of(module)
+        self._hot = _C.hot_forward(self._armed, module, torch.Tensor, self._log, args_key,
                                    self._note_failed_call)
         self._backward = backward
 
@@ -337,10 +340,9 @@ class Profiler(CallRouting):
             elif previous == ProfilerAction.RECORD_AND_SAVE or action is None:
                 self._close_window(deliver=True)
         if action in _RECORDING:
-            if self._window is None:
-                self._open_window()
-            self._window.steps.append(self.step_num)
-            self._window.step_starts.append(_C.now_ns())
+            window = self._window if self._window is not None else self._open_window()
+            window.steps.append(self.step_num)
+            window.step_starts.append(_C.now_ns())
         self._recording = action in _RECORDING  # (after the window it needs is open)
         self._sync_hot()
 
@@ -348,19 +350,21 @@ class Profiler(CallRouting):
         for group in self._groups.values():
             group.executor.reset()
 
-    def _open_window(self) -> None:
+    def _open_window(self) -> Window:
         self._reset_executors()
         self._armed.clear()
-        self._window = Window(self._warmup_calls, RECORDER.dropped_total)
+        window = self._window = Window(self._warmup_calls, RECORDER.dropped_total)
         self._warmup_calls = 0
-        self._own_calls: dict[int, int] = {}
-        self._own_ns: dict[int, list] = {}
-        self._window.meter.read()
+        self._own_calls = {}
+        self._own_ns = {}
+        window.meter.read()
         ranges.start_recording()
+        return window
 
     def _close_window(self, deliver: bool) -> None:
         """Collect the window's node and range records (the buffer keeps none of them)."""
         window, self._window, self._recording = self._window, None, False
+        assert window is not None, "no window to close"
         self._armed.clear()
         self._sync_hot()
         window.meter.read()
@@ -397,7 +401,7 @@ def _single_position(group: CallGroup) -> bool:
     """Whether the group's first tensor argument holds one position along its last
     dimension (one new token per sequence: a decode step)."""
     shape = primary_shape(group.key)
-    return bool(shape) and shape[-1] == 1
+    return bool(shape and shape[-1] == 1)
 
 
 def _count(n: int, noun: str) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -52,6 +54,7 @@ class _Registry:
             return self.ids[name]
 
     def name_of(self, range_id: int) -> str:
+        assert self.first_id is not None, "a range id before any name took one"
         return self.names[range_id - self.first_id]
 
 
@@ -94,7 +97,7 @@ class Range(contextlib.ContextDecorator):
             self._began = True
         return self
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info) -> Literal[False]:  # exceptions go on
         if self._began and _recording:
             _C.mark_kind(self._id, _C.KIND_RANGE_END)
         self._began = False
@@ -264,11 +267,12 @@ def range_rows(nodes: pd.DataFrame, names: list[str]) -> pd.DataFrame:
         >>> range_rows(nodes, ["data"])[["index", "name", "op"]].values.tolist()
         [[0, 'relu', 'call_module'], [1, 'range:data', 'range']]
     """
-    identity = {"index": len(nodes) + np.arange(len(names)), "name": [f"range:{n}" for n in names],
-                "op": "range", "target": names, "module_path": "", "module_type": "range",
-                "module_stack": [()] * len(names)}
-    rows = pd.DataFrame({c: identity[c] if c in identity else [_filler(nodes[c])] * len(names)
-                         for c in nodes.columns})
+    identity: dict[Hashable, Any] = {
+        "index": len(nodes) + np.arange(len(names)), "name": [f"range:{n}" for n in names],
+        "op": "range", "target": names, "module_path": "", "module_type": "range",
+        "module_stack": [()] * len(names)}
+    rows = pd.DataFrame({c: identity[c] if c in identity else [_filler(column)] * len(names)
+                         for c, column in nodes.items()})
     return pd.concat([nodes, rows.astype(nodes.dtypes.to_dict())], ignore_index=True)
 
 

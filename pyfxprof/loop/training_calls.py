@@ -21,7 +21,7 @@ from ..data.validate import run_coverage
 from ..timing.backward import (ACCUMULATE_ROW, ENGINE_ROW, autograd_nodes, mark_hook,
                                calibrate_backward_hook, output_roots, row_of_positions)
 from ..timing.durations import RunTimings
-from ..timing.recorder import RECORDER
+from ..timing.recorder import RECORDER, Records
 
 #: Rows a loop Profile gets after the forward nodes with backward=True: the optimizer step
 #: takes the place the loss has in timing.backward.EXTRA_ROWS (the user's loss is not timed).
@@ -91,7 +91,7 @@ class LoopBackwardExecutor:
             self._claim(args)
         output = self.inner.run(args)
         if self.rows is not None and torch.is_grad_enabled():
-            self._arm(output_roots(output))
+            self._arm(output_roots(output), self.rows)
         return output
 
     def _claim(self, args: tuple) -> None:
@@ -104,9 +104,9 @@ class LoopBackwardExecutor:
         self.hooks = [mark_hook(self.node_first + i) for i in range(len(rows))]
         self.rows = rows
 
-    def _arm(self, roots: list) -> None:
+    def _arm(self, roots: list, rows: np.ndarray) -> None:
         nodes = autograd_nodes(*roots)
-        if len(nodes) != len(self.rows):
+        if len(nodes) != len(rows):
             return  # another graph than the claimed one: this call's backward is not timed
         handles = [node.register_prehook(hook) for node, hook in zip(nodes, self.hooks)]
         ended = functools.partial(_ended, handles, self.first + _END)
@@ -122,9 +122,10 @@ class LoopBackwardExecutor:
         self.inner.reset(runs)
         self._collect()
 
-    def _collect(self):
+    def _collect(self) -> tuple[Records, Records | None]:
         mine = RECORDER.collect(self.first, 3)
-        nodes = RECORDER.collect(self.node_first, len(self.rows)) if self.node_first else None
+        nodes = (RECORDER.collect(self.node_first, len(self.rows)) if self.rows is not None
+                 else None)  # rows and node_first (ids start at 1) are set by _claim
         return mine, nodes
 
     def timings(self) -> RunTimings:
@@ -141,12 +142,14 @@ class LoopBackwardExecutor:
                           forward.run_totals + totals + optimizer, forward.run_starts,
                           forward.incomplete_runs)
 
-    def _per_call(self, mine, nodes, runs: int):
+    def _per_call(self, mine: Records, nodes: Records | None, runs: int
+                  ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """(backward (runs, n + 3) or None, backward totals, optimizer ns) per call."""
         zeros = np.zeros(runs, np.int64)
         ends = np.sort(mine.timestamp_ns[mine.id == self.first + _END])
         optimizer = _optimizer_after(mine, self.first, ends if len(ends) == runs else None, runs)
-        if nodes is None or len(ends) != runs:
+        rows = self.rows  # (not None when nodes is not: _collect)
+        if nodes is None or rows is None or len(ends) != runs:
             return None, zeros, optimizer
         order = np.argsort(nodes.timestamp_ns, kind="stable")
         stamps, positions = nodes.timestamp_ns[order], nodes.id[order] - self.node_first
@@ -160,7 +163,7 @@ class LoopBackwardExecutor:
         for run, (a, b) in enumerate(zip(starts, split)):
             if b > a:
                 spans = np.maximum(np.diff(np.append(stamps[a:b], ends[run])) - cost, 0)
-                np.add.at(backward[run], self.rows[positions[a:b]], np.rint(spans).astype(np.int64))
+                np.add.at(backward[run], rows[positions[a:b]], np.rint(spans).astype(np.int64))
                 totals[run] = max(ends[run] - stamps[a] - cost * (b - a), 0)
         return backward, totals, optimizer
 

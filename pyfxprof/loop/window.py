@@ -98,20 +98,20 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
     window_starts = np.concatenate([c.timings.run_starts for c in used])
     step_starts = np.asarray(window.step_starts, np.int64)
     profiles = []
-    noise = window.meter.paired()
-    noise = None if noise is None else dict(zip(NOISE_COLUMNS, noise[0].tolist()))
+    paired = window.meter.paired()
+    noise = None if paired is None else dict(zip(NOISE_COLUMNS, paired[0].tolist()))
     for found in used:
         meta = _meta(window, found, context)
         meta["loop"]["noise"] = noise
-        training = isinstance(found.group.executor, LoopBackwardExecutor)
+        executor = found.group.executor
+        training = isinstance(executor, LoopBackwardExecutor)
         frame = loop_frame(found.group.frame, context["module"]) if training else found.group.frame
         if found.group.capture.mode == INDUCTOR:  # one row per kernel, plus the outside row
             profile = with_outside(frame, found.timings, meta, None)
         else:
             profile = build_profile(frame, found.timings, meta, found.device_samples)
-        if training:
-            profile = with_loop_backward(profile, found.group.executor, window.steps,
-                                         window.step_starts)
+        if isinstance(executor, LoopBackwardExecutor):  # (training)
+            profile = with_loop_backward(profile, executor, window.steps, window.step_starts)
         elif found.group.backward_note:
             profile.meta["backward_note"] = found.group.backward_note
         profiles.append(ranges.with_ranges(profile, records, step_starts, window_starts))

@@ -146,7 +146,8 @@ def _label_of(fn: Callable) -> str:
         return f"torch.{name}"
     if inspect.isbuiltin(fn) and name:
         return name
-    return getattr(fn, "__qualname__", None) or name or type(fn).__name__
+    kind: type = type(fn)  # (a type's __name__: pyright reads a builtin's instance property)
+    return getattr(fn, "__qualname__", None) or name or kind.__name__
 
 
 def bench_grid(fn: Callable, params: dict[str, list], setup: Callable | None = None,

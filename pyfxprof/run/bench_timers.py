@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 import torch.fx as fx
+from torch.fx.node import Argument
 
 from ..timing.executors import CodegenExecutor
 
@@ -54,7 +55,7 @@ def block_module(fn: Callable, n_args: int, keywords: list[str], calls: int) -> 
         root.fn = fn
     graph = fx.Graph()
     args = tuple(graph.placeholder(f"arg{i}") for i in range(n_args))
-    kwargs = {name: graph.placeholder(f"kw_{name}") for name in keywords}
+    kwargs: dict[str, Argument] = {name: graph.placeholder(f"kw_{name}") for name in keywords}
     for _ in range(calls):
         if isinstance(fn, torch.nn.Module):
             graph.call_module("fn", args, kwargs)
@@ -98,9 +99,9 @@ class BlockTimer:
         """Of the blocks since the last take: (each call's ns, blocks x calls; each block's ns,
         its begin to its end; CUDA-event ns of each call or None), timer cost subtracted."""
         timings = self.executor.timings()
-        device = self.executor.device_samples()
-        if device is not None:
-            self.executor.device.reset()
+        device, events = self.executor.device_samples(), self.executor.device
+        if device is not None and events is not None:  # (samples come from the events)
+            events.reset()
         return timings.intervals, timings.run_totals, device
 
 

@@ -128,8 +128,8 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     names = [_name(given, model) for given, model in zip((control, test), models)]
     sides = [_copies(model, copies, side) for model, side in zip(models, ("control", "test"))]
     started = time.perf_counter()
-    for side, name in zip(sides, names):  # capture, instrument and warm each copy once
-        for model in side:
+    for copies_of_side, name in zip(sides, names):  # capture, instrument and warm each copy once
+        for model in copies_of_side:
             profile(model, example_inputs, runs=1, warmup=warmup, name=name, progress=False,
                     **profile_options)
     per_run = (time.perf_counter() - started) / (2 * copies * (warmup + 1))
@@ -177,7 +177,7 @@ def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int]
     """
     block_profiles = [graph_only(p) for p in block_profiles]  # the row is there in some only
     first = block_profiles[0]
-    meta = dict(first.meta, runs=sum(p.n_runs for p in block_profiles))
+    meta: dict[str, Any] = dict(first.meta, runs=sum(p.n_runs for p in block_profiles))
     meta["ab"] = {"pair": pair, "blocks": [b for b, p in enumerate(block_profiles)
                                            for _ in range(p.n_runs)],
                   "runs_per_block": first.n_runs, "positions": list(positions),

@@ -110,13 +110,14 @@ def _wait(work, timeout: float, step: str, rank: int) -> None:
 
 
 def _gather_padded(local: np.ndarray, size: int, dtype: torch.dtype, dst: int, group,
-                   is_dst: int, world: int, timeout: float, step: str, rank: int):
+                   is_dst: int, world: int, timeout: float, step: str, rank: int
+                   ) -> list[np.ndarray] | None:
     """Every rank's 1-D ``local`` (padded to ``size``) on dst as numpy arrays, else None."""
     tensor = torch.zeros(size, dtype=dtype)
     tensor[:len(local)] = torch.from_numpy(np.ascontiguousarray(local))
     slots = [torch.zeros(size, dtype=dtype) for _ in range(world)] if is_dst else None
     _wait(dist.gather(tensor, slots, dst=dst, group=group, async_op=True), timeout, step, rank)
-    return [slot.numpy() for slot in slots] if is_dst else None
+    return None if slots is None else [slot.numpy() for slot in slots]  # (None: not dst)
 
 
 def gather(profile: Profile | BaseException, dst: int = 0, group: Any = None,
@@ -144,10 +145,10 @@ def gather(profile: Profile | BaseException, dst: int = 0, group: Any = None,
     if dst not in members:
         raise PyfxprofError(f"dst {dst} is not a rank of the group (ranks {members})")
     header, text, payload = _encode(profile)
-    headers = [torch.zeros(_HEADER, dtype=torch.int64) for _ in range(world)]
-    work = dist.all_gather(headers, torch.from_numpy(header), group=group, async_op=True)
+    slots = [torch.zeros(_HEADER, dtype=torch.int64) for _ in range(world)]
+    work = dist.all_gather(slots, torch.from_numpy(header), group=group, async_op=True)
     _wait(work, timeout, "status exchange", rank)
-    headers = np.stack([h.numpy() for h in headers])
+    headers = np.stack([h.numpy() for h in slots])
     is_dst = rank == dst
     as_bytes = np.frombuffer(bytearray(text), dtype=np.uint8)
     texts = _gather_padded(as_bytes, int(headers[:, 1].max()), torch.uint8, dst, group, is_dst,
@@ -160,10 +161,14 @@ def gather(profile: Profile | BaseException, dst: int = 0, group: Any = None,
 
 
 def _assemble(members, headers, texts, payloads, world_size: int) -> RankProfiles:
-    profiles, failures = {}, {}
+    profiles: dict[int, Profile] = {}
+    failures: dict[int, str] = {}
     for member, header, text, payload in zip(members, headers, texts, payloads):
         result = _decode(header, text[:int(header[1])].tobytes(), payload)
-        (profiles if isinstance(result, Profile) else failures)[member] = result
+        if isinstance(result, Profile):
+            profiles[member] = result
+        else:
+            failures[member] = result
     for member, message in failures.items():
         warnings.warn(f"pyfxprof.gather: rank {member} could not profile: {message}",
                       RuntimeWarning, stacklevel=3)

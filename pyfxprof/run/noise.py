@@ -39,7 +39,7 @@ class RunMeter:
 
     def read(self) -> None:
         """One read: wall clock, involuntary and voluntary switches, thread CPU ns."""
-        if self.enabled:
+        if self.enabled and _THREAD is not None:  # (enabled: there is RUSAGE_THREAD)
             usage = resource.getrusage(_THREAD)
             self._reads.append((_C.now_ns(), usage.ru_nivcsw, usage.ru_nvcsw,
                                 time.thread_time_ns()))

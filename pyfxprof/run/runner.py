@@ -143,6 +143,7 @@ def _profile_compiled(given: Arguments) -> Profile:
         return profile_aoti(model, given.example_inputs, given.runs, given.warmup,
                             name=given.name, progress=given.progress, timed_runs=timed_runs)
     eager, settings = compile_settings(model, compile)
+    assert settings is not None, "a compiled model, or compile= given, has its settings"
     return profile_compiled(model, eager, settings, given.example_inputs, given.runs,
                             given.warmup, name=given.name, progress=given.progress,
                             grad=given.grad, placement=(timing.device, timing.device_events),

@@ -4,7 +4,7 @@ and an executor running forward, loss and backward with the backward timed per f
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 import pandas as pd
@@ -184,7 +184,7 @@ class TrainingExecutor:
         try:
             if self.aot is not None:
                 return self.aot.step(args, self.loss_fn)
-            return self.marks.step(lambda: self.inner.run(args), self.loss_fn)
+            return self._hook_marks().step(lambda: self.inner.run(args), self.loss_fn)
         finally:
             for parameter, _ in self._user_grads:
                 parameter.grad = None
@@ -194,7 +194,7 @@ class TrainingExecutor:
             self.aot.reset(runs)
             return
         self.inner.reset(runs)
-        self.marks.collect()
+        self._hook_marks().collect()
 
     def failed_node(self, names: list[str]) -> str | None:
         """The name of the node the last run raised in (None: after the last node)."""
@@ -208,13 +208,16 @@ class TrainingExecutor:
         backward graph's start, or the first autograd node's pre-hook) and the rows in the
         order it ran them (``backward_order``), for the trace's backward track."""
         if self.aot is None:
+            marks = self._hook_marks()
             return {"backward_mechanism": self.mechanism,
-                    "backward_overhead_ns": self.marks.calibration.overhead_ns,
+                    "backward_overhead_ns": marks.calibration.overhead_ns,
                     "backward_starts_ns": self._backward_starts.tolist(),
-                    "backward_order": self.marks.order}
+                    "backward_order": marks.order}
+        starts = self.aot.backward_starts
+        assert starts is not None, "backward_meta() after timings()"
         return {"backward_mechanism": self.mechanism,
                 "backward_overhead_ns": self.aot.overhead_ns(),
-                "backward_starts_ns": self.aot.backward_starts.tolist(),
+                "backward_starts_ns": starts.tolist(),
                 "backward_order": self.aot.backward_order()}
 
     def timings(self) -> RunTimings:
@@ -225,17 +228,23 @@ class TrainingExecutor:
             self._backward = self.aot.backward_samples
             return timings
         forward = self.inner.timings()
-        loss, backward, totals = self.marks.durations(self.marks.collect())
+        marks = self._hook_marks()
+        loss, backward, totals = marks.durations(marks.collect())
         if len(loss) != forward.intervals.shape[0]:
             raise PyfxprofError(f"{forward.intervals.shape[0]} forward runs but {len(loss)} "
                                 "complete backward runs were recorded; profile again")
         extra = np.zeros((len(loss), len(EXTRA_ROWS)), np.int64)
         extra[:, 0] = loss
         self._backward = backward
-        self._backward_starts = np.array(self.marks.first_node_ns) - forward.run_starts
+        self._backward_starts = np.array(marks.first_node_ns) - forward.run_starts
         return RunTimings(np.hstack([forward.intervals, extra]),
                           forward.run_totals + loss + totals, forward.run_starts,
                           forward.incomplete_runs)
+
+    def _hook_marks(self) -> BackwardMarks:
+        """The pre-hooks' marks, which time the backward when no AotStep does (__init__)."""
+        assert self.marks is not None, "an AotStep times this backward"
+        return self.marks
 
     def backward_samples(self) -> np.ndarray | None:
         """Backward ns (runs, nodes + 3) of the runs timings() handed over."""
@@ -278,9 +287,11 @@ def extra_rows(frame: pd.DataFrame, model: torch.nn.Module, names, ops, targets
         "index": range(len(frame), len(frame) + len(names)), "name": list(names),
         "op": list(ops), "target": list(targets), "module_path": "",
         "module_type": type(model).__name__, "module_stack": [()] * len(names)})
-    for column in frame.columns.difference(extra.columns):
-        extra[column] = _blank(frame[column], len(names))
-    return pd.concat([frame, extra[frame.columns]], ignore_index=True)
+    for column, values in frame.items():
+        if column not in extra.columns:
+            extra[column] = _blank(values, len(names))
+    # (a list of labels selects a DataFrame; pandas' __getitem__ says Series | DataFrame)
+    return pd.concat([frame, cast(pd.DataFrame, extra[frame.columns])], ignore_index=True)
 
 
 def _blank(column: pd.Series, rows: int) -> Any:
@@ -304,10 +315,13 @@ def with_backward(profile: Profile, executor: TrainingExecutor,
         >>> prof = pyfxprof.profile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), runs=2,
         ...                         warmup=0, backward=True)  # doctest: +SKIP
     """
-    backward = executor.backward_samples()[:profile.n_runs]
-    meta = dict(profile.meta, grad=True, training=model.training,
-                coverage=run_coverage(profile.samples + backward, profile.run_totals),
-                **executor.backward_meta())
+    samples = executor.backward_samples()
+    assert samples is not None, "with_backward() after the executor's timings()"
+    backward = samples[:profile.n_runs]
+    meta: dict[str, Any] = dict(
+        profile.meta, grad=True, training=model.training,
+        coverage=run_coverage(profile.samples + backward, profile.run_totals),
+        **executor.backward_meta())
     if "backward_starts_ns" in meta:
         meta["backward_starts_ns"] = meta["backward_starts_ns"][:profile.n_runs]
     return Profile(profile.nodes, profile.samples, profile.run_totals, meta,

@@ -8,7 +8,7 @@ it was. The analysis run that fixes the expected call sequence is pyfxprof.captu
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
@@ -19,6 +19,9 @@ from .calibration import Calibration, consecutive_intervals, summarise
 from .durations import RunTimings
 from .failures import MarkLayout, failed_label
 from .recorder import RECORDER, ChunkedCollector, Records
+
+if TYPE_CHECKING:
+    from .device_events import DeviceEvents
 
 
 class _Passthrough(torch.nn.Module):
@@ -102,11 +105,13 @@ class HooksExecutor:
     around the runs (`with executor: ...`) so the hooks are removed afterwards."""
 
     mode = "hooks"
-    device = None  # no CUDA event timing: hooks time the host only
+    device: DeviceEvents | None = None  # no CUDA event timing: hooks time the host only
 
     def __init__(self, model: torch.nn.Module, leaves: Leaves, analysis: HookAnalysis,
                  kwargs: dict | None = None) -> None:
-        self.model, self.leaves, self.analysis = model, leaves, analysis
+        #: What a run calls: the model, or the call a Profiler's call group times (its forward).
+        self.model: Callable[..., Any] = model
+        self.leaves, self.analysis = leaves, analysis
         self.kwargs = kwargs or {}  # keywords of every call, besides the positional args
         self.first_id = RECORDER.allocate(2 * len(leaves) + 1)
         self.run_id = self.first_id + 2 * len(leaves)
