@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 import pandas as pd
 
@@ -92,10 +92,19 @@ class Context:
         """``ns`` as a percentage of the median run (NaN when the run took no time)."""
         return float(ns) / self.total_ns * 100 if self.total_ns > 0 else math.nan
 
+    def cell(self, row: Hashable, column: str) -> Any:
+        """Node ``row``'s value in ``column``, of that column's type (docs/profile.md), which
+        pandas' types cannot tell (they type a cell as any scalar)."""
+        return self.stats.at[row, column]
+
+    def ns(self, row: Hashable, column: str = "median") -> float:
+        """Node ``row``'s time in ``column`` (median, iqr, backward_median...), in ns."""
+        return float(self.cell(row, column))
+
     def cite(self, row: int, column: str = "median") -> str:
         """``name (what) median T, P%`` for node ``row`` (``column`` may be device_median)."""
-        ns = self.stats.at[row, column]
-        name, kind = str(self.stats.at[row, "name"]), what(self.stats.loc[row])
+        ns = self.cell(row, column)
+        name, kind = str(self.cell(row, "name")), what(self.stats.loc[row])
         glue = name.startswith("(") and kind.startswith(name.strip("()"))  # e.g. outside the graph
         label = kind if glue else f"{name} ({kind})"
         return f"{label} {column.replace('_', ' ')} {format_ns(ns)}, {format_pct(self.pct(ns))}"

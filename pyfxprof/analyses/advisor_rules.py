@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 import pandas as pd
@@ -66,15 +66,16 @@ def fusible_pairs(stats: pd.DataFrame) -> list[tuple[int, int]]:
     modules = stats[stats["op"] == "call_module"]
     calls = modules["target"].value_counts().to_dict()
     pairs = []
-    for row, conv in modules[["name", "module_type", "target"]].to_dict("index").items():
-        users = readers.get(conv["name"], [])
-        bn_type = _BN_AFTER.get(conv["module_type"])
-        if bn_type is None or calls[conv["target"]] > 1 or len(users) != 1:
+    for conv, name, module_type, target in zip(modules.index, modules["name"],
+                                                modules["module_type"], modules["target"]):
+        users = readers.get(name, [])
+        bn_type = _BN_AFTER.get(module_type)
+        if bn_type is None or calls[target] > 1 or len(users) != 1:
             continue
-        bn = stats.loc[users[0]]
-        if (bn["op"] == "call_module" and bn["module_type"] == bn_type
-                and _as_names(bn["inputs"]) == (conv["name"],)):
-            pairs.append((row, users[0]))
+        bn = users[0]
+        if (stats.at[bn, "op"] == "call_module" and stats.at[bn, "module_type"] == bn_type
+                and _as_names(stats.at[bn, "inputs"]) == (name,)):
+            pairs.append((conv, bn))
     return pairs
 
 
@@ -93,9 +94,9 @@ def fusible_conv_bn(profile, context: Context) -> list[Suggestion]:
                 f"({format_pct(context.pct(pair_ns))}) in total, of which the BatchNorms "
                 f"{format_ns(bn_ns)} ({format_pct(context.pct(bn_ns))})"]
     evidence += context.cite_many(pairs, lambda pair: (
-        f"{stats.at[pair[0], 'name']} → {stats.at[pair[1], 'name']}: BatchNorm "
+        f"{context.cell(pair[0], 'name')} → {context.cell(pair[1], 'name')}: BatchNorm "
         f"{format_ns(median[pair[1]])} ({format_pct(context.pct(median[pair[1]]))}), "
-        f"{stats.at[pair[0], 'module_type']} {format_ns(median[pair[0]])}"))
+        f"{context.cell(pair[0], 'module_type')} {format_ns(median[pair[0]])}"))
     return [Suggestion(
         "fusible_conv_bn", _severity(context.pct(bn_ns)),
         f"Fold {plural(len(pairs), 'eval-mode BatchNorm')} into the preceding "
@@ -157,7 +158,7 @@ def _launch_bound(context: Context) -> list[Suggestion]:
         f"saving is an estimate: {ESTIMATE_FRACTION:.0%} of the host-device gap; measure it",
         f"{len(bound)} of {len(stats)} nodes spend longer launching than running; largest gaps:"]
     evidence += context.cite_many(bound, lambda row: (
-        f"{stats.at[row, 'name']} ({what(stats.loc[row])}): host {format_ns(host[row])}, "
+        f"{context.cell(row, 'name')} ({what(stats.loc[row])}): host {format_ns(host[row])}, "
         f"device {format_ns(device[row])}"))
     severity = "high" if host_ns >= 2 * device_ns else "medium"
     return [Suggestion(
@@ -213,14 +214,14 @@ def low_flops(profile, context: Context) -> list[Suggestion]:
     if len(rated) < 2:
         return []
     rate = flops[rated] / (median[rated] * 1e-9)
-    best = rate.idxmax()
+    best = cast(int, rate.idxmax())  # a label of stats' RangeIndex (pandas' types: Hashable)
     slow = [row for row in rated if rate[row] < LOW_FLOPS_RATIO * rate[best]
             and context.pct(median[row]) >= MIN_NODE_PCT]
     if not slow:
         return []
     slow = _by_median(stats, slow)
     slow_ns = float(median[slow].sum())
-    evidence = [f"best: {stats.at[best, 'name']} ({what(stats.loc[best])}) at "
+    evidence = [f"best: {context.cell(best, 'name')} ({what(stats.loc[best])}) at "
                 f"{_format_rate(rate[best])}",
                 f"{len(slow)} nodes worth >= {MIN_NODE_PCT:g}% each run below "
                 f"{LOW_FLOPS_RATIO:.0%} of that, together {format_ns(slow_ns)} "
@@ -245,7 +246,7 @@ def noisy(profile, context: Context) -> list[Suggestion]:
     rel = relative_iqr(stats)
     runs, threads = profile.n_runs, profile.meta.get("threads", "?")
     evidence = [f"measured over {runs} runs with {threads} threads"] + context.cite_many(
-        rows, lambda row: f"{context.cite(row)}: IQR {format_ns(stats.at[row, 'iqr'])} = "
+        rows, lambda row: f"{context.cite(row)}: IQR {format_ns(context.ns(row, 'iqr'))} = "
                           f"{rel[row]:.0%} of the median")
     return [Suggestion(
         "noisy", "low", plural(len(rows), "noisy measurement"), evidence,

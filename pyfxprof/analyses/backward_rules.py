@@ -24,14 +24,14 @@ def slow_backward(profile, context: Context) -> list[Suggestion]:
     rows = [int(r) for r in np.flatnonzero((ratio > BACKWARD_RATIO) & worth)]
     if not rows:
         return []
-    rows.sort(key=lambda row: -stats.at[row, "backward_median"])
-    excess = float(sum(stats.at[r, "backward_median"] - BACKWARD_RATIO * stats.at[r, "median"]
+    rows.sort(key=lambda row: -context.ns(row, "backward_median"))
+    excess = float(sum(context.ns(r, "backward_median") - BACKWARD_RATIO * context.ns(r)
                        for r in rows))
     evidence = [f"{plural(len(rows), 'node')} with backward > {BACKWARD_RATIO:g}x forward, "
                 f"together {format_ns(float(stats['backward_median'][rows].sum()))} of backward"]
     evidence += context.cite_many(rows, lambda row: (
-        f"{context.cite(row)}; backward {format_ns(stats.at[row, 'backward_median'])} "
-        f"({ratio[row]:.1f}x, {format_pct(context.pct(stats.at[row, 'backward_median']))})"))
+        f"{context.cite(row)}; backward {format_ns(context.ns(row, 'backward_median'))} "
+        f"({ratio[row]:.1f}x, {format_pct(context.pct(context.ns(row, 'backward_median')))})"))
     return [Suggestion(
         "slow_backward", "medium" if context.pct(excess) >= 5 else "low",
         f"{plural(len(rows), 'node')} with a disproportionate backward", evidence,

@@ -62,13 +62,14 @@ def kernel_table(profile: Profile, top: int | None = 20) -> str:
     Example:
         >>> print(kernel_table(compiled_profile, top=5))     # doctest: +SKIP
     """
-    frame = kernel_frame(profile).head(top)
-    shown = pd.DataFrame({"Kernel": frame["name"].map(lambda s: cut(s, 44)),
+    frame = kernel_frame(profile)
+    frame = frame if top is None else frame.head(top)
+    shown = pd.DataFrame({"Kernel": [cut(s, 44) for s in frame["name"]],
                           "Kind": frame["kind"], "Median": frame["median_ns"].map(format_ns),
                           "%": frame["pct"].map(format_pct),
-                          "Modules": frame["modules"].map(lambda s: cut(s, 40)),
-                          "Source nodes": frame["source_nodes"].map(lambda s: cut(s, 36)),
-                          "Aten ops": frame["aten_ops"].map(lambda s: cut(s, 40))})
+                          "Modules": [cut(s, 40) for s in frame["modules"]],
+                          "Source nodes": [cut(s, 36) for s in frame["source_nodes"]],
+                          "Aten ops": [cut(s, 40) for s in frame["aten_ops"]]})
     coverage = format_pct(100.0 * profile.meta.get("coverage", np.nan))
     known = format_pct(100.0 * provenance_coverage(profile))
     head = (f"kernels of {profile.meta.get('model', 'the model')}: median total "
@@ -87,7 +88,7 @@ def provenance_coverage(profile: Profile) -> float:
     """
     nodes, medians = profile.nodes, _medians(profile)
     kernels = (~nodes["op"].isin(("outside_kernels", "between_graphs"))).to_numpy()
-    known = nodes["source_nodes"].map(lambda v: len(v or ()) > 0).to_numpy() & kernels
+    known = np.array([len(v or ()) > 0 for v in nodes["source_nodes"]], dtype=bool) & kernels
     kernel_time = medians[kernels].sum()
     return float(medians[known].sum() / kernel_time) if kernel_time else float("nan")
 
@@ -238,7 +239,7 @@ class CompiledDiff:
         self.ops = op_matches(eager, compiled)
 
     @staticmethod
-    def _check_sides(eager: Profile, compiled: Profile) -> None:
+    def _check_sides(eager: Profile, compiled: Profile, /) -> None:
         if is_compiled_profile(eager) or not is_compiled_profile(compiled):
             raise PyfxprofError("CompiledDiff takes an eager profile first, then a compiled one")
 

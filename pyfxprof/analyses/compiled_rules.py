@@ -30,15 +30,16 @@ def compiled_kernels(profile, context: Context) -> list[Suggestion]:
     if not is_compiled_profile(profile):
         return []
     stats = context.stats
-    rows = [row for row in stats.index if stats.at[row, "op"] in KINDS
-            and context.pct(stats.at[row, "median"]) >= KERNEL_SHARE]
+    rows = [row for row in stats.index if context.cell(row, "op") in KINDS
+            and context.pct(context.ns(row)) >= KERNEL_SHARE]
     if not rows:
         return []
-    evidence = [f"{stats.at[row, 'name']} covers {format_pct(context.pct(stats.at[row, 'median']))}"
-                f" of the time; it is {KINDS[stats.at[row, 'op']]} "
-                f"({', '.join(stats.at[row, 'aten_ops'][:3]) or '?'}) from {_modules(stats.loc[row])}"
+    evidence = [f"{context.cell(row, 'name')} covers {format_pct(context.pct(context.ns(row)))}"
+                f" of the time; it is {KINDS[context.cell(row, 'op')]} "
+                f"({', '.join(context.cell(row, 'aten_ops')[:3]) or '?'}) "
+                f"from {_modules(stats.loc[row])}"
                 for row in rows]
-    extern = any(stats.at[row, "op"] in ("extern_kernel", "fallback_op") for row in rows)
+    extern = any(context.cell(row, "op") in ("extern_kernel", "fallback_op") for row in rows)
     action = ("extern calls run a library kernel as in eager mode: compile with "
               "mode='max-autotune' to let Inductor benchmark generated alternatives, or change "
               "the shapes/layout of that module" if extern else
@@ -53,8 +54,8 @@ def compiled_outside(profile, context: Context) -> list[Suggestion]:
     if not is_compiled_profile(profile):
         return []
     stats = context.stats
-    rows = [row for row in stats.index if stats.at[row, "op"] == "outside_kernels"]
-    if not rows or context.pct(stats.at[rows[0], "median"]) < OUTSIDE_SHARE:
+    rows = [row for row in stats.index if context.cell(row, "op") == "outside_kernels"]
+    if not rows or context.pct(context.ns(rows[0])) < OUTSIDE_SHARE:
         return []
     return [Suggestion(
         "compiled_outside", "medium", "the compiled model spends its time outside kernels",

@@ -116,7 +116,7 @@ def _reduce(profile: Profile, keys: list[str]) -> tuple[list, np.ndarray, np.nda
 
 def _align(names: list, sums: np.ndarray, calls: np.ndarray, keys: list) -> _Side:
     """One side's reduced columns placed at their positions among all ``keys``."""
-    position = pd.Index(names, dtype=object).get_indexer(keys)
+    position = pd.Index(names, dtype=object).get_indexer(pd.Index(keys, dtype=object))
     present = position >= 0
     samples = np.zeros((sums.shape[0], len(keys)), dtype=np.int64)
     samples[:, present] = sums[:, position[present]]
@@ -154,7 +154,7 @@ def _fused_into(control: Profile, keys: list[str], test_meta: dict) -> dict[str,
     if not bn_to_conv:
         return {}
     convs = control.nodes["module_path"].map(bn_to_conv)
-    return {key: "; ".join(dict.fromkeys(group))
+    return {str(key): "; ".join(dict.fromkeys(group))  # keys are str; pandas types say tuple
             for key, group in convs.groupby(np.asarray(keys, dtype=object), sort=False)
             if group.notna().all()}
 

@@ -64,7 +64,7 @@ class ExportedDiff(CompiledDiff):
         self.compiled = exported
 
     @staticmethod
-    def _check_sides(eager: Profile, exported: Profile) -> None:
+    def _check_sides(eager: Profile, exported: Profile, /) -> None:
         if is_exported_profile(eager) or not is_exported_profile(exported):
             raise PyfxprofError("ExportedDiff takes an eager profile first, then one of its "
                                 "torch.export program")

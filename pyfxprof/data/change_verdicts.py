@@ -99,6 +99,7 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     slower or faster, which a drift between sessions would look like too).
     """
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
+    copies = None  # paired blocks from several copies: (test - control per block, their copy)
     if design.kind == "paired":
         labels = np.union1d(control_groups[control_groups >= 0], test_groups[test_groups >= 0])
         control_blocks = block_values(control, control_groups, labels)
@@ -107,6 +108,8 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
             warnings.simplefilter("ignore", RuntimeWarning)
             durations = np.exp(np.nanmedian(control_blocks, axis=0))
         found = paired_rows(control_blocks, test_blocks, common=not whole, durations=durations)
+        if len(set(design.copies)) > 1:
+            copies = (test_blocks - control_blocks, np.asarray(design.copies)[labels.astype(int)])
     elif design.kind == "sessions":
         found = several_session_rows(block_values(control, control_groups),
                                      block_values(test, test_groups), moderate=not whole)
@@ -121,10 +124,8 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     found["q_value"] = benjamini_hochberg(found["p_value"])
     found["change"] = verdicts(found["estimate"], found["low"], found["high"],
                                found["q_value"], margin, fdr)
-    if design.kind == "paired" and len(set(design.copies)) > 1:
-        copy_of = np.asarray(design.copies)[labels.astype(int)]
-        _unless_every_copy_agrees(found["change"], test_blocks - control_blocks, copy_of,
-                                  margin)
+    if copies is not None:
+        _unless_every_copy_agrees(found["change"], *copies, margin)
     if whole and design.kind == "single" and (design.noise is None or design.noise.measured):
         # one session per side: a change of the whole model and a drift between the two
         # sessions look alike; only "same" can be told (several sessions, or compare())

@@ -12,7 +12,7 @@ import secrets
 import stat
 import zlib
 from pathlib import Path
-from typing import Union
+from typing import IO, Any, Iterator, Union
 
 from ..errors import PyfxprofError
 
@@ -127,7 +127,7 @@ def _exclusive_temporary(target: Path) -> tuple[Path, int]:
 
 
 @contextlib.contextmanager
-def _open_fd(fd: int, compress: bool, binary: bool):
+def _open_fd(fd: int, compress: bool, binary: bool) -> Iterator[IO[Any]]:
     """A UTF-8 text (or ``binary``) stream over descriptor ``fd``, gzip-compressed when
     ``compress``; closed (its data flushed, a write error raised) on leaving. Text that UTF-8
     cannot encode (a lone surrogate) is written backslash-escaped, never an error."""
@@ -135,11 +135,12 @@ def _open_fd(fd: int, compress: bool, binary: bool):
         packed = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL) if compress else raw
         with packed if binary else io.TextIOWrapper(
                 packed, encoding="utf-8", errors="backslashreplace") as stream:
-            yield stream
+            # typeshed keeps GzipFile apart from IO[bytes], which it provides at run time
+            yield stream  # type: ignore[misc]
 
 
 @contextlib.contextmanager
-def open_output(path, binary: bool = False):
+def open_output(path: str | os.PathLike[str], binary: bool = False) -> Iterator[IO[Any]]:
     """Write UTF-8 text (bytes if ``binary``) to ``path``, gzip-compressed when the name ends
     in .gz, safely:
 
@@ -177,7 +178,8 @@ def open_output(path, binary: bool = False):
         raise _write_error(path, error) from error
 
 
-def _replace(target: Path, existing, compress: bool, binary: bool):
+def _replace(target: Path, existing: os.stat_result | None, compress: bool, binary: bool
+             ) -> Iterator[IO[Any]]:
     """Write ``target`` through a temporary file renamed over it (keeping its permissions)."""
     temporary, fd = _exclusive_temporary(target)
     try:

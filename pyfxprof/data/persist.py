@@ -12,6 +12,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -190,7 +191,7 @@ def _decode_children(container: list | dict) -> list | dict:
     return container
 
 
-def decode_value(data):
+def decode_value(data: Any) -> Any:
     """Inverse of :func:`encode_value`. Lists and dicts of parsed JSON are decoded in place (a
     loaded document is never copied, so it takes memory once).
 

@@ -11,7 +11,7 @@ See docs/profile.md for the data model and every column with its unit.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -70,7 +70,7 @@ def _check_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     return nodes.reset_index(drop=True)
 
 
-def _values_equal(a, b) -> bool:
+def _values_equal(a: Any, b: Any) -> bool:
     """Equality for object cells and metadata: NaN equals NaN, pd.NA equals pd.NA, arrays
     compare elementwise, dicts, lists and tuples item by item."""
     if a is pd.NA or b is pd.NA:
@@ -81,7 +81,8 @@ def _values_equal(a, b) -> bool:
         return (type(a) is type(b) and len(a) == len(b)
                 and all(map(_values_equal, a, b)))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.array_equal(a, b)
+        # numpy's ArrayLike leaves out dicts; beside an array one compares unequal
+        return np.array_equal(a, b)  # pyright: ignore[reportArgumentType]
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return bool(a == b)

@@ -163,7 +163,8 @@ def group_samples(samples, keys: Sequence) -> tuple[list, np.ndarray]:
     (['a', 'b'], [[5, 2], [50, 20]])
     """
     array = _as_2d(samples)
-    key_array = np.asarray(keys.tolist() if hasattr(keys, "tolist") else list(keys), dtype=object)
+    tolist = getattr(keys, "tolist", None)  # an array's or Series' cells as Python scalars
+    key_array = np.asarray(tolist() if tolist is not None else list(keys), dtype=object)
     if key_array.shape != (array.shape[1],):
         raise ArgumentError(f"need one key per node column ({array.shape[1]}), got "
                             f"{key_array.shape[0]}")

@@ -10,7 +10,7 @@ fixed cost is more than half of its fitted time at size 1. See docs/latency.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,9 @@ def theil_sen(sizes, values) -> tuple[float, float, float]:
     x = np.asarray(sizes, dtype=np.float64)
     y = np.asarray(values, dtype=np.float64)
     from scipy import stats as scipy_stats  # late: scipy.stats takes seconds to import
-    slope, intercept, _, _ = scipy_stats.theilslopes(y, x, method="joint")
+    # scipy builds its result type at run time (_make_tuple_bunch): inferred as tuple[object]
+    slope, intercept, _, _ = cast("tuple[float, float, float, float]",
+                                  scipy_stats.theilslopes(y, x, method="joint"))
     residual = y - (intercept + slope * x)
     spread = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float((residual ** 2).sum()) / spread if spread > 0 else float("nan")

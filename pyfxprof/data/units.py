@@ -54,14 +54,20 @@ def format_ns(ns, precision: int = 3) -> str:
         return MISSING
     if math.isinf(number):
         return "inf" if number > 0 else "-inf"
-    magnitude = abs(number)
-    for unit, scale in _UNITS:
-        scaled = magnitude / scale
-        text = f"{scaled:.0f}" if unit == "ns" else _significant(scaled, precision)
-        if float(text) < 1000 or unit == "s":
-            break
+    text, unit = _in_unit(abs(number), precision)
     sign = "-" if number < 0 and float(text) != 0 else ""
     return f"{sign}{text} {unit}"
+
+
+def _in_unit(magnitude: float, precision: int) -> tuple[str, str]:
+    """``magnitude`` ns as (text, unit) in the first unit where it reads below 1000, else s."""
+    for unit, scale in _UNITS[:-1]:
+        scaled = magnitude / scale
+        text = f"{scaled:.0f}" if unit == "ns" else _significant(scaled, precision)
+        if float(text) < 1000:
+            return text, unit
+    unit, scale = _UNITS[-1]
+    return _significant(magnitude / scale, precision), unit
 
 
 def format_pct(pct, precision: int = 1) -> str:

@@ -27,14 +27,14 @@ def compiled_table(diff: CompiledDiff, top: int | None = 20) -> str:
 
     >>> print(d.table(top=10))   # doctest: +SKIP
     """
-    frame = diff.frame.head(top)
+    frame = diff.frame if top is None else diff.frame.head(top)
     shown = pd.DataFrame({
-        "Module": frame["module"].map(lambda m: "(root)" if m == "" else cut(m, 36)),
+        "Module": ["(root)" if m == "" else cut(m, 36) for m in frame["module"]],
         diff.labels[0].capitalize(): frame["eager_ns"].map(format_ns),
         diff.labels[1].capitalize(): frame["compiled_ns"].map(format_ns),
         "Saving": frame["saving_ns"].map(format_ns), "Saving %": frame["saving_pct"].map(
             format_pct),
-        "Eager ops": frame["ops"].map(lambda v: cut(cell(v, 3), 30)),
+        "Eager ops": [cut(cell(v, 3), 30) for v in frame["ops"]],
         "Kernels": [cut(cell(k, 2), 46) + ("*" if s else "")
                     for k, s in zip(frame["kernels"], frame["shared"])]})
     t = diff.totals()
@@ -57,15 +57,16 @@ def compiled_ops_table(diff: CompiledDiff, module: str | None = None,
     if module is not None:
         inside = (frame["module"] == module) | frame["module"].str.startswith(module + ".")
         frame = frame[inside | (module == "")]
-    frame = frame.sort_values("saving_ns", ascending=False, kind="stable").head(top)
+    frame = frame.sort_values("saving_ns", ascending=False, kind="stable")
+    frame = frame if top is None else frame.head(top)
     shown = pd.DataFrame({
-        "Module": frame["module"].map(lambda m: "(root)" if m == "" else cut(m, 32)),
-        "Eager op": frame["eager_op"].map(lambda s: cut(s, 24) or "-"),
+        "Module": ["(root)" if m == "" else cut(m, 32) for m in frame["module"]],
+        "Eager op": [cut(s, 24) or "-" for s in frame["eager_op"]],
         diff.labels[0].capitalize(): frame["eager_ns"].map(format_ns),
-        "Source node": frame["source_node"].map(lambda s: cut(s, 24) or "-"),
+        "Source node": [cut(s, 24) or "-" for s in frame["source_node"]],
         diff.labels[1].capitalize(): frame["compiled_ns"].map(format_ns),
         "Saving": frame["saving_ns"].map(format_ns),
-        "Kernels": frame["kernels"].map(lambda k: cut(cell(k, 2), 50) or "-")})
+        "Kernels": [cut(cell(k, 2), 50) or "-" for k in frame["kernels"]]})
     return ("per op: the eager op, the source node of the compiled graph it was paired "
             "with in its module, and the kernels covering it (their time split evenly over "
             "their source nodes)\n" + shown.to_string(index=False))

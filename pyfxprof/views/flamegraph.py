@@ -150,7 +150,8 @@ def flamegraph_svg(profile: Profile, metric: str = "median", title: str | None =
     subtitle = (f"{metric} per node, inclusive by {by} · total {format_ns(root['weight'])} · "
                 f"{profile.n_nodes} nodes · {profile.n_runs} runs · click to zoom")
     geometry = {"width": WIDTH, "pad": PAD, "charWidth": _CHAR_WIDTH, "total": root["weight"]}
-    script = resources.files(__package__).joinpath("flamegraph_script.js").read_text("utf-8")
+    package = __name__.rpartition(".")[0]
+    script = resources.files(package).joinpath("flamegraph_script.js").read_text("utf-8")
     lines = [
         '<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
         f'<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '

@@ -92,9 +92,10 @@ def render_tail(frame: pd.DataFrame, top: int | None = 20) -> str:
     heading = (f"tail at q={frame.attrs.get('quantile', '?')}: {count} tail "
                f"run{'' if count == 1 else 's'} of {frame.attrs.get('runs', '?')} (shares of the "
                "tail runs' excess; var share: of the variance of the total)")
-    rows = [[str(r.name), format_ns(r.median), format_ns(r.tail), format_ns(r.excess),
-             format_pct(100 * r.share), format_pct(100 * r.var_share)]
-            for r in shown.itertuples()]
+    columns = [shown[c] for c in ("name", "median", "tail", "excess", "share", "var_share")]
+    rows = [[str(name), format_ns(median), format_ns(tail), format_ns(excess),
+             format_pct(100 * share), format_pct(100 * var_share)]
+            for name, median, tail, excess, share, var_share in zip(*columns)]
     lines = [heading] + _aligned(["Node", "Median", "Tail", "Excess", "Share", "Var share"], rows)
     if top is not None and len(frame) > top:
         lines.append(f"... {len(frame) - top} more rows")

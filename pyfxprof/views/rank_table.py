@@ -74,8 +74,9 @@ def _views(ranks: RankProfiles, sort_by: str, top: int | None) -> tuple:
 
 def _straggler_view(ranks: RankProfiles) -> report_render.View:
     found = ranks.stragglers()
-    rows = [[row.key, f"r{row.rank}", format_ns(row.median), format_ns(row.reference),
-             "+" + format_ns(row.excess), f"{row.p_value:.2g}"] for row in found.itertuples()]
+    columns = [found[c] for c in ("key", "rank", "median", "reference", "excess", "p_value")]
+    rows = [[key, f"r{rank}", format_ns(median), format_ns(reference), "+" + format_ns(excess),
+             f"{p_value:.2g}"] for key, rank, median, reference, excess, p_value in zip(*columns)]
     return report_render.View(header=[], titles=["Node", "Rank", "Median", "Other ranks", "Excess", "p"],
                        right_aligned=[False] + [True] * 5, rows=rows,
                        notes=[] if rows else ["none: no rank slower beyond run-to-run noise"])

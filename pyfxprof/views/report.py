@@ -196,8 +196,9 @@ def _notes(frame: pd.DataFrame, shown: int, label: str, name_column: str, top) -
     noisy = noisy_mask(visible)
     if noisy.any():
         ratios = relative_iqr(visible)[noisy].sort_values(ascending=False, kind="stable")
-        names = [f"{visible.loc[i, name_column]} {format_pct(100.0 * r, 0)}"
-                 for i, r in ratios.iloc[:NOISY_NAMES].items()]
+        noisiest = ratios.iloc[:NOISY_NAMES]
+        names = [f"{name} {format_pct(100.0 * r, 0)}"
+                 for name, r in zip(visible.loc[noisiest.index, name_column], noisiest)]
         more = f", +{len(ratios) - NOISY_NAMES} more" if len(ratios) > NOISY_NAMES else ""
         notes.append(f"noisy (IQR/median > 10%): {len(ratios)} of {shown} {label} shown — "
                      f"{', '.join(names)}{more} — {_NOISE_HINT}")

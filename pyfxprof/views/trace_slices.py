@@ -48,7 +48,7 @@ def module_blocks(nodes: pd.DataFrame) -> list[dict]:
     >>> [(b["path"], b["level"], b["first"], b["last"]) for b in module_blocks(nodes)]
     [('blk', 0, 0, 1)]
     """
-    stacks = [tuple(s) if isinstance(s, (tuple, list)) else () for s in nodes["module_stack"]]
+    stacks: list[tuple[str, ...]] = [tuple(s) if isinstance(s, (tuple, list)) else () for s in nodes["module_stack"]]
     types = dict(zip(nodes["module_path"], nodes["module_type"]))
     calls = [path if op == "call_module" else None  # the module each node itself calls
              for op, path in zip(nodes["op"], nodes["module_path"])]
