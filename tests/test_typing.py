@@ -188,8 +188,6 @@ def pyright_run() -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="pyright is clean on loop/, run/ and the package root "
-                   "only so far (issue 35); drop this mark once the whole package is")
 def test_pyright_passes_on_the_package(pyright_run):
     report = json.loads(pyright_run.stdout)
     errors = [f"{Path(d['file']).relative_to(ROOT)}:{d['range']['start']['line'] + 1}: "

@@ -4,7 +4,7 @@ and an executor running forward, loss and backward with the backward timed per f
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -290,8 +290,7 @@ def extra_rows(frame: pd.DataFrame, model: torch.nn.Module, names, ops, targets
     for column, values in frame.items():
         if column not in extra.columns:
             extra[column] = _blank(values, len(names))
-    # (a list of labels selects a DataFrame; pandas' __getitem__ says Series | DataFrame)
-    return pd.concat([frame, cast(pd.DataFrame, extra[frame.columns])], ignore_index=True)
+    return pd.concat([frame, extra[frame.columns]], ignore_index=True)
 
 
 def _blank(column: pd.Series, rows: int) -> Any:
