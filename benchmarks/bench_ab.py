@@ -7,13 +7,16 @@
 Scenarios (each counted over --trials):
   aa       interleaved A/A, two copies with identical weights: trials where any row (node
            view; module view) is slower/faster, and the whole-model verdicts;
-  power    net only: the target block gets an added op (clones of its output, as many as
-           make the block alone nearest --power-change slower, measured with pyfxprof.bench
-           in the same process at the start): trials where its module row is "slower" and
-           no other module row is flagged;
-  whole    net only: clones after the blocks, as many as make the whole model nearest
-           --whole-change slower (measured the same way): trials where the whole-model
-           verdict is resolved (not "?"), and "+";
+  power    net only: the target block gets an added op (POWER_OPS: a view, a clone, a clamp,
+           ... of its output), the one that makes the block's module row nearest
+           --power-change slower as a profile sees it (each added node with its timer),
+           measured with pyfxprof.profile in the same process at the start: trials where its
+           module row is "slower" and no other module row is flagged;
+  whole    net only: an addmm adding zeros after the blocks (its cost grows with its inner
+           size k), k making the whole model nearest --whole-change slower (measured the same
+           way), judged with a margin of half that change and blocks added until the whole
+           model's interval is within it (compare's precision, max_blocks): trials where the
+           whole-model verdict is resolved (not "?"), "+", and the interval above 0;
   sessions two profile() sessions of fresh copies, saved and loaded, then diff(): trials where
            any row is flagged, and where the gate (--fail-on-regression 5%) would exit 1.
 """
@@ -29,28 +32,44 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pyfxprof  # noqa: E402
+from pyfxprof.data.outside_graph import graph_only  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 FLAGGED = ("+", "-")
 
 
-def added_op(y: torch.Tensor, count: int) -> torch.Tensor:
-    """The change under test: `count` clones of `y` in a row (values unchanged; an op whose
-    result is unused would be dropped by the capture, and an in-place op on a view moves the
-    view's release into the next row)."""
-    for _ in range(count):
-        y = y.clone()
+def added_op(y: torch.Tensor, change: tuple) -> torch.Tensor:
+    """The change under test, values unchanged (an op whose result is unused would be
+    dropped by the capture, and an in-place op on a view moves the view's release into the
+    next row): ("view", n), n views of `y` in a row; ("clone", n), n clones; ("clamp", 1),
+    clamp to [-2, 2] (the tanh outputs lie inside); ("addmm", k), y + (rows x k zeros) @
+    (k x columns zeros), whose cost grows with k."""
+    kind, size = change
+    if kind == "addmm":
+        return torch.addmm(y, y.new_zeros(y.shape[0], size), y.new_zeros(size, y.shape[1]))
+    for _ in range(size):
+        y = (y.view_as(y) if kind == "view" else y.clone() if kind == "clone"
+             else torch.clamp(y, -2.0, 2.0))
     return y
 
 
-class Block(torch.nn.Module):
-    """matmul + tanh; ``extra`` > 0 adds added_op with that many clones."""
+#: The added ops tried in the target block (power), about from the cheapest; the sizing
+#: keeps the one whose change, as a profile sees it, is nearest.
+POWER_OPS = [("view", 1), ("view", 2), ("clone", 1), ("view", 3), ("clamp", 1),
+             ("clone", 2), ("clamp", 2), ("clone", 3)]
+#: The ops tried after the blocks (whole): addmm of a growing inner size k.
+WHOLE_OPS = [("addmm", k) for k in (4, 8, 16, 24, 32, 48, 64, 96, 128)]
 
-    def __init__(self, weight: torch.Tensor, extra: int = 0) -> None:
+
+class Block(torch.nn.Module):
+    """matmul + tanh; ``extra`` (added_op's change) adds that op."""
+
+    def __init__(self, weight: torch.Tensor, extra: tuple | None = None) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(weight.clone())
         self.extra = extra
@@ -62,12 +81,13 @@ class Block(torch.nn.Module):
 
 class Net(torch.nn.Module):
     """12 blocks of matmul + tanh and one target block (index 6): 13 module rows;
-    ``target_extra``: the target's added clones; ``tail``: clones after the blocks (the
+    ``target_extra``: the target's added op; ``tail``: an added op after the blocks (the
     whole-model change)."""
 
-    def __init__(self, weights, target_extra: int = 0, tail: int = 0) -> None:
+    def __init__(self, weights, target_extra: tuple | None = None,
+                 tail: tuple | None = None) -> None:
         super().__init__()
-        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra if i == 6 else 0)
+        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra if i == 6 else None)
                                           for i, w in enumerate(weights))
         self.tail = tail
 
@@ -77,38 +97,50 @@ class Net(torch.nn.Module):
         return added_op(x, self.tail) if self.tail else x
 
 
-def sized(base, variants: dict, inputs, change: float, rounds: int = 3) -> tuple:
+def target_ns(model, inputs) -> float:
+    """The target block's time (its module row, blocks.6) as a profile sees it: the median
+    run of the sum of its rows."""
+    prof = pyfxprof.profile(model, inputs, runs=30, warmup=5, progress=False)
+    mine = prof.nodes["module_path"].astype(str).str.startswith("blocks.6").to_numpy()
+    return float(np.median(prof.samples[:, mine].sum(axis=1)))
+
+
+def total_ns(model, inputs) -> float:
+    """The whole model's time as compare sees it: the median run total of the graph's rows."""
+    prof = pyfxprof.profile(model, inputs, runs=30, warmup=5, progress=False)
+    return float(np.median(graph_only(prof).run_totals))
+
+
+def sized(measure, base, variants: dict, inputs, change: float, rounds: int = 3) -> tuple:
     """(key, measured change) of the variant whose time relative to `base` is nearest
-    1 + change: pyfxprof.bench of each, in `rounds` interleaved rounds (median ratio)."""
-    ratios = {key: [] for key in variants}
-    with torch.inference_mode():
-        for _ in range(rounds):
-            base_ns = pyfxprof.bench(base, *inputs, budget=0.3).median
-            for key, model in variants.items():
-                ratios[key].append(pyfxprof.bench(model, *inputs, budget=0.3).median / base_ns)
+    1 + change: `measure` (target_ns, total_ns: as the comparison's instrumented runs see
+    it, each added node with its timer) of each, in `rounds` interleaved rounds (median
+    ratio)."""
+    ratios: dict = {key: [] for key in variants}
+    for _ in range(rounds):
+        base_ns = measure(base, inputs)
+        for key, model in variants.items():
+            ratios[key].append(measure(model, inputs) / base_ns)
     medians = {key: sorted(values)[len(values) // 2] - 1.0 for key, values in ratios.items()}
     key = min(medians, key=lambda k: abs(medians[k] - change))
     return key, medians[key]
 
 
-def models(name: str, tail_ops: int = 12, power_change: float = 0.05,
-           whole_change: float = 0.02):
+def models(name: str, power_change: float = 0.05, whole_change: float = 0.02):
     """(control, factory(kind) -> test model, inputs, sizing notes) for `name`."""
     generator = torch.Generator().manual_seed(0)
     if name == "net":
         weights = [torch.randn(128, 128, generator=generator) / 12 for _ in range(13)]
         control, inputs = Net(weights), (torch.randn(32, 128, generator=generator),)
-        block_input = (torch.tanh(inputs[0]),)
-        k, block_change = sized(control.blocks[6], {k: Block(weights[6], extra=k)
-                                                    for k in (1, 2, 3, 4)}, block_input,
-                                power_change)
-        tails = {c: Net(weights, tail=c) for c in range(1, tail_ops + 1)}
-        t, whole_change = sized(control, tails, inputs, whole_change)
+        k, block_change = sized(target_ns, control, {op: Net(weights, target_extra=op)
+                                                     for op in POWER_OPS}, inputs, power_change)
+        tails = {op: Net(weights, tail=op) for op in WHOLE_OPS}
+        t, whole_change = sized(total_ns, control, tails, inputs, whole_change)
         tests = {"aa": lambda: Net(weights), "power": lambda: Net(weights, target_extra=k),
                  "whole": lambda: Net(weights, tail=t)}
-        notes = (f"{k} clone(s) in the target block: the block alone {100 * block_change:+.1f}%"
-                 f" (bench); {t} clone(s) after the blocks: the whole model "
-                 f"{100 * whole_change:+.1f}%")
+        notes = (f"{k[0]} {k[1]} in the target block: the block alone "
+                 f"{100 * block_change:+.1f}% (profile); {t[0]} {t[1]} after the blocks: the "
+                 f"whole model {100 * whole_change:+.1f}%")
         return control, tests, inputs, notes
     from pyfxprof.cli.default_model import resnet18
     control = resnet18().eval()
@@ -123,9 +155,17 @@ def flagged(diff, **view) -> bool:
 def interleaved(control, test, inputs, scenario: str, args) -> Counter:
     """Counts over the trials of one interleaved scenario."""
     counts: Counter = Counter()
+    whole = scenario == "whole"
+    # whole: a margin (and the interval's half width to stop at) of half the change, so
+    # that the change is resolved by the verdicts (one at the margin is "+" only when its
+    # estimate reaches the margin: half the time); the other scenarios: compare's defaults
+    settings = dict(min_change=args.whole_change / 2, precision=args.whole_change / 2) \
+        if whole else {}
     for trial in range(args.trials):
         diff = pyfxprof.compare(control, test, inputs, blocks=args.blocks,
-                                runs_per_block=args.runs_per_block, progress=False, seed=trial)
+                                runs_per_block=args.runs_per_block, progress=False, seed=trial,
+                                max_blocks=args.max_blocks, **settings)
+        counts["blocks (mean)"] += len(set(diff.control.meta["ab"]["blocks"])) / args.trials
         modules = diff.compare(by="module", depth=2)
         total = diff.totals()
         counts[f"total {total['change']}"] += 1
@@ -137,9 +177,10 @@ def interleaved(control, test, inputs, scenario: str, args) -> Counter:
             counts["target slower"] += target["change"] == "+"
             counts["target slower, no other row"] += target["change"] == "+" and not others
             counts["target estimate %"] += round(100 * target["rel_change"], 1) / args.trials
-        if scenario == "whole":
+        if whole:
             counts["whole resolved"] += total["change"] != "?"
             counts["whole slower"] += total["change"] == "+"
+            counts["whole interval above 0"] += total["ci_low"] > 0
             counts["whole estimate %"] += round(100 * total["rel_change"], 2) / args.trials
         rows = diff.compare()
         named = list(rows.index[rows["change"].isin(FLAGGED)])[:3]
@@ -174,8 +215,8 @@ def main() -> None:
     parser.add_argument("--runs-per-block", type=int, default=3)
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--only", nargs="+", choices=("aa", "power", "whole", "sessions"))
-    parser.add_argument("--tail-ops", type=int, default=12,
-                        help="most clones tried after the blocks (whole)")
+    parser.add_argument("--max-blocks", type=int,
+                        help="compare()'s max_blocks (default: its own, 3x --blocks)")
     parser.add_argument("--power-change", type=float, default=0.05,
                         help="the target block's change the added op is sized to (power)")
     parser.add_argument("--whole-change", type=float, default=0.02,
@@ -184,8 +225,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(describe_machine())
-    control, tests, inputs, notes = models(args.model, args.tail_ops, args.power_change,
-                                           args.whole_change)
+    control, tests, inputs, notes = models(args.model, args.power_change, args.whole_change)
     if notes:
         print(f"sizing (load {os.getloadavg()[0]:.1f}): {notes}")
     print(f"model {args.model}, {args.trials} trials, {args.blocks} blocks x "
