@@ -25,7 +25,7 @@ import pandas as pd
 
 from .. import served_methods
 from ..data import torch_trace
-from ..data.change_verdicts import (Design, block_sums, design_of, judge, row_spreads,
+from ..data.change_verdicts import (Design, design_of, judge, row_spreads,
                                     run_groups, with_node_noise)
 from ..data.session_stats import run_dispersion
 from ..data.sessions import merge_sessions
@@ -106,7 +106,6 @@ class _Side:
     calls: np.ndarray     # float (keys,), calls per run
     groups: np.ndarray | None = None   # int (runs,): block or session of each run
     spreads: np.ndarray | None = None  # float (keys,): each row's noise (row_spreads)
-    judged: np.ndarray | None = None   # (runs, keys): the samples tested, when not `samples`
 
 
 def _reduce(profile: Profile, keys: list[str]) -> tuple[list, np.ndarray, np.ndarray]:
@@ -264,11 +263,9 @@ class ProfileDiff:
             change[both & (rel_change <= -self.min_change)] = "-"
         elif both.any():
             spreads = None if control.spreads is None else control.spreads[both]
-            tested = [side.samples if side.judged is None else side.judged
-                      for side in (control, test)]
-            found = judge(self.judged_design(), tested[0][:, both], tested[1][:, both],
-                          control.groups, test.groups, self.min_change, self.alpha, whole,
-                          spreads)
+            found = judge(self.judged_design(), control.samples[:, both],
+                          test.samples[:, both], control.groups, test.groups,
+                          self.min_change, self.alpha, whole, spreads)
             for name, key in (("p_value", "p_value"), ("q_value", "q_value"),
                               ("ci_low", "low"), ("ci_high", "high")):
                 columns[name][both] = found[key]
@@ -370,17 +367,12 @@ class ProfileDiff:
 
     def totals(self) -> dict:
         """End-to-end run time compared: the :meth:`compare` columns of one row, as a dict.
-        The two sides of an interleaved run are tested on each block's sum of its rows'
-        medians (change_verdicts.block_sums), the others on their run totals.
 
         >>> d.totals()["rel_change"]        # doctest: +SKIP
         -0.118
         """
         sides = [_Side(np.ones(1, dtype=bool), prof.run_totals[:, None], np.ones(1), groups)
                  for prof, groups in zip((self.control, self.test), self.groups)]
-        if self.design.kind == "paired":
-            for side, prof in zip(sides, (self.control, self.test)):
-                side.judged = block_sums(prof.samples, side.groups)
         return {name: value.tolist()[0]
                 for name, value in self._columns(sides[0], sides[1], whole=True).items()}
 

@@ -101,23 +101,6 @@ def pooled_dispersion(control: np.ndarray, test: np.ndarray) -> np.ndarray:
     return np.sqrt((run_dispersion(control) ** 2 + run_dispersion(test) ** 2) / 2.0)
 
 
-def block_sums(samples: np.ndarray, groups) -> np.ndarray:
-    """The whole model of an interleaved run, per run: the sum over the rows (runs x rows
-    ``samples``) of each row's median over the runs of its block (``groups``; a run left
-    out, group < 0, gets its block's too, and counts nowhere): (runs, 1). A run hit by a
-    disturbance in a few rows moves its total, and the median of three totals, but not the
-    rows' medians: the whole model's interval narrows (docs/ab.md).
-
-    >>> block_sums(np.array([[1, 10], [3, 30], [2, 90]]), np.array([0, 0, 0])).tolist()
-    [[32.0], [32.0], [32.0]]
-    """
-    samples, groups = np.asarray(samples, dtype=np.float64), np.asarray(groups)
-    sums = np.full((len(samples), 1), np.nan)
-    for group in np.unique(groups[groups >= 0]):
-        sums[groups == group] = np.median(samples[groups == group], axis=0).sum()
-    return sums
-
-
 def _block_labels(control_groups, test_groups) -> np.ndarray:
     """The blocks of an interleaved run that either side has a (not preempted) run in."""
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)

@@ -150,10 +150,9 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
         departures, errors, _ = paired_departures(control, test, shifts if given else None,
                                                   confidence)
         if not given:
-            noise = session_noise(departures, errors, durations)
+            noise, spreads = session_noise(departures, errors, durations), None
         p_value = single_session_rows(departures, errors, noise, common=True,
-                                      durations=durations,
-                                      spreads=spreads if given else None)["p_value"]
+                                      durations=durations, spreads=spreads)["p_value"]
     else:
         p_value = np.array([signed_rank_p(differences[:, c]) for c in columns])
     return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(own[:, 1]),
