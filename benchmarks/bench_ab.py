@@ -2,13 +2,14 @@
 (pyfxprof.compare), diffs of two saved A/A sessions and the CI gate on them (issue 33).
 
     python benchmarks/bench_ab.py --model net --trials 20 --threads 1
-    python benchmarks/bench_ab.py --model resnet18 --trials 20 --only aa --threads 1
+    python benchmarks/bench_ab.py --model resnet18 --trials 20 --only aa --threads 1 --max-blocks 20
+    python benchmarks/bench_ab.py --model resnet18 --trials 20 --only sessions --threads 1
 
 Scenarios (each counted over --trials):
   aa       interleaved A/A, two copies with identical weights: trials where any row (node
            view; module view) is slower/faster, and the whole-model verdicts;
-  power    net only: the target block gets an added op (POWER_OPS: a view, a clone, a clamp,
-           ... of its output), the one that makes the block's module row nearest
+  power    net only: the target block gets added ops (POWER_OPS: calls that return its
+           output itself, clones, a clamp), the ones that make the block's module row nearest
            --power-change slower as a profile sees it (each added node with its timer),
            measured with pyfxprof.profile in the same process at the start: trials where its
            module row is "slower" and no other module row is flagged;
@@ -43,33 +44,37 @@ from machine import describe_machine  # noqa: E402
 FLAGGED = ("+", "-")
 
 
-def added_op(y: torch.Tensor, change: tuple) -> torch.Tensor:
-    """The change under test, values unchanged (an op whose result is unused would be
-    dropped by the capture, and an in-place op on a view moves the view's release into the
-    next row): ("view", n), n views of `y` in a row; ("clone", n), n clones; ("clamp", 1),
-    clamp to [-2, 2] (the tanh outputs lie inside); ("addmm", k), y + (rows x k zeros) @
-    (k x columns zeros), whose cost grows with k."""
-    kind, size = change
-    if kind == "addmm":
-        return torch.addmm(y, y.new_zeros(y.shape[0], size), y.new_zeros(size, y.shape[1]))
-    for _ in range(size):
-        y = (y.view_as(y) if kind == "view" else y.clone() if kind == "clone"
-             else torch.clamp(y, -2.0, 2.0))
+def added_op(y: torch.Tensor, ops: tuple) -> torch.Tensor:
+    """The change under test, values unchanged, one op after the other: "same" (y.contiguous(),
+    a call that returns y itself: its dispatch and its timer only), "clone", "clamp" (to
+    [-2, 2]; the tanh outputs lie inside), "addmm<k>" (y + (rows x k zeros) @ (k x columns
+    zeros), whose cost grows with k). No op returns a view: a view's release would land in
+    the next block's first row (an unused result would be dropped by the capture)."""
+    for op in ops:
+        if op == "same":
+            y = y.contiguous()
+        elif op == "clone":
+            y = y.clone()
+        elif op == "clamp":
+            y = torch.clamp(y, -2.0, 2.0)
+        else:
+            k = int(op[len("addmm"):])
+            y = torch.addmm(y, y.new_zeros(y.shape[0], k), y.new_zeros(k, y.shape[1]))
     return y
 
 
-#: The added ops tried in the target block (power), about from the cheapest; the sizing
-#: keeps the one whose change, as a profile sees it, is nearest.
-POWER_OPS = [("view", 1), ("view", 2), ("clone", 1), ("view", 3), ("clamp", 1),
-             ("clone", 2), ("clamp", 2), ("clone", 3)]
+#: The added ops tried in the target block (power), about from the cheapest as a profile
+#: sees them (each op a timed node); the sizing keeps the one nearest --power-change.
+POWER_OPS = [("same",), ("same", "same"), ("clone",), ("same", "same", "same"),
+             ("same", "clone"), ("clamp",), ("same", "same", "clone"), ("clone", "clone")]
 #: The ops tried after the blocks (whole): addmm of a growing inner size k.
-WHOLE_OPS = [("addmm", k) for k in (4, 8, 16, 24, 32, 48, 64, 96, 128)]
+WHOLE_OPS = [(f"addmm{k}",) for k in (4, 8, 16, 24, 32, 48, 64, 96, 128)]
 
 
 class Block(torch.nn.Module):
-    """matmul + tanh; ``extra`` (added_op's change) adds that op."""
+    """matmul + tanh; ``extra`` (added_op's ops) adds those ops."""
 
-    def __init__(self, weight: torch.Tensor, extra: tuple | None = None) -> None:
+    def __init__(self, weight: torch.Tensor, extra: tuple = ()) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(weight.clone())
         self.extra = extra
@@ -81,13 +86,12 @@ class Block(torch.nn.Module):
 
 class Net(torch.nn.Module):
     """12 blocks of matmul + tanh and one target block (index 6): 13 module rows;
-    ``target_extra``: the target's added op; ``tail``: an added op after the blocks (the
+    ``target_extra``: the target's added ops; ``tail``: ops after the blocks (the
     whole-model change)."""
 
-    def __init__(self, weights, target_extra: tuple | None = None,
-                 tail: tuple | None = None) -> None:
+    def __init__(self, weights, target_extra: tuple = (), tail: tuple = ()) -> None:
         super().__init__()
-        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra if i == 6 else None)
+        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra if i == 6 else ())
                                           for i, w in enumerate(weights))
         self.tail = tail
 
@@ -138,8 +142,8 @@ def models(name: str, power_change: float = 0.05, whole_change: float = 0.02):
         t, whole_change = sized(total_ns, control, tails, inputs, whole_change)
         tests = {"aa": lambda: Net(weights), "power": lambda: Net(weights, target_extra=k),
                  "whole": lambda: Net(weights, tail=t)}
-        notes = (f"{k[0]} {k[1]} in the target block: the block alone "
-                 f"{100 * block_change:+.1f}% (profile); {t[0]} {t[1]} after the blocks: the "
+        notes = (f"{' + '.join(k)} in the target block: the block's row "
+                 f"{100 * block_change:+.1f}% (profile); {' + '.join(t)} after the blocks: the "
                  f"whole model {100 * whole_change:+.1f}%")
         return control, tests, inputs, notes
     from pyfxprof.cli.default_model import resnet18

@@ -213,6 +213,7 @@ class ProfileDiff:
         self.groups = (run_groups(control.meta, control.n_runs, control.run_noise),
                        run_groups(test.meta, test.n_runs, test.run_noise))
         self.design = design_of(control.meta, test.meta, *self.groups)
+        self._node_keys: list | None = None   # the nodes the design's noise was measured on
 
     def judged_design(self) -> Design:
         """The design, with the noise measured over the nodes both profiles have, whatever
@@ -225,6 +226,7 @@ class ProfileDiff:
             control, test = (_align(names, sums, np.zeros(len(names)), common).samples
                              for names, sums in sides)
             self.design = with_node_noise(self.design, control, test, *self.groups)
+            self._node_keys = common
         return self.design
 
     def _row_spreads(self, control_keys: list, keys: list) -> np.ndarray | None:
@@ -235,7 +237,12 @@ class ProfileDiff:
         if noise is None or not noise.measured or self.control.n_runs == 0:
             return None
         durations = np.median(self.control.samples.astype(np.float64), axis=0)
-        return row_spreads(noise, durations, control_keys, keys, self._node_dispersion())
+        node_z = None
+        if self._node_keys is not None and len(self._node_keys) == len(self.design.standardized):
+            z = pd.Series(self.design.standardized, index=self._node_keys, dtype=np.float64)
+            node_z = z.reindex(_view_keys(self.control.nodes, "node", None)).to_numpy()
+        return row_spreads(noise, durations, control_keys, keys, self._node_dispersion(),
+                           node_z)
 
     def _node_dispersion(self) -> np.ndarray | None:
         """One session per side: each control node's run-to-run dispersion, pooled with the

@@ -12,10 +12,12 @@ Example:
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from .paired_stats import (FASTER, SAME, SLOWER, UNRESOLVED, benjamini_hochberg,
                            hodges_lehmann, verdicts)
@@ -34,12 +36,15 @@ class Design:
     """How the two sides' runs relate: ``kind`` (DESIGNS) and, for "single" and "paired",
     the session noise measured over the node rows (None: measured over the rows judged);
     "paired" also: ``shifts``, the node rows' common shift in each block (log), and
-    ``copies``, the copy of the models each block ran (run.compare)."""
+    ``copies``, the copy of the models each block ran (run.compare); ``standardized``: the
+    nodes' departures from the common shift over their noise, in the order of the node
+    columns measured (with_node_noise), for how the nodes of a row move together."""
 
     kind: str
     noise: SessionNoise | None = None
     copies: tuple = ()
     shifts: tuple = ()
+    standardized: tuple = ()   # with a noise: each node's departure / its noise (z)
 
 
 def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:
@@ -85,11 +90,16 @@ def single_noise(control: np.ndarray, test: np.ndarray) -> SessionNoise:
     >>> round(single_noise(c, c * 1.1).relative_shift, 3)
     0.1
     """
+    return session_noise(*_single_ratios(control, test))
+
+
+def _single_ratios(control: np.ndarray, test: np.ndarray) -> tuple:
+    """(log ratios of the median runs, their standard errors, durations (ns)) per row."""
     groups_c, groups_t = np.zeros(len(control)), np.zeros(len(test))
     logs = block_values(control, groups_c)[0]
     ratios = block_values(test, groups_t)[0] - logs
     errors = np.hypot(median_errors(control, groups_c)[0], median_errors(test, groups_t)[0])
-    return session_noise(ratios, errors, np.exp(logs))
+    return ratios, errors, np.exp(logs)
 
 
 def pooled_dispersion(control: np.ndarray, test: np.ndarray) -> np.ndarray:
@@ -128,29 +138,64 @@ def with_node_noise(design: Design, control: np.ndarray, test: np.ndarray, contr
     True
     """
     if design.kind == "single":
-        return Design("single", single_noise(control, test))
+        ratios, errors, durations = _single_ratios(control, test)
+        noise = session_noise(ratios, errors, durations)
+        spread = noise.spread_at(durations, pooled_dispersion(control, test))
+        return Design("single", noise,
+                      standardized=_standardized(ratios - noise.shift, errors, spread))
     if design.kind != "paired":
         return design
     labels = _block_labels(control_groups, test_groups)
     control_blocks = block_values(control, np.asarray(control_groups), labels)
     test_blocks = block_values(test, np.asarray(test_groups), labels)
     departures, errors, shifts = paired_departures(control_blocks, test_blocks)
-    noise = session_noise(departures, errors, _durations(control_blocks))
+    durations = _durations(control_blocks)
+    noise = session_noise(departures, errors, durations)
     if not noise.measured:
         return design
-    return Design("paired", noise, design.copies, tuple(float(s) for s in shifts))
+    return Design("paired", noise, design.copies, tuple(float(s) for s in shifts),
+                  _standardized(departures, errors, noise.spread_at(durations)))
+
+
+def _standardized(departures, errors, spreads) -> tuple:
+    """Each departure over its noise (spread and own error); NaN where it has none."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.asarray(departures, float) / np.hypot(spreads, errors)
+    return tuple(float(v) if np.isfinite(v) else math.nan for v in z)
+
+
+def shared_movement(node_z, node_keys) -> dict:
+    """Per row key, how its nodes' departures move together: the correlation of the
+    standardized departures (z) of two nodes of one row, pooled over the *other* rows
+    (sum over rows of (sum z)^2 - sum z^2, over sum n (n - 1); a row's own nodes left out,
+    so that a real change of a whole row does not widen its own noise), in [0, 1].
+
+    >>> z = [1.0, 1.0, -1.0, -1.0, 0.5, 0.5]
+    >>> shared_movement(z, ["a", "a", "b", "b", "c", "c"])["a"]
+    0.625
+    """
+    frame = pd.DataFrame({"key": list(node_keys), "z": np.asarray(node_z, float)}).dropna()
+    per_row = frame.groupby("key", sort=False)["z"].agg(["sum", "count",
+                                                        lambda v: float(np.sum(v ** 2))])
+    per_row.columns = ["sum", "count", "square"]
+    cross = per_row["sum"] ** 2 - per_row["square"]
+    pairs = per_row["count"] * (per_row["count"] - 1)
+    others = (cross.sum() - cross) / (pairs.sum() - pairs).where(pairs.sum() - pairs > 0)
+    return others.fillna(0.0).clip(0.0, 1.0).to_dict()
 
 
 def row_spreads(noise: SessionNoise, node_durations, node_keys, row_keys,
-                node_dispersion=None) -> np.ndarray:
+                node_dispersion=None, node_z=None) -> np.ndarray:
     """The spread (SD of a log ratio between two copies or sessions) of each row of a view
     whose rows sum nodes (``node_keys``: each node's row; a row without nodes: NaN): the
     larger of the spread of one node of the row's whole duration and that of the sum of
-    its nodes' own spreads, independent (sqrt(sum (t_i s_i)^2) / sum t_i). A module of a
-    few short nodes varies as its nodes do (each copy's misses are its own), a module of
-    one long node as a long node does; the larger covers either. ``node_dispersion``: the
-    nodes' run-to-run dispersions (SessionNoise.spread_at; a row's: its nodes',
-    time-weighted).
+    its nodes, from their own spreads s_i and shares w_i = t_i / sum t: (1 - r) sum (w_i
+    s_i)^2 + r (sum w_i s_i)^2, r how the nodes of a row move together (shared_movement of
+    their standardized departures ``node_z``; 0 without). A module of a few short nodes
+    varies as its nodes do, a module of one long node as a long node does, a module whose
+    nodes shift together (one copy's layer laid out apart) as much as they do together.
+    ``node_dispersion``: the nodes' run-to-run dispersions (SessionNoise.spread_at; a
+    row's: its nodes', time-weighted).
 
     >>> noise = SessionNoise(0.0, 0.1, 20)   # one spread, 10%, at every duration
     >>> row_spreads(noise, [1e4, 1e4, 1e4, 1e4], ["a", "b", "b", "b"], ["a", "b"]).round(3).tolist()
@@ -159,12 +204,15 @@ def row_spreads(noise: SessionNoise, node_durations, node_keys, row_keys,
     durations = np.asarray(node_durations, dtype=np.float64)
     keys = np.asarray(node_keys, dtype=object)
     own = np.broadcast_to(noise.spread_at(durations, node_dispersion), durations.shape)
+    together = {} if node_z is None else shared_movement(node_z, node_keys)
     spreads = np.full(len(row_keys), np.nan)
     for row, key in enumerate(row_keys):
         mine = keys == key
         total = durations[mine].sum()
         if mine.any() and total > 0:
-            summed = np.sqrt(np.sum((durations[mine] * own[mine]) ** 2)) / total
+            parts = durations[mine] * own[mine] / total
+            r = together.get(key, 0.0)
+            summed = math.sqrt((1.0 - r) * np.sum(parts ** 2) + r * np.sum(parts) ** 2)
             jitter = (None if node_dispersion is None else
                       [np.sum(durations[mine] * np.asarray(node_dispersion)[mine]) / total])
             spreads[row] = max(float(np.max(noise.spread_at([total], jitter))), summed)
