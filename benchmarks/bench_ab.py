@@ -8,14 +8,13 @@
 Scenarios (each counted over --trials):
   aa       interleaved A/A, two copies with identical weights: trials where any row (node
            view; module view) is slower/faster, and the whole-model verdicts;
-  power    net only: the target block gets added ops (POWER_OPS: calls that return its
-           output itself, clones, a clamp), the ones that make the block's module row nearest
-           --power-change slower as a profile sees it (each added node with its timer),
-           measured with pyfxprof.profile in the same process at the start: trials where its
-           module row is "slower" and no other module row is flagged;
-  whole    net only: an addmm adding zeros after the blocks (its cost grows with its inner
-           size k), k making the whole model nearest --whole-change slower (measured the same
-           way), judged with a margin of half that change and blocks added until the whole
+  power    net only: the target block gets n calls y.contiguous() (each returns its output
+           itself: a dispatch and a timed node), n making the block's module row nearest
+           --power-change slower as an interleaved comparison sees it: pyfxprof.compare's
+           estimates at POWER_COUNTS in the same process at the start, a line through them: trials where its module row is "slower" and no other
+           module row is flagged;
+  whole    net only: k clones after the blocks, k making the whole model nearest
+           --whole-change slower (fitted the same way at WHOLE_COUNTS), judged with a margin of half that change and blocks added until the whole
            model's interval is within it (compare's precision, max_blocks): trials where the
            whole-model verdict is resolved (not "?"), "+", and the interval above 0;
   sessions two profile() sessions of fresh copies, saved and loaded, then diff(): trials where
@@ -38,37 +37,27 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pyfxprof  # noqa: E402
-from pyfxprof.data.outside_graph import graph_only  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 FLAGGED = ("+", "-")
 
 
 def added_op(y: torch.Tensor, ops: tuple) -> torch.Tensor:
-    """The change under test, values unchanged, one op after the other: "same" (y.contiguous(),
-    a call that returns y itself: its dispatch and its timer only), "clone", "clamp" (to
-    [-2, 2]; the tanh outputs lie inside), "addmm<k>" (y + (rows x k zeros) @ (k x columns
-    zeros), whose cost grows with k). No op returns a view: a view's release would land in
-    the next block's first row (an unused result would be dropped by the capture)."""
+    """The change under test, values unchanged, one op after the other: "same"
+    (y.contiguous(), a call that returns y itself: its dispatch and its timed node only) or
+    "clone". No op returns a view: a view's release would land in the next block's first
+    row (and an unused result would be dropped by the capture)."""
     for op in ops:
-        if op == "same":
-            y = y.contiguous()
-        elif op == "clone":
-            y = y.clone()
-        elif op == "clamp":
-            y = torch.clamp(y, -2.0, 2.0)
-        else:
-            k = int(op[len("addmm"):])
-            y = torch.addmm(y, y.new_zeros(y.shape[0], k), y.new_zeros(k, y.shape[1]))
+        y = y.contiguous() if op == "same" else y.clone()
     return y
 
 
-#: The added ops tried in the target block (power), about from the cheapest as a profile
-#: sees them (each op a timed node); the sizing keeps the one nearest --power-change.
-POWER_OPS = [("same",), ("same", "same"), ("clone",), ("same", "same", "same"),
-             ("same", "clone"), ("clamp",), ("same", "same", "clone"), ("clone", "clone")]
-#: The ops tried after the blocks (whole): addmm of a growing inner size k.
-WHOLE_OPS = [(f"addmm{k}",) for k in (4, 8, 16, 24, 32, 48, 64, 96, 128)]
+#: Counts of contiguous() calls tried in the target block (power): their cost grows with the
+#: count, so the count for --power-change is read off a line fitted through them.
+POWER_COUNTS = (2, 4, 8, 12, 16)
+#: Counts of clones tried after the blocks (whole), fitted the same way (an addmm of zeros,
+#: whose three nodes cost 3.6% of the whole net at its smallest, load 3.6, was too coarse).
+WHOLE_COUNTS = (1, 2, 4, 6, 8)
 
 
 class Block(torch.nn.Module):
@@ -101,33 +90,34 @@ class Net(torch.nn.Module):
         return added_op(x, self.tail) if self.tail else x
 
 
-def target_ns(model, inputs) -> float:
-    """The target block's time (its module row, blocks.6) as a profile sees it: the median
-    run of the sum of its rows."""
-    prof = pyfxprof.profile(model, inputs, runs=30, warmup=5, progress=False)
-    mine = prof.nodes["module_path"].astype(str).str.startswith("blocks.6").to_numpy()
-    return float(np.median(prof.samples[:, mine].sum(axis=1)))
+def target_change(diff) -> float:
+    """The target block's change as the comparison estimates it (its module row)."""
+    return float(diff.compare(by="module", depth=2).loc["blocks.6", "rel_change"])
 
 
-def total_ns(model, inputs) -> float:
-    """The whole model's time as compare sees it: the median run total of the graph's rows."""
-    prof = pyfxprof.profile(model, inputs, runs=30, warmup=5, progress=False)
-    return float(np.median(graph_only(prof).run_totals))
+def total_change(diff) -> float:
+    """The whole model's change as the comparison estimates it."""
+    return float(diff.totals()["rel_change"])
 
 
-def sized(measure, base, variants: dict, inputs, change: float, rounds: int = 3) -> tuple:
-    """(key, measured change) of the variant whose time relative to `base` is nearest
-    1 + change: `measure` (target_ns, total_ns: as the comparison's instrumented runs see
-    it, each added node with its timer) of each, in `rounds` interleaved rounds (median
-    ratio)."""
-    ratios: dict = {key: [] for key in variants}
-    for _ in range(rounds):
-        base_ns = measure(base, inputs)
-        for key, model in variants.items():
-            ratios[key].append(measure(model, inputs) / base_ns)
-    medians = {key: sorted(values)[len(values) // 2] - 1.0 for key, values in ratios.items()}
-    key = min(medians, key=lambda k: abs(medians[k] - change))
-    return key, medians[key]
+def sized(estimate, base, make, sizes, inputs, change: float, through_zero: bool,
+          blocks: int = 60) -> tuple:
+    """(size, its fitted change) for an added op whose cost grows with its size: the change
+    of `make(size)` against `base` for each of `sizes` as an interleaved comparison sees it
+    (`estimate` of a pyfxprof.compare of `blocks` blocks, seeds apart from the trials'; an
+    op costs more there than in bench, each op a timed node), a line fitted through them
+    (through 0 when the op is nothing at size 0), and the size whose fitted change is nearest
+    `change`: one estimate alone is a few % off on this VM, the line rests on all."""
+    found = []
+    for seed, size in enumerate(sizes, start=1000):
+        diff = pyfxprof.compare(base, make(size), inputs, blocks=blocks, max_blocks=blocks,
+                                progress=False, seed=seed)
+        found.append(estimate(diff))
+    x, y = np.asarray(sizes, dtype=float), np.asarray(found)
+    slope, offset = ((float(x @ y / (x @ x)), 0.0) if through_zero
+                     else tuple(float(v) for v in np.polyfit(x, y, 1)))
+    size = max(1, round((change - offset) / slope)) if slope > 0 else max(sizes)
+    return size, offset + slope * size
 
 
 def models(name: str, power_change: float = 0.05, whole_change: float = 0.02):
@@ -136,15 +126,20 @@ def models(name: str, power_change: float = 0.05, whole_change: float = 0.02):
     if name == "net":
         weights = [torch.randn(128, 128, generator=generator) / 12 for _ in range(13)]
         control, inputs = Net(weights), (torch.randn(32, 128, generator=generator),)
-        k, block_change = sized(target_ns, control, {op: Net(weights, target_extra=op)
-                                                     for op in POWER_OPS}, inputs, power_change)
-        tails = {op: Net(weights, tail=op) for op in WHOLE_OPS}
-        t, whole_change = sized(total_ns, control, tails, inputs, whole_change)
-        tests = {"aa": lambda: Net(weights), "power": lambda: Net(weights, target_extra=k),
-                 "whole": lambda: Net(weights, tail=t)}
-        notes = (f"{' + '.join(k)} in the target block: the block's row "
-                 f"{100 * block_change:+.1f}% (profile); {' + '.join(t)} after the blocks: the "
-                 f"whole model {100 * whole_change:+.1f}%")
+        n, block_change = sized(target_change, control,
+                                lambda n: Net(weights, target_extra=("same",) * n),
+                                POWER_COUNTS, inputs, power_change, through_zero=True)
+        k, whole_change = sized(total_change, control,
+                                lambda k: Net(weights, tail=("clone",) * k), WHOLE_COUNTS,
+                                inputs, whole_change, through_zero=True)
+        k_ops, n_ops = ("clone",) * k, ("same",) * n
+        tests = {"aa": lambda: Net(weights),
+                 "power": lambda: Net(weights, target_extra=n_ops),
+                 "whole": lambda: Net(weights, tail=k_ops)}
+        notes = (f"{n} contiguous() call(s) in the target block: its row "
+                 f"{100 * block_change:+.1f}% (fitted over compare's estimates at "
+                 f"{POWER_COUNTS}); {k} clone(s) after the blocks: the whole model "
+                 f"{100 * whole_change:+.1f}% (fitted at {WHOLE_COUNTS})")
         return control, tests, inputs, notes
     from pyfxprof.cli.default_model import resnet18
     control = resnet18().eval()
@@ -163,12 +158,13 @@ def interleaved(control, test, inputs, scenario: str, args) -> Counter:
     # whole: a margin (and the interval's half width to stop at) of half the change, so
     # that the change is resolved by the verdicts (one at the margin is "+" only when its
     # estimate reaches the margin: half the time); the other scenarios: compare's defaults
-    settings = dict(min_change=args.whole_change / 2, precision=args.whole_change / 2) \
-        if whole else {}
+    settings = dict(min_change=args.whole_change / 2, precision=args.whole_change / 2,
+                    max_blocks=args.whole_max_blocks) if whole else \
+        dict(max_blocks=args.max_blocks)
     for trial in range(args.trials):
         diff = pyfxprof.compare(control, test, inputs, blocks=args.blocks,
                                 runs_per_block=args.runs_per_block, progress=False, seed=trial,
-                                max_blocks=args.max_blocks, **settings)
+                                **settings)
         counts["blocks (mean)"] += len(set(diff.control.meta["ab"]["blocks"])) / args.trials
         modules = diff.compare(by="module", depth=2)
         total = diff.totals()
@@ -221,6 +217,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=("aa", "power", "whole", "sessions"))
     parser.add_argument("--max-blocks", type=int,
                         help="compare()'s max_blocks (default: its own, 3x --blocks)")
+    parser.add_argument("--whole-max-blocks", type=int, default=200,
+                        help="max_blocks of the whole scenario (default 200)")
     parser.add_argument("--power-change", type=float, default=0.05,
                         help="the target block's change the added op is sized to (power)")
     parser.add_argument("--whole-change", type=float, default=0.02,
