@@ -2,8 +2,7 @@
 (pyfxprof.compare), diffs of two saved A/A sessions and the CI gate on them (issue 33).
 
     python benchmarks/bench_ab.py --model net --trials 20 --threads 1
-    python benchmarks/bench_ab.py --model resnet18 --trials 20 --only aa --threads 1 --max-blocks 20
-    python benchmarks/bench_ab.py --model resnet18 --trials 20 --only sessions --threads 1
+    python benchmarks/bench_ab.py --model resnet18 --trials 20 --only aa sessions --threads 1
 
 Scenarios (each counted over --trials):
   aa       interleaved A/A, two copies with identical weights: trials where any row (node
@@ -11,11 +10,13 @@ Scenarios (each counted over --trials):
   power    net only: the target block gets n calls y.contiguous() (each returns its output
            itself: a dispatch and a timed node), n making the block's module row nearest
            --power-change slower as an interleaved comparison sees it: pyfxprof.compare's
-           estimates at POWER_COUNTS in the same process at the start, a line through them: trials where its module row is "slower" and no other
-           module row is flagged;
+           estimates at POWER_COUNTS in the same process at the start, a line through
+           them: trials where its module row is "slower" and no other module row is
+           flagged;
   whole    net only: k clones after the blocks, k making the whole model nearest
-           --whole-change slower (fitted the same way at WHOLE_COUNTS), judged with a margin of half that change and blocks added until the whole
-           model's interval is within it (compare's precision, max_blocks): trials where the
+           --whole-change slower (fitted the same way at WHOLE_COUNTS), judged with a
+           margin of half that change and blocks added until the whole model's interval is
+           within it (compare's precision; max_blocks --whole-max-blocks): trials where the
            whole-model verdict is resolved (not "?"), "+", and the interval above 0;
   sessions two profile() sessions of fresh copies, saved and loaded, then diff(): trials where
            any row is flagged, and where the gate (--fail-on-regression 5%) would exit 1.
@@ -216,7 +217,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--only", nargs="+", choices=("aa", "power", "whole", "sessions"))
     parser.add_argument("--max-blocks", type=int,
-                        help="compare()'s max_blocks (default: its own, 3x --blocks)")
+                        help="compare()'s max_blocks (default: its own, --blocks)")
     parser.add_argument("--whole-max-blocks", type=int, default=200,
                         help="max_blocks of the whole scenario (default 200)")
     parser.add_argument("--power-change", type=float, default=0.05,

@@ -687,7 +687,7 @@ COMMANDS = {'profile': {'help': 'profile a model and print per-node times',
                                              'name': 'integer_at_least'},
                                     'help': 'most blocks per model: more are added until the '
                                             "whole model's 95%% interval is within --precision "
-                                            '(default 3x --blocks)',
+                                            '(default --blocks: none added)',
                                     'metavar': 'N'},
                        'group': None},
                       {'action': 'store',

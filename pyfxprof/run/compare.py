@@ -113,8 +113,8 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     in each; warmup: untimed runs of each side before the first block. max_blocks,
     precision: after ``blocks``, more blocks are added, half as many at a time, until the
     whole model's 95% interval is at most ± ``precision`` wide (default: half the margin)
-    or ``max_blocks`` (default 3 * blocks) are timed: a rule on the interval's width alone,
-    never on the estimate, so the error rates stay those of the fixed design (docs/ab.md).
+    or ``max_blocks`` (default ``blocks``: none added) are timed: a rule on the interval's
+    width alone, never on the estimate (docs/ab.md).
     check_outputs: refuse models whose outputs differ in shape (False: time them anyway).
     copies: > 1 times each side as that many copies in turn, block by block (the user's
     model and deep copies of it): a row slower or faster must be so in every pair of
@@ -127,7 +127,7 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     >>> d.design.kind, d.control.n_runs
     ('paired', 6)
     """
-    max_blocks = 3 * blocks if max_blocks is None else max_blocks
+    max_blocks = blocks if max_blocks is None else max_blocks
     precision = min_change / 2 if precision is None else precision
     _check(blocks, runs_per_block, warmup, profile_options, copies, max_blocks, precision)
     models = (as_model(control, "control"), as_model(test, "test"))
