@@ -174,12 +174,12 @@ def shared_movement(node_z, node_keys) -> dict:
     >>> shared_movement(z, ["a", "a", "b", "b", "c", "c"])["a"]
     0.625
     """
-    frame = pd.DataFrame({"key": list(node_keys), "z": np.asarray(node_z, float)}).dropna()
-    per_row = frame.groupby("key", sort=False)["z"].agg(["sum", "count",
-                                                        lambda v: float(np.sum(v ** 2))])
-    per_row.columns = ["sum", "count", "square"]
-    cross = per_row["sum"] ** 2 - per_row["square"]
-    pairs = per_row["count"] * (per_row["count"] - 1)
+    z = np.asarray(node_z, dtype=np.float64)
+    frame = pd.DataFrame({"key": list(node_keys), "z": z, "square": z ** 2}).dropna()
+    grouped = frame.groupby("key", sort=False)
+    sums, squares, counts = grouped["z"].sum(), grouped["square"].sum(), grouped["z"].count()
+    cross = sums ** 2 - squares
+    pairs = counts * (counts - 1)
     others = (cross.sum() - cross) / (pairs.sum() - pairs).where(pairs.sum() - pairs > 0)
     return others.fillna(0.0).clip(0.0, 1.0).to_dict()
 

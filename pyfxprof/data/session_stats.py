@@ -146,12 +146,12 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
     columns = range(differences.shape[1])
     own = np.array([hodges_lehmann(differences[:, c], confidence) for c in columns]).reshape(-1, 3)
     if common and differences.shape[1] >= MIN_NOISE_ROWS:
-        given = noise is not None and noise.measured
+        given = noise if noise is not None and noise.measured else None
         departures, errors, _ = paired_departures(control, test, shifts if given else None,
                                                   confidence)
-        if not given:
-            noise, spreads = session_noise(departures, errors, durations), None
-        p_value = single_session_rows(departures, errors, noise, common=True,
+        if given is None:
+            given, spreads = session_noise(departures, errors, durations), None
+        p_value = single_session_rows(departures, errors, given, common=True,
                                       durations=durations, spreads=spreads)["p_value"]
     else:
         p_value = np.array([signed_rank_p(differences[:, c]) for c in columns])
