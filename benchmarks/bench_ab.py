@@ -152,8 +152,9 @@ def flagged(diff, **view) -> bool:
     return bool(diff.compare(**view)["change"].isin(FLAGGED).any())
 
 
-def interleaved(control, test, inputs, scenario: str, args) -> Counter:
-    """Counts over the trials of one interleaved scenario."""
+def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
+    """Counts over the trials of one interleaved scenario, each against a test model of its
+    own (`make_test()`: a fresh copy, so that the trials are not all one pair of copies)."""
     counts: Counter = Counter()
     whole = scenario == "whole"
     # whole: a margin (and the interval's half width to stop at) of half the change, so
@@ -163,7 +164,7 @@ def interleaved(control, test, inputs, scenario: str, args) -> Counter:
                     max_blocks=args.whole_max_blocks) if whole else \
         dict(max_blocks=args.max_blocks)
     for trial in range(args.trials):
-        diff = pyfxprof.compare(control, test, inputs, blocks=args.blocks,
+        diff = pyfxprof.compare(control, make_test(), inputs, blocks=args.blocks,
                                 runs_per_block=args.runs_per_block, progress=False, seed=trial,
                                 **settings)
         counts["blocks (mean)"] += len(set(diff.control.meta["ab"]["blocks"])) / args.trials
@@ -238,7 +239,7 @@ def main() -> None:
             continue
         started = time.perf_counter()
         counts = (sessions(control, inputs, args) if scenario == "sessions"
-                  else interleaved(control, tests[scenario](), inputs, scenario, args))
+                  else interleaved(control, tests[scenario], inputs, scenario, args))
         print(f"{scenario} ({time.perf_counter() - started:.0f} s, load "
               f"{os.getloadavg()[0]:.1f}): " + ", ".join(
                   f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
