@@ -5,7 +5,7 @@
     python benchmarks/bench_ab.py --model resnet18 --trials 20 --only aa sessions --threads 1
 
 Scenarios (each counted over --trials):
-  aa       interleaved A/A, two copies with identical weights: trials where any row (node
+  aa       interleaved A/A, the model against a fresh copy each trial: trials where any row (node
            view; module view) is slower/faster, and the whole-model verdicts;
   power    net only: the target block gets n calls y.contiguous() (each returns its output
            itself: a dispatch and a timed node), n making the block's module row nearest
