@@ -2,18 +2,22 @@
 (pyfxprof.compare), diffs of two saved A/A sessions and the CI gate on them (issue 33).
 
     python benchmarks/bench_ab.py --model net --trials 20 --threads 1
-    python benchmarks/bench_ab.py --model resnet18 --trials 20 --only aa --threads 1
+    python benchmarks/bench_ab.py --model resnet18 --trials 20 --only aa sessions --threads 1
 
 Scenarios (each counted over --trials):
-  aa       interleaved A/A, two copies with identical weights: trials where any row (node
+  aa       interleaved A/A, the model against a fresh copy each trial: trials where any row (node
            view; module view) is slower/faster, and the whole-model verdicts;
-  power    net only: the target block gets an added op (clones of its output, as many as
-           make the block alone nearest --power-change slower, measured with pyfxprof.bench
-           in the same process at the start): trials where its module row is "slower" and
-           no other module row is flagged;
-  whole    net only: clones after the blocks, as many as make the whole model nearest
-           --whole-change slower (measured the same way): trials where the whole-model
-           verdict is resolved (not "?"), and "+";
+  power    net only: the target block gets n calls y.contiguous() (each returns its output
+           itself: a dispatch and a timed node), n making the block's module row nearest
+           --power-change slower as an interleaved comparison sees it: pyfxprof.compare's
+           estimates at POWER_COUNTS in the same process at the start, a line through
+           them: trials where its module row is "slower" and no other module row is
+           flagged;
+  whole    net only: k clones after the blocks, k making the whole model nearest
+           --whole-change slower (fitted the same way at WHOLE_COUNTS), judged with a
+           margin of half that change and blocks added until the whole model's interval is
+           within it (compare's precision; max_blocks --whole-max-blocks): trials where the
+           whole-model verdict is resolved (not "?"), "+", and the interval above 0;
   sessions two profile() sessions of fresh copies, saved and loaded, then diff(): trials where
            any row is flagged, and where the gate (--fail-on-regression 5%) would exit 1.
 """
@@ -29,6 +33,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,19 +43,28 @@ from machine import describe_machine  # noqa: E402
 FLAGGED = ("+", "-")
 
 
-def added_op(y: torch.Tensor, count: int) -> torch.Tensor:
-    """The change under test: `count` clones of `y` in a row (values unchanged; an op whose
-    result is unused would be dropped by the capture, and an in-place op on a view moves the
-    view's release into the next row)."""
-    for _ in range(count):
-        y = y.clone()
+def added_op(y: torch.Tensor, ops: tuple) -> torch.Tensor:
+    """The change under test, values unchanged, one op after the other: "same"
+    (y.contiguous(), a call that returns y itself: its dispatch and its timed node only) or
+    "clone". No op returns a view: a view's release would land in the next block's first
+    row (and an unused result would be dropped by the capture)."""
+    for op in ops:
+        y = y.contiguous() if op == "same" else y.clone()
     return y
 
 
-class Block(torch.nn.Module):
-    """matmul + tanh; ``extra`` > 0 adds added_op with that many clones."""
+#: Counts of contiguous() calls tried in the target block (power): their cost grows with the
+#: count, so the count for --power-change is read off a line fitted through them.
+POWER_COUNTS = (2, 4, 8, 12, 16)
+#: Counts of clones tried after the blocks (whole), fitted the same way (an addmm of zeros,
+#: whose three nodes cost 3.6% of the whole net at its smallest, load 3.6, was too coarse).
+WHOLE_COUNTS = (1, 2, 4, 6, 8)
 
-    def __init__(self, weight: torch.Tensor, extra: int = 0) -> None:
+
+class Block(torch.nn.Module):
+    """matmul + tanh; ``extra`` (added_op's ops) adds those ops."""
+
+    def __init__(self, weight: torch.Tensor, extra: tuple = ()) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(weight.clone())
         self.extra = extra
@@ -62,12 +76,12 @@ class Block(torch.nn.Module):
 
 class Net(torch.nn.Module):
     """12 blocks of matmul + tanh and one target block (index 6): 13 module rows;
-    ``target_extra``: the target's added clones; ``tail``: clones after the blocks (the
+    ``target_extra``: the target's added ops; ``tail``: ops after the blocks (the
     whole-model change)."""
 
-    def __init__(self, weights, target_extra: int = 0, tail: int = 0) -> None:
+    def __init__(self, weights, target_extra: tuple = (), tail: tuple = ()) -> None:
         super().__init__()
-        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra if i == 6 else 0)
+        self.blocks = torch.nn.ModuleList(Block(w, extra=target_extra if i == 6 else ())
                                           for i, w in enumerate(weights))
         self.tail = tail
 
@@ -77,38 +91,56 @@ class Net(torch.nn.Module):
         return added_op(x, self.tail) if self.tail else x
 
 
-def sized(base, variants: dict, inputs, change: float, rounds: int = 3) -> tuple:
-    """(key, measured change) of the variant whose time relative to `base` is nearest
-    1 + change: pyfxprof.bench of each, in `rounds` interleaved rounds (median ratio)."""
-    ratios = {key: [] for key in variants}
-    with torch.inference_mode():
-        for _ in range(rounds):
-            base_ns = pyfxprof.bench(base, *inputs, budget=0.3).median
-            for key, model in variants.items():
-                ratios[key].append(pyfxprof.bench(model, *inputs, budget=0.3).median / base_ns)
-    medians = {key: sorted(values)[len(values) // 2] - 1.0 for key, values in ratios.items()}
-    key = min(medians, key=lambda k: abs(medians[k] - change))
-    return key, medians[key]
+def target_change(diff) -> float:
+    """The target block's change as the comparison estimates it (its module row)."""
+    return float(diff.compare(by="module", depth=2).loc["blocks.6", "rel_change"])
 
 
-def models(name: str, tail_ops: int = 12, power_change: float = 0.05,
-           whole_change: float = 0.02):
+def total_change(diff) -> float:
+    """The whole model's change as the comparison estimates it."""
+    return float(diff.totals()["rel_change"])
+
+
+def sized(estimate, base, make, sizes, inputs, change: float, through_zero: bool,
+          blocks: int = 60) -> tuple:
+    """(size, its fitted change) for an added op whose cost grows with its size: the change
+    of `make(size)` against `base` for each of `sizes` as an interleaved comparison sees it
+    (`estimate` of a pyfxprof.compare of `blocks` blocks, seeds apart from the trials'; an
+    op costs more there than in bench, each op a timed node), a line fitted through them
+    (through 0 when the op is nothing at size 0), and the size whose fitted change is nearest
+    `change`: one estimate alone is a few % off on this VM, the line rests on all."""
+    found = []
+    for seed, size in enumerate(sizes, start=1000):
+        diff = pyfxprof.compare(base, make(size), inputs, blocks=blocks, max_blocks=blocks,
+                                progress=False, seed=seed)
+        found.append(estimate(diff))
+    x, y = np.asarray(sizes, dtype=float), np.asarray(found)
+    slope, offset = ((float(x @ y / (x @ x)), 0.0) if through_zero
+                     else tuple(float(v) for v in np.polyfit(x, y, 1)))
+    size = max(1, round((change - offset) / slope)) if slope > 0 else max(sizes)
+    return size, offset + slope * size
+
+
+def models(name: str, power_change: float = 0.05, whole_change: float = 0.02):
     """(control, factory(kind) -> test model, inputs, sizing notes) for `name`."""
     generator = torch.Generator().manual_seed(0)
     if name == "net":
         weights = [torch.randn(128, 128, generator=generator) / 12 for _ in range(13)]
         control, inputs = Net(weights), (torch.randn(32, 128, generator=generator),)
-        block_input = (torch.tanh(inputs[0]),)
-        k, block_change = sized(control.blocks[6], {k: Block(weights[6], extra=k)
-                                                    for k in (1, 2, 3, 4)}, block_input,
-                                power_change)
-        tails = {c: Net(weights, tail=c) for c in range(1, tail_ops + 1)}
-        t, whole_change = sized(control, tails, inputs, whole_change)
-        tests = {"aa": lambda: Net(weights), "power": lambda: Net(weights, target_extra=k),
-                 "whole": lambda: Net(weights, tail=t)}
-        notes = (f"{k} clone(s) in the target block: the block alone {100 * block_change:+.1f}%"
-                 f" (bench); {t} clone(s) after the blocks: the whole model "
-                 f"{100 * whole_change:+.1f}%")
+        n, block_change = sized(target_change, control,
+                                lambda n: Net(weights, target_extra=("same",) * n),
+                                POWER_COUNTS, inputs, power_change, through_zero=True)
+        k, whole_change = sized(total_change, control,
+                                lambda k: Net(weights, tail=("clone",) * k), WHOLE_COUNTS,
+                                inputs, whole_change, through_zero=True)
+        k_ops, n_ops = ("clone",) * k, ("same",) * n
+        tests = {"aa": lambda: Net(weights),
+                 "power": lambda: Net(weights, target_extra=n_ops),
+                 "whole": lambda: Net(weights, tail=k_ops)}
+        notes = (f"{n} contiguous() call(s) in the target block: its row "
+                 f"{100 * block_change:+.1f}% (fitted over compare's estimates at "
+                 f"{POWER_COUNTS}); {k} clone(s) after the blocks: the whole model "
+                 f"{100 * whole_change:+.1f}% (fitted at {WHOLE_COUNTS})")
         return control, tests, inputs, notes
     from pyfxprof.cli.default_model import resnet18
     control = resnet18().eval()
@@ -120,12 +152,22 @@ def flagged(diff, **view) -> bool:
     return bool(diff.compare(**view)["change"].isin(FLAGGED).any())
 
 
-def interleaved(control, test, inputs, scenario: str, args) -> Counter:
-    """Counts over the trials of one interleaved scenario."""
+def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
+    """Counts over the trials of one interleaved scenario, each against a test model of its
+    own (`make_test()`: a fresh copy, so that the trials are not all one pair of copies)."""
     counts: Counter = Counter()
+    whole = scenario == "whole"
+    # whole: a margin (and the interval's half width to stop at) of half the change, so
+    # that the change is resolved by the verdicts (one at the margin is "+" only when its
+    # estimate reaches the margin: half the time); the other scenarios: compare's defaults
+    settings = dict(min_change=args.whole_change / 2, precision=args.whole_change / 2,
+                    max_blocks=args.whole_max_blocks) if whole else \
+        dict(max_blocks=args.max_blocks)
     for trial in range(args.trials):
-        diff = pyfxprof.compare(control, test, inputs, blocks=args.blocks,
-                                runs_per_block=args.runs_per_block, progress=False, seed=trial)
+        diff = pyfxprof.compare(control, make_test(), inputs, blocks=args.blocks,
+                                runs_per_block=args.runs_per_block, progress=False, seed=trial,
+                                **settings)
+        counts["blocks (mean)"] += len(set(diff.control.meta["ab"]["blocks"])) / args.trials
         modules = diff.compare(by="module", depth=2)
         total = diff.totals()
         counts[f"total {total['change']}"] += 1
@@ -137,9 +179,10 @@ def interleaved(control, test, inputs, scenario: str, args) -> Counter:
             counts["target slower"] += target["change"] == "+"
             counts["target slower, no other row"] += target["change"] == "+" and not others
             counts["target estimate %"] += round(100 * target["rel_change"], 1) / args.trials
-        if scenario == "whole":
+        if whole:
             counts["whole resolved"] += total["change"] != "?"
             counts["whole slower"] += total["change"] == "+"
+            counts["whole interval above 0"] += total["ci_low"] > 0
             counts["whole estimate %"] += round(100 * total["rel_change"], 2) / args.trials
         rows = diff.compare()
         named = list(rows.index[rows["change"].isin(FLAGGED)])[:3]
@@ -174,8 +217,10 @@ def main() -> None:
     parser.add_argument("--runs-per-block", type=int, default=3)
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--only", nargs="+", choices=("aa", "power", "whole", "sessions"))
-    parser.add_argument("--tail-ops", type=int, default=12,
-                        help="most clones tried after the blocks (whole)")
+    parser.add_argument("--max-blocks", type=int,
+                        help="compare()'s max_blocks (default: its own, --blocks)")
+    parser.add_argument("--whole-max-blocks", type=int, default=200,
+                        help="max_blocks of the whole scenario (default 200)")
     parser.add_argument("--power-change", type=float, default=0.05,
                         help="the target block's change the added op is sized to (power)")
     parser.add_argument("--whole-change", type=float, default=0.02,
@@ -184,8 +229,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(describe_machine())
-    control, tests, inputs, notes = models(args.model, args.tail_ops, args.power_change,
-                                           args.whole_change)
+    control, tests, inputs, notes = models(args.model, args.power_change, args.whole_change)
     if notes:
         print(f"sizing (load {os.getloadavg()[0]:.1f}): {notes}")
     print(f"model {args.model}, {args.trials} trials, {args.blocks} blocks x "
@@ -195,7 +239,7 @@ def main() -> None:
             continue
         started = time.perf_counter()
         counts = (sessions(control, inputs, args) if scenario == "sessions"
-                  else interleaved(control, tests[scenario](), inputs, scenario, args))
+                  else interleaved(control, tests[scenario], inputs, scenario, args))
         print(f"{scenario} ({time.perf_counter() - started:.0f} s, load "
               f"{os.getloadavg()[0]:.1f}): " + ", ".join(
                   f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"

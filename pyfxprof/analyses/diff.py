@@ -25,7 +25,9 @@ import pandas as pd
 
 from .. import served_methods
 from ..data import torch_trace
-from ..data.change_verdicts import Design, design_of, judge, run_groups, single_noise
+from ..data.change_verdicts import (Design, design_of, judge, row_spreads,
+                                    run_groups, with_node_noise)
+from ..data.session_stats import run_dispersion
 from ..data.sessions import merge_sessions
 from ..data.profile import Profile
 from ..data.stats import group_samples
@@ -103,6 +105,7 @@ class _Side:
     samples: np.ndarray   # int64 (runs, keys), 0 where absent
     calls: np.ndarray     # float (keys,), calls per run
     groups: np.ndarray | None = None   # int (runs,): block or session of each run
+    spreads: np.ndarray | None = None  # float (keys,): each row's noise (row_spreads)
 
 
 def _reduce(profile: Profile, keys: list[str]) -> tuple[list, np.ndarray, np.ndarray]:
@@ -210,18 +213,48 @@ class ProfileDiff:
         self.groups = (run_groups(control.meta, control.n_runs, control.run_noise),
                        run_groups(test.meta, test.n_runs, test.run_noise))
         self.design = design_of(control.meta, test.meta, *self.groups)
+        self._node_keys: list | None = None   # the nodes the design's noise was measured on
 
     def judged_design(self) -> Design:
-        """The design, with one session per side its session noise measured over the nodes
-        both profiles have (whatever view is judged: group rows are too few to measure it)."""
-        if self.design.kind == "single" and self.design.noise is None:
+        """The design, with the noise measured over the nodes both profiles have, whatever
+        view is judged (group rows are too few to measure it; data.change_verdicts.
+        with_node_noise): one session per side, or the blocks of an interleaved run."""
+        if self.design.kind in ("single", "paired") and self.design.noise is None:
             sides = [_reduce(prof, _view_keys(prof.nodes, "node", None))[:2]
                      for prof in (self.control, self.test)]
             common = [key for key in sides[0][0] if key in set(sides[1][0])]
             control, test = (_align(names, sums, np.zeros(len(names)), common).samples
                              for names, sums in sides)
-            self.design = Design("single", single_noise(control, test))
+            self.design = with_node_noise(self.design, control, test, *self.groups)
+            self._node_keys = common
         return self.design
+
+    def _row_spreads(self, control_keys: list, keys: list) -> np.ndarray | None:
+        """Each row's noise from the spreads of its control nodes (change_verdicts.
+        row_spreads), when the design measured a noise over the nodes; one session per side,
+        with the nodes' run-to-run dispersions pooled over the two sides."""
+        noise = self.judged_design().noise
+        if noise is None or not noise.measured or self.control.n_runs == 0:
+            return None
+        durations = np.median(self.control.samples.astype(np.float64), axis=0)
+        node_z = None
+        if self._node_keys is not None and len(self._node_keys) == len(self.design.standardized):
+            z = pd.Series(self.design.standardized, index=self._node_keys, dtype=np.float64)
+            node_z = z.reindex(_view_keys(self.control.nodes, "node", None)).to_numpy()
+        return row_spreads(noise, durations, control_keys, keys, self._node_dispersion(),
+                           node_z)
+
+    def _node_dispersion(self) -> np.ndarray | None:
+        """One session per side: each control node's run-to-run dispersion, pooled with the
+        test's where the test has the node (data.session_stats.run_dispersion)."""
+        if self.design.kind != "single" or self.test.n_runs == 0:
+            return None
+        control = run_dispersion(self.control.samples)
+        test = pd.Series(run_dispersion(self.test.samples),
+                         index=_view_keys(self.test.nodes, "node", None))
+        test = test[~test.index.duplicated()]
+        paired = test.reindex(_view_keys(self.control.nodes, "node", None)).to_numpy()
+        return np.sqrt((control ** 2 + np.where(np.isnan(paired), control, paired) ** 2) / 2)
 
     def _tests(self, control: _Side, test: _Side, rel_change: np.ndarray,
                whole: bool) -> dict[str, np.ndarray]:
@@ -236,9 +269,10 @@ class ProfileDiff:
             change[both & (rel_change >= self.min_change)] = "+"
             change[both & (rel_change <= -self.min_change)] = "-"
         elif both.any():
+            spreads = None if control.spreads is None else control.spreads[both]
             found = judge(self.judged_design(), control.samples[:, both],
                           test.samples[:, both], control.groups, test.groups,
-                          self.min_change, self.alpha, whole)
+                          self.min_change, self.alpha, whole, spreads)
             for name, key in (("p_value", "p_value"), ("q_value", "q_value"),
                               ("ci_low", "low"), ("ci_high", "high")):
                 columns[name][both] = found[key]
@@ -301,6 +335,7 @@ class ProfileDiff:
         control = _align(c_names, c_sums, c_calls, keys)
         test = _align(t_names, t_sums, t_calls, keys)
         control.groups, test.groups = self.groups
+        control.spreads = self._row_spreads(control_keys, keys)
         columns = self._columns(control, test)
         frame = pd.DataFrame(columns, index=pd.Index(keys, name=by, dtype=object))
         total = _median(self.control.run_totals[:, None])[0]

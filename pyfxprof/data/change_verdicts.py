@@ -12,16 +12,19 @@ Example:
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from .paired_stats import (FASTER, SAME, SLOWER, UNRESOLVED, benjamini_hochberg,
                            hodges_lehmann, verdicts)
 from .run_noise import preempted_mask
-from .session_stats import (SessionNoise, block_values, median_errors, paired_rows,
-                            session_noise, several_session_rows, single_session_rows)
+from .session_stats import (SessionNoise, block_values, median_errors, paired_departures,
+                            paired_rows, run_dispersion, session_noise, several_session_rows,
+                            single_session_rows)
 
 #: Designs of a comparison: matched blocks of an interleaved run (run.compare), one saved
 #: session per side, several sessions per side.
@@ -30,12 +33,18 @@ DESIGNS = ("paired", "single", "sessions")
 
 @dataclass(frozen=True)
 class Design:
-    """How the two sides' runs relate: ``kind`` (DESIGNS) and, for "single", the session
-    noise measured over the node rows (None: measured over the rows judged)."""
+    """How the two sides' runs relate: ``kind`` (DESIGNS) and, for "single" and "paired",
+    the session noise measured over the node rows (None: measured over the rows judged);
+    "paired" also: ``shifts``, the node rows' common shift in each block (log), and
+    ``copies``, the copy of the models each block ran (run.compare); ``standardized``: the
+    nodes' departures from the common shift over their noise, in the order of the node
+    columns measured (with_node_noise), for how the nodes of a row move together."""
 
     kind: str
     noise: SessionNoise | None = None
-    copies: tuple = ()   # "paired": the copy of the models each block ran (run.compare)
+    copies: tuple = ()
+    shifts: tuple = ()
+    standardized: tuple = ()   # with a noise: each node's departure / its noise (z)
 
 
 def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:
@@ -81,33 +90,155 @@ def single_noise(control: np.ndarray, test: np.ndarray) -> SessionNoise:
     >>> round(single_noise(c, c * 1.1).relative_shift, 3)
     0.1
     """
+    return session_noise(*_single_ratios(control, test))
+
+
+def _single_ratios(control: np.ndarray, test: np.ndarray) -> tuple:
+    """(log ratios of the median runs, their standard errors, durations (ns)) per row."""
     groups_c, groups_t = np.zeros(len(control)), np.zeros(len(test))
     logs = block_values(control, groups_c)[0]
     ratios = block_values(test, groups_t)[0] - logs
     errors = np.hypot(median_errors(control, groups_c)[0], median_errors(test, groups_t)[0])
-    return session_noise(ratios, errors, np.exp(logs))
+    return ratios, errors, np.exp(logs)
+
+
+def pooled_dispersion(control: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """Each row's run-to-run dispersion (SD of its log time) pooled over the two sides.
+
+    >>> pooled_dispersion(np.array([[1.0], [1.0]]), np.array([[100.0], [110.0]])).round(3).tolist()
+    [0.05]
+    """
+    return np.sqrt((run_dispersion(control) ** 2 + run_dispersion(test) ** 2) / 2.0)
+
+
+def _block_labels(control_groups, test_groups) -> np.ndarray:
+    """The blocks of an interleaved run that either side has a (not preempted) run in."""
+    control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
+    return np.union1d(control_groups[control_groups >= 0], test_groups[test_groups >= 0])
+
+
+def _durations(blocks: np.ndarray) -> np.ndarray:
+    """Each row's duration (ns): the median over blocks of its log median per block."""
+    with warnings.catch_warnings():  # a row without a block on a side: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.exp(np.nanmedian(blocks, axis=0))
+
+
+def with_node_noise(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
+                    test_groups) -> Design:
+    """The design with the noise measured over the node rows (runs x nodes on both sides),
+    for every view of the comparison to be judged against: one session per side, the
+    session noise (single_noise); interleaved blocks, the spread of the nodes' departures
+    from each block's common shift by duration, and those shifts. A module or op row is a
+    sum of nodes: its spread between two copies or sessions at its duration is the nodes'
+    at that duration, which its view's few rows could not measure (docs/ab.md).
+
+    >>> c = np.exp(np.random.default_rng(0).normal(10, 0.01, (12, 30))); b = np.arange(12)
+    >>> with_node_noise(Design("paired"), c, c * 1.1, b, b).noise.measured
+    True
+    """
+    if design.kind == "single":
+        ratios, errors, durations = _single_ratios(control, test)
+        noise = session_noise(ratios, errors, durations)
+        spread = noise.spread_at(durations, pooled_dispersion(control, test))
+        return Design("single", noise,
+                      standardized=_standardized(ratios - noise.shift, errors, spread))
+    if design.kind != "paired":
+        return design
+    labels = _block_labels(control_groups, test_groups)
+    control_blocks = block_values(control, np.asarray(control_groups), labels)
+    test_blocks = block_values(test, np.asarray(test_groups), labels)
+    departures, errors, shifts = paired_departures(control_blocks, test_blocks)
+    durations = _durations(control_blocks)
+    noise = session_noise(departures, errors, durations)
+    if not noise.measured:
+        return design
+    return Design("paired", noise, design.copies, tuple(float(s) for s in shifts),
+                  _standardized(departures, errors, noise.spread_at(durations)))
+
+
+def _standardized(departures, errors, spreads) -> tuple:
+    """Each departure over its noise (spread and own error); NaN where it has none."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.asarray(departures, float) / np.hypot(spreads, errors)
+    return tuple(float(v) if np.isfinite(v) else math.nan for v in z)
+
+
+def shared_movement(node_z, node_keys) -> dict:
+    """Per row key, how its nodes' departures move together: the correlation of the
+    standardized departures (z) of two nodes of one row, pooled over the *other* rows
+    (sum over rows of (sum z)^2 - sum z^2, over sum n (n - 1); a row's own nodes left out,
+    so that a real change of a whole row does not widen its own noise), in [0, 1].
+
+    >>> z = [1.0, 1.0, -1.0, -1.0, 0.5, 0.5]
+    >>> shared_movement(z, ["a", "a", "b", "b", "c", "c"])["a"]
+    0.625
+    """
+    z = np.asarray(node_z, dtype=np.float64)
+    frame = pd.DataFrame({"key": list(node_keys), "z": z, "square": z ** 2}).dropna()
+    grouped = frame.groupby("key", sort=False)
+    sums, squares, counts = grouped["z"].sum(), grouped["square"].sum(), grouped["z"].count()
+    cross = sums ** 2 - squares
+    pairs = counts * (counts - 1)
+    others = (cross.sum() - cross) / (pairs.sum() - pairs).where(pairs.sum() - pairs > 0)
+    return others.fillna(0.0).clip(0.0, 1.0).to_dict()
+
+
+def row_spreads(noise: SessionNoise, node_durations, node_keys, row_keys,
+                node_dispersion=None, node_z=None) -> np.ndarray:
+    """The spread (SD of a log ratio between two copies or sessions) of each row of a view
+    whose rows sum nodes (``node_keys``: each node's row; a row without nodes: NaN): the
+    larger of the spread of one node of the row's whole duration and that of the sum of
+    its nodes, from their own spreads s_i and shares w_i = t_i / sum t: (1 - r) sum (w_i
+    s_i)^2 + r (sum w_i s_i)^2, r how the nodes of a row move together (shared_movement of
+    their standardized departures ``node_z``; 0 without). A module of a few short nodes
+    varies as its nodes do, a module of one long node as a long node does, a module whose
+    nodes shift together (one copy's layer laid out apart) as much as they do together.
+    ``node_dispersion``: the nodes' run-to-run dispersions (SessionNoise.spread_at; a
+    row's: its nodes', time-weighted).
+
+    >>> noise = SessionNoise(0.0, 0.1, 20)   # one spread, 10%, at every duration
+    >>> row_spreads(noise, [1e4, 1e4, 1e4, 1e4], ["a", "b", "b", "b"], ["a", "b"]).round(3).tolist()
+    [0.1, 0.1]
+    """
+    durations = np.asarray(node_durations, dtype=np.float64)
+    keys = np.asarray(node_keys, dtype=object)
+    own = np.broadcast_to(noise.spread_at(durations, node_dispersion), durations.shape)
+    together = {} if node_z is None else shared_movement(node_z, node_keys)
+    spreads = np.full(len(row_keys), np.nan)
+    for row, key in enumerate(row_keys):
+        mine = keys == key
+        total = durations[mine].sum()
+        if mine.any() and total > 0:
+            parts = durations[mine] * own[mine] / total
+            r = together.get(key, 0.0)
+            summed = math.sqrt((1.0 - r) * np.sum(parts ** 2) + r * np.sum(parts) ** 2)
+            jitter = (None if node_dispersion is None else
+                      [np.sum(durations[mine] * np.asarray(node_dispersion)[mine]) / total])
+            spreads[row] = max(float(np.max(noise.spread_at([total], jitter))), summed)
+    return spreads
 
 
 def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups, test_groups,
-          margin: float, fdr: float, whole: bool = False) -> dict[str, np.ndarray]:
+          margin: float, fdr: float, whole: bool = False, spreads=None) -> dict[str, np.ndarray]:
     """Per row (columns of the runs x rows samples on both sides): ``estimate``, ``low``,
     ``high`` (relative change and its 95% interval, fractions), ``p_value``, ``q_value``
     (Benjamini–Hochberg across the rows) and ``change`` (paired_stats verdicts: a
     slower/faster row changed by at least the margin itself). Rows are tested against the
-    common shift of the rows (per block, or between the two sessions); ``whole``: the rows
+    common shift of the rows (per block, or between the two sessions) and the design's
+    noise, each row's own ``spreads`` where given (row_spreads); ``whole``: the rows
     are the whole model's run totals, tested as they are (one session per side: never
     slower or faster, which a drift between sessions would look like too).
     """
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
     copies = None  # paired blocks from several copies: (test - control per block, their copy)
     if design.kind == "paired":
-        labels = np.union1d(control_groups[control_groups >= 0], test_groups[test_groups >= 0])
+        labels = _block_labels(control_groups, test_groups)
         control_blocks = block_values(control, control_groups, labels)
         test_blocks = block_values(test, test_groups, labels)
-        with warnings.catch_warnings():  # a row without a block on a side: NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            durations = np.exp(np.nanmedian(control_blocks, axis=0))
-        found = paired_rows(control_blocks, test_blocks, common=not whole, durations=durations)
+        found = paired_rows(control_blocks, test_blocks, common=not whole,
+                            durations=_durations(control_blocks), noise=design.noise,
+                            shifts=design.shifts or None, spreads=spreads)
         if len(set(design.copies)) > 1:
             copies = (test_blocks - control_blocks, np.asarray(design.copies)[labels.astype(int)])
     elif design.kind == "sessions":
@@ -119,8 +250,9 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
         ratios = block_values(test, np.zeros(len(test)))[0] - logs
         errors = np.hypot(median_errors(control, np.zeros(len(control)))[0],
                           median_errors(test, np.zeros(len(test)))[0])
+        jitter = None if whole or not noise.measured else pooled_dispersion(control, test)
         found = single_session_rows(ratios, errors, noise, common=not whole,
-                                    durations=np.exp(logs))
+                                    durations=np.exp(logs), spreads=spreads, dispersion=jitter)
     found["q_value"] = benjamini_hochberg(found["p_value"])
     found["change"] = verdicts(found["estimate"], found["low"], found["high"],
                                found["q_value"], margin, fdr)

@@ -60,6 +60,24 @@ def block_values(samples: np.ndarray, groups: np.ndarray, labels=None) -> np.nda
                      else np.full(values.shape[1], np.nan) for g in labels])
 
 
+def run_dispersion(samples: np.ndarray) -> np.ndarray:
+    """Each column's own run-to-run dispersion: the robust SD (MAD) over the runs of its log
+    time's departure from its median, less the run's common departure (the median column's;
+    with 3 columns or more): a row that jitters by itself inside a session (e.g. one whose
+    data competes for a shared cache), not a run that was slow as a whole.
+
+    >>> run_dispersion(np.array([[100, 10], [110, 10], [90, 10], [100, 10]])).round(3).tolist()
+    [0.071, 0.0]
+    >>> run_dispersion(np.array([[100, 10, 1], [200, 20, 2], [100, 10, 1]])).round(3).tolist()
+    [0.0, 0.0, 0.0]
+    """
+    values = np.log(np.maximum(np.asarray(samples, dtype=np.float64), 1.0))
+    departures = values - np.median(values, axis=0)
+    if departures.shape[1] >= 3:
+        departures = departures - np.median(departures, axis=1, keepdims=True)
+    return MAD_SCALE * np.median(np.abs(departures - np.median(departures, axis=0)), axis=0)
+
+
 def median_errors(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Standard error of each group's log median, from its runs' spread (MAD, robust to
     outliers): (groups, columns); infinite for a group of one run.
@@ -80,16 +98,45 @@ def median_errors(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return np.stack(errors)
 
 
+def paired_departures(control: np.ndarray, test: np.ndarray, shifts=None,
+                      confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(estimates, errors, shifts) of matched blocks' rows (block_values of each side): per
+    row, the Hodges–Lehmann estimate of its log ratio's departure from each block's common
+    shift and the standard error read off its interval; the shifts (one per block) are the
+    median row's log ratio in each block, or ``shifts`` as given (those of another view of
+    the same blocks: a module is a sum of nodes, and its change is told from the nodes').
+
+    >>> est, err, shift = paired_departures(np.zeros((8, 5)), np.full((8, 5), 0.1))
+    >>> est.round(3).tolist(), shift.round(3).tolist()[:2]
+    ([0.0, 0.0, 0.0, 0.0, 0.0], [0.1, 0.1])
+    """
+    differences = np.asarray(test) - np.asarray(control)  # NaN: a block missing on a side
+    if shifts is None:
+        with warnings.catch_warnings():  # a block missing on a side has no shift: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            shifts = np.nanmedian(differences, axis=1)
+    shifts = np.asarray(shifts, dtype=np.float64)
+    excess = differences - shifts[:, None]
+    found = np.array([hodges_lehmann(excess[:, c], confidence)
+                      for c in range(differences.shape[1])]).reshape(-1, 3)
+    errors = (found[:, 2] - found[:, 1]) / (2.0 * _student_t().ppf(0.5 + confidence / 2, math.inf))
+    return found[:, 0], errors, shifts
+
+
 def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
-                confidence: float = 0.95, durations=None) -> dict:
+                confidence: float = 0.95, durations=None, noise=None, shifts=None,
+                spreads=None) -> dict:
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
     of the log ratio with its interval (fractions), and a p-value: the signed-rank test of
     the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
-    row's departure from the block's common shift (the median row's ratio in each block)
-    against its own error over blocks and the spread of the other rows' departures
-    (session_noise, among the rows of similar ``durations`` (ns) when given): a disturbance
-    that slowed one side's whole block, or the differences any two copies of a model have
-    row by row (larger on short rows), are not a change of the row.
+    row's departure from the block's common shift (paired_departures) against its own
+    error over blocks and the spread of the rows' departures (session_noise, among the rows
+    of similar ``durations`` (ns) when given): a disturbance that slowed one side's whole
+    block, or the differences any two copies of a model have row by row (larger on short
+    rows), are not a change of the row. ``noise`` and ``shifts``: a measured SessionNoise and
+    the blocks' shifts of the node rows of the same blocks, for a view of sums of nodes
+    (modules, ops) whose few rows cannot measure the spread by duration themselves, and
+    ``spreads``, each such row's spread from its nodes' (data.change_verdicts.row_spreads).
 
     >>> out = paired_rows(np.zeros((8, 1)), np.full((8, 1), 0.1))   # 8 blocks, all +10.5%
     >>> out["estimate"].round(4).tolist(), out["p_value"].round(4).tolist()
@@ -99,14 +146,13 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
     columns = range(differences.shape[1])
     own = np.array([hodges_lehmann(differences[:, c], confidence) for c in columns]).reshape(-1, 3)
     if common and differences.shape[1] >= MIN_NOISE_ROWS:
-        with warnings.catch_warnings():  # a block missing on a side has no shift: NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            excess = differences - np.nanmedian(differences, axis=1, keepdims=True)
-        found = np.array([hodges_lehmann(excess[:, c], confidence) for c in columns])
-        errors = (found[:, 2] - found[:, 1]) / (2.0 * _student_t().ppf(0.5 + confidence / 2, math.inf))
-        noise = session_noise(found[:, 0], errors, durations)
-        p_value = single_session_rows(found[:, 0], errors, noise, common=True,
-                                      durations=durations)["p_value"]
+        given = noise if noise is not None and noise.measured else None
+        departures, errors, _ = paired_departures(control, test, shifts if given else None,
+                                                  confidence)
+        if given is None:
+            given, spreads = session_noise(departures, errors, durations), None
+        p_value = single_session_rows(departures, errors, given, common=True,
+                                      durations=durations, spreads=spreads)["p_value"]
     else:
         p_value = np.array([signed_rank_p(differences[:, c]) for c in columns])
     return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(own[:, 1]),
@@ -134,16 +180,23 @@ class SessionNoise:
         """The common shift as a fraction (test / control - 1)."""
         return math.expm1(self.shift)
 
-    def spread_at(self, durations=None) -> np.ndarray | float:
+    def spread_at(self, durations=None, dispersion=None) -> np.ndarray | float:
         """The spread a row of each duration (ns) is tested against: the curve's, or
-        ``spread`` without one.
+        ``spread`` without one; at least the row's own run-to-run ``dispersion`` (SD of its
+        log time, run_dispersion) where given: a row that jitters by s run to run inside a
+        session (its time depends on a state that varies, such as what shares its cache)
+        can sit anywhere in that range in another session, where the state's mix differs.
 
         >>> SessionNoise(0.0, 0.1, 9).spread_at([1e4])
         0.1
+        >>> SessionNoise(0.0, 0.1, 9).spread_at([1e4, 1e4], [0.05, 0.3]).tolist()
+        [0.1, 0.3]
         """
-        if self.curve is None or durations is None:
-            return self.spread
-        return self.curve.at(durations)
+        spread = (self.spread if self.curve is None or durations is None
+                  else self.curve.at(durations))
+        if dispersion is None:
+            return spread
+        return np.maximum(spread, np.nan_to_num(np.asarray(dispersion, dtype=np.float64)))
 
 
 def session_noise(log_ratios, errors, durations=None) -> SessionNoise:
@@ -220,13 +273,16 @@ def local_spreads(departures, errors) -> tuple[np.ndarray, int]:
 
 
 def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
-                        confidence: float = 0.95, durations=None) -> dict:
+                        confidence: float = 0.95, durations=None, spreads=None,
+                        dispersion=None) -> dict:
     """One session per side: each row's log ratio beyond the common shift (``common`` True
     for rows; False for the whole model, whose own ratio is tested) against the session-level
     spread and its within-session error, two-sided: Student's t with the spread's ``df``
-    (normal when the spread was not measured); the spread at the row's duration (ns, ``durations``;
-    SessionNoise.spread_at). The estimate and its interval are of the row's own change
-    (fractions); the p-value is of its departure from the others'.
+    (normal when the spread was not measured); the spread at the row's duration (ns,
+    ``durations``) and run-to-run ``dispersion`` (SessionNoise.spread_at), or each row's own
+    ``spreads`` where given (a row that sums nodes: data.change_verdicts.row_spreads). The
+    estimate and its interval are of the row's own change (fractions); the p-value is of its
+    departure from the others'.
 
     >>> out = single_session_rows([0.1, 0.6], [0.01, 0.01], SessionNoise(0.1, 0.02, 12), True)
     >>> out["p_value"].round(4).tolist(), out["estimate"].round(3).tolist()
@@ -236,7 +292,10 @@ def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
     df = noise.df if noise.measured and noise.df > 0 else math.inf
     ratios = np.asarray(log_ratios, float)
     excess = ratios - (noise.shift if common else 0.0)
-    scale = np.sqrt(noise.spread_at(durations) ** 2 + np.asarray(errors, float) ** 2)
+    spread = noise.spread_at(durations, dispersion)
+    if spreads is not None:  # NaN: a row without its own
+        spread = np.where(np.isnan(spreads), spread, np.asarray(spreads, float))
+    scale = np.sqrt(spread ** 2 + np.asarray(errors, float) ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.abs(excess) / scale
     p_value = np.where(np.isfinite(z), 2.0 * student_t.sf(np.nan_to_num(z), df), 1.0)

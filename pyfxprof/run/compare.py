@@ -100,7 +100,8 @@ def as_model(candidate: Any, side: str) -> torch.nn.Module:
 def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 20,
             runs_per_block: int = 3, warmup: int = 10, min_change: float = 0.02,
             alpha: float = 0.05, labels=("control", "test"), check_outputs: bool = True,
-            copies: int = 1, seed: int | None = None, progress: bool = True,
+            copies: int = 1, seed: int | None = None, max_blocks: int | None = None,
+            precision: float | None = None, progress: bool = True,
             **profile_options) -> ProfileDiff:
     """Time `control` and `test` (modules or callables) interleaved on the same inputs and
     return their ProfileDiff: per node and module the ratio test / control with a 95%
@@ -109,19 +110,26 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     margin ``min_change``: slower, faster, same within ±margin, or unresolved.
 
     blocks, runs_per_block: timed blocks per side (>= 6: fewer give no interval) and runs
-    in each; warmup: untimed runs of each side before the first block. check_outputs: refuse
-    models whose outputs differ in shape (False: time them anyway). copies: > 1 times each
-    side as that many copies in turn, block by block (the user's model and deep copies of
-    it): a row slower or faster must be so in every pair of copies, since two copies of one
-    model can differ on a row by themselves (docs/ab.md). seed: the block order (own random generator;
-    the global RNG is untouched). Other keywords go to profile().
+    in each; warmup: untimed runs of each side before the first block. max_blocks,
+    precision: after ``blocks``, more blocks are added, half as many at a time, until the
+    whole model's 95% interval is at most ± ``precision`` wide (default: half the margin)
+    or ``max_blocks`` (default ``blocks``: none added) are timed: a rule on the interval's
+    width alone, never on the estimate (docs/ab.md).
+    check_outputs: refuse models whose outputs differ in shape (False: time them anyway).
+    copies: > 1 times each side as that many copies in turn, block by block (the user's
+    model and deep copies of it): a row slower or faster must be so in every pair of
+    copies, since two copies of one model can differ on a row by themselves (docs/ab.md).
+    seed: the block order (own random generator; the global RNG is untouched). Other
+    keywords go to profile().
 
     >>> d = compare(torch.nn.ReLU(), lambda x: x.clamp(min=0), (torch.randn(64),),
-    ...             blocks=6, runs_per_block=1, warmup=1, progress=False)
+    ...             blocks=6, runs_per_block=1, warmup=1, max_blocks=6, progress=False)
     >>> d.design.kind, d.control.n_runs
     ('paired', 6)
     """
-    _check(blocks, runs_per_block, warmup, profile_options, copies)
+    max_blocks = blocks if max_blocks is None else max_blocks
+    precision = min_change / 2 if precision is None else precision
+    _check(blocks, runs_per_block, warmup, profile_options, copies, max_blocks, precision)
     models = (as_model(control, "control"), as_model(test, "test"))
     if check_outputs:
         check_same_outputs(*models, example_inputs)
@@ -133,22 +141,60 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
             profile(model, example_inputs, runs=1, warmup=warmup, name=name, progress=False,
                     **profile_options)
     per_run = (time.perf_counter() - started) / (2 * copies * (warmup + 1))
-    order = _block_order(blocks, seed)
-    found: tuple[list, list] = ([], [])
+    timed = _Blocks(sides, names, example_inputs, runs_per_block, profile_options,
+                    random.Random(seed))
     bar = Progress(2 * blocks, "comparing",
                    per_run * 2 * blocks * (runs_per_block + 1) if progress else 0.0)
-    for block, first_second in enumerate(order):
-        for side in first_second:
-            with graph_runs_only():  # the analysis is of the graph's rows (merged_blocks)
-                found[side].append(profile(sides[side][block % copies], example_inputs,
-                                           runs=runs_per_block, warmup=1, name=names[side],
-                                           progress=False, **profile_options))
-        bar.update(2 * (block + 1))
+    timed.run(blocks, bar)
+    result = timed.diff(labels, min_change, alpha)
+    while len(timed.order) < max_blocks and _half_width(result) > precision:
+        timed.run(min(max(2, blocks // 2), max_blocks - len(timed.order)), None)
+        result = timed.diff(labels, min_change, alpha)
     bar.close()
-    pair, copy_of_block = uuid.uuid4().hex, [block % copies for block in range(blocks)]
-    merged = [merged_blocks(found[side], pair, [tuple(s).index(side) for s in order],
-                            copy_of_block) for side in (0, 1)]
-    return ProfileDiff(merged[0], merged[1], labels, min_change, alpha)
+    return result
+
+
+def _half_width(result: ProfileDiff) -> float:
+    """Half the width of the whole model's 95% interval (a fraction; inf without one)."""
+    totals = result.totals()
+    half = (totals["ci_high"] - totals["ci_low"]) / 2.0
+    return half if np.isfinite(half) else np.inf
+
+
+class _Blocks:
+    """The timed blocks of both sides so far: each block pair runs the two sides in a
+    random order, balanced within each batch of blocks added (_block_order)."""
+
+    def __init__(self, sides: list, names: list, example_inputs: Any, runs_per_block: int,
+                 profile_options: dict, rng: random.Random) -> None:
+        self.sides, self.names, self.inputs = sides, names, example_inputs
+        self.runs, self.options, self.rng = runs_per_block, profile_options, rng
+        self.order: list[tuple[int, int]] = []
+        self.found: tuple[list, list] = ([], [])
+        self.pair = uuid.uuid4().hex
+
+    def run(self, count: int, bar: Progress | None) -> None:
+        """Time `count` more blocks of each side."""
+        copies = len(self.sides[0])
+        for first_second in _block_order(count, self.rng):
+            block = len(self.order)
+            for side in first_second:
+                with graph_runs_only():  # the analysis is of the graph's rows (merged_blocks)
+                    self.found[side].append(profile(
+                        self.sides[side][block % copies], self.inputs, runs=self.runs,
+                        warmup=1, name=self.names[side], progress=False, **self.options))
+            self.order.append(first_second)
+            if bar is not None:
+                bar.update(2 * len(self.order))
+
+    def diff(self, labels, min_change: float, alpha: float) -> ProfileDiff:
+        """The ProfileDiff of the blocks so far."""
+        copies = len(self.sides[0])
+        copy_of_block = [block % copies for block in range(len(self.order))]
+        merged = [merged_blocks(self.found[side], self.pair,
+                                [tuple(s).index(side) for s in self.order], copy_of_block)
+                  for side in (0, 1)]
+        return ProfileDiff(merged[0], merged[1], labels, min_change, alpha)
 
 
 def _copies(model: torch.nn.Module, copies: int, side: str) -> list[torch.nn.Module]:
@@ -193,11 +239,15 @@ def _stacked(arrays: list) -> np.ndarray | None:
     return None if any(a is None for a in arrays) else np.vstack(arrays)
 
 
-def _block_order(blocks: int, seed: int | None) -> list[tuple[int, int]]:
+def _block_order(blocks: int, rng: random.Random) -> list[tuple[int, int]]:
     """Which side runs first in each block pair: a random half control first, the other
-    half test first (balanced), from an own generator."""
+    half test first (balanced), from an own generator.
+
+    >>> sorted(_block_order(4, random.Random(0)))
+    [(0, 1), (0, 1), (1, 0), (1, 0)]
+    """
     firsts = [0] * (blocks // 2) + [1] * (blocks - blocks // 2)
-    random.Random(seed).shuffle(firsts)
+    rng.shuffle(firsts)
     return [(first, 1 - first) for first in firsts]
 
 
@@ -244,11 +294,15 @@ def _name(given: Any, model: torch.nn.Module) -> str:
 
 
 def _check(blocks: int, runs_per_block: int, warmup: int, options: dict,
-           copies: int = 1) -> None:
+           copies: int = 1, max_blocks: int = 2, precision: float = 0.01) -> None:
     for name, value, least in (("blocks", blocks, 2), ("runs_per_block", runs_per_block, 1),
-                               ("warmup", warmup, 0), ("copies", copies, 1)):
+                               ("warmup", warmup, 0), ("copies", copies, 1),
+                               ("max_blocks", max_blocks, blocks)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ArgumentError(f"{name} must be an int >= {least}, got {value!r}")
+    if isinstance(precision, bool) or not isinstance(precision, (int, float)) \
+            or not precision >= 0:
+        raise ArgumentError(f"precision must be a fraction >= 0 (0.01 = ±1%), got {precision!r}")
     repeated = sorted(set(options) & set(_OWN))
     if repeated:
         raise ArgumentError(f"compare() times blocks * runs_per_block runs per side: use "

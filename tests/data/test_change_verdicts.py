@@ -4,7 +4,8 @@ power checks in benchmarks/bench_ab.py)."""
 import numpy as np
 import pytest
 
-from pyfxprof.data.change_verdicts import Design, design_of, judge, run_groups
+from pyfxprof.data.change_verdicts import (Design, design_of, judge, row_spreads, run_groups,
+                                           with_node_noise)
 
 ROWS, BLOCKS, PER_BLOCK = 13, 20, 3  # compare()'s defaults
 
@@ -136,4 +137,92 @@ def test_single_sessions_of_copies_whose_short_rows_differ_flag_at_most_the_fdr(
         runs = np.zeros(len(control))
         change = judge(Design("single"), control, test * 1.05, runs, runs, 0.05, 0.05)
         flagged += np.isin(change["change"], ["+", "-"]).any()
+    assert flagged <= 2
+
+
+def module_view(samples, modules):
+    """Runs x modules: each module's nodes summed per run (as ProfileDiff's module view)."""
+    return np.stack([samples[:, modules == m].sum(axis=1) for m in np.unique(modules)], 1)
+
+
+#: RESNET_LIKE's nodes in 13 modules: the 4 shortest nodes each a module of its own (a
+#: top-level ReLU, max pool, ...), the other 65 in 9 modules of about 7 nodes each.
+MODULES = np.concatenate([np.arange(4), 4 + (np.arange(65) * 9) // 65])
+
+
+def test_module_rows_are_judged_against_their_nodes_spreads():
+    """A/A of copies whose short nodes differ: the module view (13 rows, too few for a
+    spread by duration) judged with its nodes' spreads flags at most the FDR, 2 of 40 (its
+    own rows' single spread flags nearly every comparison here: the short one-node modules
+    sit in its tail); a +10% change of one 7-node module is found alone in 18 of 20."""
+    rng = np.random.default_rng(36)
+    blocks = np.repeat(np.arange(BLOCKS), PER_BLOCK)
+
+    def module_change(effect):
+        control, test = copies_samples(rng, effect, RESNET_LIKE)
+        design = with_node_noise(Design("paired"), control, test, blocks, blocks)
+        assert design.noise is not None and design.noise.curve is not None
+        spreads = row_spreads(design.noise, RESNET_LIKE, MODULES, np.unique(MODULES),
+                              node_z=design.standardized)
+        return judge(design, module_view(control, MODULES), module_view(test, MODULES),
+                     blocks, blocks, 0.02, 0.05, spreads=spreads)["change"]
+
+    flagged = sum(np.isin(module_change(1.0), ["+", "-"]).any() for _ in range(40))
+    assert flagged <= 2
+    effect = np.where(MODULES == 10, 1.10, 1.0)   # every node of module 10
+    found = [module_change(effect) for _ in range(20)]
+    assert sum(c[10] == "+" and not np.isin(np.delete(c, 10), ["+", "-"]).any()
+               for c in found) >= 18
+
+
+def contended_sessions(rng, effect, jittery):
+    """Two saved sessions of copies (copies_samples) in which the `jittery` rows (long
+    convolutions whose weights compete for the last-level cache) jitter 20% run to run and
+    shift between the sessions by 15% (SD) of their own; the others jitter 3%."""
+    control, test = copies_samples(rng, effect, RESNET_LIKE, blocks=20)
+    for side in (control, test):
+        side[:, jittery] *= rng.lognormal(0.0, 0.15, jittery.sum())
+        side[:, jittery] *= rng.lognormal(0.0, 0.2, (len(side), jittery.sum()))
+    return control, test
+
+
+def test_single_sessions_widen_the_noise_of_rows_that_jitter_run_to_run():
+    """Rows that jitter inside a session and shift between sessions with it: at most 2 of 40
+    A/A diffs flag a row (the spread grows with the row's run-to-run dispersion, fitted),
+    and a steady 1 ms row 30% slower is still found alone in 18 of 20 or more."""
+    rng = np.random.default_rng(37)
+    jittery = np.zeros(len(RESNET_LIKE), dtype=bool)
+    jittery[[58, 61, 64, 66]] = True
+    runs = np.zeros(60)
+
+    def change(effect):
+        control, test = contended_sessions(rng, effect, jittery)
+        return judge(Design("single"), control, test, runs, runs, 0.05, 0.05)["change"]
+
+    flagged = sum(np.isin(change(1.0), ["+", "-"]).any() for _ in range(40))
+    assert flagged <= 2
+    effect = np.ones(len(RESNET_LIKE))
+    effect[50] = 1.3
+    found = [change(effect) for _ in range(20)]
+    assert sum(c[50] == "+" and not np.isin(np.delete(c, 50), ["+", "-"]).any()
+               for c in found) >= 18
+
+
+def test_module_rows_whose_nodes_move_together_are_not_flagged():
+    """Copies whose modules are each laid out apart: every node of a module shares its
+    module's copy effect (4%, SD) besides its own. Module rows judged with the nodes'
+    spreads as independent would flag most A/A comparisons; with how the nodes of the other
+    modules move together (shared_movement) at most the FDR, 2 of 40."""
+    rng = np.random.default_rng(38)
+    blocks = np.repeat(np.arange(BLOCKS), PER_BLOCK)
+    flagged = 0
+    for _ in range(40):
+        control, test = copies_samples(rng, 1.0, RESNET_LIKE)
+        test = test * np.exp(rng.normal(0.0, 0.04, MODULES.max() + 1))[MODULES]
+        design = with_node_noise(Design("paired"), control, test, blocks, blocks)
+        spreads = row_spreads(design.noise, RESNET_LIKE, MODULES, np.unique(MODULES),
+                              node_z=design.standardized)
+        change = judge(design, module_view(control, MODULES), module_view(test, MODULES),
+                       blocks, blocks, 0.02, 0.05, spreads=spreads)["change"]
+        flagged += np.isin(change, ["+", "-"]).any()
     assert flagged <= 2

@@ -10,7 +10,7 @@ from pyfxprof.errors import PyfxprofError
 from pyfxprof.run.compare import CallableModel, as_model, compare, merged_blocks
 
 X = (torch.randn(8, 32),)
-FAST = dict(blocks=6, runs_per_block=2, warmup=1, progress=False, seed=3)
+FAST = dict(blocks=6, max_blocks=6, runs_per_block=2, warmup=1, progress=False, seed=3)
 
 
 def small():
@@ -61,9 +61,23 @@ def test_a_raising_callable_is_one_line():
 def test_arguments_are_checked():
     for kwargs, message in (({"blocks": 1}, "blocks must be an int >= 2"),
                             ({"runs_per_block": 0}, "runs_per_block"),
-                            ({"runs": 5}, r"instead of \['runs'\]")):
+                            ({"runs": 5}, r"instead of \['runs'\]"),
+                            ({"max_blocks": 4}, "max_blocks must be an int >= 6"),
+                            ({"precision": -0.1}, "precision must be a fraction >= 0")):
         with pytest.raises(ValueError, match=message):
             compare(small(), small(), X, **{**FAST, **kwargs})
+
+
+def test_blocks_are_added_until_the_whole_interval_is_narrow_enough():
+    """Sequential by precision: an unreachable precision adds blocks, half as many at a
+    time, up to max_blocks; a reached one adds none. Each batch is balanced."""
+    d = compare(small(), small(), X, **{**FAST, "max_blocks": 10, "precision": 0.0})
+    blocks = d.control.meta["ab"]["blocks"]
+    assert blocks == [b for b in range(10) for _ in range(2)] and d.test.n_runs == 20
+    positions = d.control.meta["ab"]["positions"]
+    assert sum(positions[:6]) == 3 and sum(positions[6:9]) in (1, 2)
+    d = compare(small(), small(), X, **{**FAST, "max_blocks": 10, "precision": float("inf")})
+    assert d.control.n_runs == 12
 
 
 def test_global_random_state_is_untouched():
@@ -88,8 +102,8 @@ def test_a_model_doing_three_times_the_work_is_slower():
     def thrice(x):
         return torch.tanh(x @ x.T) + torch.tanh(x @ x.T) * 0 + torch.tanh(x @ x.T) * 0
 
-    d = compare(once, thrice, (torch.randn(256, 256),), blocks=8, runs_per_block=2, warmup=2,
-                progress=False, seed=1)
+    d = compare(once, thrice, (torch.randn(256, 256),), blocks=8, max_blocks=8,
+                runs_per_block=2, warmup=2, progress=False, seed=1)
     assert d.totals()["change"] == "+"
     assert d.totals()["rel_change"] > 0.5
 
@@ -105,7 +119,7 @@ def test_a_model_and_its_deep_copy_flag_no_row():
     flagged = 0
     for seed in range(3):
         d = compare(model, copy.deepcopy(model), (torch.randn(16, 64),), blocks=6,
-                    runs_per_block=2, warmup=2, progress=False, seed=seed)
+                    max_blocks=6, runs_per_block=2, warmup=2, progress=False, seed=seed)
         rows = d.compare()
         assert len(rows) == 20
         flagged += bool(rows["change"].isin(["+", "-"]).any())

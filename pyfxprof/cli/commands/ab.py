@@ -55,6 +55,12 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--blocks", type=integer_at_least(2), default=defaults["blocks"],
                         metavar="N", help=f"timed blocks per model (default {defaults['blocks']};"
                                           " >= 6 for an interval)")
+    parser.add_argument("--max-blocks", type=integer_at_least(2), metavar="N",
+                        help="most blocks per model: more are added until the whole model's "
+                             "95%% interval is within --precision (default --blocks: none added)")
+    parser.add_argument("--precision", type=fraction, metavar="PCT",
+                        help="half width of the whole model's interval to stop at (default "
+                             "half the margin)")
     parser.add_argument("--runs-per-block", type=positive_int, metavar="N",
                         default=defaults["runs_per_block"],
                         help=f"timed runs in each block (default {defaults['runs_per_block']})")
@@ -91,6 +97,6 @@ def run(args: argparse.Namespace) -> int:
                      blocks=args.blocks, runs_per_block=args.runs_per_block,
                      warmup=args.warmup, min_change=args.min_change, alpha=args.alpha,
                      labels=labels, check_outputs=args.check_outputs, copies=args.copies,
-                     seed=args.seed)
+                     seed=args.seed, max_blocks=args.max_blocks, precision=args.precision)
     print(result.table(sort_by=args.sort, top=args.top, by=args.group_by, depth=args.depth))
     return gate(result, args.fail_on_regression)

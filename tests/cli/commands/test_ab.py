@@ -6,8 +6,8 @@ import torch
 from pyfxprof.cli import main as cli
 from pyfxprof.cli.commands import ab as ab_command
 
-FAST = ["--input", "4x16", "--blocks", "6", "--runs-per-block", "1", "--warmup", "1",
-        "--seed", "0"]
+FAST = ["--input", "4x16", "--blocks", "6", "--max-blocks", "6", "--runs-per-block", "1",
+        "--warmup", "1", "--seed", "0"]
 
 
 def wider():
