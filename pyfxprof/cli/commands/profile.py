@@ -10,7 +10,7 @@ from pathlib import Path
 from ...errors import PyfxprofError, first_line
 from ...run.distributed import DEFAULT_TIMEOUT
 from ...run.runner import CHOICES, profile
-from ...run.wall_clock import format_timings
+from ...run.wall_clock import format_timings, process_age_s
 from .arg_types import positive_int
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .arg_types import device_name
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote profile to {args.save}", file=sys.stderr)
     write_exports(prof, args)
     if args.timings:
-        print_timings(prof, marks + [time.perf_counter()])
+        print_timings(prof, marks + [time.perf_counter()], getattr(args, "program", False))
     return 0
 
 
@@ -141,14 +141,21 @@ def _train(model) -> None:
         pass
 
 
-def print_timings(prof, marks: list) -> None:
-    """--timings: on stderr, the wall seconds of the imports (from cli.main's start, `marks[0]`,
-    None when unknown), loading the model, profile()'s steps (meta["wall_s"]) and the rest of
-    it, and the rendering; `marks` are the perf_counter readings between them."""
+def print_timings(prof, marks: list, program: bool = False) -> None:
+    """--timings: on stderr, the wall seconds of the interpreter's start (the process's age at
+    cli.main's start, when main is the `program` and the age is known), the imports (from
+    cli.main's start, `marks[0]`, None when unknown), loading the model, profile()'s steps
+    (meta["wall_s"]) and the rest of it, and the rendering; `marks` are the perf_counter
+    readings between them."""
     started, loading, profiling, rendering, done = marks
-    steps = {"imports": loading - (loading if started is None else started),
-             "model": profiling - loading, **prof.meta.get("wall_s", {})}
-    steps["other"] = rendering - profiling - sum(list(steps.values())[2:])
+    age = process_age_s() if program else None
+    steps = {} if started is None or age is None else {
+        "start": max(age - (time.perf_counter() - started), 0.0)}
+    steps["imports"] = loading - (loading if started is None else started)
+    steps["model"] = profiling - loading
+    wall_s = prof.meta.get("wall_s", {})
+    steps.update(wall_s)
+    steps["other"] = rendering - profiling - sum(wall_s.values())
     steps["rendering"] = done - rendering
     print(format_timings(steps), file=sys.stderr)
 
