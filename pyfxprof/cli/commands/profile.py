@@ -10,8 +10,9 @@ from pathlib import Path
 from ...errors import PyfxprofError, first_line
 from ...run.distributed import DEFAULT_TIMEOUT
 from ...run.runner import CHOICES, profile
+from ...run.timed_runs import AUTO_WARMUP_MAX
 from ...run.wall_clock import format_timings, process_age_s
-from .arg_types import positive_int
+from .arg_types import positive_int, warmup_count
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .arg_types import device_name
 from .compile_args import add_compile_arguments, compile_option, print_compiled
@@ -32,8 +33,9 @@ def add_parser(subparsers) -> None:
     add_model_arguments(parser)
     parser.add_argument("--runs", type=int, default=DEFAULTS["runs"], metavar="N",
                         help=f"timed runs (default {DEFAULTS['runs']})")
-    parser.add_argument("--warmup", type=int, default=DEFAULTS["warmup"], metavar="N",
-                        help=f"untimed runs first (default {DEFAULTS['warmup']})")
+    parser.add_argument("--warmup", type=warmup_count, default=DEFAULTS["warmup"], metavar="N",
+                        help="untimed runs first: N, or auto (until their times have settled, "
+                             f"at most {AUTO_WARMUP_MAX}); default {DEFAULTS['warmup']}")
     parser.add_argument("--mode", choices=CHOICES["mode"], default=DEFAULTS["mode"])
     parser.add_argument("--device", default=DEFAULTS["device"], type=device_name,
                         help="run on this device, e.g. cuda or cuda:1 (GPU runs also time "
