@@ -17,7 +17,9 @@ interleaved, and reports its wall time, the timed work (the graph's runs: the su
 run totals, the (Python outside the graph) row left out; and the timing of the user's own call
 between them, meta["wall_s"]["call_timed"], on trees that time it) and the rest: the time
 outside the timed runs, without and with the call's timing. On a tree with `--timings`, the
-job runs with it and its steps (medians) are printed too.
+job runs with it and its steps (medians) are printed too, with its total and what no step
+covers (the process's wall time minus that total: the end of the process, after the table, and
+on trees without the "interpreter start" step, the start too).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ print(prof.table(top=5))
 
 #: The main job's profile() with every call of the model counted (conv1 runs once per call:
 #: the analysis run, the warm-up and timed runs, the user's call and its breakdown), on a
-#: small input: a count, the same under any load.
+#: small input: a count, the same under any load but for the warm-up runs where the tree's
+#: default warm-up is "auto" (their number is printed with it).
 COUNT_CALLS = """
 import json, torch, pyfxprof
 from pyfxprof.cli.default_model import resnet18
@@ -57,18 +60,18 @@ conv1 = model.conv1
 conv1.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
 prof = pyfxprof.profile(model, (torch.randn(1, 3, 32, 32),), progress=False)
 call = prof.meta.get("call", {}).get("runs", 0)
-print(json.dumps([calls[0], prof.n_runs, call]))
+print(json.dumps([calls[0], prof.n_runs, call, prof.meta["warmup"]]))
 """
 
 
 def model_calls(tree: Path) -> str:
     """The model calls of the main job's profile() on `tree` (COUNT_CALLS), in words."""
-    total, runs, call = json.loads(subprocess.run(
+    total, runs, call, warmup = json.loads(subprocess.run(
         [sys.executable, "-c", COUNT_CALLS], cwd=tempfile.gettempdir(), check=True,
         capture_output=True, text=True,
         env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}).stdout)
     return (f"{total} model calls: {runs} timed runs, {call} timed calls of yours, "
-            f"{total - runs - call} untimed")
+            f"{total - runs - call} untimed ({warmup} warm-up runs)")
 
 
 def cases(saved: str) -> dict[str, list[str]]:
@@ -127,7 +130,8 @@ def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, floa
 
 
 def steps_printed(stderr: str) -> dict[str, float]:
-    """label -> seconds of the `--timings` table in `stderr` (empty without one)."""
+    """label -> seconds of the `--timings` table in `stderr`, its "total" last (empty without
+    a table)."""
     lines = stderr.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("wall time")), None)
     if start is None:
@@ -135,6 +139,7 @@ def steps_printed(stderr: str) -> dict[str, float]:
     steps = {}
     for line in lines[start + 1:]:
         if line.strip().startswith("total"):
+            steps["total"] = float(line.split()[1])
             break
         label, _, value = line.strip().rpartition("  ")
         steps[label.strip()] = float(value)
@@ -151,7 +156,10 @@ def print_main_job(tree: str, runs: list, torch_s: float) -> None:
     print(f"    outside the timed runs {summary([w - g - c for w, g, c, _ in runs])}; "
           f"with your call's timing counted as outside {summary([w - g for w, g, *_ in runs])}")
     for label in runs[0][3]:
-        print(f"    --timings {label:<52} {summary([run[3].get(label, 0.0) for run in runs])}")
+        print(f"    --timings {label:<56} {summary([run[3].get(label, 0.0) for run in runs])}")
+    if "total" in runs[0][3]:  # the process's end (and its start, on a tree without the step)
+        print(f"    {'in no --timings step (wall - total)':<66} "
+              f"{summary([run[0] - run[3]['total'] for run in runs])}")
 
 
 def summary(values: list[float]) -> str:
