@@ -96,9 +96,8 @@ def python_breakdown(user_call: Callable[[], object], graph_run: Callable[[], ob
     ``origin``, ``file_line``, ``calls`` (the calls the user's call makes beyond the graph's)
     and ``self_ns`` (those calls at the function's mean self time in the user's call, as
     profiled: cProfile's own cost inflates it; the report scales the shares to the measured
-    row). A function the
-    graph calls as often as the user's call (the ops, the leaf modules' forwards) is left
-    out: its time is in the graph's rows.
+    row). A function the graph calls as often as the user's call (the ops, the leaf modules'
+    forwards) is left out: its time is in the graph's rows.
 
     Example:
         >>> import torch

@@ -1,7 +1,7 @@
 """profile()'s timed runs: the warm-up runs (a count, or "auto": until settled), the timed runs
-(each run's noise read around it),
-the user's own call timed between them (run/user_call.py), and training steps in place of
-forward runs when backward=True (run/training.py, loaded only then)."""
+(each run's noise read around it), the user's own call timed between them (run/user_call.py),
+and training steps in place of forward runs when backward=True (run/training.py, loaded only
+then)."""
 
 from __future__ import annotations
 
@@ -36,10 +36,10 @@ AUTO_WARMUP_MAX = 10
 
 @dataclass
 class Measured:
-    """What profile()'s runs measured: the timings, the per-run noise (run.noise), the
-    warm-up runs' wall ns (None for those preempted), how many warm-up runs ran, the executor that ran them (a training
-    one for backward=True), the user's call (None when not timed apart), the records the
-    buffer dropped meanwhile and the device samples (None: host timing only)."""
+    """What profile()'s runs measured: the timings, the per-run noise (run.noise), the warm-up
+    runs' wall ns (None for those preempted), how many warm-up runs ran, the executor that ran
+    them (a training one for backward=True), the user's call (None when not timed apart), the
+    records the buffer dropped meanwhile and the device samples (None: host timing only)."""
 
     timings: RunTimings
     run_noise: np.ndarray | None
@@ -113,10 +113,10 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
                ) -> tuple[RunTimings, np.ndarray | None, list[int | None], int]:
     """The timings, the per-run noise (run.noise), the warm-up runs' wall ns (None for
     those preempted) and their number (`warmup`: a count or "auto": warm_up); the nodes
-    `frame` names a node that raises. `call`: the user's own
-    call, timed after each timed run (outside its noise reads) and profiled by function
-    after the warm-up (after the runs without warm-up runs: run.user_call). `clock` gets the
-    wall time of the warm-up, the call's preparation, the timed runs and the call's timing."""
+    `frame` names a node that raises. `call`: the user's own call, timed after each timed
+    run (outside its noise reads) and profiled by function after the warm-up (after the runs
+    without warm-up runs: run.user_call). `clock` gets the wall time of the warm-up, the
+    call's preparation, the timed runs and the call's timing."""
     clock = clock or StepClock()
     meter = RunMeter()
     started = time.perf_counter()
