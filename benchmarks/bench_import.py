@@ -14,12 +14,14 @@ e.g. `git archive 999d812 | tar -x -C DIR` and the built pyfxprof/_C*.so copied 
 
 --main-job N: also runs the default `pyfxprof profile` (ResNet-18, 50 runs) N times per tree,
 interleaved, and reports its wall time, the timed work (the graph's runs: the sum of the saved
-run totals, the (Python outside the graph) row left out; and the timing of the user's own call
-between them, meta["wall_s"]["call_timed"], on trees that time it) and the rest: the time
-outside the timed runs, without and with the call's timing. On a tree with `--timings`, the
-job runs with it and its steps (medians) are printed too, with its total and what no step
-covers (the process's wall time minus that total: the end of the process, after the table, and
-on trees without the "interpreter start" step, the start too).
+run totals, the (Python outside the graph) row left out, and the sum of each run's wall time,
+read to read (the saved run_noise: unlike the totals, it keeps the graph's time between its
+nodes when that row is resolved); and the timing of the user's own call between them,
+meta["wall_s"]["call_timed"], on trees that time it) and the rest: the time outside the timed
+runs, without and with the call's timing, with the runs as totals and as walls. On a tree
+with `--timings`, the job runs with it and its steps (medians) are printed too, with its total
+and what no step covers (the process's wall time minus that total: the end of the process,
+after the table, and on trees without the "interpreter start" step, the start too).
 """
 
 from __future__ import annotations
@@ -106,10 +108,13 @@ def save_profile(path: Path, tree: Path) -> None:
                    capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
 
 
-def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, float]]:
-    """(wall seconds, seconds of the graph's timed runs, of the user's call timed between them,
-    the steps `--timings` printed: label -> seconds) of the default `pyfxprof profile` on
-    `tree`."""
+def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, float], float]:
+    """(wall seconds, seconds of the graph's timed runs (the saved run totals), of the user's
+    call timed between them, the steps `--timings` printed: label -> seconds, and the graph's
+    timed runs as each run's wall time, read to read: the saved run_noise, else the totals) of
+    the default `pyfxprof profile` on `tree`. The totals lose the graph's time between its
+    nodes when the (Python outside the graph) row is resolved (it goes to the row, and
+    graph_only does not restore it); the walls keep it, the same on every tree."""
     timings = (tree / "pyfxprof" / "run" / "wall_clock.py").exists()
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pyfxprof", "profile", "--save", str(out)]
@@ -119,14 +124,16 @@ def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, floa
     wall = time.perf_counter() - started
     read = ("import json, pyfxprof; from pyfxprof.data.outside_graph import graph_only; "
             f"p = pyfxprof.load({str(out)!r}); "
+            "walls = None if p.run_noise is None else int(p.run_noise[:, 3].sum()); "
             "print(json.dumps([int(graph_only(p).run_totals.sum()), "
-            "p.meta.get('wall_s', {}).get('call_timed', 0.0)]))")
-    graph_ns, call_s = json.loads(subprocess.run(
+            "p.meta.get('wall_s', {}).get('call_timed', 0.0), walls]))")
+    graph_ns, call_s, walls_ns = json.loads(subprocess.run(
         [sys.executable, "-c", read], cwd=tempfile.gettempdir(), check=True,
         capture_output=True, text=True,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout)
     out.unlink()
-    return wall, graph_ns / 1e9, call_s, steps_printed(done.stderr)
+    return (wall, graph_ns / 1e9, call_s, steps_printed(done.stderr),
+            (graph_ns if walls_ns is None else walls_ns) / 1e9)
 
 
 def steps_printed(stderr: str) -> dict[str, float]:
@@ -152,9 +159,13 @@ def print_main_job(tree: str, runs: list, torch_s: float) -> None:
     walls, graph, call = ([run[k] for run in runs] for k in range(3))
     print(f"  default main job, {tree}: wall {summary(walls)} (- torch "
           f"{statistics.median(walls) - torch_s:+.2f}); timed work: graph's runs "
-          f"{summary(graph)}, your call's timing {summary(call)}")
-    print(f"    outside the timed runs {summary([w - g - c for w, g, c, _ in runs])}; "
+          f"{summary(graph)} (saved run totals), {summary([run[4] for run in runs])} (each "
+          f"run's wall), your call's timing {summary(call)}")
+    print(f"    outside the timed runs {summary([w - g - c for w, g, c, *_ in runs])}; "
           f"with your call's timing counted as outside {summary([w - g for w, g, *_ in runs])}")
+    as_walls = [run[0] - run[4] - run[2] for run in runs]
+    print(f"    outside the timed runs, runs as walls {summary(as_walls)}; with your call's "
+          f"timing counted as outside {summary([run[0] - run[4] for run in runs])}")
     for label in runs[0][3]:
         print(f"    --timings {label:<56} {summary([run[3].get(label, 0.0) for run in runs])}")
     if "total" in runs[0][3]:  # the process's end (and its start, on a tree without the step)
