@@ -14,10 +14,14 @@ e.g. `git archive 999d812 | tar -x -C DIR` and the built pyfxprof/_C*.so copied 
 
 --main-job N: also runs the default `pyfxprof profile` (ResNet-18, 50 runs) N times per tree,
 interleaved, and reports its wall time, the timed work (the graph's runs: the sum of the saved
-run totals, the (Python outside the graph) row left out; and the timing of the user's own call
-between them, meta["wall_s"]["call_timed"], on trees that time it) and the rest: the time
-outside the timed runs, without and with the call's timing. On a tree with `--timings`, the
-job runs with it and its steps (medians) are printed too.
+run totals, the (Python outside the graph) row left out, and the sum of each run's wall time,
+read to read (the saved run_noise: unlike the totals, it keeps the graph's time between its
+nodes when that row is resolved); and the timing of the user's own call between them,
+meta["wall_s"]["call_timed"], on trees that time it) and the rest: the time outside the timed
+runs, without and with the call's timing, with the runs as totals and as walls. On a tree
+with `--timings`, the job runs with it and its steps (medians) are printed too, with its total
+and what no step covers (the process's wall time minus that total: the end of the process,
+after the table, and on trees without the "interpreter start" step, the start too).
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ print(prof.table(top=5))
 
 #: The main job's profile() with every call of the model counted (conv1 runs once per call:
 #: the analysis run, the warm-up and timed runs, the user's call and its breakdown), on a
-#: small input: a count, the same under any load.
+#: small input: a count, the same under any load but for the warm-up runs where the tree's
+#: default warm-up is "auto" (their number is printed with it).
 COUNT_CALLS = """
 import json, torch, pyfxprof
 from pyfxprof.cli.default_model import resnet18
@@ -57,18 +62,18 @@ conv1 = model.conv1
 conv1.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
 prof = pyfxprof.profile(model, (torch.randn(1, 3, 32, 32),), progress=False)
 call = prof.meta.get("call", {}).get("runs", 0)
-print(json.dumps([calls[0], prof.n_runs, call]))
+print(json.dumps([calls[0], prof.n_runs, call, prof.meta["warmup"]]))
 """
 
 
 def model_calls(tree: Path) -> str:
     """The model calls of the main job's profile() on `tree` (COUNT_CALLS), in words."""
-    total, runs, call = json.loads(subprocess.run(
+    total, runs, call, warmup = json.loads(subprocess.run(
         [sys.executable, "-c", COUNT_CALLS], cwd=tempfile.gettempdir(), check=True,
         capture_output=True, text=True,
         env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}).stdout)
     return (f"{total} model calls: {runs} timed runs, {call} timed calls of yours, "
-            f"{total - runs - call} untimed")
+            f"{total - runs - call} untimed ({warmup} warm-up runs)")
 
 
 def cases(saved: str) -> dict[str, list[str]]:
@@ -103,10 +108,13 @@ def save_profile(path: Path, tree: Path) -> None:
                    capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
 
 
-def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, float]]:
-    """(wall seconds, seconds of the graph's timed runs, of the user's call timed between them,
-    the steps `--timings` printed: label -> seconds) of the default `pyfxprof profile` on
-    `tree`."""
+def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, float], float]:
+    """(wall seconds, seconds of the graph's timed runs (the saved run totals), of the user's
+    call timed between them, the steps `--timings` printed: label -> seconds, and the graph's
+    timed runs as each run's wall time, read to read: the saved run_noise, else the totals) of
+    the default `pyfxprof profile` on `tree`. The totals lose the graph's time between its
+    nodes when the (Python outside the graph) row is resolved (it goes to the row, and
+    graph_only does not restore it); the walls keep it, the same on every tree."""
     timings = (tree / "pyfxprof" / "run" / "wall_clock.py").exists()
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pyfxprof", "profile", "--save", str(out)]
@@ -116,18 +124,21 @@ def main_job(tree: Path, out: Path) -> tuple[float, float, float, dict[str, floa
     wall = time.perf_counter() - started
     read = ("import json, pyfxprof; from pyfxprof.data.outside_graph import graph_only; "
             f"p = pyfxprof.load({str(out)!r}); "
+            "walls = None if p.run_noise is None else int(p.run_noise[:, 3].sum()); "
             "print(json.dumps([int(graph_only(p).run_totals.sum()), "
-            "p.meta.get('wall_s', {}).get('call_timed', 0.0)]))")
-    graph_ns, call_s = json.loads(subprocess.run(
+            "p.meta.get('wall_s', {}).get('call_timed', 0.0), walls]))")
+    graph_ns, call_s, walls_ns = json.loads(subprocess.run(
         [sys.executable, "-c", read], cwd=tempfile.gettempdir(), check=True,
         capture_output=True, text=True,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout)
     out.unlink()
-    return wall, graph_ns / 1e9, call_s, steps_printed(done.stderr)
+    return (wall, graph_ns / 1e9, call_s, steps_printed(done.stderr),
+            (graph_ns if walls_ns is None else walls_ns) / 1e9)
 
 
 def steps_printed(stderr: str) -> dict[str, float]:
-    """label -> seconds of the `--timings` table in `stderr` (empty without one)."""
+    """label -> seconds of the `--timings` table in `stderr`, its "total" last (empty without
+    a table)."""
     lines = stderr.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("wall time")), None)
     if start is None:
@@ -135,6 +146,7 @@ def steps_printed(stderr: str) -> dict[str, float]:
     steps = {}
     for line in lines[start + 1:]:
         if line.strip().startswith("total"):
+            steps["total"] = float(line.split()[1])
             break
         label, _, value = line.strip().rpartition("  ")
         steps[label.strip()] = float(value)
@@ -147,11 +159,18 @@ def print_main_job(tree: str, runs: list, torch_s: float) -> None:
     walls, graph, call = ([run[k] for run in runs] for k in range(3))
     print(f"  default main job, {tree}: wall {summary(walls)} (- torch "
           f"{statistics.median(walls) - torch_s:+.2f}); timed work: graph's runs "
-          f"{summary(graph)}, your call's timing {summary(call)}")
-    print(f"    outside the timed runs {summary([w - g - c for w, g, c, _ in runs])}; "
+          f"{summary(graph)} (saved run totals), {summary([run[4] for run in runs])} (each "
+          f"run's wall), your call's timing {summary(call)}")
+    print(f"    outside the timed runs {summary([w - g - c for w, g, c, *_ in runs])}; "
           f"with your call's timing counted as outside {summary([w - g for w, g, *_ in runs])}")
+    as_walls = [run[0] - run[4] - run[2] for run in runs]
+    print(f"    outside the timed runs, runs as walls {summary(as_walls)}; with your call's "
+          f"timing counted as outside {summary([run[0] - run[4] for run in runs])}")
     for label in runs[0][3]:
-        print(f"    --timings {label:<52} {summary([run[3].get(label, 0.0) for run in runs])}")
+        print(f"    --timings {label:<56} {summary([run[3].get(label, 0.0) for run in runs])}")
+    if "total" in runs[0][3]:  # the process's end (and its start, on a tree without the step)
+        print(f"    {'in no --timings step (wall - total)':<66} "
+              f"{summary([run[0] - run[3]['total'] for run in runs])}")
 
 
 def summary(values: list[float]) -> str:

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     program, argv = argv is None, sys.argv[1:] if argv is None else list(argv)
     with contextlib.redirect_stdout(TerminalStream(sys.stdout)), \
             contextlib.redirect_stderr(TerminalStream(sys.stderr)):
-        code = _run(argv, started)
+        code = _run(argv, started, program)
     if program:  # the program itself (the console script, `python -m pyfxprof`) ends here
         _exit_now(code)
     return code
@@ -87,8 +87,12 @@ def _exit_now(code: int) -> None:
     """Ends the program with `code` once its atexit handlers have run and its output is
     flushed, without the interpreter's teardown of every module, which takes about a fifth of
     `import torch` once torch is loaded (benchmarks/README.md, "Start-up"); returns when torch
-    is not loaded or another thread runs (the interpreter then joins it)."""
-    if "torch" not in sys.modules or threading.active_count() > 1:
+    is not loaded or another non-daemon thread runs (the interpreter then joins it; a daemon
+    thread, such as the monitor tqdm starts for the bar torch.fx.Interpreter makes in the
+    analysis run, is stopped at exit either way)."""
+    if "torch" not in sys.modules or any(
+            not thread.daemon for thread in threading.enumerate()
+            if thread is not threading.main_thread()):
         return
     atexit._run_exitfuncs()  # logging's shutdown and the like, as at a normal exit
     for stream in (sys.stdout, sys.stderr):
@@ -99,13 +103,15 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _run(argv: list[str], started: float) -> int:
-    """main() inside its safe output streams."""
+def _run(argv: list[str], started: float, program: bool) -> int:
+    """main() inside its safe output streams; the command's arguments get `started` (main's
+    first perf_counter reading) and `program` (main is the process's program: `pyfxprof
+    profile --timings` then counts the interpreter's start too)."""
     try:  # Ctrl-C while still importing torch and the command is one line too
         with warnings.catch_warnings():  # restores the usual display afterwards
             warnings.showwarning = show_warning
             args = build_parser(argv[0] if argv else None).parse_args(argv)
-            args.started = started
+            args.started, args.program = started, program
             return int(args.func(args) or 0)
     except PyfxprofError as error:
         print(f"pyfxprof: error: {error}", file=sys.stderr)

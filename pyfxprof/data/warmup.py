@@ -9,7 +9,8 @@ not lengthen it, and MSER cutting into slightly rising steady runs does not hide
 start. It is kept only when the median of its runs is slow (a lone slow first run must also be
 slower than every later run). A Spearman test on the steady
 runs reports a remaining trend (drift). Works column-wise, so it also finds per-node first-call
-costs. See docs/latency.md.
+costs. ``settled`` asks the same of runs as they come: profile()'s ``warmup="auto"`` stops its
+warm-up runs once they have settled. See docs/latency.md.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ LONE_RELATIVE = 0.25    # a lone slow first run: at least this fraction (the fir
                         # after a reset is routinely a few % slower, and a VM adds as much)
 DRIFT_P = 0.01          # significance of the trend test on the steady runs
 MIN_RUNS = 4            # fewer runs: no detection
+SETTLED_RUNS = 3        # settled: the latest this many runs are steady
 
 
 def _mser_cut(values: np.ndarray) -> np.ndarray:
@@ -75,6 +77,27 @@ def warmup_runs(values) -> np.ndarray:
         if found[column] == 1 and not _lone_run_stands_out(array[:, column], median):
             found[column] = 0
     return found
+
+
+def settled(values, latest: int = SETTLED_RUNS) -> bool:
+    """Whether runs taking ``values`` (in order) have settled: the ``latest`` runs are within
+    the noise of the steady runs before them (those after the warm-up warmup_runs finds in
+    all the runs; at least one): each within the threshold a warm-up run must exceed
+    (max(3 robust sigma, 5%)) of their median, below it too, since runs still getting faster
+    have not settled. Runs still slow from the start look steady (nothing faster came yet):
+    only a minimum of runs guards against that.
+
+    >>> settled([900, 500, 300, 100, 100, 101, 99])
+    True
+    >>> settled([900, 800, 700, 600, 101]), settled([500, 400, 300, 100]), settled([9, 1, 1])
+    (False, False, False)
+    """
+    array = np.asarray(values, dtype=np.float64)
+    earlier = array[int(warmup_runs(array)[0]):len(array) - latest]
+    if len(array) < max(MIN_RUNS, latest + 1) or len(earlier) == 0:
+        return False
+    median, threshold = _threshold(earlier)
+    return bool(np.all(np.abs(array[-latest:] - median) <= threshold))
 
 
 def _lone_run_stands_out(values: np.ndarray, steady_median: float) -> bool:

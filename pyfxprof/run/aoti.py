@@ -35,8 +35,8 @@ def is_aoti_model(model: Any) -> bool:
     return type(model).__name__ == "AOTICompiledModel" and hasattr(model, "loader")
 
 
-def profile_aoti(model: Any, example_inputs: Any, runs: int, warmup: int, *, name: str | None,
-                 progress: bool, timed_runs: Callable) -> Profile:
+def profile_aoti(model: Any, example_inputs: Any, runs: int, warmup: int | str, *,
+                 name: str | None, progress: bool, timed_runs: Callable) -> Profile:
     """pyfxprof.profile() of an AOTInductor model: each call timed whole (a "compiled graph
     0" row) plus the time around it (the outside row), under inference_mode. `timed_runs`
     is run/timed_runs.py's loop of warm-up and timed runs.

@@ -84,7 +84,7 @@ class Arguments:
     model: Any
     example_inputs: Any
     runs: int
-    warmup: int
+    warmup: int | str  # a count, or "auto" (run/timed_runs.py)
     grad: bool
     name: str | None
     progress: bool
@@ -117,7 +117,7 @@ def _grouped(group: Any, given: Any, keywords: dict) -> Any:
     return given
 
 
-def checked(model: Any, example_inputs: Any, runs: int, warmup: int, *, grad: bool,
+def checked(model: Any, example_inputs: Any, runs: int, warmup: int | str, *, grad: bool,
             name: str | None, progress: bool, compile: bool | dict | None, backward: bool,
             loss_fn: Callable | None, capture_options: CaptureOptions | None,
             timing_options: TimingOptions | None, torch_profiler_options: dict,
@@ -144,8 +144,9 @@ def checked(model: Any, example_inputs: Any, runs: int, warmup: int, *, grad: bo
         raise PyfxprofError(f"mode must be one of {', '.join(MODES)}, got {timing.mode!r}")
     if not isinstance(runs, int) or runs < 1:
         raise PyfxprofError(f"runs must be a positive integer, got {runs!r}")
-    if not isinstance(warmup, int) or warmup < 0:
-        raise PyfxprofError(f"warmup must be a non-negative integer, got {warmup!r}")
+    if warmup != "auto" and (not isinstance(warmup, int) or warmup < 0):
+        raise PyfxprofError(f"warmup must be a non-negative integer or \"auto\", got "
+                            f"{warmup!r}")
     return Arguments(model, example_inputs, runs, warmup, grad, name, progress, compile,
                      backward, loss_fn, capture, timing)
 

@@ -88,7 +88,7 @@ def notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
 
 
 def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: CompileSettings,
-                     example_inputs: Any, runs: int, warmup: int, *, name: str | None,
+                     example_inputs: Any, runs: int, warmup: int | str, *, name: str | None,
                      progress: bool, grad: bool, placement: tuple = (None, None),
                      timed_runs: Callable, device: str = "cpu",
                      cache_key: tuple | None = None, nvtx: bool = False) -> Profile:
@@ -140,15 +140,16 @@ def timed_profile(model: Any, executor: CompiledExecutor, frame: pd.DataFrame, a
     timed wrappers swapped in; `meta`: run_meta's name, device, grad, input_shapes and
     captured."""
     runs, warmup, progress = loop
+    auto = warmup == "auto"
     drops_before = RECORDER.start()
     check_fits_in_memory(runs, len(frame))
     with executor:
-        timings, run_noise, warmup_totals = timed_runs(executor, args, runs, warmup, progress,
-                                                       frame)
+        timings, run_noise, warmup_totals, warmup = timed_runs(executor, args, runs, warmup,
+                                                               progress, frame)
     name = meta.pop("name")
     meta = run_meta(model, name, device_events=executor.device is not None,
                     executor=executor, timings=timings,
-                    warmup=warmup, mode="inductor",
+                    warmup=warmup, warmup_auto=auto, mode="inductor",
                     dropped_records=RECORDER.dropped_total - drops_before,
                     warmup_totals_ns=warmup_totals, flops=0, **meta)
     return with_outside(frame, timings, meta, run_noise, executor.device_samples())

@@ -87,7 +87,8 @@ def profile_meta(given: Arguments, prepared: Prepared, measured: Measured, modes
     return run_meta(given.model, given.name, device=device_of(given.model, prepared.args),
                     executor=executor, captured=prepared.captured, timings=measured.timings,
                     mode=executor.mode, flops=prepared.flops, input_shapes=shown, **modes,
-                    device_events=bool(given.timing.device_events), warmup=given.warmup,
+                    device_events=bool(given.timing.device_events), warmup=measured.warmup,
+                    warmup_auto=given.warmup == "auto",
                     grad=given.grad, dropped_records=measured.dropped_records,
                     warmup_totals_ns=measured.warmup_totals, wall_s=clock.seconds,
                     **prepared.memory_meta)

@@ -14,8 +14,10 @@ from typing import Callable
 
 from torch.overrides import TorchFunctionMode
 
-#: Profiled user's calls (per function, the least self time of them is kept); the graph's run
-#: is profiled once, for its call counts only (the same on every run of a graph).
+#: Profiled user's calls (per function, the least self time of them is kept, of the functions
+#: every one of them calls: the first also warms the call, whose one-time code is left out);
+#: the graph's run is profiled once, for its call counts only (the same on every run of a
+#: graph).
 PASSES = 2
 #: Functions kept, largest first; the rest are summed as one "(other functions)" entry.
 KEPT_FUNCTIONS = 30
@@ -88,13 +90,14 @@ def python_breakdown(user_call: Callable[[], object], graph_run: Callable[[], ob
                      passes: int = PASSES) -> list[dict]:
     """Per Python function (and built-in), the self ns and calls one user's call spends
     beyond one graph run (measured with cProfile on `passes` untimed user's calls, per
-    function the least self time of the passes, so a pass preempted in it is left out, and
-    on one untimed graph run, for its call counts), largest first: dicts of ``function``, ``origin``, ``file_line``,
-    ``calls`` (the calls the user's call makes beyond the graph's) and ``self_ns`` (those
-    calls at the function's mean self time in the user's call, as profiled: cProfile's own
-    cost inflates it; the report scales the shares to the measured row). A function the
-    graph calls as often as the user's call (the ops, the leaf modules' forwards) is left
-    out: its time is in the graph's rows.
+    function the least self time of the passes, so a pass preempted in it is left out, of
+    the functions every pass calls, so a first call's one-time code is left out too, and on
+    one untimed graph run, for its call counts), largest first: dicts of ``function``,
+    ``origin``, ``file_line``, ``calls`` (the calls the user's call makes beyond the graph's)
+    and ``self_ns`` (those calls at the function's mean self time in the user's call, as
+    profiled: cProfile's own cost inflates it; the report scales the shares to the measured
+    row). A function the graph calls as often as the user's call (the ops, the leaf modules'
+    forwards) is left out: its time is in the graph's rows.
 
     Example:
         >>> import torch
@@ -107,8 +110,10 @@ def python_breakdown(user_call: Callable[[], object], graph_run: Callable[[], ob
     eager = [_profiled(user_call) for _ in range(passes)]
     graph = _profiled(graph_run)  # its call counts only
     rows = []
-    for key in eager[0]:
+    for key in eager[-1]:
         present = [found[key] for found in eager if key in found]
+        if len(present) < passes:
+            continue  # one-time code of the first call (which warms it: run.user_call)
         self_ns = min(spent for spent, _ in present)  # a preempted pass is left out
         calls = max(count for _, count in present)
         extra = calls - (graph[key][1] if key in graph else 0)

@@ -45,7 +45,7 @@ CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES
 @keeping_rng_state
 def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None = None,
             example_inputs: Any = (), runs: int = 50,
-            warmup: int = 10, mode: str = TIMING.mode, *, grad: bool = False,
+            warmup: int | str = "auto", mode: str = TIMING.mode, *, grad: bool = False,
             name: str | None = None, leaf_modules: Iterable = CAPTURE.leaf_modules,
             autowrap_functions: Iterable = CAPTURE.autowrap_functions,
             concrete_args: dict | None = CAPTURE.concrete_args, capture: str = CAPTURE.capture,
@@ -66,7 +66,8 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
     Args:
         example_inputs: a tuple of positional arguments, a dict of keyword arguments, a
             pyfxprof.BoundInputs (both), or one tensor; copied, never run on themselves.
-        runs, warmup: timed runs kept, and untimed runs before them. compile: docs/compiled.md.
+        runs, warmup: timed runs kept, and untimed runs before them: a count, or "auto" (until
+            settled, at most 10: docs/profile.md, "Warm-up"). compile: docs/compiled.md.
         mode: "codegen" (one native mark per node boundary, recompiled) or "interpreter".
         capture: "auto" (the ladder of docs/capture.md) or one forced rung: "fx", "dynamo",
             "hooks" or "whole". granularity: "function" (default) or "aten" (dynamo).

@@ -1,6 +1,7 @@
-"""profile()'s timed runs: the warm-up runs, the timed runs (each run's noise read around it),
-the user's own call timed between them (run/user_call.py), and training steps in place of
-forward runs when backward=True (run/training.py, loaded only then)."""
+"""profile()'s timed runs: the warm-up runs (a count, or "auto": until settled), the timed runs
+(each run's noise read around it), the user's own call timed between them (run/user_call.py),
+and training steps in place of forward runs when backward=True (run/training.py, loaded only
+then)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pandas as pd
 
 from ..capture.placement import device_of
 from ..data.rungs import RUNG
+from ..data.warmup import settled
 from ..errors import PyfxprofError
 from ..timing.durations import RunTimings
 from ..timing.failures import node_kind, run_failure
@@ -26,17 +28,23 @@ if TYPE_CHECKING:
     from ..capture.ladder import Prepared
     from .arguments import Arguments
 
+#: warmup="auto": untimed runs until they have settled (data.warmup.settled, on their wall
+#: times), at least data.warmup.MIN_RUNS of them and at most this many (the fixed default
+#: before "auto"; docs/profile.md, "Warm-up").
+AUTO_WARMUP_MAX = 10
+
 
 @dataclass
 class Measured:
-    """What profile()'s runs measured: the timings, the per-run noise (run.noise), the
-    warm-up runs' wall ns (None for those preempted), the executor that ran them (a training
-    one for backward=True), the user's call (None when not timed apart), the records the
-    buffer dropped meanwhile and the device samples (None: host timing only)."""
+    """What profile()'s runs measured: the timings, the per-run noise (run.noise), the warm-up
+    runs' wall ns (None for those preempted), how many warm-up runs ran, the executor that ran
+    them (a training one for backward=True), the user's call (None when not timed apart), the
+    records the buffer dropped meanwhile and the device samples (None: host timing only)."""
 
     timings: RunTimings
     run_noise: np.ndarray | None
     warmup_totals: list
+    warmup: int
     executor: Any
     call: UserCall | None
     dropped_records: int
@@ -80,22 +88,40 @@ def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame) -> None:
         raise
 
 
-def timed_runs(executor: Any, args: tuple, runs: int, warmup: int, progress: bool,
+def warm_up(executor: Any, args: tuple, warmup: int | str, frame: pd.DataFrame,
+            meter: RunMeter) -> int:
+    """The untimed warm-up runs: `warmup` of them, or with "auto" until they have settled
+    (data.warmup.settled on their wall times), at most AUTO_WARMUP_MAX; returns how many ran.
+    The meter is read after each run."""
+    auto = warmup == "auto"
+    most = AUTO_WARMUP_MAX if auto else int(warmup)
+    walls: list[int] = []
+    for done in range(1, most + 1):
+        started = time.perf_counter_ns()
+        run_once(executor, args, f"warm-up run {done} of {'at most ' if auto else ''}{most}",
+                 frame)
+        walls.append(time.perf_counter_ns() - started)
+        meter.read()
+        if auto and settled(walls):
+            return done
+    return most
+
+
+def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progress: bool,
                frame: pd.DataFrame, call: UserCall | None = None,
                clock: StepClock | None = None
-               ) -> tuple[RunTimings, np.ndarray | None, list[int | None]]:
-    """The timings, the per-run noise (run.noise) and the warm-up runs' wall ns (None for
-    those preempted); the nodes `frame` names a node that raises. `call`: the user's own
-    call, timed after each timed run (outside its noise reads) and profiled by function
-    after the warm-up (after the runs without warm-up runs: run.user_call). `clock` gets the
-    wall time of the warm-up, the call's preparation, the timed runs and the call's timing."""
+               ) -> tuple[RunTimings, np.ndarray | None, list[int | None], int]:
+    """The timings, the per-run noise (run.noise), the warm-up runs' wall ns (None for
+    those preempted) and their number (`warmup`: a count or "auto": warm_up); the nodes
+    `frame` names a node that raises. `call`: the user's own call, timed after each timed
+    run (outside its noise reads) and profiled by function after the warm-up (after the runs
+    without warm-up runs: run.user_call). `clock` gets the wall time of the warm-up, the
+    call's preparation, the timed runs and the call's timing."""
     clock = clock or StepClock()
     meter = RunMeter()
     started = time.perf_counter()
     meter.read()
-    for done in range(1, warmup + 1):
-        run_once(executor, args, f"warm-up run {done} of {warmup}", frame)
-        meter.read()
+    warmup = warm_up(executor, args, warmup, frame, meter)
     clock.add("warmup", time.perf_counter() - started)
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
@@ -126,4 +152,4 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int, progress: boo
             call.after_runs(runs)
         clock.moved("timed_runs" if call.interleaved else "user_call", "call_timed",
                     sum(call.walls_ns) / 1e9)  # timed work of its own (run.wall_clock)
-    return timings, run_noise, warmup_totals
+    return timings, run_noise, warmup_totals, warmup

@@ -20,8 +20,9 @@ from ..data.profile import Profile
 from ..errors import first_line
 from .python_breakdown import python_breakdown
 
-#: Untimed plain calls before the breakdown's profiled ones and the first timed one (the
-#: model has run already: the analysis run, the warm-up runs).
+#: Untimed plain calls before the first timed one when no breakdown runs (the breakdown's
+#: profiled calls warm the call otherwise; the model has run already: the analysis run, the
+#: warm-up runs).
 WARMUP_CALLS = 1
 #: False inside graph_runs_only(): profile() times the graph's runs alone.
 _TIMED = contextvars.ContextVar("pyfxprof_user_call_timed", default=True)
@@ -112,18 +113,21 @@ class UserCall:
                 self.time_once()
 
     def prepare(self, graph_run) -> None:
-        """Warm the call, then measure which Python functions it spends beyond one run of
-        the plain graph (else one `graph_run()`: the executor's; None: no breakdown)
-        (run.python_breakdown; untimed; a failure leaves the breakdown empty)."""
-        self.warm()
+        """Measure which Python functions the call spends beyond one run of the plain graph
+        (else one `graph_run()`: the executor's; None: no breakdown, the call warmed instead)
+        (run.python_breakdown, whose profiled calls warm the call; untimed; a failure leaves
+        the breakdown empty, and a failing call its error, as warm() keeps it)."""
         if self.graph is not None and self.graph[0] is not None:
             module, args = self.graph
             graph_run = lambda: module.forward(*args)  # noqa: E731 (as the executors call it)
-        if self.error is None and graph_run is not None:
-            try:
-                self.functions = python_breakdown(self, graph_run)
-            except Exception:  # the breakdown is a guide: the timings stand without it
-                self.functions = []
+        if graph_run is None:
+            self.warm()
+            return
+        try:
+            self.functions = python_breakdown(self, graph_run)
+        except Exception:  # the breakdown is a guide: the timings stand without it
+            self.functions = []
+            self._guarded(self)  # the call's own error, if it is the call that failed
 
     def time_once(self) -> None:
         """One timed call appended to ``walls_ns`` (nothing once a call has failed)."""

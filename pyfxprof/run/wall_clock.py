@@ -1,5 +1,5 @@
 """Wall time of profile()'s steps, kept in meta["wall_s"] and shown by `pyfxprof profile
---timings` (which adds the imports, loading the model and rendering).
+--timings` (which adds the interpreter's start, the imports, loading the model and rendering).
 
 Two steps are timed work: the timed runs, and the timing of the user's own call between them
 (run.user_call: a plain call after each timed run, the denominator of the profile). The rest is
@@ -8,6 +8,7 @@ the cost of profiling; format_timings states it both without and with the call's
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from typing import Any, Callable, Iterator
 
@@ -26,10 +27,30 @@ TIMED = ("timed_runs", "call_timed")
 
 
 #: Every step --timings shows, in order: the command's own around profile()'s STEPS.
-LABELS = {"imports": "imports (torch, pyfxprof, the command)",
+LABELS = {"start": "interpreter start (process created to pyfxprof's main)",
+          "imports": "imports (torch, pyfxprof, the command)",
           "model": "loading the model and inputs", **STEPS,
           "other": "the rest of profile() (checks, building the Profile)",
           "rendering": "rendering and writing outputs"}
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process was created (Linux: its start time in /proc, to the clock
+    tick, 10 ms), or None where unknown; --timings' "start" step is this age at cli.main's
+    first line, so its table covers the process's whole wall time up to the table.
+
+    Example:
+        >>> age = process_age_s()
+        >>> age is None or age > 0
+        True
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            fields = stat.read().rpartition(")")[2].split()  # after the (command name)
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime, ticks
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):  # not Linux
+        return None
 
 
 class StepClock:

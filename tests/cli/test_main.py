@@ -4,6 +4,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,36 @@ def test_the_program_ends_after_its_exit_handlers_and_output_with_the_commands_c
                             text=True, timeout=600,
                             env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"})
     assert failed.returncode == 2 and "runs must be a positive integer" in failed.stderr
+
+
+def test_a_daemon_thread_does_not_keep_the_program_from_ending_at_once(tmp_path):
+    """A daemon thread (tqdm's monitor, which torch.fx's Interpreter starts in the analysis
+    run) is stopped at exit either way: the program still skips the interpreter's teardown,
+    whose finalizers would otherwise run (here, a model module's object's __del__). Its
+    --timings start with the interpreter's start and add up to at most the process's wall
+    time, measured here."""
+    (tmp_path / "daemon_model.py").write_text(
+        "import pathlib, threading, time, torch\n"
+        "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+        "class Finalized:\n"
+        "    def __del__(self):\n"
+        "        pathlib.Path('torn_down').write_text('yes')\n"
+        "kept = Finalized()\n"
+        "def build():\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    torn_down = subprocess.run(  # the finalizer runs at a normal exit: the check can fail
+        [sys.executable, "-c", "import daemon_model"], cwd=tmp_path, env=env, timeout=600)
+    assert torn_down.returncode == 0 and (tmp_path / "torn_down").exists()
+    (tmp_path / "torn_down").unlink()
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "pyfxprof", "profile", "daemon_model:build",
+                             "--input", "2x4", "--runs", "3", "--warmup", "1", "--timings"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    wall = time.perf_counter() - started
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "torn_down").exists()
+    from pyfxprof.run.wall_clock import LABELS
+    shown = [line.strip() for line in result.stderr.splitlines() if line.startswith("  ")]
+    assert shown[0].rsplit(None, 1)[0] == LABELS["start"]
+    assert 0 < float(shown[0].split()[-1]) and float(shown[-1].split()[1]) <= wall

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pyfxprof
-from pyfxprof.data.warmup import node_warmup, warmup_report, warmup_runs
+from pyfxprof.data.warmup import node_warmup, settled, warmup_report, warmup_runs
 from tests.latency_models import LEAVES, Fixed, SlowCalls, batch, chain
 
 
@@ -122,3 +122,18 @@ def test_a_huge_late_spike_does_not_hide_the_warmup():
     values = np.r_[[950e3] * 7, np.full(30, 312e3)]
     values[20] = 12.3e6                    # a run the machine took away (not seen as preempted)
     assert warmup_runs(values)[0] == 7
+
+
+def test_runs_have_settled_once_the_latest_three_are_within_the_noise_of_steady_runs():
+    slow_then_steady = [5e6, 4e6, 3e6] + [1e6] * 4
+    assert [settled(slow_then_steady[:n]) for n in range(1, 8)] == [False] * 6 + [True]
+    rng = np.random.default_rng(5)  # steady runs, 1% noise: settled at the first chance
+    assert all(settled(rng.normal(1e6, 1e4, size=4)) for _ in range(20))
+
+
+def test_runs_still_getting_faster_or_with_a_slow_latest_run_have_not_settled():
+    assert not settled([5e6, 4e6, 3e6, 1e6])              # still getting faster
+    assert not settled([9e6, 8e6, 7e6, 6e6, 1e6])         # the latest run is far faster
+    assert not settled([1e6, 1e6, 1e6, 1e6, 1e6, 4e6])  # ... or far slower
+    assert settled([1e6, 1e6, 1e6, 1e6, 1e6, 4e6, 1e6, 1e6, 1e6])  # a spike, then steady
+    assert settled([5e6] * 4)  # still slow from the start: nothing faster came yet

@@ -56,6 +56,24 @@ def test_the_rest_beyond_the_kept_functions_is_one_entry(monkeypatch):
     assert len(rows) == 3 and rows[-1]["function"].startswith("(other ")
 
 
+def _set_up_once(state):
+    """One-time code of the first call (a lazy set-up)."""
+    state["ready"] = sum(i * i for i in range(200))
+
+
+def test_a_first_calls_one_time_code_is_left_out():
+    """The first profiled call warms the call: what only it runs is not the call's Python."""
+    net, x, state = Net(), torch.ones(2, 8), {}
+
+    def call():
+        if "ready" not in state:
+            _set_up_once(state)
+        return net(x)
+
+    by_name = {row["function"] for row in python_breakdown(call, lambda: net.fc(x))}
+    assert "_mask" in by_name and "_set_up_once" not in by_name and state["ready"]
+
+
 def test_entries_are_described_by_name_origin_and_line():
     assert describe_entry("<built-in method builtins.isinstance>") == (
         "builtins.isinstance", "builtin", "")

@@ -60,6 +60,33 @@ def test_a_failing_call_is_kept_as_a_line_and_stops_the_timing():
     assert "your call failed: ValueError: no eager path" in prof.table().splitlines()[1]
 
 
+class Counted(torch.nn.Module):
+    def __init__(self, fails=False):
+        super().__init__()
+        self.calls, self.fails = 0, fails
+
+    def forward(self, x):
+        self.calls += 1
+        if self.fails:
+            raise ValueError("no eager path")
+        return x + 1
+
+
+def test_the_breakdowns_profiled_calls_warm_the_call_else_one_plain_call_does():
+    """Before the first timed call: the breakdown's PASSES profiled calls and no plain one;
+    without a breakdown, WARMUP_CALLS plain calls. A failing call keeps its error either
+    way."""
+    from pyfxprof.run.python_breakdown import PASSES
+    from pyfxprof.run.user_call import WARMUP_CALLS
+    with_breakdown, without = Counted(), Counted()
+    UserCall(with_breakdown, (torch.ones(2),), "cpu").prepare(lambda: None)
+    UserCall(without, (torch.ones(2),), "cpu").prepare(None)
+    assert (with_breakdown.calls, without.calls) == (PASSES, WARMUP_CALLS)
+    call = UserCall(Counted(fails=True), (torch.ones(2),), "cpu")
+    call.prepare(lambda: None)
+    assert call.error == "ValueError: no eager path" and call.functions == []
+
+
 def test_no_call_leaves_the_profile_as_it_is():
     prof = graph_profile()
     assert with_user_call(prof, None) is prof

@@ -32,6 +32,21 @@ class integer_at_least:  # noqa: N801 — used as a function: type=integer_at_le
 positive_int = integer_at_least(1)
 
 
+def warmup_count(text: str) -> int | str:
+    """argparse type of profile's --warmup: an int >= 0, or "auto" (profile()'s warmup=).
+
+    Example:
+        >>> warmup_count("auto"), warmup_count("3")
+        ('auto', 3)
+    """
+    if text == "auto":
+        return text
+    try:
+        return integer_at_least(0)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected auto or an integer >= 0, got {text!r}")
+
+
 def open_unit_interval(text: str) -> float:
     """argparse type: a number strictly between 0 and 1 (e.g. a significance level).
 

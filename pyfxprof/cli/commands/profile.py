@@ -11,8 +11,9 @@ from typing import Any
 from ...errors import PyfxprofError, first_line
 from ...run.distributed import DEFAULT_TIMEOUT
 from ...run.runner import CHOICES, profile
-from ...run.wall_clock import format_timings
-from .arg_types import positive_int
+from ...run.timed_runs import AUTO_WARMUP_MAX
+from ...run.wall_clock import format_timings, process_age_s
+from .arg_types import positive_int, warmup_count
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .arg_types import device_name
 from .compile_args import add_compile_arguments, compile_option, print_compiled
@@ -33,8 +34,9 @@ def add_parser(subparsers) -> None:
     add_model_arguments(parser)
     parser.add_argument("--runs", type=int, default=DEFAULTS["runs"], metavar="N",
                         help=f"timed runs (default {DEFAULTS['runs']})")
-    parser.add_argument("--warmup", type=int, default=DEFAULTS["warmup"], metavar="N",
-                        help=f"untimed runs first (default {DEFAULTS['warmup']})")
+    parser.add_argument("--warmup", type=warmup_count, default=DEFAULTS["warmup"], metavar="N",
+                        help="untimed runs first: N, or auto (until their times have settled, "
+                             f"at most {AUTO_WARMUP_MAX}); default {DEFAULTS['warmup']}")
     parser.add_argument("--mode", choices=CHOICES["mode"], default=DEFAULTS["mode"])
     parser.add_argument("--device", default=DEFAULTS["device"], type=device_name,
                         help="run on this device, e.g. cuda or cuda:1 (GPU runs also time "
@@ -129,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote profile to {args.save}", file=sys.stderr)
     write_exports(prof, args)
     if args.timings:
-        print_timings(prof, marks + [time.perf_counter()])
+        print_timings(prof, marks + [time.perf_counter()], getattr(args, "program", False))
     return 0
 
 
@@ -142,14 +144,21 @@ def _train(model) -> None:
         pass
 
 
-def print_timings(prof, marks: list) -> None:
-    """--timings: on stderr, the wall seconds of the imports (from cli.main's start, `marks[0]`,
-    None when unknown), loading the model, profile()'s steps (meta["wall_s"]) and the rest of
-    it, and the rendering; `marks` are the perf_counter readings between them."""
+def print_timings(prof, marks: list, program: bool = False) -> None:
+    """--timings: on stderr, the wall seconds of the interpreter's start (the process's age at
+    cli.main's start, when main is the `program` and the age is known), the imports (from
+    cli.main's start, `marks[0]`, None when unknown), loading the model, profile()'s steps
+    (meta["wall_s"]) and the rest of it, and the rendering; `marks` are the perf_counter
+    readings between them."""
     started, loading, profiling, rendering, done = marks
-    steps = {"imports": loading - (loading if started is None else started),
-             "model": profiling - loading, **prof.meta.get("wall_s", {})}
-    steps["other"] = rendering - profiling - sum(list(steps.values())[2:])
+    age = process_age_s() if program else None
+    steps = {} if started is None or age is None else {
+        "start": max(age - (time.perf_counter() - started), 0.0)}
+    steps["imports"] = loading - (loading if started is None else started)
+    steps["model"] = profiling - loading
+    wall_s = prof.meta.get("wall_s", {})
+    steps.update(wall_s)
+    steps["other"] = rendering - profiling - sum(wall_s.values())
     steps["rendering"] = done - rendering
     print(format_timings(steps), file=sys.stderr)
 
