@@ -35,8 +35,8 @@ _ABS_SORT = ("diff_duration", "rel_change", "diff_counts")
 _CHANGE_WORDS = {"+": "slower (+)", "-": "faster (-)", "=": "same (=)", "?": "unresolved (?)"}
 _VERDICTS = {"+": "slower", "-": "faster", "=": "same within ±{margin}", "?": "unresolved"}
 _DESIGN_WORDS = {
-    "paired": "interleaved A/B, {blocks} paired blocks: signed-rank test per row, "
-              "Hodges–Lehmann 95% interval",
+    "paired": "interleaved A/B, {blocks} paired blocks: each row against the block's common "
+              "shift and the nodes' spread at its duration, Hodges–Lehmann 95% interval",
     "single": "one session per side: rows tested against the session-level noise "
               "(the test session is {shift} as a whole, per-row spread ±{spread})",
     "unmeasured": "one session per side, too few rows to measure the noise between "

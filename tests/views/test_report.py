@@ -101,7 +101,9 @@ def test_a_glue_rows_label_keeps_its_head():
     assert "Python outside the graph (modul…" in text  # prose reads from its start
     long_path = "transformers/integrations/heterogeneity/configuration_utils.py:291"
     prof = outside_profile()
-    prof.meta["call"]["functions"][0]["file_line"] = long_path
+    functions = [dict(function) for function in prof.meta["call"]["functions"]]  # not the
+    functions[0]["file_line"] = long_path  # shared test data's dicts
+    prof.meta["call"]["functions"] = functions
     assert "…y/configuration_utils.py:291 ×1 " in prof.table()  # a path keeps its tail
 
 
