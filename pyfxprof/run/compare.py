@@ -105,7 +105,8 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
             **profile_options) -> ProfileDiff:
     """Time `control` and `test` (modules or callables) interleaved on the same inputs and
     return their ProfileDiff: per node and module the ratio test / control with a 95%
-    Hodges–Lehmann interval over blocks, a signed-rank test over blocks, Benjamini–Hochberg
+    Hodges–Lehmann interval over blocks, a test of each row against the blocks' common shift
+    and the nodes' spread at its duration (docs/ab.md), Benjamini–Hochberg
     control of the false discovery rate ``alpha`` across rows, and a verdict against the
     margin ``min_change``: slower, faster, same within ±margin, or unresolved.
 
