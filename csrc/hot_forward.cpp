@@ -1,7 +1,7 @@
 // HotForward: a profiled model's forward while a Profiler block is open; its hot path in C.
 //
 // A call of the profiled thread, with positional arguments only, whose arguments' key names an
-// armed call group (run/loop_calls.py) of the model's current training flag, is one timed run
+// armed call group (pyfxprof/loop/calls.py) of the model's current training flag, is one timed run
 // of that group and one log entry, without a line of Python between the model's call and the
 // run (after a long model run the Profiler's Python runs with cold caches: each step of it
 // costs several times its warm cost, benchmarks/bench_loop_path.py). The checks skip what they
@@ -31,7 +31,7 @@ struct HotForward {
   vectorcallfunc vectorcall;
   PyObject* dict;          // __wrapped__, __name__, ... (functools.update_wrapper)
   PyObject* general;       // every call the hot path does not take: general(*args, **kwargs)
-  PyObject* armed;         // dict: args_key -> (group, run, training, index)
+  PyObject* armed;         // dict: args_key -> (group, run, training, index, guard)
   PyObject* module;        // the model, whose `training` flag each call checks
   PyObject* tensor_type;   // torch.Tensor: one exact tensor's key is (dtype, shape)
   bool training_in_dict;   // the model's class does not define `training`: the flag is read
@@ -163,7 +163,7 @@ void note_failure(HotForward* self, PyObject* group) {
   PyErr_Restore(type, value, traceback);
 }
 
-// One recorded call: the group's timed run on `call` and its log entry (loop_calls._recorded).
+// One recorded call: the group's timed run on `call` and its log entry (loop/calls.py, _recorded).
 PyObject* recorded(HotForward* self, PyObject* entry, PyObject* call, int64_t entered) {
   self->calls += 1;
   const int64_t start = now_ns();

@@ -5,7 +5,7 @@
 // CPython <= 3.13 a dict whose version tag is unchanged since the last check is skipped
 // whole (one load), so a call whose model state did not change costs a few loads; a dict
 // that changed has its watched keys compared by identity. The Python side
-// (run/model_state.py) judges a failed check by equality and rebases the guard when the
+// (run/python_state.py) judges a failed check by equality and rebases the guard when the
 // values are still equal (a new float object of the same value).
 #include "state_guard.h"
 

@@ -14,7 +14,7 @@ While the block is open, the model's own ``forward`` is routed through the Profi
 restored exactly on exit), so every call of the model is profiled: by ``p.model``, by your
 loop or by a library. Calls are grouped by input signature (call_groups.py), each group
 captured and analysed once on copies of its first call's arguments (the per-call path:
-loop_calls.py). Per step, a call runs:
+calls.py). Per step, a call runs:
 the model itself in NONE steps (no overhead), its group's instrumented capture in WARMUP
 steps (records dropped at each step) and in RECORD steps (records kept). Each active window
 ends in one Profile per group with calls in it, one row per call.
