@@ -688,7 +688,7 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                              'name': 'integer_at_least'},
                                     'help': 'most blocks per model: more are added until the '
                                             "whole model's 95%% interval is within --precision "
-                                            '(default --blocks: none added)',
+                                            '(default 3 x --blocks; --blocks: none added)',
                                     'metavar': 'N'},
                        'group': None},
                       {'action': 'store',

@@ -32,6 +32,10 @@ from .progress import Progress
 from .runner import profile
 from .user_call import graph_runs_only
 
+#: compare()'s default max_blocks, in blocks: up to this many times ``blocks`` are timed
+#: until the whole model's interval is within the precision (docs/ab.md).
+MORE_BLOCKS = 3
+
 #: compare()'s own arguments that profile() options must not repeat.
 _OWN = ("runs", "warmup", "name", "progress")
 
@@ -114,8 +118,8 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     in each; warmup: untimed runs of each side before the first block. max_blocks,
     precision: after ``blocks``, more blocks are added, half as many at a time, until the
     whole model's 95% interval is at most ± ``precision`` wide (default: half the margin)
-    or ``max_blocks`` (default ``blocks``: none added) are timed: a rule on the interval's
-    width alone, never on the estimate (docs/ab.md).
+    or ``max_blocks`` (default ``3 * blocks``; ``blocks``: none added) are timed: a rule on
+    the interval's width alone, never on the estimate (docs/ab.md).
     check_outputs: refuse models whose outputs differ in shape (False: time them anyway).
     copies: > 1 times each side as that many copies in turn, block by block (the user's
     model and deep copies of it): a row slower or faster must be so in every pair of
@@ -128,7 +132,7 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     >>> d.design.kind, d.control.n_runs
     ('paired', 6)
     """
-    max_blocks = blocks if max_blocks is None else max_blocks
+    max_blocks = MORE_BLOCKS * blocks if max_blocks is None else max_blocks
     precision = min_change / 2 if precision is None else precision
     _check(blocks, runs_per_block, warmup, profile_options, copies, max_blocks, precision)
     models = (as_model(control, "control"), as_model(test, "test"))
@@ -149,7 +153,9 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     timed.run(blocks, bar)
     result = timed.diff(labels, min_change, alpha)
     while len(timed.order) < max_blocks and _half_width(result) > precision:
-        timed.run(min(max(2, blocks // 2), max_blocks - len(timed.order)), None)
+        more = min(max(2, blocks // 2), max_blocks - len(timed.order))
+        bar.grow(2 * (len(timed.order) + more))
+        timed.run(more, bar)
         result = timed.diff(labels, min_change, alpha)
     bar.close()
     return result

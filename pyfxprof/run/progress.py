@@ -62,6 +62,12 @@ class Progress:
         if self._bar is not None:
             self._bar.update(done - self._bar.n)
 
+    def grow(self, total: int) -> None:
+        """Raise the total to ``total`` runs (more were added: compare()'s blocks)."""
+        if self._bar is not None and total > self._bar.total:
+            self._bar.total = total
+            self._bar.refresh()
+
     def close(self) -> None:
         """Remove the bar."""
         if self._bar is not None:

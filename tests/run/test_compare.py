@@ -78,6 +78,9 @@ def test_blocks_are_added_until_the_whole_interval_is_narrow_enough():
     assert sum(positions[:6]) == 3 and sum(positions[6:9]) in (1, 2)
     d = compare(small(), small(), X, **{**FAST, "max_blocks": 10, "precision": float("inf")})
     assert d.control.n_runs == 12
+    default = {key: value for key, value in FAST.items() if key != "max_blocks"}
+    d = compare(small(), small(), X, **{**default, "precision": 0.0})
+    assert len(set(d.control.meta["ab"]["blocks"])) == 3 * 6  # default: up to 3 x blocks
 
 
 def test_global_random_state_is_untouched():

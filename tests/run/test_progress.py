@@ -21,6 +21,18 @@ def test_bar_draws_with_tqdm_on_a_terminal_and_goes_away():
     bar.close()  # closing twice is harmless
 
 
+def test_the_total_grows_when_runs_are_added():
+    stream = Terminal()
+    bar = Progress(10, "comparing", expected_s=5.0, stream=stream)
+    bar.update(10)
+    bar.grow(16)
+    bar.grow(12)  # never shrinks
+    bar.update(16)
+    assert "10/16" in stream.getvalue()  # redrawn with the new total
+    bar.close()
+    bar.grow(20)  # closed: nothing to draw
+
+
 def test_silent_when_quick_or_when_nobody_sees_it():
     for stream, expected in ((Terminal(), 0.5), (io.StringIO(), 60.0)):
         bar = Progress(10, "profiling", expected_s=expected, stream=stream)

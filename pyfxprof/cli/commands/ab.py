@@ -57,7 +57,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                                           " >= 6 for an interval)")
     parser.add_argument("--max-blocks", type=integer_at_least(2), metavar="N",
                         help="most blocks per model: more are added until the whole model's "
-                             "95%% interval is within --precision (default --blocks: none added)")
+                             "95%% interval is within --precision (default 3 x --blocks; "
+                             "--blocks: none added)")
     parser.add_argument("--precision", type=fraction, metavar="PCT",
                         help="half width of the whole model's interval to stop at (default "
                              "half the margin)")
