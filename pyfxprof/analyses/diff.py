@@ -317,7 +317,7 @@ class ProfileDiff:
             both sides, docs/diff.md) and its 95% interval; p_value: the design's test (NaN
             unless on both sides with >= min_runs runs each); q_value: Benjamini–Hochberg;
           change: "+" / "-" (q <= alpha, the estimate beyond ±min_change and the interval
-            beyond ±min_change / 2), "=" (the interval inside ±min_change: same),
+            clear of 0 on its side), "=" (the interval inside ±min_change: same),
             "?" (unresolved), "added" / "removed" (one side only), "fused" (a control-only
             BN folded into a conv of the test, per test.meta["fused_pairs"]);
           fused_into: that conv's module path for "fused" rows, else "".

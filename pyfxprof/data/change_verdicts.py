@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .paired_stats import (FASTER, SAME, SLOWER, UNRESOLVED, benjamini_hochberg,
-                           hodges_lehmann, negligible, verdicts)
+                           hodges_lehmann, verdicts)
 from .run_noise import preempted_mask
 from .session_stats import (SessionNoise, block_values, median_errors, paired_departures,
                             paired_rows, run_dispersion, session_noise, several_session_rows,
@@ -268,19 +268,18 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
 def _unless_every_copy_agrees(change: np.ndarray, differences: np.ndarray, copy_of: np.ndarray,
                               margin: float) -> None:
     """Slower / faster rows become unresolved unless, in every pair of copies (the blocks
-    one copy of each side ran), the row's Hodges–Lehmann log ratio is beyond a negligible
-    change (paired_stats.negligible: half the margin) in that direction: two copies of one
-    model can differ on a row by themselves.
+    one copy of each side ran), the row's Hodges–Lehmann log ratio is at least half the
+    margin in that direction: two copies of one model can differ on a row by themselves.
 
     >>> change = np.array(["+", "+"], dtype=object)
     >>> d = np.array([[0.1, 0.1], [0.1, 0.0], [0.1, 0.1], [0.1, 0.0]])
     >>> _unless_every_copy_agrees(change, d, np.array([0, 1, 0, 1]), 0.02); change.tolist()
     ['+', '?']
     """
-    beyond = np.log1p(negligible(margin))
+    half = np.log1p(margin / 2.0)
     for column in np.flatnonzero(np.isin(change, [SLOWER, FASTER])):
         sign = 1.0 if change[column] == SLOWER else -1.0
         per_copy = [hodges_lehmann(differences[copy_of == c, column])[0]
                     for c in np.unique(copy_of)]
-        if not all(sign * value >= beyond for value in per_copy):
+        if not all(sign * value >= half for value in per_copy):
             change[column] = UNRESOLVED

@@ -106,38 +106,25 @@ def benjamini_hochberg(p_values) -> np.ndarray:
     return q
 
 
-def negligible(margin: float) -> float:
-    """The largest change (fraction) that does not matter beside a margin: half of it. A
-    slower or faster verdict needs the interval beyond it (verdicts), and with several
-    copies every copy's estimate too (data.change_verdicts).
-
-    >>> negligible(0.02)
-    0.01
-    """
-    return margin / 2.0
-
-
 def verdicts(estimate, low, high, q_values, margin: float, fdr: float) -> np.ndarray:
     """One verdict per row from a relative change's estimate and interval (fractions) and its
     q-value: SLOWER / FASTER when q <= fdr, the estimate is at least the margin and the
-    interval lies beyond a negligible change (half the margin) in that direction; SAME when
-    the interval lies inside ±margin; UNRESOLVED otherwise (no decision at this precision,
-    or a real change that may be smaller than the margin).
+    interval excludes 0; SAME when the interval lies inside ±margin; UNRESOLVED otherwise
+    (no decision at this precision, or a real change that may be smaller than the margin).
 
-    >>> verdicts([0.1, 0.001, 0.0, -0.2, 0.015, 0.03], [0.08, -0.01, -0.3, -0.25, 0.01, 0.005],
-    ...          [0.12, 0.01, 0.3, -0.15, 0.03, 0.06], [0.001, 0.9, 0.9, 0.01, 0.001, 0.01],
+    >>> verdicts([0.1, 0.001, 0.0, -0.2, 0.015], [0.08, -0.01, -0.3, -0.25, 0.01],
+    ...          [0.12, 0.01, 0.3, -0.15, 0.03], [0.001, 0.9, 0.9, 0.01, 0.001],
     ...          margin=0.02, fdr=0.05).tolist()
-    ['+', '=', '?', '-', '?', '?']
+    ['+', '=', '?', '-', '?']
     """
     estimate, low, high, q = (np.asarray(a, dtype=np.float64)
                               for a in (estimate, low, high, q_values))
     inside = (low >= -margin) & (high <= margin)
     significant = (q <= fdr) & ~inside
-    beyond = negligible(margin)
     result = np.full(estimate.shape, UNRESOLVED, dtype=object)
     result[inside] = SAME
-    result[significant & (estimate >= margin) & (low > beyond)] = SLOWER
-    result[significant & (estimate <= -margin) & (high < -beyond)] = FASTER
+    result[significant & (estimate >= margin) & (low > 0)] = SLOWER
+    result[significant & (estimate <= -margin) & (high < 0)] = FASTER
     return result
 
 

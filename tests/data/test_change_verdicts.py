@@ -226,35 +226,3 @@ def test_module_rows_whose_nodes_move_together_are_not_flagged():
                        blocks, blocks, 0.02, 0.05, spreads=spreads)["change"]
         flagged += np.isin(change, ["+", "-"]).any()
     assert flagged <= 2
-
-
-def whole_model_blocks(rng, effect, blocks=BLOCKS):
-    """The run totals of RESNET_LIKE copies (copies_samples) plus what lies between the nodes:
-    a tenth of the run with 40% run noise, so the total's interval is about as wide as the
-    margin at 20 blocks."""
-    control, test = copies_samples(rng, effect, RESNET_LIKE, blocks)
-    between = RESNET_LIKE.sum() * 0.1
-    return [(side.sum(axis=1) + scale * between * rng.lognormal(0.0, 0.4, len(side)))[:, None]
-            for side, scale in ((control, 1.0), (test, effect))]
-
-
-def test_an_unchanged_whole_model_is_never_slower_or_faster():
-    """100 A/A comparisons of a noisy total: its interval misses 0 in some (a 95% interval
-    does), none is called slower or faster (the interval must clear half the margin)."""
-    rng = np.random.default_rng(36)
-    runs = np.repeat(np.arange(BLOCKS), PER_BLOCK)
-    found = [judge(Design("paired"), *whole_model_blocks(rng, 1.0), runs, runs, 0.02, 0.05,
-                   whole=True) for _ in range(100)]
-    clear_of_zero = sum(f["low"][0] > 0 or f["high"][0] < 0 for f in found)
-    assert clear_of_zero >= 2
-    assert not any(f["change"][0] in ("+", "-") for f in found)
-
-
-def test_a_change_of_the_whole_model_is_still_found():
-    """Every row and the time between them 4% slower, 60 blocks (compare() adds blocks for
-    the whole model's precision): "slower" in at least 18 of 20."""
-    rng = np.random.default_rng(37)
-    runs = np.repeat(np.arange(60), PER_BLOCK)
-    found = [judge(Design("paired"), *whole_model_blocks(rng, 1.04, blocks=60), runs, runs,
-                   0.02, 0.05, whole=True)["change"][0] for _ in range(20)]
-    assert found.count("+") >= 18, found

@@ -58,15 +58,6 @@ def test_verdicts_against_the_margin():
     assert change.tolist() == ["+", "?", "=", "=", "-"]
 
 
-def test_a_change_needs_its_interval_beyond_half_the_margin():
-    """Estimates past the margin and intervals clear of 0, but not of a negligible change
-    (half the 2% margin, paired_stats.negligible): unresolved; clear of it: decided."""
-    change = verdicts(estimate=[-0.0208, 0.033, 0.033, -0.025],
-                      low=[-0.0371, 0.0008, 0.0101, -0.04], high=[-0.0026, 0.07, 0.06, -0.0101],
-                      q_values=[0.01, 0.01, 0.01, 0.01], margin=0.02, fdr=0.05)
-    assert change.tolist() == ["?", "?", "+", "-"]
-
-
 def test_smallest_resolvable():
     assert smallest_resolvable([0.01, 0.01], 0.02) == 0.02
     assert smallest_resolvable([0.04, 0.06, np.inf], 0.02) == 0.05
