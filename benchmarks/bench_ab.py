@@ -188,8 +188,16 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
         named = list(rows.index[rows["change"].isin(FLAGGED)])[:3]
         print(f"  {scenario} trial {trial + 1}: total {total['change']} "
               f"{100 * total['rel_change']:+.2f}% [{100 * total['ci_low']:+.2f}, "
-              f"{100 * total['ci_high']:+.2f}], rows flagged {named or 'none'}", flush=True)
+              f"{100 * total['ci_high']:+.2f}], rows flagged {named or 'none'}"
+              + (f"; target {_verdict_text(modules.loc['blocks.6'])}" if scenario == "power"
+                 else ""), flush=True)
     return counts
+
+
+def _verdict_text(row) -> str:
+    """A row's verdict, estimate, interval and q-value, as printed per trial."""
+    return (f"{row['change']} {100 * row['rel_change']:+.2f}% [{100 * row['ci_low']:+.2f}, "
+            f"{100 * row['ci_high']:+.2f}] q {row['q_value']:.2g}")
 
 
 def sessions(control, inputs, args) -> Counter:
