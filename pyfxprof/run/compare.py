@@ -151,12 +151,8 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     bar = Progress(2 * blocks, "comparing",
                    per_run * 2 * blocks * (runs_per_block + 1) if progress else 0.0)
     timed.run(blocks, bar)
-    result = timed.diff(labels, min_change, alpha)
-    while len(timed.order) < max_blocks and _half_width(result) > precision:
-        more = min(max(2, blocks // 2), max_blocks - len(timed.order))
-        bar.grow(2 * (len(timed.order) + more))
-        timed.run(more, bar)
-        result = timed.diff(labels, min_change, alpha)
+    result = timed.until_precise(blocks, max_blocks, precision, bar,
+                                 lambda: timed.diff(labels, min_change, alpha))
     bar.close()
     return result
 
@@ -193,6 +189,18 @@ class _Blocks:
             self.order.append(first_second)
             if bar is not None:
                 bar.update(2 * len(self.order))
+
+    def until_precise(self, blocks: int, max_blocks: int, precision: float, bar: Progress,
+                      judged: Callable[[], ProfileDiff]) -> ProfileDiff:
+        """The blocks' diff (``judged()``) after adding blocks, half of ``blocks`` at a time,
+        until the whole model's interval is within ±precision or max_blocks are timed."""
+        result = judged()
+        while len(self.order) < max_blocks and _half_width(result) > precision:
+            more = min(max(2, blocks // 2), max_blocks - len(self.order))
+            bar.grow(2 * (len(self.order) + more))
+            self.run(more, bar)
+            result = judged()
+        return result
 
     def diff(self, labels, min_change: float, alpha: float) -> ProfileDiff:
         """The ProfileDiff of the blocks so far."""
