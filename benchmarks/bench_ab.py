@@ -171,8 +171,10 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
         modules = diff.compare(by="module", depth=2)
         total = diff.totals()
         counts[f"total {total['change']}"] += 1
-        counts["node rows flagged"] += flagged(diff)
-        counts["module rows flagged"] += bool(modules["change"].isin(FLAGGED).any())
+        node_flag, module_flag = flagged(diff), bool(modules["change"].isin(FLAGGED).any())
+        counts["node rows flagged"] += node_flag
+        counts["module rows flagged"] += module_flag
+        counts["any row flagged (node or module)"] += node_flag or module_flag
         if scenario == "power":
             target = modules.loc["blocks.6"]
             others = modules.drop("blocks.6")["change"].isin(FLAGGED).any()
