@@ -190,11 +190,10 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
             counts["whole estimate %"] += round(100 * total["rel_change"], 2) / args.trials
         rows = diff.compare()
         named = list(rows.index[rows["change"].isin(FLAGGED)])[:3]
-        print(f"  {scenario} trial {trial + 1}: total {total['change']} "
-              f"{100 * total['rel_change']:+.2f}% [{100 * total['ci_low']:+.2f}, "
-              f"{100 * total['ci_high']:+.2f}], rows flagged {named or 'none'}"
-              + (f"; target {_verdict_text(modules.loc['blocks.6'])}" if scenario == "power"
-                 else ""), flush=True)
+        target = (f"; target {_verdict_text(modules.loc['blocks.6'])}"
+                  if scenario == "power" else "")
+        print(f"  {scenario} trial {trial + 1}: total {_verdict_text(total)}, rows flagged "
+              f"{named or 'none'}{target}", flush=True)
     return counts
 
 

@@ -316,10 +316,9 @@ class ProfileDiff:
           rel_change, ci_low, ci_high: relative change (fraction; the design's estimate on
             both sides, docs/diff.md) and its 95% interval; p_value: the design's test (NaN
             unless on both sides with >= min_runs runs each); q_value: Benjamini–Hochberg;
-          change: "+" / "-" (q <= alpha, the estimate beyond ±min_change and the interval
-            clear of 0 on its side), "=" (the interval inside ±min_change: same),
-            "?" (unresolved), "added" / "removed" (one side only), "fused" (a control-only
-            BN folded into a conv of the test, per test.meta["fused_pairs"]);
+          change: "+"/"-" (q <= alpha, estimate past ±min_change, interval clear of 0), "="
+            (interval inside ±min_change), "?" (unresolved), "added" / "removed" (one side
+            only), "fused" (a control-only BN folded into a test conv, meta["fused_pairs"]);
           fused_into: that conv's module path for "fused" rows, else "".
           backward_median_control/_test, backward_diff, backward_rel_change: training steps.
         ``df.attrs`` holds labels, runs (control, test), by, depth, testable and min_runs.

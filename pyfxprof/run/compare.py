@@ -140,21 +140,28 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
         check_same_outputs(*models, example_inputs)
     names = [_name(given, model) for given, model in zip((control, test), models)]
     sides = [_copies(model, copies, side) for model, side in zip(models, ("control", "test"))]
-    started = time.perf_counter()
-    for copies_of_side, name in zip(sides, names):  # capture, instrument and warm each copy once
-        for model in copies_of_side:
-            profile(model, example_inputs, runs=1, warmup=warmup, name=name, progress=False,
-                    **profile_options)
-    per_run = (time.perf_counter() - started) / (2 * copies * (warmup + 1))
+    per_run = _warmed(sides, names, example_inputs, warmup, profile_options)
     timed = _Blocks(sides, names, example_inputs, runs_per_block, profile_options,
                     random.Random(seed))
     bar = Progress(2 * blocks, "comparing",
                    per_run * 2 * blocks * (runs_per_block + 1) if progress else 0.0)
     timed.run(blocks, bar)
-    result = timed.until_precise(blocks, max_blocks, precision, bar,
-                                 lambda: timed.diff(labels, min_change, alpha))
+    result = timed.until_precise(blocks, max_blocks, precision, bar, labels, min_change, alpha)
     bar.close()
     return result
+
+
+def _warmed(sides: list, names: list, example_inputs: Any, warmup: int,
+            profile_options: dict) -> float:
+    """Capture, instrument and warm each copy of both sides once (profile()'s capture
+    cache keeps them); the seconds one run took on average, for the progress bar."""
+    started, runs = time.perf_counter(), 0
+    for copies_of_side, name in zip(sides, names):
+        for model in copies_of_side:
+            profile(model, example_inputs, runs=1, warmup=warmup, name=name, progress=False,
+                    **profile_options)
+            runs += warmup + 1
+    return (time.perf_counter() - started) / runs
 
 
 def _half_width(result: ProfileDiff) -> float:
@@ -191,15 +198,15 @@ class _Blocks:
                 bar.update(2 * len(self.order))
 
     def until_precise(self, blocks: int, max_blocks: int, precision: float, bar: Progress,
-                      judged: Callable[[], ProfileDiff]) -> ProfileDiff:
-        """The blocks' diff (``judged()``) after adding blocks, half of ``blocks`` at a time,
-        until the whole model's interval is within ±precision or max_blocks are timed."""
-        result = judged()
+                      labels, min_change: float, alpha: float) -> ProfileDiff:
+        """The blocks' diff after adding blocks, half of ``blocks`` at a time, until the
+        whole model's interval is within ±precision or max_blocks are timed."""
+        result = self.diff(labels, min_change, alpha)
         while len(self.order) < max_blocks and _half_width(result) > precision:
             more = min(max(2, blocks // 2), max_blocks - len(self.order))
             bar.grow(2 * (len(self.order) + more))
             self.run(more, bar)
-            result = judged()
+            result = self.diff(labels, min_change, alpha)
         return result
 
     def diff(self, labels, min_change: float, alpha: float) -> ProfileDiff:
