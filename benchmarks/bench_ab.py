@@ -167,8 +167,8 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
         dict(max_blocks=args.max_blocks)
     for trial in range(args.trials):
         diff = pyfxprof.compare(copy.deepcopy(control), make_test(), inputs, blocks=args.blocks,
-                                runs_per_block=args.runs_per_block, progress=False, seed=trial,
-                                **settings)
+                                runs_per_block=args.runs_per_block, copies=args.copies,
+                                progress=False, seed=trial, **settings)
         counts["blocks (mean)"] += len(set(diff.control.meta["ab"]["blocks"])) / args.trials
         modules = diff.compare(by="module", depth=2)
         total = diff.totals()
@@ -226,6 +226,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--blocks", type=int, default=20)
     parser.add_argument("--runs-per-block", type=int, default=3)
+    parser.add_argument("--copies", type=int,
+                        help="compare(copies=): copies of each side timed in turn (default: "
+                             "compare's, 4 where they fit)")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--only", nargs="+", choices=("aa", "power", "whole", "sessions"))
     parser.add_argument("--max-blocks", type=int,

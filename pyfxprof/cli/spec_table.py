@@ -724,11 +724,11 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                       {'action': 'store',
                        'options': ['--copies'],
                        'keywords': {'dest': 'copies',
-                                    'default': 1,
                                     'type': {'ref': 'pyfxprof.cli.commands.arg_types:integer_at_least',
                                              'args': [1],
                                              'name': 'integer_at_least'},
-                                    'help': 'copies of each model timed in turn (default 1; '
+                                    'help': 'copies of each model timed in turn (default 4, fewer '
+                                            'when their weights would take over 1 GiB; '
                                             'docs/ab.md)',
                                     'metavar': 'N'},
                        'group': None},

@@ -167,13 +167,16 @@ class SessionNoise:
     ``df`` + 1 rows. ``curve``: the spread as a function of the row's duration (a
     data.spread_curve.SpreadCurve), when fitted (CURVE_ROWS rows or more); ``spread`` is then
     its median over the rows. ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it;
-    shift and spread are then 0."""
+    shift and spread are then 0. ``averaged``: the spread is that between one pair of copies
+    and the rows tested are means over this many independent pairs (run.compare's copies):
+    spread_at gives the mean's, spread / sqrt(averaged)."""
 
     shift: float
     spread: float
     df: int = 0
     measured: bool = True
     curve: SpreadCurve | None = None
+    averaged: int = 1
 
     @property
     def relative_shift(self) -> float:
@@ -191,9 +194,11 @@ class SessionNoise:
         0.1
         >>> SessionNoise(0.0, 0.1, 9).spread_at([1e4, 1e4], [0.05, 0.3]).tolist()
         [0.1, 0.3]
+        >>> SessionNoise(0.0, 0.1, 9, averaged=4).spread_at([1e4])
+        0.05
         """
         spread = (self.spread if self.curve is None or durations is None
-                  else self.curve.at(durations))
+                  else self.curve.at(durations)) / math.sqrt(self.averaged)
         if dispersion is None:
             return spread
         return np.maximum(spread, np.nan_to_num(np.asarray(dispersion, dtype=np.float64)))
@@ -211,7 +216,7 @@ def session_noise(log_ratios, errors, durations=None) -> SessionNoise:
     >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
     (0.105, 0.0158, 4)
     >>> session_noise([0.7, 0.0], [0.01, 0.01])
-    SessionNoise(shift=0.0, spread=0.0, df=0, measured=False, curve=None)
+    SessionNoise(shift=0.0, spread=0.0, df=0, measured=False, curve=None, averaged=1)
     """
     ratios, errors = np.asarray(log_ratios, float), np.asarray(errors, float)
     usable = np.isfinite(ratios) & np.isfinite(errors)

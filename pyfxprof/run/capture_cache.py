@@ -25,9 +25,10 @@ executor is made.
 from __future__ import annotations
 
 import atexit
+import contextlib
 from collections import OrderedDict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 
@@ -101,6 +102,32 @@ class CaptureCache:
     def __init__(self) -> None:
         self._models: OrderedDict[int, tuple[torch.nn.Module, tuple, OrderedDict]] = \
             OrderedDict()
+        self.max_models = MAX_MODELS
+
+    @contextlib.contextmanager
+    def room_for(self, models: int) -> Iterator[None]:
+        """Keep the captures of at least `models` models while inside (compare()'s copies
+        of both sides, each timed block by block: more models than MAX_MODELS would be
+        captured anew at every block), then MAX_MODELS again.
+
+        >>> cache = CaptureCache()
+        >>> with cache.room_for(10):
+        ...     cache.max_models
+        10
+        >>> cache.max_models == MAX_MODELS
+        True
+        """
+        before = self.max_models
+        self.max_models = max(before, models)
+        try:
+            yield
+        finally:
+            self.max_models = before
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self._models) > self.max_models:
+            self._models.popitem(last=False)
 
     def lookup(self, model: torch.nn.Module, key: tuple) -> Any:
         """The capture kept for `model` under `key`, or None (also when the model changed
@@ -126,8 +153,7 @@ class CaptureCache:
             found = (model, current, OrderedDict())
         self._models[id(model)] = found
         self._models.move_to_end(id(model))
-        while len(self._models) > MAX_MODELS:
-            self._models.popitem(last=False)
+        self._trim()
         return found[2]
 
     def clear(self) -> None:

@@ -10,7 +10,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import inspect
 import keyword
 import random
@@ -28,6 +27,8 @@ from ..capture.model_state import evaluation_mode
 from ..data.outside_graph import graph_only
 from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError, first_line
+from .capture_cache import CAPTURES
+from .model_copies import copies_of_sides
 from .progress import Progress
 from .runner import profile
 from .user_call import graph_runs_only
@@ -104,7 +105,7 @@ def as_model(candidate: Any, side: str) -> torch.nn.Module:
 def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 20,
             runs_per_block: int = 3, warmup: int = 10, min_change: float = 0.02,
             alpha: float = 0.05, labels=("control", "test"), check_outputs: bool = True,
-            copies: int = 1, seed: int | None = None, max_blocks: int | None = None,
+            copies: int | None = None, seed: int | None = None, max_blocks: int | None = None,
             precision: float | None = None, progress: bool = True,
             **profile_options) -> ProfileDiff:
     """Time `control` and `test` (modules or callables) interleaved on the same inputs and
@@ -121,9 +122,11 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     or ``max_blocks`` (default ``3 * blocks``; ``blocks``: none added) are timed: a rule on
     the interval's width alone, never on the estimate (docs/ab.md).
     check_outputs: refuse models whose outputs differ in shape (False: time them anyway).
-    copies: > 1 times each side as that many copies in turn, block by block (the user's
-    model and deep copies of it): a row slower or faster must be so in every pair of
-    copies, since two copies of one model can differ on a row by themselves (docs/ab.md).
+    copies: each side is timed as that many copies in turn, block by block (the model
+    given and deep copies of it), and each row is judged against the spread between the
+    pairs of copies: two copies of one model differ on a row by themselves (docs/ab.md).
+    Default: 4, fewer when their parameters and buffers would take over 1 GiB
+    (run/model_copies.py), 1 when a model cannot be deep-copied (with a warning).
     seed: the block order (own random generator; the global RNG is untouched). Other
     keywords go to profile().
 
@@ -139,14 +142,16 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     if check_outputs:
         check_same_outputs(*models, example_inputs)
     names = [_name(given, model) for given, model in zip((control, test), models)]
-    sides = [_copies(model, copies, side) for model, side in zip(models, ("control", "test"))]
-    per_run = _warmed(sides, names, example_inputs, warmup, profile_options)
-    timed = _Blocks(sides, names, example_inputs, runs_per_block, profile_options,
-                    random.Random(seed))
-    bar = Progress(2 * blocks, "comparing",
-                   per_run * 2 * blocks * (runs_per_block + 1) if progress else 0.0)
-    timed.run(blocks, bar)
-    result = timed.until_precise(blocks, max_blocks, precision, bar, labels, min_change, alpha)
+    sides = copies_of_sides(list(models), copies)
+    with CAPTURES.room_for(2 * len(sides[0])):  # each copy's capture kept for all its blocks
+        per_run = _warmed(sides, names, example_inputs, warmup, profile_options)
+        timed = _Blocks(sides, names, example_inputs, runs_per_block, profile_options,
+                        random.Random(seed))
+        bar = Progress(2 * blocks, "comparing",
+                       per_run * 2 * blocks * (runs_per_block + 1) if progress else 0.0)
+        timed.run(blocks, bar)
+        result = timed.until_precise(blocks, max_blocks, precision, bar, labels, min_change,
+                                     alpha)
     bar.close()
     return result
 
@@ -217,15 +222,6 @@ class _Blocks:
                                 [tuple(s).index(side) for s in self.order], copy_of_block)
                   for side in (0, 1)]
         return ProfileDiff(merged[0], merged[1], labels, min_change, alpha)
-
-
-def _copies(model: torch.nn.Module, copies: int, side: str) -> list[torch.nn.Module]:
-    """The model and ``copies - 1`` deep copies of it (one line when it cannot be copied)."""
-    try:
-        return [model] + [copy.deepcopy(model) for _ in range(copies - 1)]
-    except Exception as error:  # noqa: BLE001 - the user's model
-        raise PyfxprofError(f"cannot copy the {side} model ({type(error).__name__}: "
-                            f"{first_line(error)}); pass copies=1 (CLI: --copies 1)") from None
 
 
 def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int],
@@ -316,10 +312,10 @@ def _name(given: Any, model: torch.nn.Module) -> str:
 
 
 def _check(blocks: int, runs_per_block: int, warmup: int, options: dict,
-           copies: int = 1, max_blocks: int = 2, precision: float = 0.01) -> None:
+           copies: int | None = None, max_blocks: int = 2, precision: float = 0.01) -> None:
     for name, value, least in (("blocks", blocks, 2), ("runs_per_block", runs_per_block, 1),
-                               ("warmup", warmup, 0), ("copies", copies, 1),
-                               ("max_blocks", max_blocks, blocks)):
+                               ("warmup", warmup, 0), ("max_blocks", max_blocks, blocks),
+                               ("copies", 1 if copies is None else copies, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ArgumentError(f"{name} must be an int >= {least}, got {value!r}")
     if isinstance(precision, bool) or not isinstance(precision, (int, float)) \

@@ -37,6 +37,9 @@ _VERDICTS = {"+": "slower", "-": "faster", "=": "same within ±{margin}", "?": "
 _DESIGN_WORDS = {
     "paired": "interleaved A/B, {blocks} paired blocks: each row against the block's common "
               "shift and the nodes' spread at its duration, Hodges–Lehmann 95% interval",
+    "paired copies": "interleaved A/B, {blocks} paired blocks of {pairs} pairs of copies: each "
+                     "row against the block's common shift and the nodes' spread between the "
+                     "pairs at its duration, Hodges–Lehmann 95% interval",
     "single": "one session per side: rows tested against the session-level noise "
               "(the test session is {shift} as a whole, per-row spread ±{spread})",
     "unmeasured": "one session per side, too few rows to measure the noise between "
@@ -134,8 +137,11 @@ def _design_text(diff: ProfileDiff) -> str:
     design = diff.judged_design()
     noise = design.noise
     kind = "unmeasured" if noise is not None and not noise.measured else design.kind
+    pairs = len(set(design.copies))
+    if kind == "paired" and pairs > 1:
+        kind = "paired copies"
     return _DESIGN_WORDS[kind].format(
-        blocks=len(np.unique(diff.groups[0][diff.groups[0] >= 0])),
+        blocks=len(np.unique(diff.groups[0][diff.groups[0] >= 0])), pairs=pairs,
         sessions=" vs ".join(str(len(np.unique(g))) for g in diff.groups),
         shift=signed_pct(noise.relative_shift) if noise else "",
         spread=format_pct(100 * noise.spread) if noise else "")

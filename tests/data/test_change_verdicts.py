@@ -226,3 +226,40 @@ def test_module_rows_whose_nodes_move_together_are_not_flagged():
                        blocks, blocks, 0.02, 0.05, spreads=spreads)["change"]
         flagged += np.isin(change, ["+", "-"]).any()
     assert flagged <= 2
+
+
+def pairs_of_copies_samples(rng, effect, durations, copies=4, blocks=40):
+    """Interleaved blocks of `copies` pairs of copies (block b: pair b % copies), each pair
+    with copy effects of its own (copies_samples' ~2 us per row, drawn per pair), a drift
+    shared within a block, 3% run noise."""
+    per_pair = rng.normal(0.0, np.hypot(0.005, 2000.0 / durations), (copies, len(durations)))
+    pair_of_run = np.repeat(np.arange(blocks) % copies, PER_BLOCK)
+    drift = rng.lognormal(0.0, 0.1, (blocks, 1)).repeat(PER_BLOCK, axis=0)
+    noise = (blocks * PER_BLOCK, len(durations))
+    control = durations * drift * rng.lognormal(0.0, 0.03, noise)
+    test = (durations * effect * np.exp(per_pair[pair_of_run]) * drift
+            * rng.lognormal(0.0, 0.03, noise))
+    return control, test, tuple(b % copies for b in range(blocks))
+
+
+def test_four_pairs_of_copies_aa_flags_at_most_the_fdr_and_find_ten_percent():
+    """Rows judged against the spread between pairs of copies (between_copies_noise,
+    own_copy_spreads): at most 2 of 40 A/A comparisons flag a row; a +10% change of a
+    1 ms row is found alone in 18 of 20 or more."""
+    rng = np.random.default_rng(35)
+    blocks = np.repeat(np.arange(40), PER_BLOCK)
+
+    def verdicts(effect):
+        control, test, copies = pairs_of_copies_samples(rng, effect, RESNET_LIKE)
+        return judge(with_node_noise(Design("paired", copies=copies), control, test, blocks,
+                                     blocks), control, test, blocks, blocks, 0.02,
+                     0.05)["change"]
+
+    flagged = sum(np.isin(verdicts(np.ones(len(RESNET_LIKE))), ["+", "-"]).any()
+                  for _ in range(40))
+    assert flagged <= 2
+    effect = np.ones(len(RESNET_LIKE))
+    effect[50] = 1.10
+    found = [verdicts(effect) for _ in range(20)]
+    assert sum(c[50] == "+" and not np.isin(np.delete(c, 50), ["+", "-"]).any()
+               for c in found) >= 18

@@ -127,3 +127,20 @@ def test_a_model_and_its_deep_copy_flag_no_row():
         assert len(rows) == 20
         flagged += bool(rows["change"].isin(["+", "-"]).any())
     assert flagged <= 1
+
+
+def test_each_copy_is_captured_once_however_many_copies(monkeypatch):
+    """Three copies per side are six models, more than the capture cache keeps by default
+    (MAX_MODELS): compare() makes room, so no copy is captured anew at each block."""
+    import pyfxprof.run.capture_cache as capture_cache
+    made = []
+    original = capture_cache.prepare
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(capture_cache, "prepare", counted)
+    compare(small(), small(), X, copies=3, **FAST)
+    assert len(made) == 6
+    assert capture_cache.CAPTURES.max_models == capture_cache.MAX_MODELS

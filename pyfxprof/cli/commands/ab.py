@@ -69,8 +69,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="N", help="untimed runs of each model first (default "
                                           f"{defaults['warmup']})")
     parser.add_argument("--copies", type=positive_int, default=defaults["copies"], metavar="N",
-                        help=f"copies of each model timed in turn (default {defaults['copies']};"
-                             " docs/ab.md)")
+                        help="copies of each model timed in turn (default 4, fewer when their "
+                             "weights would take over 1 GiB; docs/ab.md)")
     parser.add_argument("--seed", type=int, help="seed of the block order (default: random)")
     parser.add_argument("--min-change", type=fraction, default=defaults["min_change"],
                         metavar="PCT", help="equivalence margin: smaller changes are 'same' "

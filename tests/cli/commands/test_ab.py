@@ -26,8 +26,13 @@ def test_prints_an_interleaved_table_and_passes_the_gate_on_a_a(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith("pyfxprof diff — ReLU (ReLU, 6 runs) vs ReLU (2) (ReLU, 6 runs)")
-    assert "interleaved A/B, 6 paired blocks" in out
+    assert "interleaved A/B, 6 paired blocks of 4 pairs of copies: each row" in out  # default
     assert "no significant slowdown >= 50%" in out
+
+
+def test_one_copy_each_when_asked(capsys):
+    run_ab("torch.nn:ReLU", "torch.nn:ReLU", *FAST, "--copies", "1")
+    assert "interleaved A/B, 6 paired blocks: each row against" in capsys.readouterr().out
 
 
 def test_outputs_of_another_shape_are_one_line(capsys):
