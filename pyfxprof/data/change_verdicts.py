@@ -153,7 +153,7 @@ def with_node_noise(design: Design, control: np.ndarray, test: np.ndarray, contr
     copy_of = copy_of_blocks(design.copies, labels)
     noise = (session_noise(departures, errors, durations) if copy_of is None else
              between_copies_noise(*per_copy_departures(control_blocks, test_blocks, shifts,
-                                                       copy_of), durations))
+                                                       copy_of, errors), durations))
     if not noise.measured:
         return design
     return Design("paired", noise, design.copies, tuple(float(s) for s in shifts),
@@ -172,11 +172,12 @@ def copy_of_blocks(copies: tuple, labels: np.ndarray) -> np.ndarray | None:
 
 
 def per_copy_departures(control_blocks: np.ndarray, test_blocks: np.ndarray, shifts,
-                        copy_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                        copy_of: np.ndarray, errors=None) -> tuple[np.ndarray, np.ndarray]:
     """(departures, errors), copies x rows: each pair of copies' Hodges–Lehmann departure
     from the blocks' common ``shifts`` over its own blocks, and its standard error: that of
-    all blocks' (paired_departures) times sqrt(K), each pair having 1/K of the blocks (a
-    pair's own interval needs 6 blocks or more: 20 blocks of 4 copies have 5 each).
+    all blocks' (``errors``, else paired_departures') times sqrt(K), each pair having 1/K
+    of the blocks (a pair's own interval needs 6 blocks or more: 20 blocks of 4 copies have
+    5 each).
 
     >>> c = np.zeros((8, 6)); t = np.full((8, 6), 0.1); t[::2, 0] += 0.2   # row 0: pair 0
     >>> d, e = per_copy_departures(c, t, np.full(8, 0.1), np.arange(8) % 2)
@@ -185,7 +186,8 @@ def per_copy_departures(control_blocks: np.ndarray, test_blocks: np.ndarray, shi
     """
     shifts = np.asarray(shifts, dtype=np.float64)
     pairs = np.unique(copy_of)
-    _, errors, _ = paired_departures(control_blocks, test_blocks, shifts)
+    if errors is None:
+        _, errors, _ = paired_departures(control_blocks, test_blocks, shifts)
     departures = np.stack([paired_departures(control_blocks[copy_of == k],
                                              test_blocks[copy_of == k],
                                              shifts[copy_of == k])[0] for k in pairs])

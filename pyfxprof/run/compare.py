@@ -122,11 +122,9 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     or ``max_blocks`` (default ``3 * blocks``; ``blocks``: none added) are timed: a rule on
     the interval's width alone, never on the estimate (docs/ab.md).
     check_outputs: refuse models whose outputs differ in shape (False: time them anyway).
-    copies: each side is timed as that many copies in turn, block by block (the model
-    given and deep copies of it), and each row is judged against the spread between the
-    pairs of copies: two copies of one model differ on a row by themselves (docs/ab.md).
-    Default: 4, fewer when their parameters and buffers would take over 1 GiB
-    (run/model_copies.py), 1 when a model cannot be deep-copied (with a warning).
+    copies: each side timed as that many copies in turn (the model and deep copies), each
+    row judged against the spread between the pairs (docs/ab.md); default 4, fewer past
+    1 GiB of weights, 1 when a model cannot be copied (run/model_copies.py).
     seed: the block order (own random generator; the global RNG is untouched). Other
     keywords go to profile().
 
