@@ -203,7 +203,8 @@ def between_copies_noise(departures: np.ndarray, errors: np.ndarray, durations: 
     same in every pair and does not enter it — for means over the K pairs (``averaged``);
     never below ``across_rows`` (``shared``: session_noise of the rows' departures over all
     blocks), which also holds what all copies of one side share: the two sides' objects
-    can differ row by row alike in every pair (ResNet-18's A/A, docs/ab.md).
+    can differ row by row alike in every pair (ResNet-18's A/A, docs/ab.md). Its degrees
+    of freedom are the fewer of the two measures' (those across the rows: one per row).
 
     >>> rng = np.random.default_rng(0)
     >>> d = rng.normal(0.0, 0.1, (4, 30)); d[:, 3] += 0.5      # row 3 changed in all pairs
@@ -222,7 +223,9 @@ def between_copies_noise(departures: np.ndarray, errors: np.ndarray, durations: 
         shift = float(np.nanmedian(np.nanmean(departures, axis=0)))
     noise = session_noise(deviations.ravel(), errors.ravel(), np.tile(durations, k))
     shared = across_rows if across_rows is not None and across_rows.measured else None
-    return replace(noise, shift=shift if noise.measured else 0.0, averaged=k, shared=shared)
+    df = noise.df if shared is None else min(noise.df, shared.df)
+    return replace(noise, shift=shift if noise.measured else 0.0, df=df, averaged=k,
+                   shared=shared)
 
 
 def own_copy_spreads(departures: np.ndarray, errors: np.ndarray, prior) -> np.ndarray:

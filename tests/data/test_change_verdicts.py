@@ -258,7 +258,8 @@ def test_four_pairs_of_copies_whose_sides_differ_alike_in_every_pair():
     """Rows of the test side differing by ~1.5 us in all four pairs alike (what more pairs
     cannot average out): judged against the rows' spread across the rows as well
     (SessionNoise.shared), at most 2 of 40 A/A comparisons flag a row (between the pairs
-    alone: 32 of 40); a +10% change of a 1 ms row is still found alone in 18 of 20."""
+    alone: 32 of 40; both: 1 of 40); a +10% change of a 1 ms row is still found alone in
+    18 of 20 (20 of 20)."""
     rng = np.random.default_rng(36)
     blocks = np.repeat(np.arange(40), PER_BLOCK)
 
