@@ -151,10 +151,9 @@ def with_node_noise(design: Design, control: np.ndarray, test: np.ndarray, contr
     departures, errors, shifts = paired_departures(control_blocks, test_blocks)
     durations = _durations(control_blocks)
     copy_of = copy_of_blocks(design.copies, labels)
-    noise = session_noise(departures, errors, durations)   # across the rows
-    if copy_of is not None:
-        noise = between_copies_noise(*per_copy_departures(control_blocks, test_blocks, shifts,
-                                                          copy_of, errors), durations, noise)
+    noise = (session_noise(departures, errors, durations) if copy_of is None else
+             between_copies_noise(*per_copy_departures(control_blocks, test_blocks, shifts,
+                                                       copy_of, errors), durations))
     if not noise.measured:
         return design
     return Design("paired", noise, design.copies, tuple(float(s) for s in shifts),
@@ -195,26 +194,23 @@ def per_copy_departures(control_blocks: np.ndarray, test_blocks: np.ndarray, shi
     return departures, np.tile(errors * math.sqrt(len(pairs)), (len(pairs), 1))
 
 
-def between_copies_noise(departures: np.ndarray, errors: np.ndarray, durations: np.ndarray,
-                         across_rows: SessionNoise | None = None) -> SessionNoise:
+def between_copies_noise(departures: np.ndarray, errors: np.ndarray,
+                         durations: np.ndarray) -> SessionNoise:
     """The SessionNoise of rows timed as K pairs of copies (per_copy_departures, K x rows):
     the spread by duration of one pair's departure around the row's mean over the pairs
     (scaled by sqrt(K / (K - 1)) to one pair's variance) — a real change of a row is the
-    same in every pair and does not enter it — for means over the K pairs (``averaged``);
-    never below ``across_rows`` (``shared``: session_noise of the rows' departures over all
-    blocks), which also holds what all copies of one side share: the two sides' objects
-    can differ row by row alike in every pair (ResNet-18's A/A, docs/ab.md). Its degrees
-    of freedom are the fewer of the two measures' (those across the rows: one per row).
+    same in every pair and does not enter it — for means over the K pairs (``averaged``),
+    with its degrees of freedom counted in rows, not in rows x pairs: a row's mean over
+    the pairs is tested, and what it departs by beyond the pairs' spread (a difference all
+    copies of one side share: ResNet-18's A/A, docs/ab.md) varies between rows only.
 
     >>> rng = np.random.default_rng(0)
     >>> d = rng.normal(0.0, 0.1, (4, 30)); d[:, 3] += 0.5      # row 3 changed in all pairs
     >>> noise = between_copies_noise(d, np.zeros((4, 30)), np.full(30, 1e5))
     >>> round(float(noise.spread), 2), noise.averaged, round(float(noise.spread_at()), 2)
     (0.1, 4, 0.05)
-    >>> sides = between_copies_noise(d, np.zeros((4, 30)), np.full(30, 1e5),
-    ...                              SessionNoise(0.0, 0.07, 29))   # the sides differ more
-    >>> round(float(sides.spread_at()), 2)
-    0.07
+    >>> noise.df    # 30 rows x 4 pairs: neighbourhoods of 30 deviations, 7.5 rows
+    7
     """
     k = len(departures)
     with warnings.catch_warnings():  # a row without blocks in a pair: NaN, left out
@@ -222,10 +218,8 @@ def between_copies_noise(departures: np.ndarray, errors: np.ndarray, durations: 
         deviations = (departures - np.nanmean(departures, axis=0)) * math.sqrt(k / (k - 1))
         shift = float(np.nanmedian(np.nanmean(departures, axis=0)))
     noise = session_noise(deviations.ravel(), errors.ravel(), np.tile(durations, k))
-    shared = across_rows if across_rows is not None and across_rows.measured else None
-    df = noise.df if shared is None else min(noise.df, shared.df)
-    return replace(noise, shift=shift if noise.measured else 0.0, df=df, averaged=k,
-                   shared=shared)
+    rows_df = max(1, round((noise.df + 1) / k) - 1)
+    return replace(noise, shift=shift if noise.measured else 0.0, df=rows_df, averaged=k)
 
 
 def own_copy_spreads(departures: np.ndarray, errors: np.ndarray, prior) -> np.ndarray:

@@ -169,10 +169,7 @@ class SessionNoise:
     its median over the rows. ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it;
     shift and spread are then 0. ``averaged``: the spread is that between one pair of copies
     and the rows tested are means over this many independent pairs (run.compare's copies):
-    spread_at gives the mean's, spread / sqrt(averaged). ``shared``: with pairs of copies,
-    the noise of those means measured across the rows (their spread around the common
-    shift), which also holds what all the copies of one side share and more pairs cannot
-    average out; spread_at is never below it."""
+    spread_at gives the mean's, spread / sqrt(averaged)."""
 
     shift: float
     spread: float
@@ -180,7 +177,6 @@ class SessionNoise:
     measured: bool = True
     curve: SpreadCurve | None = None
     averaged: int = 1
-    shared: SessionNoise | None = None
 
     @property
     def relative_shift(self) -> float:
@@ -200,13 +196,9 @@ class SessionNoise:
         [0.1, 0.3]
         >>> SessionNoise(0.0, 0.1, 9, averaged=4).spread_at([1e4])
         0.05
-        >>> float(SessionNoise(0.0, 0.1, 9, averaged=4, shared=SessionNoise(0.0, 0.08, 9)).spread_at())
-        0.08
         """
         spread = (self.spread if self.curve is None or durations is None
                   else self.curve.at(durations)) / math.sqrt(self.averaged)
-        if self.shared is not None:
-            spread = np.maximum(spread, self.shared.spread_at(durations))
         if dispersion is None:
             return spread
         return np.maximum(spread, np.nan_to_num(np.asarray(dispersion, dtype=np.float64)))
@@ -224,7 +216,7 @@ def session_noise(log_ratios, errors, durations=None) -> SessionNoise:
     >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
     (0.105, 0.0158, 4)
     >>> session_noise([0.7, 0.0], [0.01, 0.01])
-    SessionNoise(shift=0.0, spread=0.0, df=0, measured=False, curve=None, averaged=1, shared=None)
+    SessionNoise(shift=0.0, spread=0.0, df=0, measured=False, curve=None, averaged=1)
     """
     ratios, errors = np.asarray(log_ratios, float), np.asarray(errors, float)
     usable = np.isfinite(ratios) & np.isfinite(errors)

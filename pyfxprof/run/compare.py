@@ -123,9 +123,8 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     the interval's width alone, never on the estimate (docs/ab.md).
     check_outputs: refuse models whose outputs differ in shape (False: time them anyway).
     copies: each side timed as that many copies in turn (the model and deep copies), each
-    row judged against the spread between the pairs or, if larger, across the rows
-    (docs/ab.md); default 4, fewer past 1 GiB of weights, 1 when a model cannot be copied
-    (run/model_copies.py).
+    row judged against the spread between the pairs (docs/ab.md); default 4, fewer past
+    1 GiB of weights, 1 when a model cannot be copied (run/model_copies.py).
     seed: the block order (own random generator; the global RNG is untouched). Other
     keywords go to profile().
 

@@ -1,8 +1,7 @@
 """The copies of each side that compare() times in turn, block by block: the model given and
 deep copies of it. Two copies of one model differ row by row by themselves (where their
 captures and tensors lie, docs/ab.md), so each side is timed as several copies and every row
-is judged against the spread between the pairs of copies (or across the rows, if larger);
-by default as many as fit, up to
+is judged against the spread between the pairs of copies; by default as many as fit, up to
 DEFAULT_COPIES.
 
 Example:

@@ -38,9 +38,8 @@ _DESIGN_WORDS = {
     "paired": "interleaved A/B, {blocks} paired blocks: each row against the block's common "
               "shift and the nodes' spread at its duration, Hodges–Lehmann 95% interval",
     "paired copies": "interleaved A/B, {blocks} paired blocks of {pairs} pairs of copies: each "
-                     "row against the block's common shift and the nodes' spread at its "
-                     "duration, between the pairs or across the rows if larger, "
-                     "Hodges–Lehmann 95% interval",
+                     "row against the block's common shift and the nodes' spread between the "
+                     "pairs at its duration, Hodges–Lehmann 95% interval",
     "single": "one session per side: rows tested against the session-level noise "
               "(the test session is {shift} as a whole, per-row spread ±{spread})",
     "unmeasured": "one session per side, too few rows to measure the noise between "
