@@ -244,16 +244,7 @@ def test_four_pairs_of_copies_aa_flags_at_most_the_fdr_and_find_ten_percent():
     """Rows judged against the spread between pairs of copies (between_copies_noise,
     own_copy_spreads): at most 2 of 40 A/A comparisons flag a row; a +10% change of a
     1 ms row is found alone in 18 of 20 or more."""
-    rng = np.random.default_rng(35)
-    blocks = np.repeat(np.arange(40), PER_BLOCK)
-
-    def verdicts(effect):
-        control, test, copies = pairs_of_copies_samples(rng, effect, RESNET_LIKE)
-        return judge(with_node_noise(Design("paired", copies=copies), control, test, blocks,
-                                     blocks), control, test, blocks, blocks, 0.02,
-                     0.05)["change"]
-
-    check_error_rates(verdicts, 1.10)
+    check_error_rates(pairs_of_copies_verdicts(np.random.default_rng(35)), 1.10)
 
 
 def test_four_pairs_of_copies_whose_sides_differ_alike_in_a_few_rows():
@@ -262,17 +253,23 @@ def test_four_pairs_of_copies_whose_sides_differ_alike_in_a_few_rows():
     freedom counted in rows (between_copies_noise), at most 2 of 40 A/A comparisons flag a
     row and a +10% change of a 1 ms row is found alone in 18 of 20 (counted in rows x
     pairs: 4 of 40 and 17 of 20)."""
-    rng = np.random.default_rng(37)
+    check_error_rates(pairs_of_copies_verdicts(np.random.default_rng(37), sides_us=0.3), 1.10)
+
+
+def pairs_of_copies_verdicts(rng, sides_us=0.0):
+    """verdicts(effect): the node verdicts of one comparison of 40 blocks of RESNET_LIKE
+    rows timed as four pairs of copies (pairs_of_copies_samples), judged against the
+    nodes' noise (with_node_noise)."""
     blocks = np.repeat(np.arange(40), PER_BLOCK)
 
     def verdicts(effect):
         control, test, copies = pairs_of_copies_samples(rng, effect, RESNET_LIKE,
-                                                        sides_us=0.3)
+                                                        sides_us=sides_us)
         return judge(with_node_noise(Design("paired", copies=copies), control, test, blocks,
                                      blocks), control, test, blocks, blocks, 0.02,
                      0.05)["change"]
 
-    check_error_rates(verdicts, 1.10)
+    return verdicts
 
 
 def check_error_rates(verdicts, change):
