@@ -2,7 +2,7 @@
 
 Stages and the one-way rule (docs/architecture.md, "Stages and their import rule"):
 
-    cli ─▶ run, loop, tools, analyses, views, data
+    cli ─▶ run, loop, tools, analyses, views, data        (every stage may import stats)
     run ─▶ timing, capture, analyses, data  timing ─▶ capture, _C
     loop ─▶ run, timing, capture, data      capture ─▶ data (the capture modes)
     tools ─▶ run, loop, timing, capture, views, data
@@ -35,19 +35,20 @@ PACKAGE = ROOT / "pyfxprof"
 
 #: Stages each stage may import (besides itself, "errors" and the package root).
 ALLOWED = {
-    "data": set(),
-    "views": {"data"},
-    "analyses": {"views", "data"},
-    "capture": {"data"},  # data/rungs.py: the capture modes
-    "timing": {"capture", "_C"},
-    "run": {"timing", "capture", "analyses", "data"},  # analyses: compare() returns a diff
-    "loop": {"run", "timing", "capture", "data"},
-    "tools": {"run", "loop", "timing", "capture", "views", "data"},
-    "cli": {"run", "loop", "tools", "analyses", "views", "data"},
+    "stats": set(),
+    "data": {"stats"},
+    "views": {"data", "stats"},
+    "analyses": {"views", "data", "stats"},
+    "capture": {"data", "stats"},  # data/rungs.py: the capture modes
+    "timing": {"capture", "stats", "_C"},
+    "run": {"timing", "capture", "analyses", "data", "stats"},  # analyses: compare() returns a diff
+    "loop": {"run", "timing", "capture", "data", "stats"},
+    "tools": {"run", "loop", "timing", "capture", "views", "data", "stats"},
+    "cli": {"run", "loop", "tools", "analyses", "views", "data", "stats"},
     "errors": set(),
 }
 #: Stages that must not import torch (nor anything under it).
-NO_TORCH = {"data", "views", "analyses"}
+NO_TORCH = {"stats", "data", "views", "analyses"}
 
 MAX_FUNCTION_LINES = 50
 
