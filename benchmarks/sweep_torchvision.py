@@ -30,7 +30,7 @@ import pyfxprof  # noqa: E402
 from machine import describe_machine  # noqa: E402
 from pyfxprof.errors import PyfxprofError  # noqa: E402
 from pyfxprof.data.units import format_flops  # noqa: E402
-from pyfxprof.data.stats import summary_of_totals  # noqa: E402
+from pyfxprof.stats.node_statistics import summary_of_totals  # noqa: E402
 from pyfxprof.data.units import format_ns, format_pct  # noqa: E402
 
 #: Detection and segmentation builders: (module, name, takes a list of images).

@@ -7,7 +7,8 @@ import torch
 
 import pyfxprof
 from pyfxprof.cli.main import main
-from pyfxprof.data.sweep_fit import TOTAL_ROW, theil_sen
+from pyfxprof.data.sweep_fit import TOTAL_ROW
+from pyfxprof.stats.line_fit import theil_sen
 from pyfxprof.errors import PyfxprofError
 from tests.latency_models import LEAVES, Fixed, PerItem, batch, chain
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable
 import pandas as pd
 
 from .. import served_methods
-from ..data.stats import summary_of_totals
+from ..stats.node_statistics import summary_of_totals
 from ..data.units import format_ns, format_pct
 from ..errors import ArgumentError
 

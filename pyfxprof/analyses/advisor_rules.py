@@ -13,7 +13,7 @@ from typing import Callable, cast
 import numpy as np
 import pandas as pd
 
-from ..data.stats import noisy_mask, relative_iqr
+from ..stats.node_statistics import noisy_mask, relative_iqr
 from ..data.units import format_ns, format_pct, plural
 from .advice import Context, Suggestion, register_rule, what
 

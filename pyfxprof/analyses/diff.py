@@ -30,7 +30,7 @@ from ..data.change_verdicts import (Design, design_of, judge, row_spreads,
 from ..data.session_stats import run_dispersion
 from ..data.sessions import merge_sessions
 from ..data.profile import Profile
-from ..data.stats import group_samples
+from ..stats.node_statistics import group_samples
 from ..errors import ArgumentError, PyfxprofError
 from ..views.diff_text import regression_line
 from .compiled_diff import CompiledDiff, is_compiled_profile

@@ -1,6 +1,7 @@
 """FLOPs of the untimed analysis run (torch.utils.flop_counter), read per node or module call.
 
-Their display (SI prefixes, achieved FLOP/s) is in pyfxprof.data.units and pyfxprof.data.stats."""
+Their display (SI prefixes, achieved FLOP/s) is in pyfxprof.data.units and
+pyfxprof.stats.node_statistics."""
 
 from __future__ import annotations
 

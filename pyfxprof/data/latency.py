@@ -1,10 +1,8 @@
 """The run-total latency distribution: quantiles, a distribution-free CI on p99, run-count checks.
 
 All times are int ns. Quantiles use numpy's default (linear interpolation between order
-statistics). The confidence interval on a quantile is the order-statistic interval: the
-smallest pair of order statistics ``X(l) <= x_q <= X(u)`` holding the true quantile with
-probability >= 95% whatever the distribution (binomial argument); when ``u`` would exceed
-``n`` the runs cannot bound the quantile from above and the interval's high end is None.
+statistics). The confidence interval on p99 is stats/order_statistics.py's order-statistic
+interval; when no run bounds the quantile from above, the interval's high end is None.
 See docs/latency.md.
 """
 
@@ -20,69 +18,10 @@ from .. import served_methods
 from .units import format_ns
 
 from ..errors import ArgumentError
+from ..stats.order_statistics import quantile_interval, runs_needed
 
 #: Quantiles of the summary, as (field name, q).
 QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99_9", 0.999))
-#: Confidence level of the interval on p99.
-CONFIDENCE = 0.95
-
-
-def runs_needed(quantile: float, confidence: float = CONFIDENCE) -> int:
-    """Fewest runs whose largest value bounds ``quantile`` from above with ``confidence``
-    (two-sided): 1 - q**n >= 1 - (1 - confidence) / 2.
-
-    >>> runs_needed(0.99), runs_needed(0.9), runs_needed(0.5)
-    (368, 36, 6)
-    """
-    alpha = (1.0 - confidence) / 2.0
-    return math.ceil(math.log(alpha) / math.log(quantile) - 1e-9)
-
-
-def binomial_cdf(n: int, p: float) -> np.ndarray:
-    """P(B <= k) for k = 0..n, B ~ Binomial(n, p), 0 < p < 1 (pmf by the ratio of
-    consecutive terms in log space, normalised; no scipy.stats, which takes seconds to import).
-
-    >>> binomial_cdf(2, 0.5).tolist()
-    [0.25, 0.75, 1.0]
-    """
-    k = np.arange(n, dtype=np.float64)
-    steps = np.log((n - k) / (k + 1.0)) + math.log(p) - math.log1p(-p)
-    log_pmf = np.concatenate(([0.0], np.cumsum(steps)))
-    pmf = np.exp(log_pmf - log_pmf.max())
-    return np.cumsum(pmf) / pmf.sum()
-
-
-def binomial_ppf(cdf: np.ndarray, q: float) -> int:
-    """The smallest k with P(B <= k) >= q, as scipy.stats.binom.ppf (a relative tolerance of
-    1e-10 on the cdf, as it has).
-
-    >>> binomial_ppf(binomial_cdf(2, 0.5), 0.5)
-    1
-    """
-    return int(np.searchsorted(cdf, q * (1.0 - 1e-10), side="left"))
-
-
-def quantile_interval(values, quantile: float,
-                      confidence: float = CONFIDENCE) -> tuple[int | None, int | None]:
-    """Distribution-free ``confidence`` interval (ns) on ``quantile`` of ``values``:
-    order statistics picked from Binomial(n, quantile); an end the runs cannot reach is None.
-
-    >>> quantile_interval(range(1, 1001), 0.99)
-    (983, 997)
-    >>> quantile_interval([5, 6, 7, 8], 0.99)
-    (7, None)
-    """
-    ordered = np.sort(np.asarray(values, dtype=np.int64))
-    n = len(ordered)
-    if n == 0:
-        return None, None
-    alpha = (1.0 - confidence) / 2.0
-    cdf = binomial_cdf(n, quantile)
-    low = binomial_ppf(cdf, alpha)           # X(low) with 1-based rank low: P(B < low) <= alpha
-    high = binomial_ppf(cdf, 1.0 - alpha) + 1
-    low_ns = int(ordered[low - 1]) if low >= 1 else None
-    high_ns = int(ordered[high - 1]) if high <= n else None
-    return low_ns, high_ns
 
 
 @served_methods
@@ -164,8 +103,10 @@ def latency_summary(run_totals, preempted: int | None = None,
         raise ArgumentError("no runs: a latency summary needs at least one run total")
     values = np.quantile(totals, [q for _, q in QUANTILES])
     quantiles = {name: int(round(v)) for (name, _), v in zip(QUANTILES, values)}
+    p99_ci = tuple(None if math.isinf(end) else int(end)  # an end no run bounds: None
+                   for end in quantile_interval(totals, 0.99))
     return LatencySummary(n=int(totals.size), mean=int(round(totals.mean())), **quantiles,
-                          max=int(totals.max()), p99_ci=quantile_interval(totals, 0.99),
+                          max=int(totals.max()), p99_ci=p99_ci,
                           preempted=preempted, excluded=excluded,
                           warnings=too_few_runs(int(totals.size)))
 

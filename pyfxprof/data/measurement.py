@@ -4,7 +4,7 @@ subtracted) in blocks of back-to-back calls, and the statistics read from them.
 The blocks are the statistical unit: calls inside one block share caches, frequency and
 neighbours, so they are not independent; blocks are. The median is of the blocks' time per
 call, and its 95% interval the distribution-free (binomial order-statistic) interval of that
-median. docs/bench.md says what each figure means.
+median (stats/order_statistics.py). docs/bench.md says what each figure means.
 """
 
 from __future__ import annotations
@@ -16,33 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import served_methods
-
-#: z of a two-sided 95% interval.
-Z95 = 1.959964
-#: Fewest steady blocks whose median gets an interval (fewer: the interval is unbounded).
-MIN_INTERVAL_BLOCKS = 6
-
-
-def median_interval(values, z: float = Z95) -> tuple[float, float]:
-    """Distribution-free 95% interval of the median of `values`: the order statistics of
-    ranks floor(n/2 - z·sqrt(n)/2) and ceil(1 + n/2 + z·sqrt(n)/2) (1-based); (-inf, inf) with
-    fewer than MIN_INTERVAL_BLOCKS values.
-
-    Example:
-        >>> median_interval(range(100))
-        (39.0, 60.0)
-        >>> median_interval([1, 2, 3])
-        (-inf, inf)
-    """
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    n = len(ordered)
-    if n < MIN_INTERVAL_BLOCKS:
-        return -math.inf, math.inf
-    half = z * math.sqrt(n) / 2
-    low = max(int(math.floor(n / 2 - half)) - 1, 0)
-    high = min(int(math.ceil(n / 2 + half)), n - 1)
-    return float(ordered[low]), float(ordered[high])
-
+from ..stats.order_statistics import median_interval
 
 def relative_half_width(interval: tuple[float, float], median: float) -> float:
     """Half the interval's width as a fraction of `median` (inf when unbounded or median 0).

@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..stats.order_statistics import median_interval
 from .profile import Profile
 from .validate import OUTSIDE_GRAPH_OP, model_nodes, run_coverage
 
@@ -21,43 +22,6 @@ from .validate import OUTSIDE_GRAPH_OP, model_nodes, run_coverage
 OUTSIDE_GRAPH = "(Python outside the graph)"
 #: Functions named under the row in tables and trees (all kept ones go to the flame graph).
 SHOWN_FUNCTIONS = 5
-#: Confidence of the interval on the median difference that decides "above the noise".
-CONFIDENCE = 0.95
-
-
-def median_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """A distribution-free interval on the median of ``values`` (order statistics of the
-    binomial(n, 1/2)); (min, max) when there are too few values to reach ``confidence``.
-
-    >>> median_interval(list(range(1, 21)))
-    (6.0, 15.0)
-    """
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    n = len(ordered)
-    if n == 0:
-        return (math.nan, math.nan)
-    tail, k = (1.0 - confidence) / 2.0, 0
-    cumulative = 0.0
-    while k < n // 2:
-        cumulative += math.comb(n, k) / 2.0 ** n
-        if cumulative > tail:
-            break
-        k += 1
-    k = max(k - 1, 0) if k else 0
-    return (float(ordered[k]), float(ordered[n - 1 - k]))
-
-
-def pairs_for(confidence: float = CONFIDENCE) -> int:
-    """The fewest paired runs whose full range is an interval of `confidence` on the median
-    (all n differences on one side by chance: 2 / 2**n); fewer runs never resolve a row.
-
-    >>> pairs_for(0.95)
-    6
-    """
-    n = 1
-    while 1.0 - 2.0 ** (1 - n) < confidence:
-        n += 1
-    return n
 
 
 def call_meta(call_ns, graph_ns, rows_ns=None) -> dict:
@@ -65,9 +29,9 @@ def call_meta(call_ns, graph_ns, rows_ns=None) -> dict:
     (whose rows summed to `rows_ns` per run; default: the runs), paired in the order they
     alternated: the call's and the graph's medians, the median of the paired differences
     call - rows (the Python outside the graph: every part of the call no row of the graph
-    holds) with its 95% interval, and ``resolved``: the interval lies above zero (which
-    takes at least ``pairs_for()`` runs: with fewer, the range of the differences is no 95%
-    interval).
+    holds) with its 95% interval (stats/order_statistics.py), and ``resolved``: the interval
+    lies above zero (which takes at least runs_needed(0.5) runs: with fewer, no order
+    statistic bounds the median, and the low and high ends are the differences' range).
 
     >>> meta = call_meta([300, 310, 305, 290, 300, 320], [100, 100, 110, 90, 100, 100])
     >>> meta["outside_median_ns"], meta["resolved"]
@@ -78,11 +42,15 @@ def call_meta(call_ns, graph_ns, rows_ns=None) -> dict:
     rows = graph if rows_ns is None else np.asarray(rows_ns, dtype=np.int64)[:len(call)]
     difference = call[:len(rows)] - rows
     low, high = median_interval(difference)
+    resolved = bool(low > 0)  # an unbounded interval (too few runs) is never above zero
+    if math.isinf(low):  # fewer than runs_needed(0.5) runs: their range, never resolved
+        low, high = (float(difference.min()), float(difference.max())) if len(difference) \
+            else (math.nan, math.nan)
     return {"median_ns": float(np.median(call)), "runs": int(len(call)),
             "graph_median_ns": float(np.median(graph)),
             "outside_median_ns": float(np.median(difference)),
             "outside_low_ns": low, "outside_high_ns": high,
-            "resolved": bool(low > 0 and len(difference) >= pairs_for())}
+            "resolved": resolved}
 
 
 def _blank(series: pd.Series):

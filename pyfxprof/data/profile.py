@@ -19,7 +19,8 @@ import pandas as pd
 from .. import served_methods
 from ..errors import ArgumentError, PyfxprofError
 from .run_noise import check_run_noise, noise_frame, preempted_mask
-from .stats import STAT_COLUMNS, backward_statistics, node_statistics, summary_of_totals
+from ..stats.node_statistics import (STAT_COLUMNS, backward_statistics, node_statistics,
+                                     summary_of_totals)
 from .units import format_ns
 
 if TYPE_CHECKING:

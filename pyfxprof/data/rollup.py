@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .outside_graph import tree_rows
-from .stats import group_samples
+from ..stats.node_statistics import group_samples
 from .units import format_ns, format_pct
 
 from ..errors import ArgumentError

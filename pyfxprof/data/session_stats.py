@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .paired_stats import hodges_lehmann, signed_rank_p
-from .spread_curve import OUTLIER_SDS, SpreadCurve, fit_spread
+from ..stats.spread_curve import OUTLIER_SDS, SpreadCurve, fit_spread
 
 #: Prior degrees of freedom of the pooled between-session variance with several sessions per
 #: side (a row's own variance from 2-3 sessions is too rough alone; limma's moderation).
@@ -33,7 +33,7 @@ MEDIAN_SE = 1.2533
 #: Fewest rows on both sides to measure the noise between two single sessions; with fewer,
 #: the runs inside each session are the only noise known (SessionNoise.measured False).
 MIN_NOISE_ROWS = 5
-#: The spread is a function of the row's duration (data/spread_curve.py) with at least this
+#: The spread is a function of the row's duration (stats/spread_curve.py) with at least this
 #: many rows, started from each row's neighbourhood: at least this many rows, and this
 #: fraction of all, nearest in duration. A short row (an in-place ReLU of a few us, mostly
 #: Python dispatch and cache misses) differs between two copies or sessions by far more
@@ -165,7 +165,7 @@ class SessionNoise:
     row's), and ``spread``, the SD of the rows' log ratios around it beyond their
     within-session errors (the session-level noise a row is tested against), measured over
     ``df`` + 1 rows. ``curve``: the spread as a function of the row's duration (a
-    data.spread_curve.SpreadCurve), when fitted (CURVE_ROWS rows or more); ``spread`` is then
+    stats.spread_curve.SpreadCurve), when fitted (CURVE_ROWS rows or more); ``spread`` is then
     its median over the rows. ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it;
     shift and spread are then 0. ``averaged``: the spread is that between one pair of copies
     and the rows tested are means over this many independent pairs (run.compare's copies):

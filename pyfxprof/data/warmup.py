@@ -1,16 +1,6 @@
-"""Warm-up detection: are the first runs slower than the rest, and for how many runs?
-
-A change point by MSER (White's marginal standard error rule, as used to truncate the start-up
-of simulations) on the runs' ranks: the cut d (at most half the runs) minimising the variance of
-the mean of the ranks after it. A run before the cut is slow when it exceeds the steady median
-(of the runs after the cut) by more than ``max(3 x robust sigma, 5%)``; the warm-up ends where
-(slow runs - steady runs) counted from the start peaks last, so a lone spike just after it does
-not lengthen it, and MSER cutting into slightly rising steady runs does not hide a short slow
-start. It is kept only when the median of its runs is slow (a lone slow first run must also be
-slower than every later run). A Spearman test on the steady
-runs reports a remaining trend (drift). Works column-wise, so it also finds per-node first-call
-costs. ``settled`` asks the same of runs as they come: profile()'s ``warmup="auto"`` stops its
-warm-up runs once they have settled. See docs/latency.md.
+"""The warm-up report of a Profile's runs (the detection itself is stats/warmup.py): how many
+timed runs were still warming up, what they cost, whether the steady runs drift, and the nodes
+with first-call costs. See docs/latency.md.
 """
 
 from __future__ import annotations
@@ -22,97 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import served_methods
-from .ranks import average_ranks, spearman
-
-SIGMAS = 3.0            # warm-up runs exceed the steady median by this many robust sigmas
-MIN_RELATIVE = 0.05     # ... and by at least this fraction of it
-LONE_RELATIVE = 0.25    # a lone slow first run: at least this fraction (the first timed run
-                        # after a reset is routinely a few % slower, and a VM adds as much)
-DRIFT_P = 0.01          # significance of the trend test on the steady runs
-MIN_RUNS = 4            # fewer runs: no detection
-SETTLED_RUNS = 3        # settled: the latest this many runs are steady
-
-
-def _mser_cut(values: np.ndarray) -> np.ndarray:
-    """Per column of (runs, columns) float, the MSER cut d in 0..runs//2, on ranks (so one
-    huge late spike weighs no more than the slowest warm-up run)."""
-    n = values.shape[0]
-    ranks = average_ranks(values)
-    centred = ranks - ranks.mean(axis=0)
-    suffix1 = np.cumsum(centred[::-1], axis=0)[::-1]          # sum of x[d:]
-    suffix2 = np.cumsum((centred ** 2)[::-1], axis=0)[::-1]
-    cuts = np.arange(n // 2 + 1)
-    remaining = (n - cuts)[:, None].astype(np.float64)
-    sse = suffix2[cuts] - suffix1[cuts] ** 2 / remaining
-    return np.argmin(sse / remaining ** 2, axis=0)
-
-
-def _threshold(steady: np.ndarray) -> tuple[float, float]:
-    """(median, excess a warm-up run must exceed) of one column's steady runs."""
-    median = float(np.median(steady))
-    sigma = 1.4826 * float(np.median(np.abs(steady - median)))
-    return median, max(SIGMAS * sigma, MIN_RELATIVE * abs(median), 1.0)
-
-
-def warmup_runs(values) -> np.ndarray:
-    """Warm-up runs at the start of each column of ``values`` (runs,) or (runs, columns).
-
-    >>> warmup_runs([900, 800, 700] + [100, 101, 99, 100, 102, 98, 100, 101, 99])
-    array([3])
-    >>> warmup_runs(np.array([[100, 5], [100, 6], [101, 5], [99, 5], [100, 6], [100, 5]]))
-    array([0, 0])
-    """
-    array = np.asarray(values, dtype=np.float64)
-    array = array[:, None] if array.ndim == 1 else array
-    found = np.zeros(array.shape[1], dtype=np.int64)
-    if array.shape[0] < MIN_RUNS:
-        return found
-    for column, cut in enumerate(_mser_cut(array)):
-        if cut == 0:
-            continue
-        median, threshold = _threshold(array[cut:, column])
-        end = _warmup_end(array[:cut, column] > median + threshold)
-        if end and np.median(array[:end, column]) > median + threshold:
-            found[column] = end
-        if found[column] == 1 and not _lone_run_stands_out(array[:, column], median):
-            found[column] = 0
-    return found
-
-
-def settled(values, latest: int = SETTLED_RUNS) -> bool:
-    """Whether runs taking ``values`` (in order) have settled: the ``latest`` runs are within
-    the noise of the steady runs before them (those after the warm-up warmup_runs finds in
-    all the runs; at least one): each within the threshold a warm-up run must exceed
-    (max(3 robust sigma, 5%)) of their median, below it too, since runs still getting faster
-    have not settled. Runs still slow from the start look steady (nothing faster came yet):
-    only a minimum of runs guards against that.
-
-    >>> settled([900, 500, 300, 100, 100, 101, 99])
-    True
-    >>> settled([900, 800, 700, 600, 101]), settled([500, 400, 300, 100]), settled([9, 1, 1])
-    (False, False, False)
-    """
-    array = np.asarray(values, dtype=np.float64)
-    earlier = array[int(warmup_runs(array)[0]):len(array) - latest]
-    if len(array) < max(MIN_RUNS, latest + 1) or len(earlier) == 0:
-        return False
-    median, threshold = _threshold(earlier)
-    return bool(np.all(np.abs(array[-latest:] - median) <= threshold))
-
-
-def _lone_run_stands_out(values: np.ndarray, steady_median: float) -> bool:
-    """One slow run counts only when slower than every later run, and by LONE_RELATIVE."""
-    first = values[0]
-    return first > values[1:].max() and first > steady_median * (1 + LONE_RELATIVE)
-
-
-def _warmup_end(slow: np.ndarray) -> int:
-    """Where the mostly-slow start ends: the last maximum of (slow runs - steady runs) so far,
-    so a lone spike after the warm-up does not extend it."""
-    score = np.cumsum(np.where(slow, 1, -1))
-    if score.max() <= 0:
-        return 0
-    return len(score) - int(np.argmax(score[::-1]))
+from ..stats.warmup import drift, ignored_runs, runs_before_steady, warmup_runs
 
 
 @served_methods
@@ -149,31 +49,6 @@ class WarmupReport:
         return asdict(self)
 
 
-
-def _drift(steady: np.ndarray) -> float | None:
-    if len(steady) < MIN_RUNS or np.ptp(steady) == 0:
-        return None
-    rho, p_value = spearman(np.arange(len(steady)), steady)
-    return float(rho) if p_value < DRIFT_P else None
-
-
-def _ignored(preempted, runs: int) -> np.ndarray:
-    """Runs to leave out of the detection: the preempted ones, unless they are half of the
-    runs or more (a machine that busy leaves nothing to compare with: all runs are used)."""
-    if preempted is None:
-        return np.zeros(runs, dtype=bool)
-    mask = np.asarray(preempted, dtype=bool)
-    return mask if mask.sum() < runs / 2 else np.zeros(runs, dtype=bool)
-
-
-def _runs_before_steady(values: np.ndarray, ignore: np.ndarray) -> int:
-    """Warm-up runs of ``values`` (1-D), detected on the runs not ignored (preempted runs:
-    the machine's spikes, not the model's) and counted in all runs."""
-    kept = np.flatnonzero(~ignore)
-    found = int(warmup_runs(values[kept])[0]) if len(kept) else 0
-    return int(kept[found - 1]) + 1 if found else 0
-
-
 def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
                   preempted=None, timed_walls=None) -> WarmupReport:
     """The WarmupReport of ``run_totals``; ``warmup`` untimed runs preceded them, whose
@@ -194,8 +69,8 @@ def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
     'warm-up: steady from the first timed run (100 ns); 2 of the 4 untimed warm-up runs were preempted, too many to tell how many were slow'
     """
     totals = np.asarray(run_totals, dtype=np.int64).ravel()
-    ignore = _ignored(preempted, len(totals))
-    runs = _runs_before_steady(totals, ignore)
+    ignore = ignored_runs(preempted, len(totals))
+    runs = runs_before_steady(totals, ignore)
     steady = totals[runs:][~ignore[runs:]]
     median = int(np.median(steady)) if steady.size else 0
     excess = int(np.clip(totals[:runs][~ignore[:runs]] - median, 0, None).sum())
@@ -205,13 +80,13 @@ def warmup_report(run_totals, warmup: int | None = None, warmup_totals=None,
         missing = np.array([t is None for t in warmup_totals], dtype=bool)
         timed = totals if timed_walls is None else np.asarray(timed_walls, dtype=np.int64)
         if missing.sum() < len(untimed) / 2:  # else too few kept to tell: unknown
-            slow = min(_runs_before_steady(np.concatenate([untimed, timed]),
+            slow = min(runs_before_steady(np.concatenate([untimed, timed]),
                                            np.concatenate([missing, ignore])), len(untimed))
     if runs:
         needed = None if warmup is None else warmup + runs
     else:
         needed = slow
-    return WarmupReport(runs, median, excess, _drift(steady.astype(np.float64)), warmup,
+    return WarmupReport(runs, median, excess, drift(steady.astype(np.float64)), warmup,
                         needed, slow, int(missing.sum()))
 
 
@@ -225,7 +100,7 @@ def node_warmup(names, samples, preempted=None) -> pd.DataFrame:
     [['lazy', 1, 50, 5, 45]]
     """
     samples = np.asarray(samples, dtype=np.int64)
-    kept = np.flatnonzero(~_ignored(preempted, samples.shape[0]))
+    kept = np.flatnonzero(~ignored_runs(preempted, samples.shape[0]))
     clean = samples[kept]
     found = warmup_runs(clean) if len(kept) else np.zeros(samples.shape[1], np.int64)
     names, rows = list(names), []

@@ -14,8 +14,9 @@ import torch.fx as fx
 
 from ..capture.flops import FlopMeter
 from ..capture.tracing import timed_nodes
-from ..data.measurement import Measurement, median_interval, relative_half_width
-from ..data.warmup import warmup_runs
+from ..data.measurement import Measurement, relative_half_width
+from ..stats.order_statistics import median_interval
+from ..stats.warmup import warmup_runs
 from ..errors import ArgumentError, PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
 from .bench_timers import (BASELINE_CHOICES, BlockTimer, block_size, call_once, gc_paused,

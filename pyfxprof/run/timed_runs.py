@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..capture.placement import device_of
 from ..data.rungs import RUNG
-from ..data.warmup import settled
+from ..stats.warmup import settled
 from ..errors import PyfxprofError
 from ..timing.durations import RunTimings
 from ..timing.failures import node_kind, run_failure
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from ..capture.ladder import Prepared
     from .arguments import Arguments
 
-#: warmup="auto": untimed runs until they have settled (data.warmup.settled, on their wall
-#: times), at least data.warmup.MIN_RUNS of them and at most this many (the fixed default
+#: warmup="auto": untimed runs until they have settled (stats.warmup.settled, on their wall
+#: times), at least stats.warmup.MIN_RUNS of them and at most this many (the fixed default
 #: before "auto"; docs/profile.md, "Warm-up").
 AUTO_WARMUP_MAX = 10
 
@@ -91,7 +91,7 @@ def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame) -> None:
 def warm_up(executor: Any, args: tuple, warmup: int | str, frame: pd.DataFrame,
             meter: RunMeter) -> int:
     """The untimed warm-up runs: `warmup` of them, or with "auto" until they have settled
-    (data.warmup.settled on their wall times), at most AUTO_WARMUP_MAX; returns how many ran.
+    (stats.warmup.settled on their wall times), at most AUTO_WARMUP_MAX; returns how many ran.
     The meter is read after each run."""
     auto = warmup == "auto"
     most = AUTO_WARMUP_MAX if auto else int(warmup)

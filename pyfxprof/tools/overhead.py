@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -21,7 +22,7 @@ from ..capture.inputs import bind_inputs, split_inputs
 from ..capture.model_state import evaluation_mode
 from ..data.rungs import DYNAMO, FX
 from ..capture.tracing import Capture, capture, timed_nodes
-from ..data.latency import quantile_interval
+from ..stats.order_statistics import median_interval, runs_needed
 from ..data.units import format_ns
 from ..errors import PyfxprofError
 from ..timing.executors import CodegenExecutor
@@ -31,7 +32,7 @@ from .baseline import TimeTimeInterpreter
 PLAIN = "plain GraphModule"
 TORCH_PROFILER = "torch.profiler"
 #: Fewest paired rounds with which a 95% interval on the median difference exists (sign test).
-MIN_ROUNDS = 6
+MIN_ROUNDS = runs_needed(0.5)
 #: Nodes of the default workload, on which per-node costs resolve: a chain of `x + 1`.
 CHAIN_NODES = 300
 
@@ -78,9 +79,9 @@ def paired_estimate(plain, method) -> Estimate:
     Estimate(median=24.5, low=19.0, high=30.0)
     """
     diffs = np.asarray(method, dtype=np.int64) - np.asarray(plain, dtype=np.int64)
-    low, high = quantile_interval(diffs, 0.5)
-    return Estimate(float(np.median(diffs)), None if low is None else float(low),
-                    None if high is None else float(high))
+    low, high = median_interval(diffs)
+    return Estimate(float(np.median(diffs)), None if math.isinf(low) else low,
+                    None if math.isinf(high) else high)
 
 
 @dataclass

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..data.latency import CONFIDENCE, QUANTILES
+from ..data.latency import QUANTILES
+from ..stats.confidence import CONFIDENCE
 from ..data.units import format_ns, format_pct
 
 if TYPE_CHECKING:

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from ..data import rollup
-from ..data.stats import (STAT_COLUMNS, STAT_UNITS, STATISTICS, backward_statistics,
-                          cumulative_pct, group_samples, node_statistics, noisy_mask,
-                          relative_iqr, with_flop_rate)
+from ..stats.node_statistics import (STAT_COLUMNS, STAT_UNITS, STATISTICS,
+                                     backward_statistics, cumulative_pct, group_samples,
+                                     node_statistics, noisy_mask, relative_iqr, with_flop_rate)
 from ..data.units import MISSING, format_ns, format_pct, format_si
 from ..errors import ArgumentError, PyfxprofError
 from .outside_rows import with_function_rows

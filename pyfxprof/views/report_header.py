@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..data.latency import latency_header
 from ..data.outside_graph import call_figure
-from ..data.stats import summary_of_totals
+from ..stats.node_statistics import summary_of_totals
 from ..data.units import format_flops, format_ns, format_pct, format_si
 from ..data.validate import model_nodes
 

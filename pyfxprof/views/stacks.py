@@ -18,7 +18,7 @@ import numpy as np
 from ..data.files import PathLike, open_output
 from ..data.outside_graph import function_label, outside_column, python_functions
 from ..data.profile import Profile
-from ..data.stats import node_statistics
+from ..stats.node_statistics import node_statistics
 from ..errors import ArgumentError
 from .safe_text import terminal_line
 

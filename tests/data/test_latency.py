@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from pyfxprof.cli.main import main
-from pyfxprof.data.latency import (latency_header, latency_summary, quantile_interval,
-                                   runs_needed, too_few_runs)
+from pyfxprof.data.latency import latency_header, latency_summary, too_few_runs
+from pyfxprof.stats.order_statistics import runs_needed
 from pyfxprof.data.profile import Profile
 from tests.toy_profiles import toy_nodes
 
@@ -29,18 +29,8 @@ def test_too_few_runs_warns_per_quantile():
     assert 1 - 0.99 ** runs_needed(0.99) >= 0.975 > 1 - 0.99 ** (runs_needed(0.99) - 1)
 
 
-def test_p99_interval_covers_the_true_p99_about_95_percent_of_the_time():
-    rng = np.random.default_rng(1)
-    true_p99 = -np.log(0.01)  # exponential(1)
-    hits = 0
-    for _ in range(400):
-        low, high = quantile_interval(rng.exponential(size=600) * 1e6, 0.99)
-        hits += low <= true_p99 * 1e6 <= high
-    assert 0.92 <= hits / 400 <= 0.995
-
-
 def test_interval_is_unbounded_above_with_few_runs():
-    low, high = quantile_interval(np.arange(1, 21), 0.99)
+    low, high = latency_summary(np.arange(1, 21)).p99_ci
     assert high is None and low is not None
     assert "unbounded" in str(latency_summary(np.arange(1, 21)))
     with pytest.raises(ValueError, match="no runs"):
@@ -97,16 +87,3 @@ def test_cli_report_tail_of_a_saved_profile(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     heading = next(i for i, line in enumerate(lines) if line.startswith("tail at q=0.9"))
     assert lines[heading + 2].split()[0] == "conv1"  # half of each total: the largest excess
-
-
-def test_the_binomial_order_statistics_are_scipys():
-    """quantile_interval's ranks come from a numpy Binomial cdf (no scipy.stats import):
-    the same ppf as scipy.stats.binom on every case tried."""
-    from scipy import stats
-
-    from pyfxprof.data.latency import binomial_cdf, binomial_ppf
-    for n in [*range(1, 120), 368, 999, 1000, 5000, 100_000]:
-        for p in (0.5, 0.9, 0.99, 0.999):
-            cdf = binomial_cdf(n, p)
-            for q in (0.005, 0.025, 0.975, 0.995):
-                assert binomial_ppf(cdf, q) == int(stats.binom(n, p).ppf(q)), (n, p, q)

@@ -6,16 +6,19 @@ import pytest
 
 import pyfxprof
 from pyfxprof.data import persist
-from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, median_interval,
-                                         outside_column, pairs_for, python_functions, tree_rows,
+from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, outside_column,
+                                         python_functions, tree_rows,
                                          with_outside_graph)
+from pyfxprof.stats.order_statistics import runs_needed
 from tests.outside_profiles import FUNCTIONS, graph_profile, outside_profile
 
 
-def test_median_interval_is_the_binomial_order_statistics():
-    # n = 20: P(X <= 5) = 0.021 <= 0.025 < P(X <= 6): the 6th and 15th values
-    assert median_interval(list(range(1, 21))) == (6.0, 15.0)
-    assert median_interval([3, 1, 2, 5, 4]) == (1.0, 5.0)  # too few for 95%: min and max
+def test_the_interval_is_the_order_statistics_or_the_range_with_too_few_runs():
+    # n = 20: P(X <= 5) = 0.021 <= 0.025 < P(X <= 6): the 6th and 15th differences
+    meta = call_meta(list(range(101, 121)), [100] * 20)
+    assert (meta["outside_low_ns"], meta["outside_high_ns"]) == (6.0, 15.0)
+    few = call_meta([103, 101, 102, 105, 104], [100] * 5)  # too few for 95%: min and max
+    assert (few["outside_low_ns"], few["outside_high_ns"], few["resolved"]) == (1.0, 5.0, False)
 
 
 def test_call_meta_is_resolved_only_when_the_interval_is_above_zero():
@@ -107,5 +110,5 @@ def test_a_version_2_file_without_the_row_still_loads(tmp_path):
 def test_too_few_paired_runs_never_resolve_the_row():
     # 5 differences all far above zero: their range is only a 93.75% interval, so no row
     few = call_meta([900] * 5, [100] * 5)
-    enough = call_meta([900] * pairs_for(), [100] * pairs_for())
-    assert pairs_for() == 6 and not few["resolved"] and enough["resolved"]
+    enough = call_meta([900] * runs_needed(0.5), [100] * runs_needed(0.5))
+    assert runs_needed(0.5) == 6 and not few["resolved"] and enough["resolved"]

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from pyfxprof.data.profile import NODE_COLUMNS, Profile
-from pyfxprof.data.stats import STAT_COLUMNS
+from pyfxprof.stats.node_statistics import STAT_COLUMNS
 
 # Per-run ns of four nodes chosen so that every sort key gives a different order:
 #   alpha [10, 10, 100]  total 120  median 10  mean 40  max 100

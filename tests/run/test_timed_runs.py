@@ -5,7 +5,7 @@ import torch
 
 import pyfxprof
 from pyfxprof.capture.ladder import prepare
-from pyfxprof.data.warmup import SETTLED_RUNS
+from pyfxprof.stats.warmup import SETTLED_RUNS
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run.timed_runs import AUTO_WARMUP_MAX, timed_runs
 from pyfxprof.run.user_call import graph_runs_only

@@ -282,8 +282,8 @@ def test_header_counts_the_models_nodes_not_the_time_between_graphs():
 
 def test_sort_keys_default_columns_and_drop_order_come_from_the_statistics():
     """One definition: a statistic's sort words, default column and narrow-table drop are
-    fields of data/stats.py's STATISTICS; the golden tables above hold the output."""
-    from pyfxprof.data.stats import STATISTICS
+    fields of stats/node_statistics.py's STATISTICS; the golden tables above hold the output."""
+    from pyfxprof.stats.node_statistics import STATISTICS
     by_name = {s.name: s for s in STATISTICS}
     statistics = [key for key in report.SORT_KEYS if key in by_name]
     assert statistics == [s.name for s in STATISTICS if s.sort]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pyfxprof.data.spread_curve import SpreadCurve, fit_spread, nonnegative_fit
+from pyfxprof.stats.spread_curve import SpreadCurve, fit_spread, nonnegative_fit
 
 
 def test_fit_recovers_a_known_spread_by_duration():

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyfxprof.data.stats import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics,
+from pyfxprof.stats.node_statistics import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics,
                                  noisy_mask, relative_iqr, summary_of_totals, with_flop_rate)
 
 
@@ -215,7 +215,7 @@ def test_with_flop_rate_leaves_frames_without_flops_alone():
 
 
 def test_docs_table_of_statistics_is_the_registry():
-    from pyfxprof.data.stats import STATISTICS
+    from pyfxprof.stats.node_statistics import STATISTICS
     from tests.docs_tables import table_after
     rows = [row for row in table_after("profile.md", "## `to_dataframe()` columns")
             if row[0].strip("`") in STAT_COLUMNS]

@@ -1,11 +1,11 @@
-"""Tests of pyfxprof.data.ranks: average ranks, the incomplete beta and Spearman's test, each
+"""Tests of pyfxprof.stats.ranks: average ranks, the incomplete beta and Spearman's test, each
 against scipy's on random cases (scipy is what they stand in for)."""
 
 import numpy as np
 import pytest
 from scipy import special, stats
 
-from pyfxprof.data.ranks import average_ranks, incomplete_beta, spearman
+from pyfxprof.stats.ranks import average_ranks, incomplete_beta, spearman
 
 
 def test_average_ranks_are_scipys_rankdata_ties_included():
