@@ -168,3 +168,21 @@ def test_the_python_outside_the_graph_is_a_row_of_the_users_call():
     assert "(your call; graph" in prof.table().splitlines()[1]
     functions = [row["function"] for row in call["functions"]]
     assert "_python_spin" in functions[:3] or "spin" in " ".join(functions[:3])
+
+class _TwoNodes(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x + 1)
+
+
+@pytest.mark.parametrize("runs", [1023, 1024, 5000, pytest.param(100_000, marks=pytest.mark.slow)])
+def test_any_number_of_runs_profiles_and_reports(runs):
+    """1,024 runs and more once crashed (an OverflowError from the outside row's interval):
+    every statistic of the report holds at every size."""
+    prof = pyfxprof.profile(_TwoNodes(), (torch.ones(4),), runs=runs, warmup=1, progress=False)
+    assert prof.n_runs == runs and prof.samples.shape == (runs, prof.n_nodes)
+    latency = prof.latency()
+    low, high = latency.p99_ci
+    assert latency.n == runs and low <= latency.p99 <= high
+    call = prof.meta["call"]
+    assert call["outside_low_ns"] <= call["outside_median_ns"] <= call["outside_high_ns"]
+    assert "add" in prof.table() and len(prof.to_dataframe()) == prof.n_nodes
