@@ -10,10 +10,14 @@ import math
 from ..data.bench_compare import NO_PARAMS, Compare
 from ..data.measurement import Measurement
 from ..data.units import format_flops, format_ns, format_pct, format_si, plural
+from ..stats.confidence import CONFIDENCE
+
+#: The intervals' label, "95% interval".
+INTERVAL = f"{CONFIDENCE:.0%} interval"
 
 #: The mark of a grid cell whose median differs significantly from its left neighbour's.
 MARK = "*"
-MARK_NOTE = (f"{MARK}: differs from the cell to its left (their medians' 95% intervals do not "
+MARK_NOTE = (f"{MARK}: differs from the cell to its left (their medians' {INTERVAL}s do not "
              "overlap)")
 
 
@@ -32,7 +36,7 @@ def _stop_text(m: Measurement) -> str:
 def _summary_lines(m: Measurement) -> list[str]:
     low, high = m.interval
     bounds = "unbounded" if math.isinf(low) else f"{format_ns(low)} – {format_ns(high)}"
-    lines = [f"{m.label}: median {format_ns(m.median)} per call (95% interval {bounds}, "
+    lines = [f"{m.label}: median {format_ns(m.median)} per call ({INTERVAL} {bounds}, "
              f"{_precision_text(m)}), IQR {format_ns(m.iqr)}, mean {format_ns(m.mean)}",
              f"  the calls alone: median {format_ns(m.call_median)}, IQR "
              f"{format_ns(m.call_iqr)} (without releasing results)",
@@ -99,7 +103,7 @@ def measurement_repr(m: Measurement) -> str:
 def measurement_html(m: Measurement) -> str:
     """``Measurement._repr_html_``: the text lines in a table."""
     rows = [("median", f"{format_ns(m.median)} per call"),
-            ("95% interval", " – ".join(format_ns(v) for v in m.interval)
+            (INTERVAL, " – ".join(format_ns(v) for v in m.interval)
              + f" ({_precision_text(m)})"),
             ("IQR", format_ns(m.iqr)),
             ("the calls alone", f"median {format_ns(m.call_median)}, IQR {format_ns(m.call_iqr)}"),

@@ -1,11 +1,18 @@
+"""Per-node statistics (stats/node_statistics.py): hand-computed cases, numpy's reference at
+every size (1 to 100,000 runs, ties, zeros, 1e15 ns), NaN and inf refused."""
+
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pyfxprof.stats.node_statistics import (STAT_COLUMNS, cumulative_pct, group_samples, node_statistics,
-                                 noisy_mask, relative_iqr, summary_of_totals, with_flop_rate)
+from pyfxprof.errors import ArgumentError
+from pyfxprof.stats.node_statistics import (STAT_COLUMNS, cumulative_pct, group_samples,
+                                            node_statistics, noisy_mask, relative_iqr,
+                                            summary_of_totals, with_flop_rate)
 
 
 def _row(stats, i):
@@ -100,18 +107,38 @@ def test_no_nodes_gives_empty_frame_with_columns():
     assert tuple(stats.columns) == STAT_COLUMNS
 
 
-def test_matches_numpy_reference_on_random_data():
-    rng = np.random.default_rng(1)
-    samples = rng.integers(0, 10**9, size=(37, 11), dtype=np.int64)
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(runs=st.one_of(st.integers(1, 40), st.integers(41, 100_000)), nodes=st.integers(1, 4),
+       seed=st.integers(0, 2**32), kind=st.sampled_from(["ties", "zeros", "huge", "ns"]))
+def test_every_statistic_is_numpys_at_every_size(runs, nodes, seed, kind):
+    rng = np.random.default_rng(seed)
+    samples = {"ties": rng.integers(0, 3, (runs, nodes)) * 1000,
+               "zeros": np.zeros((runs, nodes), dtype=np.int64),
+               "huge": 10**15 + rng.integers(0, 10**6, (runs, nodes)),
+               "ns": rng.integers(0, 10**9, (runs, nodes))}[kind]
     stats = node_statistics(samples)
     values = samples.astype(np.float64)
     for q, column in ((10, "p10"), (50, "median"), (90, "p90"), (99, "p99")):
         np.testing.assert_allclose(stats[column], np.percentile(values, q, axis=0), rtol=1e-12)
     iqr = np.percentile(values, 75, axis=0) - np.percentile(values, 25, axis=0)
-    np.testing.assert_allclose(stats["iqr"], iqr, rtol=1e-9)
-    np.testing.assert_allclose(stats["std"], values.std(axis=0, ddof=1), rtol=1e-12)
-    np.testing.assert_array_equal(stats["total"], samples.sum(axis=0))
-    assert stats["pct_total"].sum() == pytest.approx(100.0)
+    np.testing.assert_allclose(stats["iqr"], iqr, rtol=1e-9, atol=1e-6 * values.max(initial=0))
+    np.testing.assert_allclose(stats["mean"], values.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(stats["min"], values.min(axis=0))
+    np.testing.assert_allclose(stats["max"], values.max(axis=0))
+    if runs > 1:
+        np.testing.assert_allclose(stats["std"], values.std(axis=0, ddof=1), rtol=1e-9,
+                                   atol=1e-9 * values.max(initial=0))
+    else:
+        assert stats["std"].isna().all()
+    np.testing.assert_allclose(stats["total"], values.sum(axis=0), rtol=1e-12)
+    assert (stats["count"] == runs).all()
+    assert stats["pct_total"].sum() == pytest.approx(100.0 if values.any() else 0.0)
+
+
+@pytest.mark.parametrize("bad", [np.array([[1.0, np.nan]]), np.array([[np.inf], [1.0]])])
+def test_nan_and_infinite_samples_are_refused(bad):
+    with pytest.raises(ArgumentError, match="finite"):
+        node_statistics(bad)
 
 
 @pytest.mark.parametrize("bad", [np.arange(3), np.zeros((2, 2, 2)), np.array([["a"]])])
