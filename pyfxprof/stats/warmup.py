@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .ranks import average_ranks, spearman
 
 SIGMAS = 3.0            # warm-up runs exceed the steady median by this many robust sigmas
@@ -60,6 +61,8 @@ def warmup_runs(values) -> np.ndarray:
     """
     array = np.asarray(values, dtype=np.float64)
     array = array[:, None] if array.ndim == 1 else array
+    if not np.isfinite(array).all():
+        raise ArgumentError("run times must be finite (NaN or inf found): drop or fix those runs")
     found = np.zeros(array.shape[1], dtype=np.int64)
     if array.shape[0] < MIN_RUNS:
         return found

@@ -1,5 +1,11 @@
+"""The spread of rows' changes by duration (stats/spread_curve.py): a known spread recovered,
+changes left out, and the non-negative fit against scipy's nnls."""
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize
 
 from pyfxprof.stats.spread_curve import SpreadCurve, fit_spread, nonnegative_fit
 
@@ -32,3 +38,19 @@ def test_nonnegative_fit_drops_a_negative_slope():
     terms = np.column_stack([np.ones(4), np.arange(4.0)])
     found = nonnegative_fit(terms, np.array([4.0, 3.0, 2.0, 1.0]), np.ones(4))
     assert found.tolist() == [2.5, 0.0]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None)
+@given(rows=st.integers(1, 2_000), seed=st.integers(0, 2**32),
+       scale=st.sampled_from([1e-6, 1.0, 1e15]))
+def test_nonnegative_fit_is_as_good_as_scipys_nnls(rows, seed, scale):
+    rng = np.random.default_rng(seed)
+    terms = np.column_stack([np.ones(rows), rng.uniform(0, 4, rows), rng.uniform(0, 16, rows)])
+    values = rng.normal(0, 1, rows) * scale
+    weights = rng.uniform(0.1, 10, rows)
+    found = nonnegative_fit(terms, values, weights)
+    root = np.sqrt(weights)
+    reference = optimize.nnls(terms * root[:, None], values * root)[0]
+    cost = lambda c: float(np.sum(weights * (values - terms @ c) ** 2))  # noqa: E731
+    assert (found >= 0).all()
+    assert cost(found) <= cost(reference) * (1 + 1e-9) + 1e-12 * scale ** 2

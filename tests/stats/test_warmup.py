@@ -2,8 +2,12 @@
 settling."""
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pyfxprof.stats.warmup import settled, warmup_runs
+from pyfxprof.errors import ArgumentError
+from pyfxprof.stats.warmup import MIN_RUNS, SETTLED_RUNS, settled, warmup_runs
 
 
 def test_steady_noisy_runs_have_no_warmup():
@@ -57,3 +61,24 @@ def test_runs_still_getting_faster_or_with_a_slow_latest_run_have_not_settled():
     assert not settled([1e6, 1e6, 1e6, 1e6, 1e6, 4e6])  # ... or far slower
     assert settled([1e6, 1e6, 1e6, 1e6, 1e6, 4e6, 1e6, 1e6, 1e6])  # a spike, then steady
     assert settled([5e6] * 4)  # still slow from the start: nothing faster came yet
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(runs=st.one_of(st.integers(0, 40), st.integers(41, 100_000)), slow=st.integers(0, 30),
+       seed=st.integers(0, 2**32), base=st.sampled_from([0, 1, 10**6, 10**15]))
+def test_a_slow_start_is_found_at_every_size_and_steady_runs_have_none(runs, slow, seed, base):
+    """Runs 1% noisy around `base` ns (ties and zeros when base is 0 or 1; 1e15 ns), the first
+    `slow` of them 10x slower: as many warm-up runs found, none when there is no slow start."""
+    rng = np.random.default_rng(seed)
+    values = np.round(base + base * 0.01 * rng.standard_normal(runs))
+    slow = min(slow, runs // 4)  # a warm-up is at most a quarter of the runs here
+    values[:slow] = 10 * max(base, 1) + values[:slow]
+    assert int(warmup_runs(values)[0]) == (slow if runs >= MIN_RUNS else 0)
+    if runs >= MIN_RUNS + SETTLED_RUNS:
+        assert settled(values) == (slow <= runs - SETTLED_RUNS - 1)
+
+
+@pytest.mark.parametrize("bad", [[1.0, 2.0, np.nan, 3.0, 4.0], [np.inf] * 5])
+def test_nan_and_infinite_run_times_are_refused(bad):
+    with pytest.raises(ArgumentError, match="finite"):
+        warmup_runs(bad)
