@@ -40,3 +40,54 @@ def first_line(error: BaseException | str, empty: str | None = None) -> str:
     if text:
         return text.splitlines()[0]
     return type(error).__name__ if empty is None else empty
+
+
+def whole_number(name: str, value, minimum: int = 0, none: bool = False) -> int | None:
+    """`value` as an int of at least `minimum` (None too when `none`), or an ArgumentError
+    naming `name`: a bool, a float (even 2.0), a string or NaN is not a count.
+
+    Example:
+        >>> whole_number("top", 3, minimum=1), whole_number("top", None, none=True)
+        (3, None)
+        >>> whole_number("top", 2.5, minimum=1)
+        Traceback (most recent call last):
+        ...
+        pyfxprof.errors.ArgumentError: top must be an int >= 1, got 2.5
+    """
+    if value is None and none:
+        return None
+    if isinstance(value, bool) or not hasattr(value, "__index__") or value < minimum:
+        what = f"an int >= {minimum}" + (" or None" if none else "")
+        raise ArgumentError(f"{name} must be {what}, got {value!r}")
+    return int(value)
+
+
+def fraction(name: str, value) -> float:
+    """`value` as a float strictly between 0 and 1, or an ArgumentError naming `name`.
+
+    Example:
+        >>> fraction("quantile", 0.99)
+        0.99
+        >>> fraction("quantile", float("nan"))
+        Traceback (most recent call last):
+        ...
+        pyfxprof.errors.ArgumentError: quantile must be a number strictly between 0 and 1, got nan
+    """
+    real = not isinstance(value, (bool, str, bytes)) and hasattr(value, "__float__") \
+        and not isinstance(value, complex)
+    if not real or not 0.0 < float(value) < 1.0:
+        raise ArgumentError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def margin(name: str, value) -> float:
+    """`value` as a finite fraction >= 0 (0.05 = 5%), or an ArgumentError naming `name`.
+
+    Example:
+        >>> margin("min_change", 0.05)
+        0.05
+    """
+    real = isinstance(value, (int, float)) or type(value).__module__ == "numpy"
+    if isinstance(value, bool) or not real or not 0 <= float(value) < float("inf"):
+        raise ArgumentError(f"{name} must be a fraction >= 0 (0.05 = 5%), got {value!r}")
+    return float(value)

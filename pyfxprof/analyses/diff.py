@@ -31,7 +31,7 @@ from ..data.session_stats import run_dispersion
 from ..data.sessions import merge_sessions
 from ..data.profile import Profile
 from ..stats.node_statistics import group_samples
-from ..errors import ArgumentError, PyfxprofError
+from ..errors import ArgumentError, PyfxprofError, fraction, margin, whole_number
 from ..views.diff_text import regression_line
 from .compiled_diff import CompiledDiff, is_compiled_profile
 from .exported import ExportedDiff, is_exported_profile
@@ -163,12 +163,9 @@ def _fused_into(control: Profile, keys: list[str], test_meta: dict) -> dict[str,
 
 
 def _check_settings(min_change, alpha, min_runs) -> None:
-    if not 0 <= min_change < float("inf"):
-        raise ArgumentError(f"min_change must be a fraction >= 0 (0.05 = 5%), got {min_change!r}")
-    if not 0 < alpha < 1:
-        raise ArgumentError(f"alpha must be between 0 and 1, got {alpha!r}")
-    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 2:
-        raise ArgumentError(f"min_runs must be an int >= 2, got {min_runs!r}")
+    margin("min_change", min_change)
+    fraction("alpha", alpha)
+    whole_number("min_runs", min_runs, minimum=2)
 
 
 def _check_view(by: str, depth) -> None:

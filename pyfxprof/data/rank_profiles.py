@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .. import served_methods
-from ..errors import ArgumentError, PyfxprofError
+from ..errors import ArgumentError, PyfxprofError, fraction, margin, whole_number
 from . import persist, validate
 from .profile import Profile
 
@@ -265,12 +265,9 @@ def _quiet_nan():
 
 
 def _check_straggler_settings(alpha, min_change, min_runs) -> None:
-    if not 0 < alpha < 1:
-        raise ArgumentError(f"alpha must be between 0 and 1, got {alpha!r}")
-    if not 0 <= min_change < float("inf"):
-        raise ArgumentError(f"min_change must be a fraction >= 0 (0.2 = 20%), got {min_change!r}")
-    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 2:
-        raise ArgumentError(f"min_runs must be an int >= 2, got {min_runs!r}")
+    fraction("alpha", alpha)
+    margin("min_change", min_change)
+    whole_number("min_runs", min_runs, minimum=2)
 
 
 def _node_tests(key: str, by_rank: dict, min_runs: int) -> list[tuple]:

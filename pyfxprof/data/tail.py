@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, fraction
 
 #: Name of the row for time between nodes (run total minus the sum of the node samples).
 BETWEEN_NODES = "(between nodes)"
@@ -28,8 +28,7 @@ def tail_runs(run_totals, quantile: float) -> np.ndarray:
     >>> tail_runs([10, 50, 20, 40], 0.9).tolist()
     [False, True, False, False]
     """
-    if not 0.0 < quantile < 1.0:
-        raise ArgumentError(f"quantile must be strictly between 0 and 1, got {quantile!r}")
+    quantile = fraction("quantile", quantile)
     totals = np.asarray(run_totals, dtype=np.float64)
     if totals.size == 0:
         raise ArgumentError("no runs: tail attribution needs at least one run")

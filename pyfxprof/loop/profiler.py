@@ -36,7 +36,7 @@ from ..capture.inputs import split_inputs
 from ..capture.ladder import check_model
 from ..data.profile import Profile
 from ..data.units import format_ns
-from ..errors import PyfxprofError
+from ..errors import PyfxprofError, whole_number
 from ..timing.nvtx import check_nvtx
 from ..timing.recorder import RECORDER
 from . import ranges
@@ -146,7 +146,9 @@ class Profiler(CallRouting):
         self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
         self._analysis = (bool(profile_memory), bool(library_frames), device_events)
         self._nvtx = check_nvtx(nvtx)
-        self._profiles: deque[Profile] = deque(maxlen=keep_profiles)
+        keep = whole_number("keep_profiles", keep_profiles, none=True)
+        self._profiles: deque[Profile] = deque(  # more than memory holds keeps them all
+            maxlen=None if keep is None or keep > 2**62 else keep)
         self._groups: dict[tuple, CallGroup] = {}
         self._direct: dict[tuple, CallGroup] = {}  # args_key -> graph group, calls bound as given
         self._armed: dict[tuple, tuple] = {}  # the hot path's: _direct's noted in the window

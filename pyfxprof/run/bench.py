@@ -13,7 +13,7 @@ import torch
 
 from ..data.bench_compare import Compare
 from ..data.measurement import Measurement
-from ..errors import ArgumentError
+from ..errors import ArgumentError, whole_number
 from .bench_session import BenchSession
 from .bench_timers import BASELINE_CHOICES
 
@@ -93,8 +93,7 @@ def _check_callable(fn: Callable, threads: int | None) -> None:
     if not callable(fn):
         raise ArgumentError(f"bench needs a callable (an op, function, module or lambda), "
                             f"got {type(fn).__name__}")
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
-        raise ArgumentError(f"threads must be an int >= 1, got {threads!r}")
+    whole_number("threads", threads, minimum=1, none=True)
 
 
 def _check_options(options: dict) -> None:

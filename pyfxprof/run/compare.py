@@ -26,7 +26,7 @@ from ..capture.ladder import copied_inputs
 from ..capture.model_state import evaluation_mode
 from ..data.outside_graph import graph_only
 from ..data.profile import Profile
-from ..errors import ArgumentError, PyfxprofError, first_line
+from ..errors import ArgumentError, PyfxprofError, first_line, margin, whole_number
 from .capture_cache import CAPTURES
 from .model_copies import copies_of_sides
 from .progress import Progress
@@ -133,6 +133,7 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     >>> d.design.kind, d.control.n_runs
     ('paired', 6)
     """
+    blocks, min_change = whole_number("blocks", blocks, minimum=2), margin("min_change", min_change)
     max_blocks = MORE_BLOCKS * blocks if max_blocks is None else max_blocks
     precision = min_change / 2 if precision is None else precision
     _check(blocks, runs_per_block, warmup, profile_options, copies, max_blocks, precision)
@@ -314,8 +315,7 @@ def _check(blocks: int, runs_per_block: int, warmup: int, options: dict,
     for name, value, least in (("blocks", blocks, 2), ("runs_per_block", runs_per_block, 1),
                                ("warmup", warmup, 0), ("max_blocks", max_blocks, blocks),
                                ("copies", 1 if copies is None else copies, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ArgumentError(f"{name} must be an int >= {least}, got {value!r}")
+        whole_number(name, value, minimum=least)
     if isinstance(precision, bool) or not isinstance(precision, (int, float)) \
             or not precision >= 0:
         raise ArgumentError(f"precision must be a fraction >= 0 (0.01 = ±1%), got {precision!r}")

@@ -14,16 +14,8 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, fraction
 from .confidence import CONFIDENCE
-
-
-def _check_level(name: str, value) -> float:
-    """`value` as a float strictly between 0 and 1, or an ArgumentError naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
-            or not 0.0 < float(value) < 1.0:
-        raise ArgumentError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
-    return float(value)
 
 
 def binomial_cdf(n: int, p: float) -> np.ndarray:
@@ -58,8 +50,7 @@ def order_ranks(n: int, quantile: float, confidence: float = CONFIDENCE) -> tupl
     >>> order_ranks(20, 0.5), order_ranks(5, 0.5), order_ranks(0, 0.5)
     ((6, 15), (0, 6), (0, 1))
     """
-    quantile, confidence = _check_level("quantile", quantile), \
-        _check_level("confidence", confidence)
+    quantile, confidence = fraction("quantile", quantile), fraction("confidence", confidence)
     if n < 1:  # nothing to bound with
         return 0, n + 1
     alpha = (1.0 - confidence) / 2.0
@@ -105,7 +96,6 @@ def runs_needed(quantile: float, confidence: float = CONFIDENCE) -> int:
     >>> runs_needed(0.99), runs_needed(0.9), runs_needed(0.5)
     (368, 36, 6)
     """
-    quantile, confidence = _check_level("quantile", quantile), \
-        _check_level("confidence", confidence)
+    quantile, confidence = fraction("quantile", quantile), fraction("confidence", confidence)
     alpha = (1.0 - confidence) / 2.0
     return max(math.ceil(math.log(alpha) / math.log(quantile) - 1e-9), 1)

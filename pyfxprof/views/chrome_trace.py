@@ -49,7 +49,7 @@ import pandas as pd
 from ..data.files import PathLike
 from ..data.persist import open_output
 from ..data.profile import NODE_COLUMNS, Profile
-from ..errors import ArgumentError
+from ..errors import ArgumentError, whole_number
 from .backward_trace import backward_events
 from ..data.op_names import op_names
 from .trace_slices import input_dims, module_blocks
@@ -104,9 +104,7 @@ def select_runs(profile: Profile, runs=None, max_runs: int | None = 100) -> np.n
     >>> select_runs(prof, runs=[3, 1, 3])  # doctest: +SKIP
     array([1, 3])
     """
-    whole = isinstance(max_runs, (int, np.integer)) and not isinstance(max_runs, bool)
-    if max_runs is not None and (not whole or max_runs < 1):
-        raise ArgumentError(f"max_runs must be a positive int or None, got {max_runs!r}")
+    max_runs = whole_number("max_runs", max_runs, minimum=1, none=True)
     chosen = np.arange(profile.n_runs) if runs is None else np.unique(np.asarray(list(runs)))
     valid = chosen.size == 0 or chosen.dtype.kind in "iu"
     if not valid or ((chosen < 0) | (chosen >= profile.n_runs)).any():
@@ -306,6 +304,10 @@ def _backend(profile: Profile) -> str:
 def _trace_pieces(profile: Profile, runs, max_runs: int | None, rank: int,
                   world_size: int) -> Iterator[str]:
     """The pieces of :func:`trace_text`, in order (a large trace is never one string)."""
+    world_size = whole_number("world_size", world_size, minimum=1)
+    rank = whole_number("rank", rank)
+    if rank >= world_size:
+        raise ArgumentError(f"rank must be below world_size ({world_size}), got {rank}")
     chosen = select_runs(profile, runs, max_runs)
     layout = timeline(profile, chosen, whole_us=True)
     node_args = _node_args(profile)
