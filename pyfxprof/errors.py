@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal, overload
+
 
 class PyfxprofError(Exception):
     """A problem with the user's input or environment, reported as one line (CLI exit code 2).
@@ -42,7 +44,17 @@ def first_line(error: BaseException | str, empty: str | None = None) -> str:
     return type(error).__name__ if empty is None else empty
 
 
-def whole_number(name: str, value, minimum: int = 0, none: bool = False) -> int | None:
+@overload
+def whole_number(name: str, value: Any, minimum: int = 0, none: Literal[False] = False) -> int:
+    ...
+
+
+@overload
+def whole_number(name: str, value: Any, minimum: int = 0, *, none: bool) -> int | None:
+    ...
+
+
+def whole_number(name: str, value: Any, minimum: int = 0, none: bool = False) -> int | None:
     """`value` as an int of at least `minimum` (None too when `none`), or an ArgumentError
     naming `name`: a bool, a float (even 2.0), a string or NaN is not a count.
 
@@ -56,13 +68,21 @@ def whole_number(name: str, value, minimum: int = 0, none: bool = False) -> int 
     """
     if value is None and none:
         return None
-    if isinstance(value, bool) or not hasattr(value, "__index__") or value < minimum:
+    index = None if isinstance(value, bool) else getattr(value, "__index__", None)
+    if index is None or index() < minimum:
         what = f"an int >= {minimum}" + (" or None" if none else "")
         raise ArgumentError(f"{name} must be {what}, got {value!r}")
-    return int(value)
+    return int(index())
 
 
-def fraction(name: str, value) -> float:
+def _real(value: Any) -> float | None:
+    """`value` as a float when it is a real number (a bool, string or complex is not)."""
+    if isinstance(value, (bool, str, bytes, complex)) or not hasattr(value, "__float__"):
+        return None
+    return float(value.__float__())
+
+
+def fraction(name: str, value: Any) -> float:
     """`value` as a float strictly between 0 and 1, or an ArgumentError naming `name`.
 
     Example:
@@ -73,21 +93,20 @@ def fraction(name: str, value) -> float:
         ...
         pyfxprof.errors.ArgumentError: quantile must be a number strictly between 0 and 1, got nan
     """
-    real = not isinstance(value, (bool, str, bytes)) and hasattr(value, "__float__") \
-        and not isinstance(value, complex)
-    if not real or not 0.0 < float(value) < 1.0:
+    number = _real(value)
+    if number is None or not 0.0 < number < 1.0:
         raise ArgumentError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
-    return float(value)
+    return number
 
 
-def margin(name: str, value) -> float:
+def margin(name: str, value: Any) -> float:
     """`value` as a finite fraction >= 0 (0.05 = 5%), or an ArgumentError naming `name`.
 
     Example:
         >>> margin("min_change", 0.05)
         0.05
     """
-    real = isinstance(value, (int, float)) or type(value).__module__ == "numpy"
-    if isinstance(value, bool) or not real or not 0 <= float(value) < float("inf"):
+    number = _real(value)
+    if number is None or not 0.0 <= number < float("inf"):
         raise ArgumentError(f"{name} must be a fraction >= 0 (0.05 = 5%), got {value!r}")
-    return float(value)
+    return number
