@@ -16,19 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import served_methods
-from ..stats.order_statistics import median_interval
-
-def relative_half_width(interval: tuple[float, float], median: float) -> float:
-    """Half the interval's width as a fraction of `median` (inf when unbounded or median 0).
-
-    Example:
-        >>> relative_half_width((98.0, 102.0), 100.0)
-        0.02
-    """
-    low, high = interval
-    if not median > 0 or math.isinf(low) or math.isinf(high):
-        return math.inf
-    return (high - low) / 2 / median
+from ..stats.order_statistics import median_interval, relative_half_width
 
 
 @served_methods

@@ -14,8 +14,8 @@ import torch.fx as fx
 
 from ..capture.flops import FlopMeter
 from ..capture.tracing import timed_nodes
-from ..data.measurement import Measurement, relative_half_width
-from ..stats.order_statistics import median_interval
+from ..data.measurement import Measurement
+from ..stats.order_statistics import median_interval, relative_half_width
 from ..stats.warmup import warmup_runs
 from ..errors import ArgumentError, PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime

@@ -99,3 +99,16 @@ def runs_needed(quantile: float, confidence: float = CONFIDENCE) -> int:
     quantile, confidence = fraction("quantile", quantile), fraction("confidence", confidence)
     alpha = (1.0 - confidence) / 2.0
     return max(math.ceil(math.log(alpha) / math.log(quantile) - 1e-9), 1)
+
+
+def relative_half_width(interval: tuple[float, float], median: float) -> float:
+    """Half the interval's width as a fraction of `median` (inf when unbounded or median 0).
+
+    Example:
+        >>> relative_half_width((98.0, 102.0), 100.0)
+        0.02
+    """
+    low, high = interval
+    if not median > 0 or math.isinf(low) or math.isinf(high):
+        return math.inf
+    return (high - low) / 2 / median

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from pyfxprof.data.measurement import Measurement, relative_half_width
+from pyfxprof.data.measurement import Measurement
+from pyfxprof.stats.order_statistics import relative_half_width
 
 
 def test_too_few_values_give_an_unbounded_interval():
