@@ -26,6 +26,7 @@ import torch.fx as fx
 from ..errors import PyfxprofError, first_line
 from .functions import functions_allowed_in_graph, named_applies
 from .inputs import BoundInputs, copied_alike, input_tensors
+from .instances import Instance, instance_stack
 
 #: Values of profile(granularity=...): torch functions and methods, or aten ops.
 GRANULARITIES = ("function", "aten")
@@ -175,10 +176,20 @@ def _aten_graph(gm: fx.GraphModule, example_inputs: list) -> fx.GraphModule:
         return make_fx(lambda *a: fx.Interpreter(gm).run(*a))(*example_inputs)
 
 
-def _module_stack(node: fx.Node) -> dict:
-    """The node's nn_module_stack with FX-style paths, the root itself left out."""
+#: Where a node of a graph made here keeps Dynamo's own nn_module_stack (paths relative to the
+#: frame Dynamo compiled), from which its stack at a module instance is written.
+DYNAMO_STACK = "dynamo_nn_module_stack"
+
+
+def _module_stack(node: fx.Node, instance: Instance | None) -> dict:
+    """The node's nn_module_stack with FX-style paths, the root itself left out: at
+    `instance`, the model's paths of the modules the frame's graph ran in; else the paths
+    from the frame's own module (capture/instances.py)."""
+    raw = node.meta.get(DYNAMO_STACK, node.meta.get("nn_module_stack")) or {}
+    if instance is not None:
+        return instance_stack(raw, instance, module_path)
     stack = {}
-    for value in (node.meta.get("nn_module_stack") or {}).values():
+    for value in raw.values():
         path = module_path(value[0]) if isinstance(value, tuple) else ""
         if path:
             stack[path] = (path, value[1])
@@ -201,13 +212,14 @@ def one_graph(found: DynamoRun, model: torch.nn.Module,
     return with_module_stacks(gm, type(model).__name__), inputs
 
 
-def with_module_stacks(gm: fx.GraphModule, name: str,
-                       taken: set[str] | None = None) -> fx.GraphModule:
+def with_module_stacks(gm: fx.GraphModule, name: str, taken: set[str] | None = None,
+                       instance: Instance | None = None) -> fx.GraphModule:
     """A copy of Dynamo's graph `gm` (same placeholders, same outputs) whose nodes carry
-    FX-style module stacks (module paths as FX writes them, the root left out) and stack
-    traces naming the model's functions (not the functions Dynamo resumes them in after a
-    graph break). With `taken`, node names are kept apart from the names in it, and added
-    to it."""
+    FX-style module stacks (module paths as FX writes them, the root left out; with
+    `instance`, the paths of the module instance the graph ran for, capture/instances.py)
+    and stack traces naming the model's functions (not the functions Dynamo resumes them in
+    after a graph break). With `taken`, node names are kept apart from the names in it, and
+    added to it. `gm` may be a graph made here (its nodes keep Dynamo's stacks)."""
     graph = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     for used in sorted(taken or ()):
@@ -215,7 +227,9 @@ def with_module_stacks(gm: fx.GraphModule, name: str,
     for node in gm.graph.nodes:
         env[node] = graph.node_copy(node, lambda n: env[n])
         if node.op != "placeholder":
-            env[node].meta["nn_module_stack"] = _module_stack(node)
+            env[node].meta[DYNAMO_STACK] = node.meta.get(
+                DYNAMO_STACK, node.meta.get("nn_module_stack"))
+            env[node].meta["nn_module_stack"] = _module_stack(node, instance)
         if node.meta.get("stack_trace"):  # the model's own function, not Dynamo's resume
             env[node].meta["stack_trace"] = _RESUME.sub(r"\1", node.meta["stack_trace"])
     attrs = {node.target: functools.reduce(getattr, node.target.split("."), gm)

@@ -26,8 +26,9 @@ every decode step.
 from __future__ import annotations
 
 import types
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.fx as fx
@@ -35,6 +36,7 @@ import torch.fx as fx
 from ..errors import PyfxprofError, first_line
 from .dynamo import DynamoRun, break_reasons, graphs_of, one_graph, run_dynamo, with_module_stacks
 from .inputs import BoundInputs, input_tensors
+from .instances import locate, modules_of
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,21 @@ def _left_out(_flat: tuple) -> None:
                         "take another branch); profile it with capture='hooks'")
 
 
+class _Instances:
+    """The runner of a relay whose graph runs for several module instances in a call: the
+    relay's k-th run in a call goes to the runner of `graphs[k]`, the graph of that run's
+    instance (DynamoFrame.keep); `runs` counts the call's runs so far."""
+
+    def __init__(self, graphs: list[int], runner: Callable[[tuple], Any]) -> None:
+        self.graphs, self.runs = graphs, 0
+        self.runners = {graph: runner for graph in graphs}
+
+    def __call__(self, flat: tuple) -> Any:
+        k = self.runs
+        self.runs = k + 1
+        return self.runners[self.graphs[min(k, len(self.graphs) - 1)]](flat)
+
+
 def _relaying(relays: list[_Relay]) -> Callable:
     """A Dynamo backend returning, for each graph, a new relay (kept in `relays`) that runs
     the graph itself until run_graph_with says otherwise."""
@@ -125,8 +142,11 @@ class DynamoFrame:
     `accepts(bound)` checks Dynamo's guards for the call; `run_graph_with(runner, k)` routes
     graph k's flat inputs to `runner(flat) -> flat outputs` (an executor's ``run``).
     `graphs` (several graphs only): the graphs, with module stacks, in the order they first
-    run; `order`: the graphs a call runs, in turn (empty: each once; a graph break inside a
-    loop runs a graph several times); `breaks`: the first line of each graph-break reason.
+    run (after `keep`, one per module instance a Dynamo graph ran for, its module paths the
+    model's: ``blocks.2.a``, not the frame's ``a``); `order`: the graphs a call runs, in turn
+    (empty: each once; a graph break inside a loop runs a graph several times); `breaks`:
+    the first line of each graph-break reason; `origins`: after `keep`, the name each node of
+    `graphs` had in the graph it was copied from (where it differs).
     """
 
     target: Callable
@@ -136,6 +156,9 @@ class DynamoFrame:
     graphs: list[fx.GraphModule] = field(default_factory=list)
     breaks: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)
+    _relay_of: list[int] = field(default_factory=list)  # graph -> relay (after keep)
+    _located: list | None = None  # (graph, Instance) of each graph run while locating
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether Dynamo's guards hold for this call (shapes, dtypes, flags, the cache's
@@ -153,11 +176,42 @@ class DynamoFrame:
 
     def call(self, bound: BoundInputs) -> Any:
         """The call ``target(*bound.args, **bound.kwargs)`` made by the captured code."""
+        for relay in self.relays:
+            if isinstance(relay.runner, _Instances):
+                relay.runner.runs = 0
         return self.function(self.target, bound.args, bound.kwargs)
 
     def run_graph_with(self, runner: Callable[[tuple], Any], graph: int = 0) -> None:
         """Run graph number `graph` with `runner` from now on."""
-        self.relays[graph].runner = runner
+        relay = self.relays[self._relay_of[graph] if self._relay_of else graph]
+        if isinstance(relay.runner, _Instances):
+            relay.runner.runners[graph] = runner
+        else:
+            relay.runner = runner
+
+    @contextmanager
+    def locating(self) -> Iterator[None]:
+        """Inside, each graph run records the module instance it runs for (the model's
+        modules on the stack, capture/instances.py), which `keep` makes graphs of their own;
+        nothing is recorded when the call's target belongs to no module."""
+        modules = modules_of(self.target)
+        if modules is None:
+            yield
+            return
+        located: list = []
+        runners = [relay.runner for relay in self.relays]
+        stop, skipped = DynamoFrame.call.__code__, frozenset({__file__})
+        for graph, relay in enumerate(self.relays):
+            def locating(flat: tuple, graph: int = graph, run: Callable = runners[graph]) -> Any:
+                located.append((graph, locate(modules, stop, skipped)))
+                return run(flat)
+            relay.runner = locating
+        try:
+            yield
+        finally:
+            for relay, runner in zip(self.relays, runners):
+                relay.runner = runner
+            self._located = located
 
     def release(self) -> None:
         """Let go of what the graphs' runners hold (instrumented graphs, tables): Dynamo's
@@ -170,7 +224,9 @@ class DynamoFrame:
         """Keep the graphs numbered in `order` (the graphs a call runs, in the order it runs
         them, a graph in a loop once per run) as graphs 0, 1, ... in the order they first
         run, and `order` renumbered as the call's `order`; a graph left out that runs later
-        raises a one-line PyfxprofError.
+        raises a one-line PyfxprofError. Where the runs were located (`locating`), a graph
+        that ran for several module instances is kept once per instance, each copy with the
+        instance's module paths and its own node names (`origins`).
 
         Example:
             >>> frame = DynamoFrame(None, None, None, [_Relay(_left_out) for _ in "abc"],
@@ -178,12 +234,37 @@ class DynamoFrame:
             >>> frame.keep([2, 1, 2]); frame.graphs, frame.order
             (['g2', 'g1'], [0, 1, 0])
         """
+        located = self._located if self._located is not None else []
+        self._located = None
+        runs = ([(graph, where) for graph, where in located]
+                if [graph for graph, _ in located] == order else [(g, None) for g in order])
         kept = list(dict.fromkeys(order))
         for graph in set(range(len(self.relays))) - set(kept):
             self.relays[graph].runner = _left_out
+        kinds = list(dict.fromkeys(runs))  # (graph, instance) in the order they first run
+        self.graphs = self._at_instances(kinds)
         self.relays = [self.relays[graph] for graph in kept]
-        self.graphs = [self.graphs[graph] for graph in kept]
-        self.order = [kept.index(graph) for graph in order]
+        self.order = [kinds.index(run) for run in runs]
+        self._relay_of = [kept.index(graph) for graph, _ in kinds]
+        for relay, graph in zip(self.relays, kept):
+            rows = [kinds.index(run) for run in runs if run[0] == graph]
+            if len(set(rows)) > 1:
+                relay.runner = _Instances(rows, relay.runner)
+
+    def _at_instances(self, kinds: list[tuple[int, Any]]) -> list:
+        """Graph `graph` at `instance` for each (graph, instance) of `kinds` (the graph
+        itself where no run was located); node names kept apart across the copies."""
+        if all(instance is None for _, instance in kinds):
+            return [self.graphs[graph] for graph, _ in kinds]
+        taken: set[str] = set()
+        graphs = []
+        for graph, instance in kinds:
+            source = self.graphs[graph]
+            copy = with_module_stacks(source, type(source).__name__, taken, instance)
+            self.origins.update((new.name, old.name) for new, old in
+                                zip(copy.graph.nodes, source.graph.nodes) if new.name != old.name)
+            graphs.append(copy)
+        return graphs
 
 
 def frame_capture(live: LiveCall, bound: BoundInputs,

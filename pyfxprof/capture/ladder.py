@@ -299,7 +299,8 @@ def _graphs_prepared(model: torch.nn.Module, frame: DynamoFrame, bound: BoundInp
         gaps = len(frame.order) - 1  # the Python between graphs runs once between each two
         rows = pd.concat([rows, pd.DataFrame([{**between, "graph": -1, "calls": gaps}])],
                          ignore_index=True)
-    infos = [info.get(node.name, {}) for node in nodes] + [{}] * (len(rows) - len(nodes))
+    infos = [info.get(frame.origins.get(node.name, node.name), {}) for node in nodes] + \
+        [{}] * (len(rows) - len(nodes))
     frame_rows = with_analysis_columns(rows, infos)
     frame_rows["flops"] *= frame_rows["calls"]  # per call, as the times are
     breaks = "; ".join(frame.breaks) or "none reported"
@@ -325,7 +326,8 @@ def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
             return output
         frame.run_graph_with(analysed, graph)
     try:
-        frame.call(_copied(bound))
+        with frame.locating():  # the module instance of each graph run (DynamoFrame.keep)
+            frame.call(_copied(bound))
     except Exception as error:  # Dynamo's code around the graphs failed on the copies
         raise _RungFailed(f"Dynamo's code fails on the inputs ({type(error).__name__}: "
                           f"{first_line(error)})") from None

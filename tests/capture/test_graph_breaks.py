@@ -201,11 +201,14 @@ def test_a_loop_of_blocks_with_a_data_dependent_branch_is_profiled_on_dynamo():
     frame = prof.to_dataframe()
     nodes = frame[frame["graph"] >= 0]
     assert prof.meta["capture_mode"] == "dynamo" and prof.meta["graphs"] >= 2
-    assert nodes["calls"].max() >= 2 and nodes["calls"].sum() > len(nodes)
+    # Dynamo runs one graph for several blocks: each block's runs are rows of their own,
+    # named by the block's path (issue 46)
+    assert (nodes["calls"] == 1).all()
     linear = nodes[nodes["target"].astype(str).str.endswith("linear")]
-    assert linear["calls"].sum() == 4 and (linear["module_path"] == "lin").all()
+    assert list(linear["module_path"]) == [f"blocks.{k}.lin" for k in range(4)]
     relu = nodes[nodes["target"].astype(str) == "relu"]
-    assert relu["calls"].sum() == 4 and (relu["median"] > 0).all()
+    assert list(relu["module_path"]) == [f"blocks.{k}" for k in range(4)]
+    assert (relu["median"] > 0).all()
     # issue 34: profiled at >= 90% of the call: the op rows (Linear, sum, relu) of a run,
     # summed, against the user's own eager call (both the fastest of 15, so that a loaded
     # machine's preemptions are left out of both); the user's Python between the ops is a few
