@@ -161,3 +161,27 @@ def test_locate_reads_the_module_calls_on_the_stack_and_the_frames_locals():
 def test_an_instance_with_no_module_keeps_the_relative_paths():
     assert modules_of(lambda x: x) is None
     assert Instance((), ()).path_of("L['self'].a", "a") == "a"
+
+
+class BranchLeaf(Leaf):
+    """A Leaf whose break is a data-dependent branch (torch.fx cannot trace it)."""
+
+    def forward(self, x):
+        x = self.a(x)
+        if x.sum() > -1e9:
+            x = torch.relu(x)
+        return self.b(x)
+
+
+def test_the_profiler_loop_names_each_instance_too():
+    torch.manual_seed(0)
+    model, x = Container("list", [BranchLeaf(1) for _ in range(3)]).eval(), torch.randn(2, 4)
+    with torch.no_grad():
+        expected = model(x)
+        with pyfxprof.Profiler(model) as p:
+            outputs = [model(x) for _ in range(3)]
+    assert all(torch.equal(out, expected) for out in outputs)
+    [prof] = p.profiles
+    nodes = prof.nodes[prof.nodes["graph"] >= 0]
+    relu = nodes[nodes["target"].astype(str).str.endswith("relu")]
+    assert prof.meta["capture_mode"] == "dynamo" and list(relu["module_path"]) == leaf_paths(model)
