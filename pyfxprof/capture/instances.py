@@ -54,7 +54,7 @@ def locate(modules: dict[int, str], stop: types.CodeType | None,
     stack outside Dynamo and the files in `skipped` runs it; module calls are read up to the
     frame running `stop` (DynamoFrame.call). `modules`: id of each module of the model to
     its path."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and (frame.f_code.co_filename in skipped
                                  or frame.f_code.co_filename.startswith(_DYNAMO_DIR)):
         frame = frame.f_back
