@@ -26,8 +26,10 @@ context writing into an output allocated once (BatchNorm's eval kernel, ``out=``
 ReLUs work in place and allocate nothing).
 
 Run: .venv/bin/python benchmarks/bench_accuracy_context.py [--rounds N] [--calls M] [--runs R]
-     [--targets bn1,relu,...] [--whole]  (--whole: also A/B the whole call; on a loaded
-     machine its interval is too wide to resolve a small node)
+     [--targets bn1,relu,...] [--whole] [--cold] [--torch-profiler]  (--whole: also A/B the whole call; on a
+     loaded machine its interval is too wide to resolve a small node; --cold: only the
+     BatchNorms in context with the caches flushed or not, fresh or preallocated outputs;
+     --torch-profiler: only torch.profiler's figures, per call and averaged over calls)
 (set MALLOC_* environment variables, e.g. MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
 MALLOC_TOP_PAD_, to see what glibc's heap does to the figures)."""
 
@@ -129,7 +131,8 @@ def inputs_of(gm: fx.GraphModule, x: torch.Tensor) -> dict:
 
 
 def context_call(gm, env, name, out: bool = False):
-    """A call running the node before `name`, then timing `name` alone (ns, via a list)."""
+    """(a call running the node before `name`, then timing `name` alone; the list of its
+    times, ns; the output buffer it writes with `out`)."""
     node = env[name][0]
     before = node.args[0]
     before_module = gm.get_submodule(before.target) if before.op == "call_module" else None
@@ -148,7 +151,57 @@ def context_call(gm, env, name, out: bool = False):
         else:
             module(y)
         took.append(time.perf_counter_ns() - start)
-    return call, took
+    return call, took, buffer
+
+
+def cold_experiment(gm, env, targets: list, rounds: int, calls: int) -> None:
+    """BatchNorm nodes right after the node feeding them, timed alone (µs, median), with the
+    caches warm (the loop's own data only) or flushed (64 MiB written) before that node runs,
+    into a fresh output (the allocator's) or into an output allocated once (``out=``), left
+    cold by the flush or written just before: which of the node's input, output and
+    parameters being cold makes it slower in the model."""
+    flush = torch.zeros(16 * 2 ** 20)
+    modes = ("warm, fresh output", "flushed, fresh output", "flushed, cold out=",
+             "flushed, warmed out=")
+    found = {(t, m): [] for t in targets for m in modes}
+    for _ in range(rounds):
+        jobs = [(t, m) for t in targets for m in modes]
+        random.shuffle(jobs)
+        for t, mode in jobs:
+            call, took, buffer = context_call(gm, env, t, out="out=" in mode)
+            for _ in range(calls):
+                if mode != modes[0]:
+                    flush.add_(1)
+                if mode == modes[3]:
+                    buffer.zero_()
+                call()
+            found[t, mode].append(float(np.median(took)))
+    print(f"{'node':<16}" + "".join(f"{m:>24}" for m in modes))
+    for t in targets:
+        print(f"{t:<16}" + "".join(f"{np.median(found[t, m]) / 1e3:>24.1f}" for m in modes))
+
+
+def torch_profiler_experiment(gm, x, targets: list, steps: int) -> None:
+    """torch.profiler's view of the same calls (µs): each BatchNorm's ``aten::batch_norm``
+    and each in-place ReLU's ``aten::relu_``, per call in the model (the median over steps
+    of that node's own event), against the mean over all calls of the op, which is what
+    ``key_averages()`` prints (its "CPU time avg")."""
+    ops = {"bn": "aten::batch_norm", "relu": "aten::relu_"}
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            gm(x)
+    names = [n.name for n in gm.graph.nodes if n.op == "call_module"]
+    for key, op in ops.items():
+        durations = np.array([e.cpu_time_total for e in prof.events() if e.name == op])
+        per_step = durations.reshape(steps, -1)
+        nodes = [n for n in names if isinstance(gm.get_submodule(
+            next(m.target for m in gm.graph.nodes if m.name == n)),
+            torch.nn.BatchNorm2d if key == "bn" else torch.nn.ReLU)]
+        medians = dict(zip(nodes, np.median(per_step, axis=0)))
+        print(f"{op}: {per_step.shape[1]} calls per step; mean over all calls "
+              f"{durations.mean():.1f} µs (median of the per-call medians "
+              f"{np.median(per_step):.1f}); per call: " + ", ".join(
+                  f"{t} {medians[t]:.1f}" for t in targets if t in medians))
 
 
 def faults_per_call(call, calls: int = 200) -> float:
@@ -167,6 +220,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--targets", default=",".join(TARGETS))
     parser.add_argument("--whole", action="store_true", help="also A/B the whole call")
+    parser.add_argument("--cold", action="store_true", help="only the cold-cache experiment")
+    parser.add_argument("--torch-profiler", action="store_true",
+                        help="only torch.profiler's per-call figures (--rounds steps)")
     args = parser.parse_args()
     targets = args.targets.split(",")
     torch.set_num_threads(1)
@@ -185,6 +241,17 @@ def main() -> None:
     contexts = {t: context_call(gm, env, t) for t in targets}
     bns = [t for t in targets if "bn" in t]  # (ResNet's ReLUs are in place: no output)
     preallocated = {t: context_call(gm, env, t, out=True) for t in bns}
+    if args.torch_profiler:
+        with torch.inference_mode():
+            gm(x)
+            print(describe_machine())
+            torch_profiler_experiment(gm, x, targets, args.rounds)
+        return
+    if args.cold:
+        with torch.inference_mode():
+            print(describe_machine())
+            cold_experiment(gm, env, [t for t in targets if "bn" in t], args.rounds, args.calls)
+        return
     print(describe_machine(), "·", " ".join(f"{k}={v}" for k, v in os.environ.items()
                                             if k.startswith("MALLOC_")) or "glibc defaults")
     rows: dict = {t: [] for t in targets}
@@ -209,7 +276,7 @@ def main() -> None:
                 elif kind == "alone":
                     alone_ns[key].append(block_ns(alone[key], args.calls))
                 elif kind in ("context", "prealloc"):
-                    call, took = (contexts if kind == "context" else preallocated)[key]
+                    call = (contexts if kind == "context" else preallocated)[key][0]
                     block_ns(call, args.calls)
                 else:
                     prof = pyfxprof.profile(model, (x,), runs=args.runs, warmup=3,
