@@ -159,6 +159,7 @@ class DynamoFrame:
     origins: dict[str, str] = field(default_factory=dict)
     _relay_of: list[int] = field(default_factory=list)  # graph -> relay (after keep)
     _located: list | None = None  # (graph, Instance) of each graph run while locating
+    _instances: list[_Instances] = field(default_factory=list)  # relays' runners (keep)
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether Dynamo's guards hold for this call (shapes, dtypes, flags, the cache's
@@ -176,9 +177,8 @@ class DynamoFrame:
 
     def call(self, bound: BoundInputs) -> Any:
         """The call ``target(*bound.args, **bound.kwargs)`` made by the captured code."""
-        for relay in self.relays:
-            if isinstance(relay.runner, _Instances):
-                relay.runner.runs = 0
+        for instances in self._instances:
+            instances.runs = 0
         return self.function(self.target, bound.args, bound.kwargs)
 
     def run_graph_with(self, runner: Callable[[tuple], Any], graph: int = 0) -> None:
@@ -249,7 +249,9 @@ class DynamoFrame:
         for relay, graph in zip(self.relays, kept):
             rows = [kinds.index(run) for run in runs if run[0] == graph]
             if len(set(rows)) > 1:
-                relay.runner = _Instances(rows, relay.runner)
+                instances = _Instances(rows, relay.runner)
+                relay.runner = instances
+                self._instances.append(instances)
 
     def _at_instances(self, kinds: list[tuple[int, Any]]) -> list:
         """Graph `graph` at `instance` for each (graph, instance) of `kinds` (the graph
