@@ -12,7 +12,10 @@ layer1.0.bn1 after layer1.0.conv1, ...; and large nodes as controls) four figure
            without the node), with a distribution-free 95% interval of that median. Timed on
            the thread's CPU clock (a loaded machine's preemptions left out, page faults in):
            "window" from just before the node feeding it to just after the node using it
-           (both graphs stamp there), "whole" the whole call;
+           (both graphs stamp there), "whole" the whole call; "successor +": how much longer
+           the node using it takes without it (median over rounds, its 95% interval): the
+           part of the row that removing the node moves onto the next node (a cold input the
+           next node then reads) instead of saving;
   alone    the node's module called on its own input in a loop (its output freed and its
            input reused every call: warm caches, a recycled allocation);
   context  the node's module called on its input right after the node before it ran
@@ -75,6 +78,8 @@ def windowed(gm: fx.GraphModule, name: str, remove: bool) -> fx.GraphModule:
     before, after = node.args[0], next(iter(node.users))
     with copy.graph.inserting_before(before):
         copy.graph.call_function(stamp)
+    with copy.graph.inserting_before(after):
+        copy.graph.call_function(stamp)
     with copy.graph.inserting_after(after):
         copy.graph.call_function(stamp)
     if remove:
@@ -85,16 +90,20 @@ def windowed(gm: fx.GraphModule, name: str, remove: bool) -> fx.GraphModule:
     return copy
 
 
-def window_ns(gm: fx.GraphModule, x: torch.Tensor, calls: int, faults: list) -> float:
+def window_ns(gm: fx.GraphModule, x: torch.Tensor, calls: int, faults: list,
+              successor: list) -> float:
     """The median over `calls` calls of `gm(x)` of its window (ns); each call's page faults
-    in the window appended to `faults`."""
-    found = []
+    in the window appended to `faults`, the block's median time of the node using the
+    target (the window's last node) to `successor`."""
+    found, last = [], []
     for _ in range(calls):
         STAMPS.clear()
         FAULTS.clear()
         gm(x)
-        found.append(STAMPS[1] - STAMPS[0])
-        faults.append(FAULTS[1] - FAULTS[0])
+        found.append(STAMPS[2] - STAMPS[0])
+        last.append(STAMPS[2] - STAMPS[1])
+        faults.append(FAULTS[2] - FAULTS[0])
+    successor.append(float(np.median(last)))
     return float(np.median(found))
 
 
@@ -258,6 +267,7 @@ def main() -> None:
     blocks: dict = {k: [] for k in variants}
     window: dict = {k: [] for k in windows}
     window_faults: dict = {k: [] for k in windows}
+    successor: dict = {k: [] for k in windows}
     alone_ns: dict = {t: [] for t in targets}
     with torch.inference_mode():
         for _ in range(3):
@@ -269,7 +279,8 @@ def main() -> None:
             random.shuffle(jobs)
             for kind, key in jobs:
                 if kind == "window":
-                    window[key].append(window_ns(windows[key], x, args.calls, window_faults[key]))
+                    window[key].append(window_ns(windows[key], x, args.calls, window_faults[key],
+                                                 successor[key]))
                 elif kind == "variant":
                     blocks[key].append(block_ns(lambda g=variants[key]: g(x), args.calls,
                                                 time.thread_time_ns))
@@ -288,12 +299,13 @@ def main() -> None:
     print(f"rounds {args.rounds} x {args.calls} calls per block; whole graph median (CPU) "
           f"{np.median(plain) / 1e3:.0f} µs; load after: {open('/proc/loadavg').read().split()[0]}")
     print(f"{'node':<16}{'row':>8}{'saved, window [95%]':>26}{'saved, whole [95%]':>28}"
-          f"{'alone':>8}{'context':>9}{'prealloc':>9}{'row/saved':>10}{'faults':>9}")
+          f"{'alone':>8}{'context':>9}{'prealloc':>9}{'row/saved':>10}{'faults':>9}"
+          f"{'successor +':>12}")
     for t in targets:
         row = np.median(rows[t]) / 1e3
         saved = whole = "-"
         ratio = ""
-        faults = ""
+        faults = shifted = ""
         if t in variants:
             m, lo, hi = median_interval((plain - np.asarray(blocks[t])) / 1e3)
             whole = f"{m:.1f} [{lo:.1f}, {hi:.1f}]"
@@ -304,10 +316,13 @@ def main() -> None:
             ratio = f"{row / m:.2f}" if m > 0 else "-"
             faults = (f"{np.mean(window_faults[t, 0]):.1f}/"
                       f"{np.mean(window_faults[t, 1]):.1f}")
+            m, lo, hi = median_interval((np.asarray(successor[t, 1]) -
+                                         np.asarray(successor[t, 0])) / 1e3)
+            shifted = f"{m:.1f} [{lo:.1f}, {hi:.1f}]"
         ctx = np.median(contexts[t][1]) / 1e3
         pre = f"{np.median(preallocated[t][1]) / 1e3:.1f}" if t in preallocated else "-"
         print(f"{t:<16}{row:>8.1f}{saved:>26}{whole:>28}{np.median(alone_ns[t]) / 1e3:>8.1f}"
-              f"{ctx:>9.1f}{pre:>9}{ratio:>10}{faults:>9}")
+              f"{ctx:>9.1f}{pre:>9}{ratio:>10}{faults:>9}  {shifted}")
     print("minor page faults per call: whole graph "
           f"{faults_per_call(lambda: gm(x)):.1f}; " + "; ".join(
               f"{t} alone {faults_per_call(alone[t]):.2f}, in context "
