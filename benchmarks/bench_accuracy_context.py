@@ -47,9 +47,9 @@ import numpy as np
 import torch
 import torch.fx as fx
 from machine import describe_machine
-from scipy.stats import binom
 
 import pyfxprof
+from pyfxprof.stats import order_statistics
 
 #: (node name in the traced graph, the node that runs just before it) — small nodes after large
 #: ones, and large nodes as controls.
@@ -108,12 +108,9 @@ def window_ns(gm: fx.GraphModule, x: torch.Tensor, calls: int, faults: list,
 
 
 def median_interval(values: np.ndarray) -> tuple[float, float, float]:
-    """(median, low, high): the order-statistic 95% interval of the median."""
-    ordered = np.sort(values)
-    n = len(ordered)
-    low = max(int(binom.ppf(0.025, n, 0.5)) - 1, 0)
-    high = min(n - low - 1, n - 1)
-    return float(np.median(ordered)), float(ordered[low]), float(ordered[high])
+    """(median, low, high): the median with its order-statistic 95% interval (the stats
+    stage's)."""
+    return (float(np.median(values)), *order_statistics.median_interval(values))
 
 
 def block_ns(call, calls: int, clock=time.perf_counter_ns) -> float:
