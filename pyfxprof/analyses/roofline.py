@@ -1,0 +1,208 @@
+"""The measured roofline of a Profile (``Profile.roofline``): per node or module, FLOPs and
+bytes moved against the machine's measured peaks, the bound, the efficiency with its 95%
+interval and the headroom. A pure function of Profile data (docs/roofline.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data.outside_graph import median_interval
+from ..data.profile import Profile
+from ..data.rollup import module_keys
+from ..data.stats import group_samples
+from ..data.units import format_flops, format_ns, format_si
+from ..data.validate import model_nodes
+from ..errors import ArgumentError, PyfxprofError
+from .roofline_ops import op_kind
+
+#: The columns of Profile.roofline, in order (docs/roofline.md says each one's unit).
+COLUMNS = ("name", "kind", "dtype", "flops", "bytes", "intensity", "median_ns", "flops_per_s",
+           "bytes_per_s", "attainable_flops_per_s", "roof_ns", "fixed_ns", "bound",
+           "efficiency", "efficiency_low", "efficiency_high", "headroom_ns", "unknown_ops")
+#: The ways to group: None (per node) or "module" (per module at `depth`).
+GROUP_BY = (None, "module")
+#: The peak dtype of a node whose dtype has no measured peak (integer ops, float64...).
+FALLBACK_DTYPE = "float32"
+
+
+def profile_peaks(profile: Profile, peaks: dict | None = None) -> dict[str, Any]:
+    """The peaks a roofline of `profile` uses: `peaks` when given, else those profile() stored
+    in its meta (``machine_peaks``); a one-line error saying how to get them otherwise."""
+    found = peaks if peaks is not None else profile.meta.get("machine_peaks")
+    if not isinstance(found, dict) or "flops" not in found or "bandwidth" not in found:
+        raise PyfxprofError("this profile has no machine peaks: run pyfxprof.machine_peaks() "
+                            "once on this machine (or `pyfxprof profile --roofline`), then "
+                            "profile again, or pass peaks=pyfxprof.machine_peaks()")
+    return found
+
+
+def _column(nodes: pd.DataFrame, name: str, default: float = np.nan) -> np.ndarray:
+    """A numeric nodes column as float64 (`default` where the profile lacks it)."""
+    if name not in nodes:
+        return np.full(len(nodes), default)
+    return pd.to_numeric(nodes[name], errors="coerce").to_numpy(dtype=np.float64)
+
+
+def _samples(profile: Profile) -> np.ndarray:
+    """The times the roof bounds: the device's where measured (GPU), else the host's."""
+    return profile.device_samples if profile.device_samples is not None else profile.samples
+
+
+def _medians(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(median, low, high) per column: the median and its distribution-free 95% interval
+    (the order statistics data.outside_graph.median_interval picks for this many runs)."""
+    ordered = np.sort(samples.astype(np.float64), axis=0)
+    low, high = median_interval(np.arange(len(ordered)))
+    return np.median(ordered, axis=0), ordered[int(low)], ordered[int(high)]
+
+
+def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
+    """Per node: flops (matrix + vector), bytes (read + parameters + written; none for a
+    get_attr, which hands over a reference), the time each
+    takes at its roof (compute_ns at the dtype's GEMM peak, memory_ns at the triad
+    bandwidth) and the fixed cost of its op kind."""
+    flops = np.nan_to_num(_column(nodes, "flops")) + np.nan_to_num(
+        _column(nodes, "vector_flops"))
+    moved = (_column(nodes, "in_bytes") + _column(nodes, "param_bytes", 0.0)
+             + _column(nodes, "out_bytes"))
+    moved[(nodes["op"] == "get_attr").to_numpy()] = 0.0  # a reference: nothing moves
+    dtypes = (nodes["dtype"].astype(str) if "dtype" in nodes
+              else pd.Series([""] * len(nodes))).tolist()
+    rates = peaks["flops"]
+    peak = np.array([float(rates.get(d) or rates[FALLBACK_DTYPE]) for d in dtypes])
+    kinds = [op_kind(str(t), str(m)) for t, m in zip(nodes["target"], nodes["module_type"])]
+    fixed = peaks.get("fixed_ns") or {}
+    return {"flops": flops, "bytes": moved, "compute_ns": flops / peak * 1e9,
+            "memory_ns": moved / float(peaks["bandwidth"]) * 1e9,
+            "fixed_ns": np.array([float(fixed.get(k, 0.0)) for k in kinds]),
+            "peak": peak, "kind": np.array(kinds, dtype=object),
+            "dtype": np.array(dtypes, dtype=object)}
+
+
+def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, fixed_ns: np.ndarray) -> np.ndarray:
+    """"overhead" where the op's fixed cost is at least the time the roof allows, else
+    "compute" or "memory" by the longer of the two roof times; "" where bytes are unknown."""
+    roof = np.fmax(compute_ns, memory_ns)
+    bound = np.where(compute_ns >= memory_ns, "compute", "memory").astype(object)
+    bound[fixed_ns >= roof] = "overhead"
+    bound[np.isnan(memory_ns)] = ""
+    return bound
+
+
+def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray, bandwidth: float,
+           unknown: list[str]) -> pd.DataFrame:
+    """The COLUMNS of rows `names` from their `work` (_work, summed for groups) and their
+    per-run `samples`."""
+    median, low, high = _medians(samples) if samples.shape[0] else (
+        np.full(len(names), np.nan),) * 3
+    roof = np.fmax(work["compute_ns"], work["memory_ns"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = work["flops"] / work["bytes"]
+        frame = pd.DataFrame({
+            "name": names, "kind": work["kind"], "dtype": work["dtype"],
+            "flops": work["flops"], "bytes": work["bytes"], "intensity": intensity,
+            "median_ns": median, "flops_per_s": work["flops"] / median * 1e9,
+            "bytes_per_s": work["bytes"] / median * 1e9,
+            "attainable_flops_per_s": np.fmin(work["peak"], intensity * bandwidth),
+            "roof_ns": roof, "fixed_ns": work["fixed_ns"],
+            "bound": _bound(work["compute_ns"], work["memory_ns"], work["fixed_ns"]),
+            "efficiency": roof / median, "efficiency_low": roof / high,
+            "efficiency_high": roof / low, "headroom_ns": np.fmax(median - roof, 0.0),
+            "unknown_ops": unknown})
+    return frame[list(COLUMNS)]
+
+
+def _grouped(keys: list, work: dict[str, np.ndarray], samples: np.ndarray,
+             unknown: list[str]) -> tuple[list, dict[str, np.ndarray], np.ndarray, list[str]]:
+    """`work` summed per key (a module's time at its roofs is its nodes' sum: they run one
+    after another), the samples summed per run, the unknown ops joined; the peak of a group
+    is its FLOP-weighted rate, its dtype and kind its first node's."""
+    names, summed = group_samples(samples, keys)
+    codes = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=False)[0]
+    add = {name: np.bincount(codes, weights=np.nan_to_num(work[name], nan=0.0))
+           for name in ("flops", "bytes", "compute_ns", "memory_ns", "fixed_ns")}
+    missing = np.bincount(codes, weights=np.isnan(work["bytes"]).astype(float)) > 0
+    add["bytes"][missing] = add["memory_ns"][missing] = np.nan
+    first = [int(np.argmax(codes == code)) for code in range(len(names))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        add["peak"] = np.where(add["compute_ns"] > 0,
+                               add["flops"] / add["compute_ns"] * 1e9, work["peak"][first])
+    add.update(kind=np.array(["module"] * len(names), dtype=object), dtype=work["dtype"][first])
+    ops = [_joined(u for u, c in zip(unknown, codes) if c == code)
+           for code in range(len(names))]
+    return names, add, summed, ops
+
+
+def _joined(texts) -> str:
+    """Comma-separated op lists joined, each op once, in first-seen order."""
+    return ", ".join(dict.fromkeys(op for text in texts for op in str(text).split(", ") if op))
+
+
+def peaks_text(peaks: dict) -> str:
+    """One line naming the peaks: GEMM FLOP/s per dtype, triad bandwidth, when measured.
+
+    Example:
+        >>> peaks_text({"flops": {"float32": 1.5e11}, "bandwidth": 2e10,
+        ...             "measured_at": "2026-12-07T06:00:00+00:00", "threads": 2})
+        'peaks measured 2026-12-07T06:00:00+00:00 (2 threads): GEMM float32 150 GFLOP/s · triad 20.0 GB/s'
+    """
+    rates = " · ".join(f"GEMM {name} {format_flops(rate, 'FLOP/s')}"
+                       for name, rate in peaks["flops"].items() if rate)
+    return (f"peaks measured {peaks.get('measured_at', '?')} ({peaks.get('threads', '?')} "
+            f"threads): {rates} · triad {format_si(peaks['bandwidth'])}B/s")
+
+
+def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
+             peaks: dict | None = None) -> pd.DataFrame:
+    """Each node's (``group_by="module"``: each module's, at `depth`) place under the
+    machine's measured roofs: ``flops`` (matrix and vector FLOPs), ``bytes`` (a lower bound:
+    inputs, parameters and outputs once each), ``intensity`` (FLOP/byte), ``median_ns``,
+    ``flops_per_s``, ``bytes_per_s``, ``attainable_flops_per_s`` (min(peak, intensity x
+    bandwidth)), ``roof_ns`` (its time at the roof), ``fixed_ns`` (its op kind's fixed
+    cost), ``bound`` (compute, memory or overhead), ``efficiency`` (roof_ns / median, with
+    ``efficiency_low``/``_high`` from the median's 95% interval), ``headroom_ns`` (median
+    minus roof_ns) and ``unknown_ops`` (ops whose FLOPs are not counted).
+
+    The peaks are `peaks`, else the profile's ``meta["machine_peaks"]`` (profile() stores
+    them when pyfxprof.machine_peaks() has measured this machine). ``attrs`` holds
+    ``peaks``, ``header`` (a line naming them and the total headroom) and
+    ``total_headroom_ns`` / ``total_roof_ns`` / ``total_median_ns``. docs/roofline.md.
+
+    Example:
+        >>> frame = prof.roofline()  # doctest: +SKIP
+        >>> frame[["name", "bound", "efficiency"]].head(3)  # doctest: +SKIP
+    """
+    if group_by not in GROUP_BY:
+        raise ArgumentError(f"group_by must be None or 'module', got {group_by!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ArgumentError(f"depth must be a positive int, got {depth!r}")
+    found = profile_peaks(profile, peaks)
+    mask = model_nodes(profile.nodes)
+    nodes = profile.nodes[mask].reset_index(drop=True)
+    work, samples = _work(nodes, found), _samples(profile)[:, mask]
+    unknown = (nodes["unknown_ops"].fillna("").astype(str).tolist() if "unknown_ops" in nodes
+               else [""] * len(nodes))
+    names = nodes["name"].astype(str).tolist()
+    if group_by == "module":
+        names, work, samples, unknown = _grouped(module_keys(nodes, depth), work, samples,
+                                                 unknown)
+    frame = _frame(names, work, samples, float(found["bandwidth"]), unknown)
+    return _with_totals(frame, found)
+
+
+def _with_totals(frame: pd.DataFrame, peaks: dict) -> pd.DataFrame:
+    """`frame` with its attrs: the peaks, the totals and the header line."""
+    roof, median = float(np.nansum(frame["roof_ns"])), float(np.nansum(frame["median_ns"]))
+    headroom = float(np.nansum(frame["headroom_ns"]))
+    unknown = int((frame["unknown_ops"] != "").sum())
+    frame.attrs.update(peaks=peaks, total_roof_ns=roof, total_median_ns=median,
+                       total_headroom_ns=headroom, header=(
+                           f"roofline: {peaks_text(peaks)}; at the roofs the rows would take "
+                           f"{format_ns(roof)} of their {format_ns(median)} (headroom "
+                           f"{format_ns(headroom)}); bytes are a lower bound"
+                           + (f"; {unknown} rows ran ops without a FLOP formula (unknown_ops)"
+                              if unknown else "")))
+    return frame
