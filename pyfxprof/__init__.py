@@ -124,7 +124,7 @@ _METHODS = {
     "Profile.plot_latency": ("views.latency_plots", "plot_latency"),
     "Profile.plot_tail": ("views.latency_plots", "plot_tail"),
     "Profile.advise": ("analyses.advisor", "advise"),
-    "Profile.roofline": ("analyses.roofline", "roofline"),  # per node vs measured peaks
+    "Profile.roofline": ("data.roofline", "roofline"),  # per node vs measured peaks
     "Profile.save": ("data.persist", "save_profile"),
     "Profile.python_outside": ("data.outside_graph", "python_functions"),
     "RankProfiles.save": ("data.rank_files", "save_rank_profiles"),

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..analyses.roofline_ops import KINDS
+from ..data.roofline_ops import KINDS
 from ..errors import PyfxprofError
 from .metadata import cpu_name
 from .peaks_cache import CACHE_ENV, cache_path, machine_key, read_cache
@@ -97,7 +97,7 @@ def triad_bandwidth(device: torch.device) -> tuple[float, int]:
 
 
 def _minimal_calls(device: torch.device) -> dict[str, Callable[[], Any]]:
-    """One call per op kind (analyses.roofline_ops.KINDS) on the smallest input it takes."""
+    """One call per op kind (data.roofline_ops.KINDS) on the smallest input it takes."""
     one = torch.ones(1, 1, 1, 1, device=device)
     flat = torch.ones(1, device=device)
     index = torch.zeros(1, dtype=torch.long, device=device)

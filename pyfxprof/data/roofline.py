@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data.outside_graph import median_interval
-from ..data.profile import Profile
-from ..data.rollup import module_keys
-from ..data.stats import group_samples
-from ..data.units import format_flops, format_ns, format_si
-from ..data.validate import model_nodes
 from ..errors import ArgumentError, PyfxprofError
+from .outside_graph import median_interval
+from .profile import Profile
+from .rollup import module_keys
 from .roofline_ops import op_kind
+from .stats import group_samples
+from .units import format_flops, format_ns, format_si
+from .validate import model_nodes
 
 #: The columns of Profile.roofline, in order (docs/roofline.md says each one's unit).
 COLUMNS = ("name", "kind", "dtype", "flops", "bytes", "intensity", "median_ns", "flops_per_s",
@@ -152,7 +152,7 @@ def peaks_text(peaks: dict) -> str:
     rates = " · ".join(f"GEMM {name} {format_flops(rate, 'FLOP/s')}"
                        for name, rate in peaks["flops"].items() if rate)
     return (f"peaks measured {peaks.get('measured_at', '?')} ({peaks.get('threads', '?')} "
-            f"threads): {rates} · triad {format_si(peaks['bandwidth'])}B/s")
+            f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}")
 
 
 def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
@@ -206,3 +206,42 @@ def _with_totals(frame: pd.DataFrame, peaks: dict) -> pd.DataFrame:
                            + (f"; {unknown} rows ran ops without a FLOP formula (unknown_ops)"
                               if unknown else "")))
     return frame
+
+
+#: The roofline's columns a table shows (Profile.table's node view with them: the CLI's
+#: `pyfxprof profile --roofline`), as text.
+#: ``flops_all`` is the roofline's FLOP count (matrix and vector FLOPs), beside the table's
+#: ``flops`` (matrix FLOPs only).
+TABLE_COLUMNS = ("flops_all", "flops_per_s", "bytes", "intensity", "bytes_per_s", "bound",
+                 "efficiency", "headroom")
+
+
+def table_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """TABLE_COLUMNS of a roofline `frame` as text, with its ``name``: FLOPs, FLOP/s, bytes
+    and bytes/s with SI prefixes, intensity in FLOP/byte, efficiency with its 95% interval, headroom
+    as a duration.
+
+    Example:
+        >>> frame = pd.DataFrame({"name": ["mm"], "flops": [1.92e8], "flops_per_s": [9.6e10],
+        ...     "bytes": [2e6], "intensity": [96.0], "bytes_per_s": [1e9],
+        ...     "bound": ["compute"], "efficiency": [0.62], "efficiency_low": [0.55],
+        ...     "efficiency_high": [0.7], "headroom_ns": [1.2e6]})
+        >>> table_columns(frame).iloc[0].tolist()[:3]
+        ['mm', '192 MFLOP', '96.0 GFLOP/s']
+        >>> table_columns(frame).iloc[0].tolist()[3:]
+        ['2.00 MB', '96', '1.00 GB/s', 'compute', '0.62 [0.55, 0.70]', '1.20 ms']
+    """
+    def efficiency(row) -> str:
+        if not np.isfinite(row.efficiency):
+            return "-"
+        return f"{row.efficiency:.2f} [{row.efficiency_low:.2f}, {row.efficiency_high:.2f}]"
+    return pd.DataFrame({
+        "name": frame["name"],
+        "flops_all": [format_flops(v) for v in frame["flops"]],
+        "flops_per_s": [format_flops(v, "FLOP/s") for v in frame["flops_per_s"]],
+        "bytes": [format_flops(v, "B") for v in frame["bytes"]],
+        "intensity": [f"{v:.3g}" if np.isfinite(v) else "-" for v in frame["intensity"]],
+        "bytes_per_s": [format_flops(v, "B/s") for v in frame["bytes_per_s"]],
+        "bound": frame["bound"],
+        "efficiency": [efficiency(row) for row in frame.itertuples()],
+        "headroom": [format_ns(v) if np.isfinite(v) else "-" for v in frame["headroom_ns"]]})
