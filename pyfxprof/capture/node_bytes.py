@@ -40,6 +40,9 @@ def node_bytes(module: torch.nn.Module | None, args: Any, result: Any) -> dict[s
     `module`, a call_module node's, not already among the arguments), bytes_by_dtype ("float32=1024, int64=64": read plus
     written) and dtype (the dtype moving the most bytes: the one whose peak applies).
 
+    aliases_input: every output shares storage with an input (a view, a getitem, or an op
+    in place): without FLOPs such a node moves no data (data.roofline).
+
     A lower bound: what a kernel reads and writes at least, once each (docs/roofline.md).
 
     Example:
@@ -48,14 +51,19 @@ def node_bytes(module: torch.nn.Module | None, args: Any, result: Any) -> dict[s
         >>> figures = node_bytes(linear, (x,), linear(x))
         >>> figures["in_bytes"], figures["param_bytes"], figures["bytes_by_dtype"]
         (48, 40, 'float32=112')
+        >>> node_bytes(None, (x,), x.view(12))["aliases_input"]
+        True
     """
     seen: set[int] = set()
     inputs = _by_dtype(_tensors(args), seen)
+    aliased = seen.copy()
     params = _by_dtype(iter([*module.parameters(), *module.buffers()]) if module is not None
                        else iter(()), seen)
     outputs = _by_dtype(_tensors(result), set())
     total = inputs + params + outputs
+    storages = [0 if t.is_meta else t.untyped_storage().data_ptr() for t in _tensors(result)]
     return {"in_bytes": sum(inputs.values()), "param_bytes": sum(params.values()),
+            "aliases_input": bool(storages) and all(p in aliased and p for p in storages),
             "bytes_by_dtype": ", ".join(f"{name}={count}" for name, count in
                                         sorted(total.items(), key=lambda kv: -kv[1])),
             "dtype": max(total, key=lambda name: total[name]) if total else ""}

@@ -61,19 +61,23 @@ def _medians(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
     """Per node: flops (matrix + vector), bytes (read + parameters + written; none for a
-    get_attr, which hands over a reference), the time each
+    get_attr, which hands over a reference, nor for a node without FLOPs whose outputs alias
+    its inputs: a view), the time each
     takes at its roof (compute_ns at the dtype's GEMM peak, memory_ns at the triad
     bandwidth) and the fixed cost of its op kind."""
     flops = np.nan_to_num(_column(nodes, "flops")) + np.nan_to_num(
         _column(nodes, "vector_flops"))
     moved = (_column(nodes, "in_bytes") + _column(nodes, "param_bytes", 0.0)
              + _column(nodes, "out_bytes"))
-    moved[(nodes["op"] == "get_attr").to_numpy()] = 0.0  # a reference: nothing moves
+    aliases = (nodes["aliases_input"].fillna(False).astype(bool).to_numpy()
+               if "aliases_input" in nodes else np.zeros(len(nodes), dtype=bool))
+    moved[(nodes["op"] == "get_attr").to_numpy() | (aliases & (flops == 0))] = 0.0
     dtypes = (nodes["dtype"].astype(str) if "dtype" in nodes
               else pd.Series([""] * len(nodes))).tolist()
     rates = peaks["flops"]
     peak = np.array([float(rates.get(d) or rates[FALLBACK_DTYPE]) for d in dtypes])
-    kinds = [op_kind(str(t), str(m)) for t, m in zip(nodes["target"], nodes["module_type"])]
+    kinds = [op_kind(str(t), str(m) if op == "call_module" else "")  # a module call's type
+             for t, m, op in zip(nodes["target"], nodes["module_type"], nodes["op"])]
     fixed = peaks.get("fixed_ns") or {}
     return {"flops": flops, "bytes": moved, "compute_ns": flops / peak * 1e9,
             "memory_ns": moved / float(peaks["bandwidth"]) * 1e9,
@@ -109,10 +113,15 @@ def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray, bandwi
             "attainable_flops_per_s": np.fmin(work["peak"], intensity * bandwidth),
             "roof_ns": roof, "fixed_ns": work["fixed_ns"],
             "bound": _bound(work["compute_ns"], work["memory_ns"], work["fixed_ns"]),
-            "efficiency": roof / median, "efficiency_low": roof / high,
-            "efficiency_high": roof / low, "headroom_ns": np.fmax(median - roof, 0.0),
+            "efficiency": _ratio(roof, median), "efficiency_low": _ratio(roof, high),
+            "efficiency_high": _ratio(roof, low), "headroom_ns": np.fmax(median - roof, 0.0),
             "unknown_ops": unknown})
     return frame[list(COLUMNS)]
+
+
+def _ratio(roof: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """roof / time, NaN where the time is not positive (below the clock's resolution)."""
+    return np.where(time > 0, roof / np.where(time > 0, time, 1.0), np.nan)
 
 
 def _grouped(keys: list, work: dict[str, np.ndarray], samples: np.ndarray,
