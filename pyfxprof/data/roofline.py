@@ -79,17 +79,19 @@ def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
     kinds = [op_kind(str(t), str(m) if op == "call_module" else "")  # a module call's type
              for t, m, op in zip(nodes["target"], nodes["module_type"], nodes["op"])]
     fixed = peaks.get("fixed_ns") or {}
-    return {"flops": flops, "bytes": moved, "compute_ns": flops / peak * 1e9,
-            "memory_ns": moved / float(peaks["bandwidth"]) * 1e9,
+    compute, memory = flops / peak * 1e9, moved / float(peaks["bandwidth"]) * 1e9
+    return {"flops": flops, "bytes": moved, "compute_ns": compute, "memory_ns": memory,
+            "roof_ns": np.fmax(compute, memory),
             "fixed_ns": np.array([float(fixed.get(k, 0.0)) for k in kinds]),
             "peak": peak, "kind": np.array(kinds, dtype=object),
             "dtype": np.array(dtypes, dtype=object)}
 
 
-def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, fixed_ns: np.ndarray) -> np.ndarray:
-    """"overhead" where the op's fixed cost is at least the time the roof allows, else
-    "compute" or "memory" by the longer of the two roof times; "" where bytes are unknown."""
-    roof = np.fmax(compute_ns, memory_ns)
+def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, roof: np.ndarray,
+           fixed_ns: np.ndarray) -> np.ndarray:
+    """"overhead" where the op's fixed cost is at least the time the roof allows (`roof`),
+    else "compute" or "memory" by the longer of the two roof times; "" where bytes are
+    unknown."""
     bound = np.where(compute_ns >= memory_ns, "compute", "memory").astype(object)
     bound[fixed_ns >= roof] = "overhead"
     bound[np.isnan(memory_ns)] = ""
@@ -102,7 +104,7 @@ def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray, bandwi
     per-run `samples`."""
     median, low, high = _medians(samples) if samples.shape[0] else (
         np.full(len(names), np.nan),) * 3
-    roof = np.fmax(work["compute_ns"], work["memory_ns"])
+    roof = work["roof_ns"]
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = work["flops"] / work["bytes"]
         frame = pd.DataFrame({
@@ -112,7 +114,7 @@ def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray, bandwi
             "bytes_per_s": work["bytes"] / median * 1e9,
             "attainable_flops_per_s": np.fmin(work["peak"], intensity * bandwidth),
             "roof_ns": roof, "fixed_ns": work["fixed_ns"],
-            "bound": _bound(work["compute_ns"], work["memory_ns"], work["fixed_ns"]),
+            "bound": _bound(work["compute_ns"], work["memory_ns"], roof, work["fixed_ns"]),
             "efficiency": _ratio(roof, median), "efficiency_low": _ratio(roof, high),
             "efficiency_high": _ratio(roof, low), "headroom_ns": np.fmax(median - roof, 0.0),
             "unknown_ops": unknown})
@@ -127,14 +129,15 @@ def _ratio(roof: np.ndarray, time: np.ndarray) -> np.ndarray:
 def _grouped(keys: list, work: dict[str, np.ndarray], samples: np.ndarray,
              unknown: list[str]) -> tuple[list, dict[str, np.ndarray], np.ndarray, list[str]]:
     """`work` summed per key (a module's time at its roofs is its nodes' sum: they run one
-    after another), the samples summed per run, the unknown ops joined; the peak of a group
+    after another; its bound the longer of its summed compute and memory times, or
+    overhead), the samples summed per run, the unknown ops joined; the peak of a group
     is its FLOP-weighted rate, its dtype and kind its first node's."""
     names, summed = group_samples(samples, keys)
     codes = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=False)[0]
     add = {name: np.bincount(codes, weights=np.nan_to_num(work[name], nan=0.0))
-           for name in ("flops", "bytes", "compute_ns", "memory_ns", "fixed_ns")}
+           for name in ("flops", "bytes", "compute_ns", "memory_ns", "roof_ns", "fixed_ns")}
     missing = np.bincount(codes, weights=np.isnan(work["bytes"]).astype(float)) > 0
-    add["bytes"][missing] = add["memory_ns"][missing] = np.nan
+    add["bytes"][missing] = add["memory_ns"][missing] = add["roof_ns"][missing] = np.nan
     first = [int(np.argmax(codes == code)) for code in range(len(names))]
     with np.errstate(divide="ignore", invalid="ignore"):
         add["peak"] = np.where(add["compute_ns"] > 0,
