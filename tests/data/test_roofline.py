@@ -160,8 +160,8 @@ def test_table_columns_format_every_row():
     assert text["efficiency"][0] == "0.50 [0.40, 0.50]"  # 2 ms over the interval 4-5 ms
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.floats(1.0, 1e10), st.floats(1.0, 1e9), st.integers(1, 10_000_000),
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 10**10), st.integers(1, 10**9), st.integers(1, 10_000_000),
        st.floats(0.0, 1e5))
 def test_bound_and_efficiency_follow_the_roofs(flops, moved, median, fixed):
     peaks = {**PEAKS, "fixed_ns": {"matmul": fixed}}
