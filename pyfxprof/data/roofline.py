@@ -24,6 +24,11 @@ COLUMNS = ("name", "kind", "dtype", "flops", "bytes", "intensity", "median_ns", 
            "efficiency", "efficiency_low", "efficiency_high", "headroom_ns", "unknown_ops")
 #: The ways to group: None (per node) or "module" (per module at `depth`).
 GROUP_BY = (None, "module")
+#: The ops of a training step's own rows (run.training: the loss, gradient accumulation and
+#: the autograd engine), whose work the analysis run does not see: no roofline rows.
+TRAINING_ROWS = ("loss", "backward")
+#: After the name of a backward row (profiles of training steps, ``backward=True``).
+BACKWARD_SUFFIX = " (backward)"
 #: The peak dtype of a node whose dtype has no measured peak (integer ops, float64...).
 FALLBACK_DTYPE = "float32"
 
@@ -176,7 +181,9 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
     bandwidth)), ``roof_ns`` (its time at the roof), ``fixed_ns`` (its op kind's fixed
     cost), ``bound`` (compute, memory or overhead), ``efficiency`` (roof_ns / median, with
     ``efficiency_low``/``_high`` from the median's 95% interval), ``headroom_ns`` (median
-    minus roof_ns) and ``unknown_ops`` (ops whose FLOPs are not counted).
+    minus roof_ns) and ``unknown_ops`` (ops whose FLOPs are not counted). A training step's
+    profile (``backward=True``) has a row per node's backward too, named "NAME (backward)"
+    (its work by the convention of backward_nodes).
 
     The peaks are `peaks`, else the profile's ``meta["machine_peaks"]`` (profile() stores
     them when pyfxprof.machine_peaks() has measured this machine). ``attrs`` holds
@@ -192,17 +199,49 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise ArgumentError(f"depth must be a positive int, got {depth!r}")
     found = profile_peaks(profile, peaks)
-    mask = model_nodes(profile.nodes)
+    mask = model_nodes(profile.nodes) & ~profile.nodes["op"].isin(TRAINING_ROWS).to_numpy()
     nodes = profile.nodes[mask].reset_index(drop=True)
-    work, samples = _work(nodes, found), _samples(profile)[:, mask]
+    frames = [_rows(nodes, _samples(profile)[:, mask], found, group_by, depth, "")]
+    if profile.backward_samples is not None:
+        timed = profile.backward_samples[:, mask]
+        ran = np.median(timed, axis=0) > 0 if len(timed) else np.zeros(len(nodes), bool)
+        frames.append(_rows(backward_nodes(nodes[ran].reset_index(drop=True)), timed[:, ran],
+                            found, group_by, depth, BACKWARD_SUFFIX))
+    return _with_totals(pd.concat(frames, ignore_index=True), found)
+
+
+def _rows(nodes: pd.DataFrame, samples: np.ndarray, peaks: dict, group_by: str | None,
+          depth: int, suffix: str) -> pd.DataFrame:
+    """The roofline rows of `nodes` timed `samples` (per node or module), `suffix` after
+    each name."""
+    work = _work(nodes, peaks)
     unknown = (nodes["unknown_ops"].fillna("").astype(str).tolist() if "unknown_ops" in nodes
                else [""] * len(nodes))
     names = nodes["name"].astype(str).tolist()
     if group_by == "module":
         names, work, samples, unknown = _grouped(module_keys(nodes, depth), work, samples,
                                                  unknown)
-    frame = _frame(names, work, samples, float(found["bandwidth"]), unknown)
-    return _with_totals(frame, found)
+    return _frame([f"{name}{suffix}" for name in names], work, samples,
+                  float(peaks["bandwidth"]), unknown)
+
+
+def backward_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
+    """`nodes` with the work of their backward (a convention, docs/roofline.md): twice the
+    matrix FLOPs (the gradients of the input and of the weights), the vector FLOPs once;
+    reading the output's gradient, the saved inputs and the parameters, writing the inputs'
+    and the parameters' gradients, each once.
+
+    Example:
+        >>> nodes = pd.DataFrame({"flops": [10], "vector_flops": [3], "in_bytes": [8],
+        ...                       "param_bytes": [4], "out_bytes": [2]})
+        >>> backward_nodes(nodes).iloc[0].tolist()
+        [20, 3, 16, 8, 2]
+    """
+    work = nodes.copy()
+    for column in ("flops", "in_bytes", "param_bytes"):
+        if column in work:
+            work[column] = 2 * pd.to_numeric(work[column], errors="coerce")
+    return work
 
 
 def _with_totals(frame: pd.DataFrame, peaks: dict) -> pd.DataFrame:

@@ -176,3 +176,18 @@ def test_bound_and_efficiency_follow_the_roofs(flops, moved, median, fixed):
     assert row["headroom_ns"] == pytest.approx(max(median - roof, 0.0))
     assert math.isclose(row["attainable_flops_per_s"],
                         min(1e11, flops / moved * 1e10), rel_tol=1e-9)
+
+
+def test_a_training_step_has_backward_rows_by_the_convention():
+    rows = ROWS[:2] + [dict(node("(loss)", "loss_fn"), op="loss")]
+    nodes = toy_profile(rows, np.full((3, 3), 1000)).nodes
+    backward = np.array([[8_000_000, 0, 50]] * 3)
+    profile = pyfxprof.Profile(nodes, np.full((3, 3), 1000), np.full(3, 3000),
+                               {"machine_peaks": PEAKS}, backward_samples=backward)
+    frame = roofline(profile).set_index("name")
+    assert frame.index.tolist() == ["mm", "add", "mm (backward)"]  # add's backward never ran
+    assert frame.loc["mm (backward)", "flops"] == 4e8  # dX and dW: twice the forward's
+    assert frame.loc["mm (backward)", "bytes"] == 2 * 2e6 + 1e6  # X read, dX written, dY read
+    assert frame.loc["mm (backward)", "efficiency"] == pytest.approx(4e6 / 8e6)
+    modules = roofline(profile, group_by="module")
+    assert modules["name"].tolist() == ["(root)", "(root) (backward)"]
