@@ -5,6 +5,7 @@ profile without the machine's peaks."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..data.roofline import roofline
@@ -149,7 +150,8 @@ def roofline_low_efficiency(profile, context: Context) -> list[Suggestion]:
     if frame is None:
         return []
     slow = frame[(frame["bound"] == "compute") & (frame["efficiency_high"] < LOW_EFFICIENCY)]
-    slow = slow[[context.pct(ns) >= MIN_PCT for ns in slow["median_ns"]]]
+    slow = slow.loc[np.array([context.pct(ns) >= MIN_PCT for ns in slow["median_ns"]],
+                             dtype=bool)]
     found = []
     for entry in slow.sort_values("headroom_ns", ascending=False, kind="stable").itertuples():
         evidence = [_line(context, entry),
