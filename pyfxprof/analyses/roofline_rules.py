@@ -5,6 +5,8 @@ profile without the machine's peaks."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -154,14 +156,15 @@ def roofline_low_efficiency(profile, context: Context) -> list[Suggestion]:
                              dtype=bool)]
     found = []
     for entry in slow.sort_values("headroom_ns", ascending=False, kind="stable").itertuples():
+        headroom = cast(float, entry.headroom_ns)  # a float column (pandas types any cell)
         evidence = [_line(context, entry),
                     f"efficiency {entry.efficiency_high:.2f} at most (the upper end of its 95% "
                     f"interval) of the {entry.dtype} GEMM peak "
                     f"{format_flops(frame.attrs['peaks']['flops'].get(entry.dtype), 'FLOP/s')}",
                     f"saving: its headroom, {format_ns(entry.headroom_ns)} above the roof"]
         found.append(Suggestion(
-            "roofline_low_efficiency", "medium" if context.pct(entry.headroom_ns) >= 5
+            "roofline_low_efficiency", "medium" if context.pct(headroom) >= 5
             else "low", f"{entry.name}: compute-bound at {entry.efficiency:.0%} of the peak",
             evidence, "try " + _kernel_hint(entry, frame.attrs["peaks"]),
-            float(entry.headroom_ns), [str(entry.name)]))
+            float(headroom), [str(entry.name)]))
     return found

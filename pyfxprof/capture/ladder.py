@@ -468,10 +468,11 @@ def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFram
             frame[column] = pd.Series([info.get(column, empty) for info in infos], dtype=object)
     for column in ("out_bytes", "flops"):
         frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
-    for column, empty in (("unknown_ops", ""), ("bytes_by_dtype", ""), ("dtype", ""),
-                          ("aliases_input", False)):  # the roofline's, when measured
+    blanks: dict[str, object] = {"unknown_ops": "", "bytes_by_dtype": "", "dtype": "",
+                                 "aliases_input": False}  # the roofline's, when measured
+    for column, blank in blanks.items():
         if any(column in info for info in infos):
-            frame[column] = [info.get(column, empty) for info in infos]
+            frame[column] = [info.get(column, blank) for info in infos]
     for column in ("alloc_delta_bytes", "peak_bytes", "vector_flops", "in_bytes",
                    "param_bytes") + ALLOCATOR_COLUMNS:  # when measured
         if any(column in info for info in infos):

@@ -65,7 +65,7 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
     meta.update(executor.calibration.as_meta())
     meta.update(fusion_meta(model))
     meta.update(environment_meta())
-    peaks = cached_peaks(device, meta["cpu"])  # read, never measured here (docs/roofline.md)
+    peaks = cached_peaks(device, str(meta["cpu"]))  # read, never measured here (docs/roofline.md)
     if peaks is not None:
         meta["machine_peaks"] = peaks
     return meta
