@@ -35,6 +35,8 @@ def machine_key(device: torch.device, cpu: str) -> str:
         >>> machine_key(torch.device("cpu"), "Some CPU").split(" | ")[1:3]
         ['Some CPU', 'cpu']
     """
+    if device.type == "cuda" and device.index is None:  # "cuda" and "cuda:0" alike
+        device = torch.device("cuda", torch.cuda.current_device())
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu
     return (f"{platform.node()} | {name} | {device} | threads={torch.get_num_threads()} | "
             f"torch {torch.__version__}")
