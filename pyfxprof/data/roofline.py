@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ArgumentError, PyfxprofError
-from .outside_graph import median_interval
+from ..stats.node_statistics import group_samples
+from ..stats.order_statistics import order_ranks
 from .profile import Profile
 from .rollup import module_keys
 from .roofline_ops import op_kind
-from .stats import group_samples
 from .units import format_flops, format_ns, format_si
 from .validate import model_nodes
 
@@ -58,10 +58,14 @@ def _samples(profile: Profile) -> np.ndarray:
 
 def _medians(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(median, low, high) per column: the median and its distribution-free 95% interval
-    (the order statistics data.outside_graph.median_interval picks for this many runs)."""
+    (the order statistics stats.order_statistics.order_ranks picks for this many runs; an
+    end too few runs cannot reach is 0 below, inf above)."""
     ordered = np.sort(samples.astype(np.float64), axis=0)
-    low, high = median_interval(np.arange(len(ordered)))
-    return np.median(ordered, axis=0), ordered[int(low)], ordered[int(high)]
+    n, columns = ordered.shape
+    low, high = order_ranks(n, 0.5)
+    return (np.median(ordered, axis=0),
+            ordered[low - 1] if low >= 1 else np.zeros(columns),
+            ordered[high - 1] if high <= n else np.full(columns, np.inf))
 
 
 def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
@@ -121,7 +125,8 @@ def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray, bandwi
             "roof_ns": roof, "fixed_ns": work["fixed_ns"],
             "bound": _bound(work["compute_ns"], work["memory_ns"], roof, work["fixed_ns"]),
             "efficiency": _ratio(roof, median), "efficiency_low": _ratio(roof, high),
-            "efficiency_high": _ratio(roof, low), "headroom_ns": np.fmax(median - roof, 0.0),
+            "efficiency_high": np.where(low > 0, _ratio(roof, low), np.inf),
+            "headroom_ns": np.fmax(median - roof, 0.0),
             "unknown_ops": unknown})
     return frame[list(COLUMNS)]
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyfxprof
-from pyfxprof.data.outside_graph import median_interval
+from pyfxprof.stats.order_statistics import median_interval
 from pyfxprof.data.roofline import COLUMNS, roofline, table_columns
 from pyfxprof.errors import PyfxprofError
 
@@ -191,3 +191,9 @@ def test_a_training_step_has_backward_rows_by_the_convention():
     assert frame.loc["mm (backward)", "efficiency"] == pytest.approx(4e6 / 8e6)
     modules = roofline(profile, group_by="module")
     assert modules["name"].tolist() == ["(root)", "(root) (backward)"]
+
+
+def test_too_few_runs_leave_the_efficiency_interval_open():
+    frame = roofline(toy_profile(ROWS, SAMPLES[:3]))  # 3 runs cannot bound a median at 95%
+    assert (frame["efficiency_low"] == 0).all() and np.isinf(frame["efficiency_high"]).all()
+    assert frame["efficiency"].notna().all()
