@@ -62,8 +62,9 @@ def _pooling(out: Any, args: tuple, kwargs: dict) -> int:
 def _batch_norm(out: Any, args: tuple, kwargs: dict) -> int:
     """Normalize and scale (4 per element); 3 more per element for the batch statistics
     when training (native_batch_norm's and batch_norm's `training` argument)."""
+    elements = _numel(args[0])
     training = len(args) > 5 and args[5] is True
-    return (7 if training else 4) * _numel(args[0])
+    return (7 if training else 4) * elements
 
 
 _ELEMENTWISE = ("add", "sub", "rsub", "mul", "div", "neg", "abs", "exp", "exp2", "expm1",
