@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _
     from .run.bench import bench as bench
     from .run.bench import bench_grid as bench_grid
     from .run.compare import compare as compare
+    from .run.machine_peaks import machine_peaks as machine_peaks
     from .run.distributed import gather as gather
     from .run.arguments import CaptureOptions as CaptureOptions
     from .run.arguments import TimingOptions as TimingOptions
@@ -95,6 +96,7 @@ _PUBLIC = {
     "kernel_table": ("analyses.compiled_diff", "kernel_table"),  # a compiled profile's kernels
     "load": ("data.persist", "load_profile"),  # a profile saved by Profile.save (JSON, gzip)
     "load_rank_profiles": ("data.rank_profiles", "load_rank_profiles"),
+    "machine_peaks": ("run.machine_peaks", "machine_peaks"),  # measured roofs, cached
     "max_abs_difference": ("tools.fusion", "max_abs_difference"),
     "profile": ("run.runner", "profile"),
     "range": ("loop.ranges", "Range"),  # like torch.profiler's record_function
@@ -122,6 +124,7 @@ _METHODS = {
     "Profile.plot_latency": ("views.latency_plots", "plot_latency"),
     "Profile.plot_tail": ("views.latency_plots", "plot_tail"),
     "Profile.advise": ("analyses.advisor", "advise"),
+    "Profile.roofline": ("data.roofline", "roofline"),  # per node vs measured peaks
     "Profile.save": ("data.persist", "save_profile"),
     "Profile.python_outside": ("data.outside_graph", "python_functions"),
     "RankProfiles.save": ("data.rank_files", "save_rank_profiles"),

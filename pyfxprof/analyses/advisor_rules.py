@@ -396,3 +396,4 @@ def warmup_too_small(profile, context: Context) -> list[Suggestion]:
         f"--warmup {needed}); the first calls pay one-off costs (lazy initialisation, "
         "allocator growth, caches)", None, first_calls["name"].tolist())]
 
+from . import roofline_rules  # noqa: E402,F401  (registers the roofline rules after these)

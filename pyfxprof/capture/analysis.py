@@ -12,6 +12,7 @@ import torch.fx as fx
 from ..errors import PyfxprofError, first_line
 from .flops import FlopMeter
 from .memory import allocator_events, cuda_device_of, cuda_node_memory, memory_wanted, node_range
+from .node_bytes import node_bytes
 from .node_table import target_name
 from .tracing import TIMED_OPS
 
@@ -60,7 +61,8 @@ class ShapeRecorder(fx.Interpreter):
         if n.op not in TIMED_OPS:
             return super().run_node(n)
         args, kwargs = self.fetch_args_kwargs_from_env(n)
-        flops_before = self.meter.total()
+        flops_before, vector_before = self.meter.total(), self.meter.vector_total()
+        unknown_before = self.meter.unknown_count()
         try:
             with self._set_current_node(n), cuda_node_memory(self.cuda_device) as memory, (
                     node_range(n.name) if self.ranges else contextlib.nullcontext()):
@@ -71,7 +73,11 @@ class ShapeRecorder(fx.Interpreter):
                 f"{type(error).__name__}: {first_line(error)} — check the input shapes") from None
         self.info[n.name] = {"input_shapes": describe(args), "output_shapes": describe(result),
                              "out_bytes": tensor_bytes(result),
-                             "flops": self.meter.total() - flops_before}
+                             "flops": self.meter.total() - flops_before,
+                             "vector_flops": self.meter.vector_total() - vector_before,
+                             "unknown_ops": self.meter.unknown_since(unknown_before),
+                             **node_bytes(self.module.get_submodule(str(n.target))
+                                          if n.op == "call_module" else None, args, result)}
         if self.cuda_device is not None:
             self.info[n.name].update(alloc_delta_bytes=memory.alloc_delta_bytes,
                                      peak_bytes=memory.peak_bytes,
@@ -81,7 +87,8 @@ class ShapeRecorder(fx.Interpreter):
 
 def analyse(gm: fx.GraphModule, args: tuple) -> tuple[Any, dict[str, dict[str, Any]]]:
     """Run `gm` once untimed; return (output, per-node info keyed by node name): input_shapes,
-    output_shapes, out_bytes and flops; on CUDA also alloc_delta_bytes, peak_bytes (above the
+    output_shapes, out_bytes, flops, and for the roofline vector_flops, unknown_ops and the
+    bytes of capture.node_bytes; on CUDA also alloc_delta_bytes, peak_bytes (above the
     allocation at the node's start) and model_peak_bytes (the allocator's peak so far); inside
     memory.profiling_memory() also the ALLOCATOR_COLUMNS from torch.profiler's allocator events.
 

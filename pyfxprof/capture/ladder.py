@@ -461,7 +461,8 @@ def warn_fallback(captured: Capture, capture_mode: str) -> None:
 
 def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
     """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops, and
-    the source lines and memory figures of a hooks capture's calls when measured."""
+    the source lines and memory figures of a hooks capture's calls and the roofline's
+    columns (capture.analysis) when measured."""
     for column in ("input_shapes", "output_shapes"):
         frame[column] = [info.get(column, "") for info in infos]
     for column, empty in (("source", ""), ("source_stack", ())):
@@ -469,7 +470,13 @@ def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFram
             frame[column] = pd.Series([info.get(column, empty) for info in infos], dtype=object)
     for column in ("out_bytes", "flops"):
         frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
-    for column in ("alloc_delta_bytes", "peak_bytes") + ALLOCATOR_COLUMNS:  # when measured
+    blanks: dict[str, object] = {"unknown_ops": "", "bytes_by_dtype": "", "dtype": "",
+                                 "aliases_input": False}  # the roofline's, when measured
+    for column, blank in blanks.items():
+        if any(column in info for info in infos):
+            frame[column] = [info.get(column, blank) for info in infos]
+    for column in ("alloc_delta_bytes", "peak_bytes", "vector_flops", "in_bytes",
+                   "param_bytes") + ALLOCATOR_COLUMNS:  # when measured
         if any(column in info for info in infos):
             frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
     return frame

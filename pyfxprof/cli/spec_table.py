@@ -189,6 +189,15 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                                  'times'},
                             'group': None},
                            {'action': 'store_true',
+                            'options': ['--roofline'],
+                            'keywords': {'dest': 'roofline',
+                                         'help': "add the roofline's columns (FLOPs, FLOP/s, "
+                                                 'bytes, intensity, bytes/s, bound, efficiency '
+                                                 'with its 95%% interval, headroom) against this '
+                                                 "machine's measured peaks, measured once per "
+                                                 'machine and cached (docs/roofline.md)'},
+                            'group': None},
+                           {'action': 'store_true',
                             'options': ['--latency'],
                             'keywords': {'dest': 'latency',
                                          'help': 'print the run-total distribution: p50, p90, p99 '

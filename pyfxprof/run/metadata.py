@@ -20,6 +20,7 @@ from ..capture.placement import device_of
 from ..timing.device_events import event_record_cost_ns
 from ..timing.native import _C
 from .distributed import rank_meta
+from .peaks_cache import cached_peaks
 
 if TYPE_CHECKING:
     from ..capture.ladder import Prepared
@@ -64,6 +65,9 @@ def run_meta(model: torch.nn.Module, name: str | None, *, device: str, device_ev
     meta.update(executor.calibration.as_meta())
     meta.update(fusion_meta(model))
     meta.update(environment_meta())
+    peaks = cached_peaks(device, str(meta["cpu"]))  # read, never measured here (docs/roofline.md)
+    if peaks is not None:
+        meta["machine_peaks"] = peaks
     return meta
 
 

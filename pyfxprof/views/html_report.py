@@ -1,6 +1,6 @@
 """A standalone HTML report of a Profile: one self-contained page (no network, no files beside
 it) with the header, the table, the module tree, the interactive flame graph, the plot of the
-slowest nodes and the advice the caller passes (views never run the advisor:
+slowest nodes, the roofline (when the profile holds the machine's peaks) and the advice the caller passes (views never run the advisor:
 ``Profile.export_html`` in analyses/html_page.py and the CLI pass ``advise(profile)``). Also the
 HTML of the advice on its own (notebooks).
 
@@ -46,7 +46,7 @@ nav a{margin-right:14px;color:#1f5fbf}
 _NO_ADVICE = ("<p>not included: <code>prof.export_html(path)</code> and <code>pyfxprof report "
               "--html</code> include it, or pass <code>advice=prof.advise()</code></p>")
 _SECTIONS = (("table", "Nodes"), ("tree", "Module tree"), ("flame", "Flame graph"),
-             ("plot", "Slowest nodes"), ("advice", "Advice"))
+             ("plot", "Slowest nodes"), ("roofline", "Roofline"), ("advice", "Advice"))
 
 
 def advice_html(advice: Advice) -> str:
@@ -72,19 +72,21 @@ def advice_html(advice: Advice) -> str:
             f"<p>{esc(lines[0])}</p>{body}</div>")
 
 
-def _plot_img(profile: Profile) -> str:
-    """The plot of the slowest nodes as an inline PNG, or a note when there is nothing to plot
-    or no matplotlib."""
+def _plot_img(profile: Profile, kind: str = "nodes") -> str:
+    """The plot of `kind` (views.plot.KINDS: the slowest nodes, the roofline) as an inline
+    PNG, or a note when there is nothing to plot (a roofline without the machine's peaks) or
+    no matplotlib."""
     from ..errors import PyfxprofError
     from .plot import plot
     try:
-        figure = plot(profile, top=20)
+        figure = plot(profile, top=20 if kind == "nodes" else 10, kind=kind)
     except PyfxprofError as error:
         return f"<p>{html.escape(str(error))}</p>"
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f'<img class="figure" alt="slowest nodes" src="data:image/png;base64,{data}">'
+    alt = "slowest nodes" if kind == "nodes" else kind
+    return f'<img class="figure" alt="{alt}" src="data:image/png;base64,{data}">'
 
 
 def _inline_svg(profile: Profile, metric: str) -> str:
@@ -107,6 +109,7 @@ def html_report(profile: Profile, top: int = REPORT_TOP, metric: str = "median",
                 '</pre></div>',
         "flame": _inline_svg(profile, metric),
         "plot": _plot_img(profile),
+        "roofline": _plot_img(profile, "roofline"),
         "advice": _NO_ADVICE if advice is None else advice_html(advice),
     }
     nav = " ".join(f'<a href="#{key}">{name}</a>' for key, name in _SECTIONS)

@@ -1,4 +1,5 @@
-"""A bar chart of the slowest nodes: median per run with IQR (p25-p75) error bars (matplotlib)."""
+"""Profile.plot: a bar chart of the slowest nodes (median per run with IQR error bars), or the
+roofline (views.roofline_plot), by kind (matplotlib)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from ..data.files import PathLike
 from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError
 from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from .roofline_plot import plot_roofline
 from .safe_text import figure_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+#: The kinds of Profile.plot: the slowest nodes' bars, the measured roofline.
+KINDS = ("nodes", "roofline")
 
 
 def top_nodes(profile: Profile, top: int = 20) -> dict:
@@ -36,16 +41,23 @@ def top_nodes(profile: Profile, top: int = 20) -> dict:
     return {"labels": labels, "median": median, "p25": p25, "p75": p75}
 
 
-def plot(profile: Profile, path: PathLike | None = None, top: int = 20) -> Figure:
-    """A horizontal bar chart of the ``top`` nodes by median time per run; saved to ``path``
-    when given (format from the extension: .png, .svg, .pdf); returns the Figure (shown inline
-    in notebooks).
+def plot(profile: Profile, path: PathLike | None = None, top: int = 20,
+         kind: str = "nodes") -> Figure:
+    """A plot of the profile, of one of KINDS; saved to ``path`` when given (format from the
+    extension: .png, .svg, .pdf); returns the Figure (shown inline in notebooks).
 
-    Bars are the median time per run, sorted (slowest at the top), error bars the
-    interquartile range (p25 to p75).
+    ``kind="nodes"``: a horizontal bar chart of the ``top`` nodes by median time per run,
+    sorted (slowest at the top), error bars the interquartile range (p25 to p75).
+    ``kind="roofline"``: the measured roofline (views.roofline_plot), the ``top`` slowest
+    nodes labelled (docs/roofline.md).
 
     >>> fig = plot(prof, "top_nodes.png", top=20)  # doctest: +SKIP
+    >>> fig = plot(prof, "roofline.png", kind="roofline")  # doctest: +SKIP
     """
+    if kind not in KINDS:
+        raise ArgumentError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+    if kind == "roofline":
+        return plot_roofline(profile, path, top)
     data = top_nodes(profile, top)
     Figure, FigureCanvasAgg = matplotlib_figure()
     unit, scale = time_unit(float(np.nanmax(data["p75"])))

@@ -37,7 +37,7 @@ def test_report_is_one_self_contained_page_with_every_section(tmp_path):
     parser = Tags()
     parser.feed(page)
     ids = [attrs.get("id") for _, attrs in parser.tags if attrs.get("id")]
-    assert ids == ["table", "tree", "flame", "plot", "advice"]
+    assert ids == ["table", "tree", "flame", "plot", "roofline", "advice"]
     links = [a.get("src") or a.get("href") for _, a in parser.tags if a.get("src") or a.get("href")]
     assert all(link.startswith(("#", "data:image/png;base64,")) for link in links)  # offline
     assert any(link.startswith("data:image/png") for link in links)

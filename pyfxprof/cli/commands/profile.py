@@ -19,6 +19,7 @@ from .arg_types import device_name
 from .compile_args import add_compile_arguments, compile_option, print_compiled
 from .defaults import defaults_of
 from .model_args import add_model_arguments, model_and_inputs
+from .roofline_args import add_roofline_argument, print_roofline_table, with_peaks
 from .report import (add_export_arguments, add_table_arguments, print_ranks, print_table,
                      write_exports)
 
@@ -64,6 +65,7 @@ def add_parser(subparsers) -> None:
                         help="push an NVTX range named like each node's trace slice around its "
                              "timed call, for Nsight Systems / Compute (docs/gpu.md)")
     add_table_arguments(parser)
+    add_roofline_argument(parser)
     add_latency_arguments(parser)
     parser.add_argument("--advise", action="store_true",
                         help="print optimisation suggestions drawn from the profile")
@@ -117,7 +119,10 @@ def run(args: argparse.Namespace) -> int:
     marks.append(time.perf_counter())
     prof = profile(model, inputs, name=name, **options)
     marks.append(time.perf_counter())
-    print_table(chosen_runs(prof, args), args)
+    if args.roofline:  # the peaks in its meta, so that --save keeps them
+        print_roofline_table(chosen_runs(with_peaks(prof), args), args)
+    else:
+        print_table(chosen_runs(prof, args), args)
     print_latency(chosen_runs(prof, args), args)
     if options["compile"] is not None:
         eager = (profile(model, inputs, name=name, **dict(options, compile=None))

@@ -1,0 +1,69 @@
+"""Bytes a node moves at least, for the roofline: its input tensors read, its module's
+parameters and buffers read, its outputs written, by dtype (docs/roofline.md)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterator
+
+import torch
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in `value` (nested tuples, lists, dicts)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _by_dtype(tensors: Iterator[torch.Tensor], seen: set[int]) -> Counter:
+    """Bytes per dtype name of `tensors`, each storage counted once (`seen`: the ids of
+    storages already counted, updated)."""
+    counts: Counter = Counter()
+    for tensor in tensors:
+        key = id(tensor) if tensor.is_meta else tensor.untyped_storage().data_ptr()
+        if key in seen and key != 0:
+            continue
+        seen.add(key)
+        counts[str(tensor.dtype).replace("torch.", "")] += tensor.numel() * tensor.element_size()
+    return counts
+
+
+def node_bytes(module: torch.nn.Module | None, args: Any, result: Any) -> dict[str, Any]:
+    """The bytes columns of one node besides its outputs' (analysis' out_bytes): in_bytes (its
+    tensor arguments, each storage once), param_bytes (the parameters and buffers of
+    `module`, a call_module node's, not already among the arguments), bytes_by_dtype ("float32=1024, int64=64": read plus
+    written) and dtype (the dtype moving the most bytes: the one whose peak applies).
+
+    aliases_input: every output shares storage with an input (a view, a getitem, or an op
+    in place): without FLOPs such a node moves no data (data.roofline).
+
+    A lower bound: what a kernel reads and writes at least, once each (docs/roofline.md).
+
+    Example:
+        >>> linear = torch.nn.Linear(4, 2)
+        >>> x = torch.zeros(3, 4)
+        >>> figures = node_bytes(linear, (x,), linear(x))
+        >>> figures["in_bytes"], figures["param_bytes"], figures["bytes_by_dtype"]
+        (48, 40, 'float32=112')
+        >>> node_bytes(None, (x,), x.view(12))["aliases_input"]
+        True
+    """
+    seen: set[int] = set()
+    inputs = _by_dtype(_tensors(args), seen)
+    aliased = seen.copy()
+    params = _by_dtype(iter([*module.parameters(), *module.buffers()]) if module is not None
+                       else iter(()), seen)
+    outputs = _by_dtype(_tensors(result), set())
+    total = inputs + params + outputs
+    storages = [0 if t.is_meta else t.untyped_storage().data_ptr() for t in _tensors(result)]
+    return {"in_bytes": sum(inputs.values()), "param_bytes": sum(params.values()),
+            "aliases_input": bool(storages) and all(p in aliased and p for p in storages),
+            "bytes_by_dtype": ", ".join(f"{name}={count}" for name, count in
+                                        sorted(total.items(), key=lambda kv: -kv[1])),
+            "dtype": max(total, key=lambda name: total[name]) if total else ""}

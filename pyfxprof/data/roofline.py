@@ -1,0 +1,303 @@
+"""The measured roofline of a Profile (``Profile.roofline``): per node or module, FLOPs and
+bytes moved against the machine's measured peaks, the bound, the efficiency with its 95%
+interval and the headroom. A pure function of Profile data (docs/roofline.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ArgumentError, PyfxprofError
+from ..stats.node_statistics import group_samples
+from ..stats.order_statistics import order_ranks
+from .profile import Profile
+from .rollup import module_keys
+from .roofline_ops import op_kind
+from .units import format_flops, format_ns, format_si
+from .validate import model_nodes
+
+#: The columns of Profile.roofline, in order (docs/roofline.md says each one's unit).
+COLUMNS = ("name", "kind", "dtype", "flops", "bytes", "intensity", "median_ns", "flops_per_s",
+           "bytes_per_s", "attainable_flops_per_s", "roof_ns", "fixed_ns", "bound",
+           "efficiency", "efficiency_low", "efficiency_high", "headroom_ns", "unknown_ops")
+#: The ways to group: None (per node) or "module" (per module at `depth`).
+GROUP_BY = (None, "module")
+#: The ops of a training step's own rows (run.training: the loss, gradient accumulation and
+#: the autograd engine), whose work the analysis run does not see: no roofline rows.
+TRAINING_ROWS = ("loss", "backward")
+#: After the name of a backward row (profiles of training steps, ``backward=True``).
+BACKWARD_SUFFIX = " (backward)"
+#: The peak dtype of a node whose dtype has no measured peak (integer ops, float64...).
+FALLBACK_DTYPE = "float32"
+
+
+def profile_peaks(profile: Profile, peaks: dict | None = None) -> dict[str, Any]:
+    """The peaks a roofline of `profile` uses: `peaks` when given, else those profile() stored
+    in its meta (``machine_peaks``); a one-line error saying how to get them otherwise."""
+    found = peaks if peaks is not None else profile.meta.get("machine_peaks")
+    if not isinstance(found, dict) or "flops" not in found or "bandwidth" not in found:
+        raise PyfxprofError("this profile has no machine peaks: run pyfxprof.machine_peaks() "
+                            "once on this machine (or `pyfxprof profile --roofline`), then "
+                            "profile again, or pass peaks=pyfxprof.machine_peaks()")
+    return found
+
+
+def _column(nodes: pd.DataFrame, name: str, default: float = np.nan) -> np.ndarray:
+    """A numeric nodes column as float64 (`default` where the profile lacks it)."""
+    if name not in nodes:
+        return np.full(len(nodes), default)
+    return pd.to_numeric(nodes[name], errors="coerce").to_numpy(dtype=np.float64)
+
+
+def _samples(profile: Profile) -> np.ndarray:
+    """The times the roof bounds: the device's where measured (GPU), else the host's."""
+    return profile.device_samples if profile.device_samples is not None else profile.samples
+
+
+def _medians(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(median, low, high) per column: the median and its distribution-free 95% interval
+    (the order statistics stats.order_statistics.order_ranks picks for this many runs; an
+    end too few runs cannot reach is 0 below, inf above)."""
+    ordered = np.sort(samples.astype(np.float64), axis=0)
+    n, columns = ordered.shape
+    low, high = order_ranks(n, 0.5)
+    return (np.median(ordered, axis=0),
+            ordered[low - 1] if low >= 1 else np.zeros(columns),
+            ordered[high - 1] if high <= n else np.full(columns, np.inf))
+
+
+def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
+    """Per node: flops (matrix + vector), bytes (read + parameters + written; none for a
+    get_attr, which hands over a reference, nor for a node without FLOPs whose outputs alias
+    its inputs: a view), the time each
+    takes at its roof (compute_ns at the dtype's GEMM peak, memory_ns at the triad
+    bandwidth) and the fixed cost of its op kind."""
+    flops = np.nan_to_num(_column(nodes, "flops")) + np.nan_to_num(
+        _column(nodes, "vector_flops"))
+    moved = (_column(nodes, "in_bytes") + _column(nodes, "param_bytes", 0.0)
+             + _column(nodes, "out_bytes"))
+    aliases = (nodes["aliases_input"].fillna(False).astype(bool).to_numpy()
+               if "aliases_input" in nodes else np.zeros(len(nodes), dtype=bool))
+    moved[(nodes["op"] == "get_attr").to_numpy() | (aliases & (flops == 0))] = 0.0
+    dtypes = (nodes["dtype"].astype(str) if "dtype" in nodes
+              else pd.Series([""] * len(nodes))).tolist()
+    rates = peaks["flops"]
+    peak = np.array([float(rates.get(d) or rates[FALLBACK_DTYPE]) for d in dtypes])
+    kinds = [op_kind(str(t), str(m) if op == "call_module" else "")  # a module call's type
+             for t, m, op in zip(nodes["target"], nodes["module_type"], nodes["op"])]
+    fixed = peaks.get("fixed_ns") or {}
+    compute, memory = flops / peak * 1e9, moved / float(peaks["bandwidth"]) * 1e9
+    return {"flops": flops, "bytes": moved, "compute_ns": compute, "memory_ns": memory,
+            "roof_ns": np.fmax(compute, memory),
+            "fixed_ns": np.array([float(fixed.get(k, 0.0)) for k in kinds]),
+            "peak": peak, "kind": np.array(kinds, dtype=object),
+            "dtype": np.array(dtypes, dtype=object)}
+
+
+def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, roof: np.ndarray,
+           fixed_ns: np.ndarray) -> np.ndarray:
+    """"overhead" where the op's fixed cost is at least the time the roof allows (`roof`),
+    else "compute" or "memory" by the longer of the two roof times; "" where bytes are
+    unknown."""
+    bound = np.where(compute_ns >= memory_ns, "compute", "memory").astype(object)
+    bound[fixed_ns >= roof] = "overhead"
+    bound[np.isnan(memory_ns)] = ""
+    return bound
+
+
+def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray, bandwidth: float,
+           unknown: list[str]) -> pd.DataFrame:
+    """The COLUMNS of rows `names` from their `work` (_work, summed for groups) and their
+    per-run `samples`."""
+    median, low, high = _medians(samples) if samples.shape[0] else (
+        np.full(len(names), np.nan),) * 3
+    roof = work["roof_ns"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = work["flops"] / work["bytes"]
+        frame = pd.DataFrame({
+            "name": names, "kind": work["kind"], "dtype": work["dtype"],
+            "flops": work["flops"], "bytes": work["bytes"], "intensity": intensity,
+            "median_ns": median, "flops_per_s": work["flops"] / median * 1e9,
+            "bytes_per_s": work["bytes"] / median * 1e9,
+            "attainable_flops_per_s": np.fmin(work["peak"], intensity * bandwidth),
+            "roof_ns": roof, "fixed_ns": work["fixed_ns"],
+            "bound": _bound(work["compute_ns"], work["memory_ns"], roof, work["fixed_ns"]),
+            "efficiency": _ratio(roof, median), "efficiency_low": _ratio(roof, high),
+            "efficiency_high": np.where(low > 0, _ratio(roof, low), np.inf),
+            "headroom_ns": np.fmax(median - roof, 0.0),
+            "unknown_ops": unknown})
+    return frame[list(COLUMNS)]
+
+
+def _ratio(roof: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """roof / time, NaN where the time is not positive (below the clock's resolution)."""
+    return np.where(time > 0, roof / np.where(time > 0, time, 1.0), np.nan)
+
+
+def _grouped(keys: list, work: dict[str, np.ndarray], samples: np.ndarray,
+             unknown: list[str]) -> tuple[list, dict[str, np.ndarray], np.ndarray, list[str]]:
+    """`work` summed per key (a module's time at its roofs is its nodes' sum: they run one
+    after another; its bound the longer of its summed compute and memory times, or
+    overhead), the samples summed per run, the unknown ops joined; the peak of a group
+    is its FLOP-weighted rate, its dtype and kind its first node's."""
+    names, summed = group_samples(samples, keys)
+    codes = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=False)[0]
+    add = {name: np.bincount(codes, weights=np.nan_to_num(work[name], nan=0.0))
+           for name in ("flops", "bytes", "compute_ns", "memory_ns", "roof_ns", "fixed_ns")}
+    missing = np.bincount(codes, weights=np.isnan(work["bytes"]).astype(float)) > 0
+    add["bytes"][missing] = add["memory_ns"][missing] = add["roof_ns"][missing] = np.nan
+    first = [int(np.argmax(codes == code)) for code in range(len(names))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        add["peak"] = np.where(add["compute_ns"] > 0,
+                               add["flops"] / add["compute_ns"] * 1e9, work["peak"][first])
+    add.update(kind=np.array(["module"] * len(names), dtype=object), dtype=work["dtype"][first])
+    ops = [_joined(u for u, c in zip(unknown, codes) if c == code)
+           for code in range(len(names))]
+    return names, add, summed, ops
+
+
+def _joined(texts) -> str:
+    """Comma-separated op lists joined, each op once, in first-seen order."""
+    return ", ".join(dict.fromkeys(op for text in texts for op in str(text).split(", ") if op))
+
+
+def peaks_text(peaks: dict) -> str:
+    """One line naming the peaks: GEMM FLOP/s per dtype, triad bandwidth, when measured.
+
+    Example:
+        >>> peaks_text({"flops": {"float32": 1.5e11}, "bandwidth": 2e10,
+        ...             "measured_at": "2026-12-07T06:00:00+00:00", "threads": 2})
+        'peaks measured 2026-12-07T06:00:00+00:00 (2 threads): GEMM float32 150 GFLOP/s · triad 20.0 GB/s'
+    """
+    rates = " · ".join(f"GEMM {name} {format_flops(rate, 'FLOP/s')}"
+                       for name, rate in peaks["flops"].items() if rate)
+    return (f"peaks measured {peaks.get('measured_at', '?')} ({peaks.get('threads', '?')} "
+            f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}")
+
+
+def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
+             peaks: dict | None = None) -> pd.DataFrame:
+    """Each node's (``group_by="module"``: each module's, at `depth`) place under the
+    machine's measured roofs: ``flops`` (matrix and vector FLOPs), ``bytes`` (a lower bound:
+    inputs, parameters and outputs once each), ``intensity`` (FLOP/byte), ``median_ns``,
+    ``flops_per_s``, ``bytes_per_s``, ``attainable_flops_per_s`` (min(peak, intensity x
+    bandwidth)), ``roof_ns`` (its time at the roof), ``fixed_ns`` (its op kind's fixed
+    cost), ``bound`` (compute, memory or overhead), ``efficiency`` (roof_ns / median, with
+    ``efficiency_low``/``_high`` from the median's 95% interval), ``headroom_ns`` (median
+    minus roof_ns) and ``unknown_ops`` (ops whose FLOPs are not counted). A training step's
+    profile (``backward=True``) has a row per node's backward too, named "NAME (backward)"
+    (its work by the convention of backward_nodes).
+
+    The peaks are `peaks`, else the profile's ``meta["machine_peaks"]`` (profile() stores
+    them when pyfxprof.machine_peaks() has measured this machine). ``attrs`` holds
+    ``peaks``, ``header`` (a line naming them and the total headroom) and
+    ``total_headroom_ns`` / ``total_roof_ns`` / ``total_median_ns``. docs/roofline.md.
+
+    Example:
+        >>> frame = prof.roofline()  # doctest: +SKIP
+        >>> frame[["name", "bound", "efficiency"]].head(3)  # doctest: +SKIP
+    """
+    if group_by not in GROUP_BY:
+        raise ArgumentError(f"group_by must be None or 'module', got {group_by!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ArgumentError(f"depth must be a positive int, got {depth!r}")
+    found = profile_peaks(profile, peaks)
+    mask = model_nodes(profile.nodes) & ~profile.nodes["op"].isin(TRAINING_ROWS).to_numpy()
+    nodes = profile.nodes[mask].reset_index(drop=True)
+    frames = [_rows(nodes, _samples(profile)[:, mask], found, group_by, depth, "")]
+    if profile.backward_samples is not None:
+        timed = profile.backward_samples[:, mask]
+        ran = np.median(timed, axis=0) > 0 if len(timed) else np.zeros(len(nodes), bool)
+        frames.append(_rows(backward_nodes(nodes[ran].reset_index(drop=True)), timed[:, ran],
+                            found, group_by, depth, BACKWARD_SUFFIX))
+    return _with_totals(pd.concat(frames, ignore_index=True), found)
+
+
+def _rows(nodes: pd.DataFrame, samples: np.ndarray, peaks: dict, group_by: str | None,
+          depth: int, suffix: str) -> pd.DataFrame:
+    """The roofline rows of `nodes` timed `samples` (per node or module), `suffix` after
+    each name."""
+    work = _work(nodes, peaks)
+    unknown = (nodes["unknown_ops"].fillna("").astype(str).tolist() if "unknown_ops" in nodes
+               else [""] * len(nodes))
+    names = nodes["name"].astype(str).tolist()
+    if group_by == "module":
+        names, work, samples, unknown = _grouped(module_keys(nodes, depth), work, samples,
+                                                 unknown)
+    return _frame([f"{name}{suffix}" for name in names], work, samples,
+                  float(peaks["bandwidth"]), unknown)
+
+
+def backward_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
+    """`nodes` with the work of their backward (a convention, docs/roofline.md): twice the
+    matrix FLOPs (the gradients of the input and of the weights), the vector FLOPs once;
+    reading the output's gradient, the saved inputs and the parameters, writing the inputs'
+    and the parameters' gradients, each once.
+
+    Example:
+        >>> nodes = pd.DataFrame({"flops": [10], "vector_flops": [3], "in_bytes": [8],
+        ...                       "param_bytes": [4], "out_bytes": [2]})
+        >>> backward_nodes(nodes).iloc[0].tolist()
+        [20, 3, 16, 8, 2]
+    """
+    work = nodes.copy()
+    for column in ("flops", "in_bytes", "param_bytes"):
+        if column in work:
+            work[column] = 2 * pd.to_numeric(work[column], errors="coerce")
+    return work
+
+
+def _with_totals(frame: pd.DataFrame, peaks: dict) -> pd.DataFrame:
+    """`frame` with its attrs: the peaks, the totals and the header line."""
+    roof, median = float(np.nansum(frame["roof_ns"])), float(np.nansum(frame["median_ns"]))
+    headroom = float(np.nansum(frame["headroom_ns"]))
+    unknown = int((frame["unknown_ops"] != "").sum())
+    frame.attrs.update(peaks=peaks, total_roof_ns=roof, total_median_ns=median,
+                       total_headroom_ns=headroom, header=(
+                           f"roofline: {peaks_text(peaks)}; at the roofs the rows would take "
+                           f"{format_ns(roof)} of their {format_ns(median)} (headroom "
+                           f"{format_ns(headroom)}); bytes are a lower bound"
+                           + (f"; {unknown} rows ran ops without a FLOP formula (unknown_ops)"
+                              if unknown else "")))
+    return frame
+
+
+#: The roofline's columns a table shows (Profile.table's node view with them: the CLI's
+#: `pyfxprof profile --roofline`), as text.
+#: ``flops_all`` is the roofline's FLOP count (matrix and vector FLOPs), beside the table's
+#: ``flops`` (matrix FLOPs only).
+TABLE_COLUMNS = ("flops_all", "flops_per_s", "bytes", "intensity", "bytes_per_s", "bound",
+                 "efficiency", "headroom")
+
+
+def table_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """TABLE_COLUMNS of a roofline `frame` as text, with its ``name``: FLOPs, FLOP/s, bytes
+    and bytes/s with SI prefixes, intensity in FLOP/byte, efficiency with its 95% interval, headroom
+    as a duration.
+
+    Example:
+        >>> frame = pd.DataFrame({"name": ["mm"], "flops": [1.92e8], "flops_per_s": [9.6e10],
+        ...     "bytes": [2e6], "intensity": [96.0], "bytes_per_s": [1e9],
+        ...     "bound": ["compute"], "efficiency": [0.62], "efficiency_low": [0.55],
+        ...     "efficiency_high": [0.7], "headroom_ns": [1.2e6]})
+        >>> table_columns(frame).iloc[0].tolist()[:3]
+        ['mm', '192 MFLOP', '96.0 GFLOP/s']
+        >>> table_columns(frame).iloc[0].tolist()[3:]
+        ['2.00 MB', '96', '1.00 GB/s', 'compute', '0.62 [0.55, 0.70]', '1.20 ms']
+    """
+    def efficiency(row) -> str:
+        if not np.isfinite(row.efficiency):
+            return "-"
+        return f"{row.efficiency:.2f} [{row.efficiency_low:.2f}, {row.efficiency_high:.2f}]"
+    return pd.DataFrame({
+        "name": frame["name"],
+        "flops_all": [format_flops(v) for v in frame["flops"]],
+        "flops_per_s": [format_flops(v, "FLOP/s") for v in frame["flops_per_s"]],
+        "bytes": [format_flops(v, "B") for v in frame["bytes"]],
+        "intensity": [f"{v:.3g}" if np.isfinite(v) else "-" for v in frame["intensity"]],
+        "bytes_per_s": [format_flops(v, "B/s") for v in frame["bytes_per_s"]],
+        "bound": frame["bound"],
+        "efficiency": [efficiency(row) for row in frame.itertuples()],
+        "headroom": [format_ns(v) if np.isfinite(v) else "-" for v in frame["headroom_ns"]]})

@@ -1,0 +1,197 @@
+"""The machine's measured peaks for the roofline (docs/roofline.md): a large-GEMM FLOP rate
+per dtype, a STREAM-style triad bandwidth over arrays far larger than the last-level cache,
+and each op kind's fixed cost (a call on a minimal input); measured once per machine and kept
+in a cache file with how and when they were measured."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..data.roofline_ops import KINDS
+from ..errors import PyfxprofError
+from .metadata import cpu_name
+from .peaks_cache import CACHE_ENV, cache_path, machine_key, read_cache
+
+#: Dtypes whose GEMM peak is measured.
+GEMM_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+#: A GEMM grows (doubling n from 256) until one product takes this long, or n reaches the
+#: cap of its device.
+GEMM_SECONDS, GEMM_MAX_N = 0.05, {"cpu": 4096, "cuda": 16384}
+#: Each triad array holds at least this many times the last-level cache, and 64 MiB.
+LLC_FACTOR, MIN_ARRAY_BYTES = 4, 64 << 20
+
+
+def _synchronized(device: torch.device) -> Callable[[], None]:
+    """A wait for the device's queued work (nothing to wait for on the CPU)."""
+    return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+
+
+def best_seconds(call: Callable[[], Any], device: torch.device, repeats: int = 5) -> float:
+    """The fastest of `repeats` timed calls of `call` after one untimed call: on a GPU from
+    CUDA events (the device's timers), on the CPU from perf_counter."""
+    call()
+    if device.type == "cuda":
+        times = []
+        for _ in range(repeats):
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            call()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return min(times)
+    times = []
+    for _ in range(repeats):
+        begin = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - begin)
+    return min(times)
+
+
+def gemm_peak(dtype: torch.dtype, device: torch.device) -> tuple[float, int]:
+    """(FLOP/s, n): the best rate of n x n x n products (2n³ FLOPs), n doubling from 256
+    until one product takes GEMM_SECONDS or n reaches GEMM_MAX_N; a slow dtype stops at
+    the size that took that long."""
+    best, n, cap = 0.0, 256, GEMM_MAX_N[device.type]
+    while True:
+        a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
+        out = torch.empty(n, n, device=device, dtype=dtype)
+        seconds = best_seconds(lambda: torch.mm(a, b, out=out), device,
+                               repeats=3 if n < cap else 5)
+        rate = 2.0 * n ** 3 / seconds
+        best = max(best, rate)
+        if seconds >= GEMM_SECONDS or n >= cap:
+            return best, n
+        n *= 2
+
+
+def last_level_cache_bytes(device: torch.device) -> int:
+    """The device's last-level cache: the GPU's L2, or the largest CPU cache sysfs lists
+    (0 when unknown)."""
+    if device.type == "cuda":
+        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0))
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        sizes.append(int(text.rstrip("KMG") or 0) * scale)
+    return max(sizes, default=0)
+
+
+def triad_bandwidth(device: torch.device) -> tuple[float, int]:
+    """(bytes/s, bytes per array) of a = b + s·c (STREAM's triad: 2 reads and 1 write per
+    element, counted as 3 x 4 bytes) over float32 arrays of LLC_FACTOR x the last-level
+    cache, at least MIN_ARRAY_BYTES each; the best of 5 runs."""
+    size = max(LLC_FACTOR * last_level_cache_bytes(device), MIN_ARRAY_BYTES)
+    count = size // 4
+    b, c = (torch.rand(count, device=device) for _ in range(2))
+    a = torch.empty_like(b)
+    seconds = best_seconds(lambda: torch.add(b, c, alpha=3.0, out=a), device)
+    return 3.0 * 4 * count / seconds, 4 * count
+
+
+def _minimal_calls(device: torch.device) -> dict[str, Callable[[], Any]]:
+    """One call per op kind (data.roofline_ops.KINDS) on the smallest input it takes."""
+    one = torch.ones(1, 1, 1, 1, device=device)
+    flat = torch.ones(1, device=device)
+    index = torch.zeros(1, dtype=torch.long, device=device)
+    functional = torch.nn.functional
+    return {"conv": lambda: functional.conv2d(one, one),
+            "pool": lambda: functional.max_pool2d(one, 1),
+            "norm": lambda: functional.layer_norm(flat, (1,)),
+            "softmax": lambda: torch.softmax(flat, 0),
+            "embedding": lambda: functional.embedding(index, one[0, 0]),
+            "matmul": lambda: functional.linear(one[0, 0], one[0, 0]),
+            "reduction": lambda: flat.sum(),
+            "copy": lambda: torch.cat([flat, flat]),
+            "elementwise": lambda: flat + flat}
+
+
+def fixed_costs(device: torch.device, calls: int = 200, repeats: int = 5) -> dict[str, float]:
+    """ns per call of each op kind on a minimal input (KINDS): the best of `repeats` loops of
+    `calls` calls, each loop's time over `calls` (on a GPU, the host's time per call with
+    the device waited for at the end of each loop: launch cost included)."""
+    wait, costs = _synchronized(device), {}
+    for kind, call in _minimal_calls(device).items():
+        def loop(call=call) -> None:
+            for _ in range(calls):
+                call()
+            wait()
+        with torch.inference_mode():
+            best = min(_seconds(loop) for _ in range(repeats + 1))
+        costs[kind] = best / calls * 1e9
+    assert set(costs) == set(KINDS), "every op kind has a minimal call"
+    return costs
+
+
+def _seconds(call: Callable[[], None]) -> float:
+    """Wall seconds of one call of `call` (perf_counter)."""
+    begin = time.perf_counter()
+    call()
+    return time.perf_counter() - begin
+
+
+def measure_peaks(device: torch.device,
+                  dtypes: tuple[torch.dtype, ...] = GEMM_DTYPES) -> dict[str, Any]:
+    """The peaks of `device` measured now (about ten seconds on a CPU): GEMM FLOP/s per
+    dtype of `dtypes`, the triad bandwidth, the op kinds' fixed costs, and how and when
+    they were measured."""
+    with torch.inference_mode():
+        gemms = {str(dtype).replace("torch.", ""): gemm_peak(dtype, device)
+                 for dtype in dtypes}
+        bandwidth, array_bytes = triad_bandwidth(device)
+    timer = "CUDA events" if device.type == "cuda" else "perf_counter"
+    return {
+        "key": machine_key(device, cpu_name()), "device": str(device),
+        "flops": {name: rate for name, (rate, _) in gemms.items()},
+        "bandwidth": bandwidth, "fixed_ns": fixed_costs(device),
+        "threads": torch.get_num_threads(),
+        "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"),
+        "how": (f"GEMM: best of torch.mm n x n x n (2n³ FLOPs), n doubled from 256 to "
+                f"{', '.join(f'{name} {n}' for name, (_, n) in gemms.items())}; triad: "
+                f"best of 5 a = b + 3c over float32 arrays of {array_bytes >> 20} MiB "
+                f"(last-level cache {last_level_cache_bytes(device) >> 20} MiB), 12 bytes "
+                f"per element; fixed costs: best of 5 loops of 200 minimal calls; {timer}; "
+                f"{torch.get_num_threads()} threads")}
+
+
+def machine_peaks(device: str | torch.device | None = None,
+                  remeasure: bool = False) -> dict[str, Any]:
+    """This machine's measured peaks on `device` (default: the CPU): ``flops`` (FLOP/s per
+    dtype, large GEMMs), ``bandwidth`` (bytes/s, STREAM-style triad over arrays far larger
+    than the last-level cache), ``fixed_ns`` (ns of one call on a minimal input per op
+    kind), ``threads``, ``measured_at``, ``how`` and ``key``. Measured on the first call on
+    a machine (about ten seconds on a CPU) and cached (cache_path(); per host, device,
+    thread count and torch version); ``remeasure=True`` measures again and replaces the
+    cached peaks. docs/roofline.md says how each is measured.
+
+    Example:
+        >>> peaks = machine_peaks()  # doctest: +SKIP
+        >>> peaks["flops"]["float32"] / 1e9, peaks["bandwidth"] / 1e9  # doctest: +SKIP
+        (166.1, 20.4)
+    """
+    place = torch.device(device if device is not None else "cpu")
+    if place.type == "cuda" and not torch.cuda.is_available():
+        raise PyfxprofError(f"machine_peaks(device={str(device)!r}): CUDA is not available "
+                            "here; measure the CPU's (device=None)")
+    path, key = cache_path(), machine_key(place, cpu_name())
+    machines = read_cache(path)
+    if not remeasure and key in machines:
+        return machines[key]
+    peaks = measure_peaks(place)
+    machines[key] = peaks
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"version": 1, "machines": machines}, indent=1),
+                        encoding="utf-8")
+    except OSError as error:
+        raise PyfxprofError(f"cannot write the machine peaks cache {path}: {error.strerror}; "
+                            f"set {CACHE_ENV} to a writable directory") from None
+    return peaks

@@ -1,0 +1,65 @@
+"""Tests of analyses.roofline_rules on hand-built profiles: each rule fires on the case it is
+for, with its evidence, and stays silent without the machine's peaks."""
+
+import numpy as np
+import pandas as pd
+
+from pyfxprof.analyses.advisor import advise
+from pyfxprof.analyses.roofline_rules import memory_runs
+from tests.data.test_roofline import PEAKS, node, toy_profile
+
+RULES = ["roofline_fuse", "roofline_overhead", "roofline_low_efficiency"]
+
+
+def test_memory_bound_elementwise_runs_are_to_fuse():
+    rows = [node("mm", "torch.mm", flops=2e8, read=2e6, written=1e6),
+            node("bias", "torch.add", vector=1e6, read=8e6, written=4e6),
+            node("act", "torch.relu", vector=1e6, read=4e6, written=4e6),
+            node("scale", "torch.mul", vector=1e6, read=4e6, written=4e6)]
+    profile = toy_profile(rows, np.array([[2_100_000, 2_000_000, 1_000_000, 1_000_000]] * 5))
+    advice = advise(profile, rules=RULES)
+    fuse = [item for item in advice if item.rule == "roofline_fuse"]
+    assert len(fuse) == 1 and fuse[0].nodes == ["bias", "act", "scale"]
+    assert fuse[0].expected_saving_ns == 4_000_000 * (1 - 1 / 3)
+    assert any("memory-bound, efficiency" in line for line in fuse[0].evidence)
+    assert "torch.compile" in fuse[0].action
+
+
+def test_overhead_bound_nodes_are_to_batch_or_compile():
+    rows = [node(f"add_{i}", "torch.add", vector=8, read=64, written=32) for i in range(5)]
+    profile = toy_profile(rows, np.full((5, 5), 3000))
+    advice = advise(profile, rules=RULES)
+    assert [item.rule for item in advice] == ["roofline_overhead"]
+    item = advice[0]
+    assert item.nodes == [f"add_{i}" for i in range(5)]
+    assert any("fixed cost 1.00 µs" in line for line in item.evidence)
+    assert "batch" in item.action and "CUDA graphs" not in item.action  # a CPU profile
+
+
+def test_compute_bound_nodes_at_low_efficiency_get_layout_dtype_and_kernel_hints():
+    rows = [node("conv", "conv", flops=2e8, read=2e6, written=1e6, op="call_module"),
+            node("fast", "torch.mm", flops=2e8, read=2e6, written=1e6)]
+    nodes = toy_profile(rows, np.ones((3, 2), dtype=np.int64)).nodes
+    nodes["module_type"] = ["Conv2d", "Net"]
+    samples = np.array([[20_000_000, 2_200_000]] * 9)
+    profile = toy_profile(rows, samples)
+    profile.nodes["module_type"] = nodes["module_type"]
+    advice = advise(profile, rules=["roofline_low_efficiency"])
+    assert [item.nodes for item in advice] == [["conv"]]  # fast runs at 0.91 of the peak
+    assert "channels_last" in advice[0].action and "bfloat16" in advice[0].action
+    assert advice[0].expected_saving_ns == 18_000_000
+
+
+def test_rules_are_silent_without_peaks():
+    rows = [node(f"add_{i}", "torch.add", vector=8, read=64, written=32) for i in range(5)]
+    assert list(advise(toy_profile(rows, np.full((5, 5), 3000), peaks=None),
+                       rules=RULES)) == []
+
+
+def test_memory_runs_need_two_consecutive_fusible_memory_bound_nodes():
+    frame = pd.DataFrame({"bound": ["memory", "memory", "memory", "compute", "memory",
+                                    "overhead", "memory", "memory"],
+                          "kind": ["norm", "elementwise", "conv", "matmul", "copy",
+                                   "elementwise", "softmax", "reduction"]})
+    assert memory_runs(frame) == [[0, 1], [6, 7]]
+    assert PEAKS["bandwidth"] > 0

@@ -1,0 +1,86 @@
+"""Tests of run.machine_peaks and run.peaks_cache: peaks measured once per machine, cached with
+how and when, re-measured on demand, read (never measured) by profile() into its meta."""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import pyfxprof
+from pyfxprof.data.roofline_ops import KINDS
+from pyfxprof.errors import PyfxprofError
+from pyfxprof.run import machine_peaks as peaks_module
+from pyfxprof.run.peaks_cache import CACHE_ENV, cache_path, cached_peaks
+
+
+@pytest.fixture
+def counted(tmp_path, monkeypatch):
+    """The cache in `tmp_path`; measure_peaks measuring float32 GEMMs only, its calls
+    counted."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    calls = []
+    real = peaks_module.measure_peaks
+
+    def measure(device):
+        calls.append(device)
+        return real(device, (torch.float32,))
+    monkeypatch.setattr(peaks_module, "measure_peaks", measure)
+    return calls
+
+
+def test_measured_once_cached_with_how_and_when_and_remeasured_on_demand(counted):
+    first = pyfxprof.machine_peaks()
+    assert len(counted) == 1 and cache_path().exists()
+    assert first["flops"]["float32"] > 0 and first["bandwidth"] > 0
+    assert set(first["fixed_ns"]) == set(KINDS) and min(first["fixed_ns"].values()) > 0
+    assert first["threads"] == torch.get_num_threads() and first["device"] == "cpu"
+    assert "triad" in first["how"] and "GEMM" in first["how"] and first["measured_at"]
+    stored = json.loads(cache_path().read_text())["machines"]
+    assert stored == {first["key"]: first}
+    assert pyfxprof.machine_peaks() == first and len(counted) == 1
+    again = pyfxprof.machine_peaks(remeasure=True)
+    assert len(counted) == 2 and again["key"] == first["key"]
+
+
+def test_profile_reads_the_cached_peaks_and_never_measures(counted, tmp_path):
+    model, x = nn.Linear(4, 4), torch.ones(2, 4)
+    before = pyfxprof.profile(model, (x,), runs=2, warmup=0, progress=False)
+    assert "machine_peaks" not in before.meta and not counted and not cache_path().exists()
+    peaks = pyfxprof.machine_peaks()
+    after = pyfxprof.profile(model, (x,), runs=2, warmup=0, progress=False)
+    assert after.meta["machine_peaks"] == peaks == cached_peaks("cpu", after.meta["cpu"])
+    assert len(counted) == 1
+    assert after.roofline()["bound"].isin(["compute", "memory", "overhead"]).all()
+
+
+def test_the_triad_arrays_are_far_larger_than_the_last_level_cache():
+    cache = peaks_module.last_level_cache_bytes(torch.device("cpu"))
+    rate, array_bytes = peaks_module.triad_bandwidth(torch.device("cpu"))
+    assert array_bytes >= max(4 * cache, peaks_module.MIN_ARRAY_BYTES) - 4 and rate > 0
+
+
+def test_fixed_costs_time_a_minimal_call_of_every_kind():
+    costs = peaks_module.fixed_costs(torch.device("cpu"), calls=20, repeats=2)
+    assert set(costs) == set(KINDS) and all(ns > 0 for ns in costs.values())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_peaks_without_cuda_say_so_in_one_line():
+    with pytest.raises(PyfxprofError, match="CUDA is not available"):
+        pyfxprof.machine_peaks("cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_peaks_come_from_device_timers(counted):
+    peaks = pyfxprof.machine_peaks("cuda")
+    assert "CUDA events" in peaks["how"] and peaks["device"].startswith("cuda")
+    assert peaks["flops"]["float32"] > 0 and peaks["bandwidth"] > 0
+
+
+def test_an_unwritable_cache_says_what_to_do(counted, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv(CACHE_ENV, str(blocker / "below"))
+    with pytest.raises(PyfxprofError, match=CACHE_ENV):
+        pyfxprof.machine_peaks()

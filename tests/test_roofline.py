@@ -1,0 +1,166 @@
+"""The roofline end to end: known truths measured in-test (a large Linear is compute-bound near
+the GEMM peak measured right before, a large add memory-bound near the measured triad
+bandwidth, a tiny add overhead-bound), ResNet-18 and tiny GPT-2 with the columns, the plot as a
+picture, the advice and the HTML report."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import pyfxprof
+from pyfxprof.data.roofline import COLUMNS
+from pyfxprof.run.machine_peaks import measure_peaks
+from pyfxprof.views.roofline_plot import BOUND_COLOURS
+
+
+def measured(model: nn.Module, inputs: tuple, runs: int = 30):
+    """The roofline of `model` on `inputs` against this machine's float32 peaks measured just
+    before, in this process (the truth the efficiencies are bounded by)."""
+    peaks = measure_peaks(torch.device("cpu"), (torch.float32,))
+    prof = pyfxprof.profile(model, inputs, runs=runs, warmup=3, progress=False)
+    return prof.roofline(peaks=peaks)
+
+
+def main_row(frame):
+    """The row of the node doing the work: the one moving most bytes."""
+    return frame.loc[frame["bytes"].idxmax()]
+
+
+class Binary(nn.Module):
+    """`op(x, y)`, into a buffer of the output's size when `out` (no fresh allocation)."""
+
+    def __init__(self, op, size: int | None = None):
+        super().__init__()
+        self.op = op
+        self.register_buffer("out", torch.empty(size) if size else None)
+
+    def forward(self, x, y):
+        return self.op(x, y) if self.out is None else self.op(x, y, out=self.out)
+
+
+class InPlace(nn.Module):
+    def forward(self, x, y):
+        return x.add_(y)
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("rows, width", [(384, 768), (512, 512), (256, 1024)])
+def test_a_large_linear_is_compute_bound_near_the_measured_gemm_peak(rows, width):
+    row = main_row(measured(nn.Linear(width, width), (torch.randn(rows, width),)))
+    assert row["bound"] == "compute"
+    assert row["efficiency"] >= 0.5, f"efficiency {row['efficiency']:.2f} of the measured peak"
+
+
+MILLIONS = 1 << 20
+
+
+@pytest.mark.timing(attempts=5)  # the triad and the add share the memory bus with others
+@pytest.mark.parametrize("what, model, count", [
+    ("add into a buffer", Binary(torch.add, 8 * MILLIONS), 8 * MILLIONS),
+    ("mul into a buffer", Binary(torch.mul, 8 * MILLIONS), 8 * MILLIONS),
+    ("add in place", InPlace(), 8 * MILLIONS),
+    ("add into a buffer, 12M", Binary(torch.add, 12 * MILLIONS), 12 * MILLIONS),
+])
+def test_a_large_add_is_memory_bound_near_the_measured_bandwidth(what, model, count):
+    inputs = (torch.randn(count), torch.randn(count))
+    row = main_row(measured(model, inputs, runs=20))
+    assert row["bytes"] == 3 * 4 * count  # two reads and a write of float32
+    assert row["bound"] == "memory"
+    assert row["efficiency"] >= 0.5, f"efficiency {row['efficiency']:.2f} of the triad"
+
+
+def test_a_large_add_with_a_fresh_output_is_memory_bound():
+    """A fresh 32 MiB output is mapped anew on every call on glibc (page faults on first
+    touch): memory-bound, at an efficiency the roofline does not promise (docs/roofline.md)."""
+    row = main_row(measured(Binary(torch.add), (torch.randn(8 * MILLIONS),
+                                                 torch.randn(8 * MILLIONS)), runs=10))
+    assert row["bound"] == "memory" and row["bytes"] == 3 * 4 * 8 * MILLIONS
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("what, model, inputs", [
+    ("8-element add", Binary(torch.add), (torch.randn(8), torch.randn(8))),
+    ("1-element mul", Binary(torch.mul), (torch.randn(1), torch.randn(1))),
+    ("64-element in-place add", InPlace(), (torch.randn(64), torch.randn(64))),
+    ("4x4 linear", nn.Linear(4, 4), (torch.randn(4, 4),)),
+    ("16-element relu", nn.ReLU(), (torch.randn(16),)),
+])
+def test_a_tiny_op_is_overhead_bound(what, model, inputs):
+    frame = measured(model, inputs, runs=20)
+    assert (frame["bound"] == "overhead").all(), frame[["name", "bound", "roof_ns", "fixed_ns"]]
+    row = main_row(frame)
+    assert row["fixed_ns"] >= row["roof_ns"]
+
+
+@pytest.fixture(scope="module")
+def resnet_roofline(tmp_path_factory):
+    torchvision = pytest.importorskip("torchvision")
+    peaks = measure_peaks(torch.device("cpu"), (torch.float32,))
+    prof = pyfxprof.profile(torchvision.models.resnet18(), (torch.randn(1, 3, 96, 96),),
+                            runs=10, warmup=2, progress=False)
+    prof.meta["machine_peaks"] = peaks
+    return prof
+
+
+def test_resnet18_has_the_columns_and_mostly_compute_bound_convolutions(resnet_roofline):
+    frame = resnet_roofline.roofline()
+    assert tuple(frame.columns) == COLUMNS and len(frame) == 69
+    convs = frame[frame["kind"] == "conv"]
+    assert len(convs) == 20 and (convs["bound"] == "compute").mean() > 0.5
+    assert frame[["flops", "bytes", "median_ns", "efficiency"]].notna().all().all()
+    moving = frame["bytes"] > 0  # flatten is a view: no bytes, no intensity
+    assert frame.loc[moving, "intensity"].notna().all()
+    assert frame.loc[~moving, "name"].tolist() == ["flatten"]
+    modules = resnet_roofline.roofline(group_by="module")
+    assert {"layer1", "layer4", "fc"} <= set(modules["name"])
+    assert modules["flops"].sum() == pytest.approx(frame["flops"].sum())
+
+
+def test_tiny_gpt2_has_the_columns():
+    pytest.importorskip("transformers")
+    from tests.tiny_transformers import tiny_gpt2
+    prof = pyfxprof.profile(tiny_gpt2(), (torch.randint(0, 100, (1, 32)),), runs=5, warmup=1,
+                            progress=False)
+    frame = prof.roofline(peaks=measure_peaks(torch.device("cpu"), (torch.float32,)))
+    assert tuple(frame.columns) == COLUMNS
+    assert set(frame["bound"]) <= {"compute", "memory", "overhead"}
+    matmuls = frame[(frame["kind"] == "matmul") & (frame["flops"] > 0)]
+    assert len(matmuls) >= 8  # attention projections and MLPs of two blocks
+    assert (frame.loc[frame["kind"] == "copy", "bytes"] >= 0).all()
+
+
+def test_the_roofline_png_shows_roofs_and_points_by_bound(resnet_roofline, tmp_path):
+    from matplotlib.colors import to_rgb
+    from matplotlib.image import imread
+    path = tmp_path / "roofline.png"
+    figure = resnet_roofline.plot(path, kind="roofline")
+    image = imread(path)[..., :3]
+    assert image.shape[0] > 400 and image.shape[1] > 600
+    bounds = set(resnet_roofline.roofline()["bound"])
+    for bound, colour in BOUND_COLOURS.items():
+        # point fills are the colour at alpha 0.55 over white (or over other points)
+        blended = 0.55 * np.array(to_rgb(colour)) + 0.45
+        close = (np.abs(image - blended).max(axis=-1) < 0.06).sum()
+        assert (close > 50) == (bound in bounds), bound
+    axes = figure.axes[0]
+    assert axes.get_xscale() == axes.get_yscale() == "log"
+    labels = [text.get_text() for text in axes.texts]
+    assert any(label.startswith("float32 GEMM") for label in labels)
+    assert any(label.startswith("triad") for label in labels)
+    slowest = resnet_roofline.roofline().sort_values("median_ns").iloc[-1]["name"]
+    assert any(label.startswith(slowest + " (") for label in labels)
+
+
+def test_the_html_report_has_the_roofline(resnet_roofline, tmp_path):
+    path = tmp_path / "report.html"
+    resnet_roofline.export_html(path)
+    text = path.read_text()
+    assert 'id="roofline"' in text and 'alt="roofline"' in text
+
+
+def test_advice_cites_the_roofline(resnet_roofline):
+    advice = resnet_roofline.advise(rules=["roofline_fuse", "roofline_overhead",
+                                           "roofline_low_efficiency"])
+    for item in advice:
+        assert any("efficiency" in line for line in item.evidence)
