@@ -14,6 +14,19 @@ FAKE_CUDART_SOURCE = ROOT / "csrc" / "tests" / "fake_cudart.cpp"
 FAKE_NVTX_SOURCE = ROOT / "csrc" / "tests" / "fake_nvtx_injection.cpp"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory):
+    """pyfxprof's cache (measured machine peaks) in a folder of the test session's own: the tests
+    neither read the user's ~/.cache/pyfxprof (a profile's meta would depend on it) nor write it."""
+    previous = os.environ.get("PYFXPROF_CACHE_DIR")
+    os.environ["PYFXPROF_CACHE_DIR"] = str(tmp_path_factory.mktemp("pyfxprof_cache"))
+    yield
+    if previous is None:
+        os.environ.pop("PYFXPROF_CACHE_DIR", None)
+    else:
+        os.environ["PYFXPROF_CACHE_DIR"] = previous
+
+
 @pytest.fixture(scope="session")
 def fake_cudart(tmp_path_factory) -> Path:
     """Path to a freshly built fake libcudart (see csrc/tests/fake_cudart.cpp)."""
