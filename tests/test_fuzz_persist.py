@@ -68,7 +68,7 @@ json_values = st.recursive(
 @pytest.fixture(scope="module", autouse=True)
 def base_documents(tmp_path_factory):
     patch = pytest.MonkeyPatch()
-    patch.setattr(html_report, "_plot_img", lambda profile: "<p>plot left out</p>")
+    patch.setattr(html_report, "_plot_img", lambda profile, kind="nodes": "<p>plot left out</p>")
     folder = tmp_path_factory.mktemp("bases")
     for i, prof in enumerate(_BASES):
         save_profile(prof, folder / f"{i}.json")

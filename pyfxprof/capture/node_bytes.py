@@ -21,12 +21,24 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(item)
 
 
+def storage_key(tensor: torch.Tensor) -> int:
+    """What identifies the memory `tensor` reads: its storage's address, or the tensor's own
+    id where it has no plain storage (meta, sparse, nested, or a wrapper subclass such as a
+    collective's async result, whose storage raises when touched)."""
+    if tensor.is_meta or tensor.layout != torch.strided:
+        return id(tensor)
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return id(tensor)
+
+
 def _by_dtype(tensors: Iterator[torch.Tensor], seen: set[int]) -> Counter:
     """Bytes per dtype name of `tensors`, each storage counted once (`seen`: the ids of
     storages already counted, updated)."""
     counts: Counter = Counter()
     for tensor in tensors:
-        key = id(tensor) if tensor.is_meta else tensor.untyped_storage().data_ptr()
+        key = storage_key(tensor)
         if key in seen and key != 0:
             continue
         seen.add(key)
@@ -61,7 +73,7 @@ def node_bytes(module: torch.nn.Module | None, args: Any, result: Any) -> dict[s
                        else iter(()), seen)
     outputs = _by_dtype(_tensors(result), set())
     total = inputs + params + outputs
-    storages = [0 if t.is_meta else t.untyped_storage().data_ptr() for t in _tensors(result)]
+    storages = [storage_key(t) for t in _tensors(result)]
     return {"in_bytes": sum(inputs.values()), "param_bytes": sum(params.values()),
             "aliases_input": bool(storages) and all(p in aliased and p for p in storages),
             "bytes_by_dtype": ", ".join(f"{name}={count}" for name, count in

@@ -51,3 +51,37 @@ def test_profile_nodes_carry_the_roofline_columns():
     assert rows.loc["_0", "flops"] == 2 * 5 * 16 * 8 and rows.loc["_0", "vector_flops"] == 0
     assert rows.loc["_1", "vector_flops"] == 5 * 8 and rows.loc["_1", "flops"] == 0
     assert (rows["dtype"] == "float32").all() and (rows["unknown_ops"] == "").all()
+
+
+class _NoStorage(torch.Tensor):
+    """A wrapper subclass whose storage raises when touched, as a collective's async result's
+    does."""
+
+    def untyped_storage(self):
+        raise RuntimeError("Attempted to access the data pointer on an invalid python storage.")
+
+
+def _tensor_of_kind(kind: str) -> torch.Tensor:
+    base = torch.ones(3, 4)
+    makers = {"strided": lambda: base, "empty": lambda: torch.ones(0, 4),
+              "meta": lambda: base.to("meta"), "sparse_coo": base.to_sparse,
+              "sparse_csr": base.to_sparse_csr, "no_storage": lambda: base.as_subclass(_NoStorage),
+              "nested": lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)],
+                                                           layout=torch.jagged),
+              "view": lambda: base[1:]}
+    return makers[kind]()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kind", ["strided", "empty", "meta", "sparse_coo", "sparse_csr",
+                                  "nested", "no_storage", "view"])
+@pytest.mark.parametrize("place", ["input", "output", "both"])
+def test_every_kind_of_tensor_is_counted_without_touching_a_storage_it_lacks(kind, place):
+    tensor = _tensor_of_kind(kind)
+    size = tensor.numel() * tensor.element_size() if kind != "nested" else None
+    figures = node_bytes(None, (tensor,) if place != "output" else (),
+                         tensor if place != "input" else None)
+    expected_in = size if place != "output" else 0
+    if size is not None:
+        assert figures["in_bytes"] == expected_in
+    assert figures["aliases_input"] is (place == "both" and kind not in ("empty",))
