@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..data.paired_stats import smallest_resolvable
+from ..stats.rank_tests import smallest_resolvable
 from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError
 from . import report_render

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from pyfxprof.data.paired_stats import (benjamini_hochberg, hodges_lehmann, signed_rank_cdf,
+from pyfxprof.stats.rank_tests import (benjamini_hochberg, hodges_lehmann, signed_rank_cdf,
                                         signed_rank_p, smallest_resolvable, verdicts)
 
 

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from .confidence import CONFIDENCE
+
 #: Verdict codes: slower, faster, same within the margin, unresolved (interval too wide).
 SLOWER, FASTER, SAME, UNRESOLVED = "+", "-", "=", "?"
 #: Fewest non-zero paired differences for which a finite 95% interval exists (2/2^6 < 0.05).
@@ -63,7 +65,7 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def hodges_lehmann(differences, confidence: float = 0.95) -> tuple[float, float, float]:
+def hodges_lehmann(differences, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """(estimate, low, high): the median of the Walsh averages (d_i + d_j) / 2, i <= j, and
     the distribution-free interval between two of their order statistics chosen from the
     signed-rank null (low/high infinite with fewer than MIN_PAIRS differences).

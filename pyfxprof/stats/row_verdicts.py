@@ -1,6 +1,6 @@
 """The verdict of every row of a comparison under its design: interleaved blocks (paired),
 one session per side, or several sessions per side; the runs of each side grouped by block or
-session (``run_groups``), Benjamini–Hochberg across rows, verdicts against the margin.
+session (data.sessions.run_groups), Benjamini–Hochberg across rows, verdicts against the margin.
 
 Example:
     >>> rng = np.random.default_rng(1)
@@ -19,9 +19,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .paired_stats import SAME, UNRESOLVED, benjamini_hochberg, verdicts
-from .run_noise import preempted_mask
-from .session_stats import (PRIOR_DF, SessionNoise, block_values, median_errors,
+from .rank_tests import SAME, UNRESOLVED, benjamini_hochberg, verdicts
+from .session_tests import (PRIOR_DF, SessionNoise, block_values, median_errors,
                             paired_departures, paired_rows, run_dispersion, session_noise,
                             several_session_rows, single_session_rows)
 
@@ -44,28 +43,6 @@ class Design:
     copies: tuple = ()
     shifts: tuple = ()
     standardized: tuple = ()   # with a noise: each node's departure / its noise (z)
-
-
-def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:
-    """Each run's block (an interleaved run: meta["ab"]["blocks"]; -1 for a run preempted
-    (data.run_noise) when its block has a run that was not) or session (several profiles
-    merged: meta["sessions"]), else 0 for all.
-
-    >>> run_groups({"sessions": [0, 0, 1]}, 3).tolist(), run_groups({}, 2).tolist()
-    ([0, 0, 1], [0, 0])
-    >>> noise = np.array([[0, 0, 90, 100], [2, 0, 10, 100], [2, 0, 10, 100]])
-    >>> run_groups({"ab": {"blocks": [0, 0, 1]}}, 3, noise).tolist()
-    [0, -1, 1]
-    """
-    groups = (meta.get("ab") or {}).get("blocks") or meta.get("sessions")
-    if groups is None or len(groups) != n_runs:
-        return np.zeros(n_runs, dtype=np.int64)
-    groups = np.asarray(groups, dtype=np.int64)
-    if meta.get("ab") and run_noise is not None:
-        preempted = preempted_mask(run_noise)
-        clean = np.unique(groups[~preempted])
-        groups = np.where(preempted & np.isin(groups, clean), -1, groups)
-    return groups
 
 
 def design_of(control_meta: dict, test_meta: dict, control_groups, test_groups) -> Design:
@@ -228,7 +205,7 @@ def own_copy_spreads(departures: np.ndarray, errors: np.ndarray, prior) -> np.nd
     spread (the rows' by duration) with PRIOR_DF degrees of freedom, and never below that
     prior: a row whose pairs of copies disagree (a difference of the copies, not a change)
     gets a wider noise, one whose pairs agree by chance no narrower one (on synthetic pairs
-    of copies, tests/data/test_change_verdicts.py, the moderated spread alone flagged a row
+    of copies, tests/stats/test_row_verdicts.py, the moderated spread alone flagged a row
     in 4 of 40 A/A comparisons, at least the prior in 0 of 40).
 
     >>> d = np.array([[0.2, 0.01], [0.0, -0.01]])   # row 0: +20% in one pair only
@@ -311,7 +288,7 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
           margin: float, fdr: float, whole: bool = False, spreads=None) -> dict[str, np.ndarray]:
     """Per row (columns of the runs x rows samples on both sides): ``estimate``, ``low``,
     ``high`` (relative change and its 95% interval, fractions), ``p_value``, ``q_value``
-    (Benjamini–Hochberg across the rows) and ``change`` (paired_stats verdicts: a
+    (Benjamini–Hochberg across the rows) and ``change`` (rank_tests verdicts: a
     slower/faster row changed by at least the margin itself). Rows are tested against the
     common shift of the rows (per block, or between the two sessions) and the design's
     noise, each row's own ``spreads`` where given (row_spreads); with several copies per

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .paired_stats import hodges_lehmann, signed_rank_p
-from ..stats.spread_curve import OUTLIER_SDS, SpreadCurve, fit_spread
+from .confidence import CONFIDENCE
+from .rank_tests import hodges_lehmann, signed_rank_p
+from .spread_curve import OUTLIER_SDS, SpreadCurve, fit_spread
 
 #: Prior degrees of freedom of the pooled between-session variance with several sessions per
 #: side (a row's own variance from 2-3 sessions is too rough alone; limma's moderation).
@@ -99,7 +100,7 @@ def median_errors(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
 
 
 def paired_departures(control: np.ndarray, test: np.ndarray, shifts=None,
-                      confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(estimates, errors, shifts) of matched blocks' rows (block_values of each side): per
     row, the Hodges–Lehmann estimate of its log ratio's departure from each block's common
     shift and the standard error read off its interval; the shifts (one per block) are the
@@ -124,7 +125,7 @@ def paired_departures(control: np.ndarray, test: np.ndarray, shifts=None,
 
 
 def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
-                confidence: float = 0.95, durations=None, noise=None, shifts=None,
+                confidence: float = CONFIDENCE, durations=None, noise=None, shifts=None,
                 spreads=None) -> dict:
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
     of the log ratio with its interval (fractions), and a p-value: the signed-rank test of
@@ -136,7 +137,7 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
     rows), are not a change of the row. ``noise`` and ``shifts``: a measured SessionNoise and
     the blocks' shifts of the node rows of the same blocks, for a view of sums of nodes
     (modules, ops) whose few rows cannot measure the spread by duration themselves, and
-    ``spreads``, each such row's spread from its nodes' (data.change_verdicts.row_spreads).
+    ``spreads``, each such row's spread from its nodes' (stats.row_verdicts.row_spreads).
 
     >>> out = paired_rows(np.zeros((8, 1)), np.full((8, 1), 0.1))   # 8 blocks, all +10.5%
     >>> out["estimate"].round(4).tolist(), out["p_value"].round(4).tolist()
@@ -278,14 +279,14 @@ def local_spreads(departures, errors) -> tuple[np.ndarray, int]:
 
 
 def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
-                        confidence: float = 0.95, durations=None, spreads=None,
+                        confidence: float = CONFIDENCE, durations=None, spreads=None,
                         dispersion=None) -> dict:
     """One session per side: each row's log ratio beyond the common shift (``common`` True
     for rows; False for the whole model, whose own ratio is tested) against the session-level
     spread and its within-session error, two-sided: Student's t with the spread's ``df``
     (normal when the spread was not measured); the spread at the row's duration (ns,
     ``durations``) and run-to-run ``dispersion`` (SessionNoise.spread_at), or each row's own
-    ``spreads`` where given (a row that sums nodes: data.change_verdicts.row_spreads). The
+    ``spreads`` where given (a row that sums nodes: stats.row_verdicts.row_spreads). The
     estimate and its interval are of the row's own change (fractions); the p-value is of its
     departure from the others'.
 
@@ -310,7 +311,7 @@ def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
 
 
 def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool = True,
-                         confidence: float = 0.95) -> dict:
+                         confidence: float = CONFIDENCE) -> dict:
     """Several sessions per side (block_values of each side's sessions): a two-sample t-test
     of each column's log ratio over sessions, with the pooled variance moderated toward the
     columns' median variance (PRIOR_DF) when ``moderate``; fractions.

@@ -4,8 +4,8 @@ power checks in benchmarks/bench_ab.py)."""
 import numpy as np
 import pytest
 
-from pyfxprof.data.change_verdicts import (Design, design_of, judge, row_spreads, run_groups,
-                                           with_node_noise)
+from pyfxprof.data.sessions import run_groups
+from pyfxprof.stats.row_verdicts import Design, design_of, judge, row_spreads, with_node_noise
 
 ROWS, BLOCKS, PER_BLOCK = 13, 20, 3  # compare()'s defaults
 
