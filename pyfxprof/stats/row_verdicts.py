@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .rank_tests import SAME, UNRESOLVED, benjamini_hochberg, verdicts
+from .rank_tests import benjamini_hochberg, verdicts
+from .session_drift import judge_total, total_drift
 from .session_tests import (PRIOR_DF, SessionNoise, block_values, median_errors,
                             paired_departures, paired_rows, run_dispersion, session_noise,
                             several_session_rows, single_session_rows)
@@ -36,13 +37,16 @@ class Design:
     "paired" also: ``shifts``, the node rows' common shift in each block (log), and
     ``copies``, the copy of the models each block ran (run.compare); ``standardized``: the
     nodes' departures from the common shift over their noise, in the order of the node
-    columns measured (with_node_noise), for how the nodes of a row move together."""
+    columns measured (with_node_noise), for how the nodes of a row move together;
+    ``drift``: one session per side, the session noise of a sum of all node rows (log SD,
+    session_drift.total_drift), what the whole model's change is judged against."""
 
     kind: str
     noise: SessionNoise | None = None
     copies: tuple = ()
     shifts: tuple = ()
     standardized: tuple = ()   # with a noise: each node's departure / its noise (z)
+    drift: float = math.nan    # "single": the session noise of the whole model (total_drift)
 
 
 def design_of(control_meta: dict, test_meta: dict, control_groups, test_groups) -> Design:
@@ -119,7 +123,9 @@ def with_node_noise(design: Design, control: np.ndarray, test: np.ndarray, contr
         noise = session_noise(ratios, errors, durations)
         spread = noise.spread_at(durations, pooled_dispersion(control, test))
         return Design("single", noise,
-                      standardized=_standardized(ratios - noise.shift, errors, spread))
+                      standardized=_standardized(ratios - noise.shift, errors, spread),
+                      drift=(total_drift(durations, noise.spread_at(durations))
+                             if noise.measured else math.nan))
     if design.kind != "paired":
         return design
     labels = _block_labels(control_groups, test_groups)
@@ -294,8 +300,9 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     noise, each row's own ``spreads`` where given (row_spreads); with several copies per
     side, each row's spread moderated by its own between the pairs of copies
     (own_copy_spreads). ``whole``: the rows are the whole model's run totals, tested as
-    they are, over all blocks (one session per side: never slower or faster, which a drift
-    between sessions would look like too).
+    they are, over all blocks; one session per side, against the drift its node rows
+    measured (``design.drift``, _single_total): slower or faster only where the change is
+    not the rows' common shift, which a drift between sessions would look like too.
     """
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
     if design.kind == "paired":
@@ -314,6 +321,8 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     elif design.kind == "sessions":
         found = several_session_rows(block_values(control, control_groups),
                                      block_values(test, test_groups), moderate=not whole)
+    elif whole and design.noise is not None and design.noise.measured:
+        return _single_total(design, control, test, margin, fdr)
     else:
         noise = design.noise or single_noise(control, test)
         logs = block_values(control, np.zeros(len(control)))[0]
@@ -326,8 +335,19 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     found["q_value"] = benjamini_hochberg(found["p_value"])
     found["change"] = verdicts(found["estimate"], found["low"], found["high"],
                                found["q_value"], margin, fdr)
-    if whole and design.kind == "single" and (design.noise is None or design.noise.measured):
-        # one session per side: a change of the whole model and a drift between the two
-        # sessions look alike; only "same" can be told (several sessions, or compare())
-        found["change"][found["change"] != SAME] = UNRESOLVED
     return found
+
+
+def _single_total(design: Design, control: np.ndarray, test: np.ndarray, margin: float,
+                  fdr: float) -> dict[str, np.ndarray]:
+    """judge() of the whole model's run totals with one session per side, against the
+    session noise its node rows measured (session_drift.judge_total)."""
+    zeros_c, zeros_t = np.zeros(len(control)), np.zeros(len(test))
+    ratio = float(block_values(test, zeros_t)[0, 0] - block_values(control, zeros_c)[0, 0])
+    error = float(np.hypot(median_errors(control, zeros_c)[0, 0],
+                           median_errors(test, zeros_t)[0, 0]))
+    assert design.noise is not None
+    found = judge_total(ratio, error, design.noise, design.drift, margin, fdr)
+    columns = {key: np.array([value]) for key, value in found.items()}
+    columns["q_value"] = columns["p_value"].copy()
+    return columns

@@ -120,7 +120,7 @@ def paired_departures(control: np.ndarray, test: np.ndarray, shifts=None,
     excess = differences - shifts[:, None]
     found = np.array([hodges_lehmann(excess[:, c], confidence)
                       for c in range(differences.shape[1])]).reshape(-1, 3)
-    errors = (found[:, 2] - found[:, 1]) / (2.0 * _student_t().ppf(0.5 + confidence / 2, math.inf))
+    errors = (found[:, 2] - found[:, 1]) / (2.0 * student_t().ppf(0.5 + confidence / 2, math.inf))
     return found[:, 0], errors, shifts
 
 
@@ -294,7 +294,7 @@ def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
     >>> out["p_value"].round(4).tolist(), out["estimate"].round(3).tolist()
     ([1.0, 0.0], [0.105, 0.822])
     """
-    student_t = _student_t()
+    t_dist = student_t()
     df = noise.df if noise.measured and noise.df > 0 else math.inf
     ratios = np.asarray(log_ratios, float)
     excess = ratios - (noise.shift if common else 0.0)
@@ -304,8 +304,8 @@ def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
     scale = np.sqrt(spread ** 2 + np.asarray(errors, float) ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.abs(excess) / scale
-    p_value = np.where(np.isfinite(z), 2.0 * student_t.sf(np.nan_to_num(z), df), 1.0)
-    half = student_t.ppf(0.5 + confidence / 2.0, df) * scale
+    p_value = np.where(np.isfinite(z), 2.0 * t_dist.sf(np.nan_to_num(z), df), 1.0)
+    half = t_dist.ppf(0.5 + confidence / 2.0, df) * scale
     return {"estimate": np.expm1(ratios), "low": np.expm1(ratios - half),
             "high": np.expm1(ratios + half), "p_value": p_value}
 
@@ -321,7 +321,7 @@ def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool =
     >>> out["estimate"].round(3).tolist(), bool(out["p_value"][0] < 0.001)
     ([0.295], True)
     """
-    student_t = _student_t()
+    t_dist = student_t()
     n_c, n_t = len(control), len(test)
     df: float = n_c + n_t - 2
     ratios = test.mean(axis=0) - control.mean(axis=0)
@@ -333,14 +333,14 @@ def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool =
         df = df + PRIOR_DF
     scale = np.sqrt(variance * (1.0 / n_c + 1.0 / n_t))
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_value = np.where(scale > 0, 2.0 * student_t.sf(np.abs(ratios) / scale, df),
+        p_value = np.where(scale > 0, 2.0 * t_dist.sf(np.abs(ratios) / scale, df),
                            np.where(ratios == 0, 1.0, 0.0))
-    half = student_t.ppf(0.5 + confidence / 2.0, df) * scale
+    half = t_dist.ppf(0.5 + confidence / 2.0, df) * scale
     return {"estimate": np.expm1(ratios), "low": np.expm1(ratios - half),
             "high": np.expm1(ratios + half), "p_value": p_value}
 
 
-def _student_t():
+def student_t():
     """scipy's Student t distribution, or a one-line error naming the package."""
     try:
         from scipy.stats import t as student_t
