@@ -29,7 +29,8 @@ from ..data.sessions import merge_sessions, run_groups
 from ..data.profile import Profile
 from ..stats.node_statistics import group_samples
 from ..errors import ArgumentError, PyfxprofError, fraction, margin, whole_number
-from ..stats.row_verdicts import Design, design_of, judge, row_spreads, with_node_noise
+from ..stats.row_verdicts import (Design, design_of, judge, paired_medians, row_spreads,
+                                   with_node_noise)
 from ..stats.session_tests import run_dispersion
 from ..views.diff_text import regression_line
 from .compiled_diff import CompiledDiff, is_compiled_profile
@@ -310,10 +311,11 @@ class ProfileDiff:
           diff_counts: counts_test - counts_control;
           diff_duration: median_test - median_control (ns; > 0 is slower);
           rel_change, ci_low, ci_high: relative change (fraction; the design's estimate on
-            both sides, docs/diff.md) and its 95% interval; p_value: the design's test (NaN
-            unless on both sides with >= min_runs runs each); q_value: Benjamini–Hochberg;
-          change: "+"/"-" (q <= alpha, estimate past ±min_change, interval clear of 0), "="
-            (interval inside ±min_change), "?" (unresolved), "added" / "removed" (one side
+            both sides) and its interval at the level the selection leaves (docs/diff.md);
+            p_value: the design's test (NaN unless on both sides with >= min_runs runs
+            each); q_value: Benjamini–Hochberg;
+          change (stats/verdict_rule.py): "+"/"-", "=" (interval inside ±min_change), "?"
+            (unresolved), "added" / "removed" (one side
             only), "fused" (a control-only BN folded into a test conv, meta["fused_pairs"]);
           fused_into: that conv's module path for "fused" rows, else "".
           backward_median_control/_test, backward_diff, backward_rel_change: training steps.
@@ -369,15 +371,21 @@ class ProfileDiff:
         return merged[~merged.index.duplicated()].reindex(keys)
 
     def totals(self) -> dict:
-        """End-to-end run time compared: the :meth:`compare` columns of one row, as a dict.
+        """End-to-end run time compared: the :meth:`compare` columns of one row, as a dict;
+        for an interleaved comparison (design "paired") the medians are over the paired
+        blocks (each side's median of its block medians), as the estimate pairs them.
 
         >>> d.totals()["rel_change"]        # doctest: +SKIP
         -0.118
         """
         sides = [_Side(np.ones(1, dtype=bool), prof.run_totals[:, None], np.ones(1), groups)
                  for prof, groups in zip((self.control, self.test), self.groups)]
-        return {name: value.tolist()[0]
-                for name, value in self._columns(sides[0], sides[1], whole=True).items()}
+        columns = self._columns(sides[0], sides[1], whole=True)
+        if self.design.kind == "paired" and self.testable:  # the blocks the estimate pairs
+            columns["median_control"], columns["median_test"] = paired_medians(
+                sides[0].samples, sides[1].samples, *self.groups)
+            columns["diff_duration"] = columns["median_test"] - columns["median_control"]
+        return {name: value.tolist()[0] for name, value in columns.items()}
 
     def ops_diff(self, by: str = "node", depth: int | None = None) -> dict[str, list]:
         """Keys per TraceDiff category: added, deleted, increased, decreased, unchanged, and

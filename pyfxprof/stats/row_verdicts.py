@@ -19,8 +19,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .rank_tests import benjamini_hochberg, verdicts
+from .confidence import CONFIDENCE
+from .rank_tests import benjamini_hochberg
 from .session_drift import judge_total, total_drift
+from .verdict_rule import adjusted_confidence, verdicts
 from .session_tests import (PRIOR_DF, SessionNoise, block_values, median_errors,
                             paired_departures, paired_rows, run_dispersion, session_noise,
                             several_session_rows, single_session_rows)
@@ -104,6 +106,22 @@ def _durations(blocks: np.ndarray) -> np.ndarray:
         return np.exp(np.nanmedian(blocks, axis=0))
 
 
+def paired_medians(control: np.ndarray, test: np.ndarray, control_groups,
+                   test_groups) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's median per row over the blocks that either side ran (runs x rows each):
+    the median over blocks of the row's median in each block, the blocks a paired
+    estimate pairs (the median of all runs weighs blocks by their runs and mixes in the
+    blocks only one side has).
+
+    >>> c = np.array([[100.0], [100.0], [300.0]]); t = np.array([[110.0], [110.0], [330.0]])
+    >>> [m.round(1).tolist() for m in paired_medians(c, t, [0, 0, 1], [0, 0, 1])]
+    [[173.2], [190.5]]
+    """
+    labels = _block_labels(control_groups, test_groups)
+    return (_durations(block_values(control, np.asarray(control_groups), labels)),
+            _durations(block_values(test, np.asarray(test_groups), labels)))
+
+
 def with_node_noise(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
                     test_groups) -> Design:
     """The design with the noise measured over the node rows (runs x nodes on both sides),
@@ -185,22 +203,25 @@ def between_copies_noise(departures: np.ndarray, errors: np.ndarray,
     same in every pair and does not enter it — for means over the K pairs (``averaged``),
     with its degrees of freedom counted in rows, not in rows x pairs: a row's mean over
     the pairs is tested, and what it departs by beyond the pairs' spread (a difference all
-    copies of one side share: ResNet-18's A/A, docs/ab.md) varies between rows only.
+    copies of one side share: ResNet-18's A/A, docs/ab.md) varies between rows only; each
+    neighbourhood by duration holds LOCAL_ROWS rows' worth of deviations (all K of each
+    row), so that a model of few rows keeps its degrees of freedom (13 rows of 4 pairs:
+    9, where neighbourhoods of LOCAL_ROWS deviations gave 2).
 
     >>> rng = np.random.default_rng(0)
     >>> d = rng.normal(0.0, 0.1, (4, 30)); d[:, 3] += 0.5      # row 3 changed in all pairs
     >>> noise = between_copies_noise(d, np.zeros((4, 30)), np.full(30, 1e5))
     >>> round(float(noise.spread), 2), noise.averaged, round(float(noise.spread_at()), 2)
     (0.1, 4, 0.05)
-    >>> noise.df    # 30 rows x 4 pairs: neighbourhoods of 30 deviations, 7.5 rows
-    7
+    >>> noise.df    # 30 rows x 4 pairs: neighbourhoods of 40 deviations, 10 rows
+    9
     """
     k = len(departures)
     with warnings.catch_warnings():  # a row without blocks in a pair: NaN, left out
         warnings.simplefilter("ignore", RuntimeWarning)
         deviations = (departures - np.nanmean(departures, axis=0)) * math.sqrt(k / (k - 1))
         shift = float(np.nanmedian(np.nanmean(departures, axis=0)))
-    noise = session_noise(deviations.ravel(), errors.ravel(), np.tile(durations, k))
+    noise = session_noise(deviations.ravel(), errors.ravel(), np.tile(durations, k), k)
     rows_df = max(1, round((noise.df + 1) / k) - 1)
     return replace(noise, shift=shift if noise.measured else 0.0, df=rows_df, averaged=k)
 
@@ -293,8 +314,9 @@ def row_spreads(noise: SessionNoise, node_durations, node_keys, row_keys,
 def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups, test_groups,
           margin: float, fdr: float, whole: bool = False, spreads=None) -> dict[str, np.ndarray]:
     """Per row (columns of the runs x rows samples on both sides): ``estimate``, ``low``,
-    ``high`` (relative change and its 95% interval, fractions), ``p_value``, ``q_value``
-    (Benjamini–Hochberg across the rows) and ``change`` (rank_tests verdicts: a
+    ``high`` (relative change and its interval, fractions, at the level
+    verdict_rule.adjusted_confidence leaves: 95% for one row), ``p_value``, ``q_value``
+    (Benjamini–Hochberg across the rows) and ``change`` (verdict_rule.verdicts: a
     slower/faster row changed by at least the margin itself). Rows are tested against the
     common shift of the rows (per block, or between the two sessions) and the design's
     noise, each row's own ``spreads`` where given (row_spreads); with several copies per
@@ -304,6 +326,24 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
     measured (``design.drift``, _single_total): slower or faster only where the change is
     not the rows' common shift, which a drift between sessions would look like too.
     """
+    if whole and design.kind == "single" and design.noise is not None and design.noise.measured:
+        return _single_total(design, control, test, margin, fdr)
+    found = _rows(design, control, test, control_groups, test_groups, whole, spreads,
+                  CONFIDENCE)
+    found["q_value"] = benjamini_hochberg(found["p_value"])
+    level = adjusted_confidence(found["q_value"], fdr)
+    if level != CONFIDENCE:  # the intervals at the level the selection leaves
+        adjusted = _rows(design, control, test, control_groups, test_groups, whole, spreads,
+                         level)
+        found["low"], found["high"] = adjusted["low"], adjusted["high"]
+    found["change"] = verdicts(found["estimate"], found["low"], found["high"],
+                               found["q_value"], margin, fdr, shift=found.pop("shift", 0.0))
+    return found
+
+
+def _rows(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
+          test_groups, whole: bool, spreads, confidence: float) -> dict[str, np.ndarray]:
+    """judge()'s estimates, intervals at ``confidence`` and p-values, by design."""
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
     if design.kind == "paired":
         labels = _block_labels(control_groups, test_groups)
@@ -315,27 +355,21 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
             prior = design.noise.spread_at(durations) if spreads is None else spreads
             spreads = own_copy_spreads(*per_copy_departures(
                 control_blocks, test_blocks, design.shifts, copy_of), prior)
-        found = paired_rows(control_blocks, test_blocks, common=not whole,
-                            durations=durations, noise=design.noise,
-                            shifts=design.shifts or None, spreads=spreads)
-    elif design.kind == "sessions":
-        found = several_session_rows(block_values(control, control_groups),
-                                     block_values(test, test_groups), moderate=not whole)
-    elif whole and design.noise is not None and design.noise.measured:
-        return _single_total(design, control, test, margin, fdr)
-    else:
-        noise = design.noise or single_noise(control, test)
-        logs = block_values(control, np.zeros(len(control)))[0]
-        ratios = block_values(test, np.zeros(len(test)))[0] - logs
-        errors = np.hypot(median_errors(control, np.zeros(len(control)))[0],
-                          median_errors(test, np.zeros(len(test)))[0])
-        jitter = None if whole or not noise.measured else pooled_dispersion(control, test)
-        found = single_session_rows(ratios, errors, noise, common=not whole,
-                                    durations=np.exp(logs), spreads=spreads, dispersion=jitter)
-    found["q_value"] = benjamini_hochberg(found["p_value"])
-    found["change"] = verdicts(found["estimate"], found["low"], found["high"],
-                               found["q_value"], margin, fdr)
-    return found
+        return paired_rows(control_blocks, test_blocks, common=not whole,
+                           confidence=confidence, durations=durations, noise=design.noise,
+                           shifts=design.shifts or None, spreads=spreads)
+    if design.kind == "sessions":
+        return several_session_rows(block_values(control, control_groups),
+                                    block_values(test, test_groups), moderate=not whole,
+                                    confidence=confidence)
+    noise = design.noise or single_noise(control, test)
+    zeros_c, zeros_t = np.zeros(len(control)), np.zeros(len(test))
+    logs = block_values(control, zeros_c)[0]
+    ratios = block_values(test, zeros_t)[0] - logs
+    errors = np.hypot(median_errors(control, zeros_c)[0], median_errors(test, zeros_t)[0])
+    jitter = None if whole or not noise.measured else pooled_dispersion(control, test)
+    return single_session_rows(ratios, errors, noise, common=not whole, confidence=confidence,
+                               durations=np.exp(logs), spreads=spreads, dispersion=jitter)
 
 
 def _single_total(design: Design, control: np.ndarray, test: np.ndarray, margin: float,

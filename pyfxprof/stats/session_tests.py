@@ -128,8 +128,8 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
                 confidence: float = CONFIDENCE, durations=None, noise=None, shifts=None,
                 spreads=None) -> dict:
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
-    of the log ratio with its interval (fractions), and a p-value: the signed-rank test of
-    the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
+    of the log ratio with its interval at ``confidence`` (fractions), and a p-value: the
+    signed-rank test of the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
     row's departure from the block's common shift (paired_departures) against its own
     error over blocks and the spread of the rows' departures (session_noise, among the rows
     of similar ``durations`` (ns) when given): a disturbance that slowed one side's whole
@@ -137,7 +137,11 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
     rows), are not a change of the row. ``noise`` and ``shifts``: a measured SessionNoise and
     the blocks' shifts of the node rows of the same blocks, for a view of sums of nodes
     (modules, ops) whose few rows cannot measure the spread by duration themselves, and
-    ``spreads``, each such row's spread from its nodes' (stats.row_verdicts.row_spreads).
+    ``spreads``, each such row's spread from its nodes' (stats.row_verdicts.row_spreads);
+    the interval is then the estimate plus or minus that test's half width (its spread and
+    error), and ``shift`` (log) the part of the estimate the test takes out as common to
+    the rows (the blocks' shifts and the rows' median departure; 0 otherwise), so that the
+    interval less that shift and the test agree.
 
     >>> out = paired_rows(np.zeros((8, 1)), np.full((8, 1), 0.1))   # 8 blocks, all +10.5%
     >>> out["estimate"].round(4).tolist(), out["p_value"].round(4).tolist()
@@ -146,18 +150,26 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
     differences = np.asarray(test) - np.asarray(control)  # NaN: a block missing on a side
     columns = range(differences.shape[1])
     own = np.array([hodges_lehmann(differences[:, c], confidence) for c in columns]).reshape(-1, 3)
+    low, high = own[:, 1], own[:, 2]
     if common and differences.shape[1] >= MIN_NOISE_ROWS:
         given = noise if noise is not None and noise.measured else None
-        departures, errors, _ = paired_departures(control, test, shifts if given else None,
-                                                  confidence)
+        departures, errors, _ = paired_departures(control, test, shifts if given else None)
         if given is None:
             given, spreads = session_noise(departures, errors, durations), None
-        p_value = single_session_rows(departures, errors, given, common=True,
-                                      durations=durations, spreads=spreads)["p_value"]
+        tested = single_session_rows(departures, errors, given, common=True,
+                                     confidence=confidence, durations=durations,
+                                     spreads=spreads)
+        p_value = tested["p_value"]
+        # the interval of the test's scale (its spread and error) around the estimate, and
+        # the part of the estimate the test takes out as common to the rows
+        half = (np.log1p(tested["high"]) - np.log1p(tested["low"])) / 2.0
+        low, high = own[:, 0] - half, own[:, 0] + half
+        shift = own[:, 0] - (departures - given.shift)
     else:
         p_value = np.array([signed_rank_p(differences[:, c]) for c in columns])
-    return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(own[:, 1]),
-            "high": np.expm1(own[:, 2]), "p_value": np.where(np.isnan(p_value), 1.0, p_value)}
+        shift = np.zeros(len(own))
+    return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(low), "high": np.expm1(high),
+            "p_value": np.where(np.isnan(p_value), 1.0, p_value), "shift": shift}
 
 
 @dataclass(frozen=True)
@@ -205,13 +217,14 @@ class SessionNoise:
         return np.maximum(spread, np.nan_to_num(np.asarray(dispersion, dtype=np.float64)))
 
 
-def session_noise(log_ratios, errors, durations=None) -> SessionNoise:
+def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> SessionNoise:
     """SessionNoise of per-row log ratios and their within-session standard errors: the
     median ratio, and the SD of the rows within OUTLIER_SDS robust SDs (MAD) of it, with
     their mean squared error taken out (with fewer than MIN_NOISE_ROWS such rows, the
     robust SD itself). With the rows' ``durations`` (ns) and at least CURVE_ROWS rows, the
     spread as a function of duration (``curve``: spread_curve.fit_spread from each row's
-    local_spreads).
+    local_spreads; ``per_row``: the values of one row, each neighbourhood holding at least
+    LOCAL_ROWS rows' worth).
 
     >>> noise = session_noise([0.10, 0.12, 0.08, 0.11, 0.09, 0.9], [0.0] * 6)
     >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
@@ -232,7 +245,7 @@ def session_noise(log_ratios, errors, durations=None) -> SessionNoise:
         durations = durations[usable]
         order = np.argsort(durations, kind="stable")
         initial = np.empty(len(ratios))
-        initial[order], rows = local_spreads(ratios[order] - shift, errors[order])
+        initial[order], rows = local_spreads(ratios[order] - shift, errors[order], per_row)
         curve = fit_spread(ratios - shift, errors, durations, initial)
         # df: the spread at a duration rests mostly on the rows of about that duration
         return SessionNoise(shift, float(np.median(curve.at(durations))), rows - 1,
@@ -257,10 +270,11 @@ def _spread(departures: np.ndarray, errors: np.ndarray, local: bool = False
     return math.sqrt(max(spread_sq, 0.0)), int(kept.sum()) - 1
 
 
-def local_spreads(departures, errors) -> tuple[np.ndarray, int]:
+def local_spreads(departures, errors, per_row: int = 1) -> tuple[np.ndarray, int]:
     """(each row's spread, rows per neighbourhood) of rows sorted by duration: _spread of the
     row's neighbourhood, the max(LOCAL_ROWS, LOCAL_SHARE of all) other rows nearest in the
-    order (the row itself left out: its own change must not hide it).
+    order (the row itself left out: its own change must not hide it); ``per_row`` values
+    of each row (pairs of copies): LOCAL_ROWS times as many.
 
     >>> d = np.array([0.3, -0.3, 0.3, -0.3, 0.3] * 2 + [0.01, -0.01, 0.01, -0.01, 0.01] * 6)
     >>> spreads, rows = local_spreads(d, np.zeros(40))
@@ -269,7 +283,7 @@ def local_spreads(departures, errors) -> tuple[np.ndarray, int]:
     """
     departures, errors = np.asarray(departures, float), np.asarray(errors, float)
     n = len(departures)
-    rows = min(n - 1, max(LOCAL_ROWS, int(math.ceil(LOCAL_SHARE * n))))
+    rows = min(n - 1, max(LOCAL_ROWS * per_row, int(math.ceil(LOCAL_SHARE * n))))
     starts = np.clip(np.arange(n) - rows // 2, 0, n - rows - 1)
     spreads = np.empty(n)
     for row, start in enumerate(starts):
@@ -288,7 +302,7 @@ def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
     ``durations``) and run-to-run ``dispersion`` (SessionNoise.spread_at), or each row's own
     ``spreads`` where given (a row that sums nodes: stats.row_verdicts.row_spreads). The
     estimate and its interval are of the row's own change (fractions); the p-value is of its
-    departure from the others'.
+    departure from the others' (``shift``: the common shift taken out, log).
 
     >>> out = single_session_rows([0.1, 0.6], [0.01, 0.01], SessionNoise(0.1, 0.02, 12), True)
     >>> out["p_value"].round(4).tolist(), out["estimate"].round(3).tolist()
@@ -307,7 +321,8 @@ def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
     p_value = np.where(np.isfinite(z), 2.0 * t_dist.sf(np.nan_to_num(z), df), 1.0)
     half = t_dist.ppf(0.5 + confidence / 2.0, df) * scale
     return {"estimate": np.expm1(ratios), "low": np.expm1(ratios - half),
-            "high": np.expm1(ratios + half), "p_value": p_value}
+            "high": np.expm1(ratios + half), "p_value": p_value,
+            "shift": np.full(ratios.shape, noise.shift if common else 0.0)}
 
 
 def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool = True,
