@@ -40,7 +40,7 @@ def adjusted_confidence(q_values, fdr: float) -> float:
 
 
 def verdicts(estimate, low, high, q_values, margin: float, fdr: float,
-             shift: float = 0.0) -> np.ndarray:
+             shift: float | np.ndarray = 0.0) -> np.ndarray:
     """One verdict per row from a relative change's estimate and interval (fractions, at
     adjusted_confidence's level) and its q-value: SAME when the interval lies inside
     ±margin; SLOWER when it lies beyond +margin, or when q <= fdr, the estimate is at least
