@@ -3,6 +3,7 @@
 
     python benchmarks/bench_ab.py --model net --trials 20 --threads 1
     python benchmarks/bench_ab.py --model resnet18 --trials 20 --only aa sessions --threads 1
+    python benchmarks/bench_ab.py --model leaf --trials 20 --only aa power power10 --threads 1
 
 Scenarios (each counted over --trials):
   aa       interleaved A/A, two fresh copies of the model each trial: trials where any row (node
@@ -18,6 +19,9 @@ Scenarios (each counted over --trials):
            margin of half that change and blocks added until the whole model's interval is
            within it (compare's precision; max_blocks --whole-max-blocks): trials where the
            whole-model verdict is resolved (not "?"), "+", and the interval above 0;
+  power10  leaf only: as power, the target block +10% (power: +20%);
+  leaf     (a model) 13 blocks, each one node (leaf_modules), of REPS matmul + tanh; the
+           target block (index 6) does 20% (power) or 10% (power10) more of them;
   sessions two profile() sessions of fresh copies, saved and loaded, then diff(): trials where
            any row is flagged, and where the gate (--fail-on-regression 5%) would exit 1.
 """
@@ -91,6 +95,38 @@ class Net(torch.nn.Module):
         return added_op(x, self.tail) if self.tail else x
 
 
+#: Matmuls per leaf block of the control (leaf): the target's +20% and +10% are whole counts.
+REPS = 10
+
+
+class LeafBlock(torch.nn.Module):
+    """``reps`` matmul + tanh, timed as one node (profile's leaf_modules)."""
+
+    def __init__(self, weight: torch.Tensor, reps: int = REPS) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight.clone())
+        self.reps = reps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.reps):
+            x = torch.tanh(x @ self.weight)
+        return x
+
+
+class LeafNet(torch.nn.Module):
+    """13 LeafBlocks; the target (index 6) does ``target_reps``: 13 node and module rows."""
+
+    def __init__(self, weights, target_reps: int = REPS) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(LeafBlock(w, target_reps if i == 6 else REPS)
+                                          for i, w in enumerate(weights))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
 def target_change(diff) -> float:
     """The target block's change as the comparison estimates it (its module row)."""
     return float(diff.compare(by="module", depth=2).loc["blocks.6", "rel_change"])
@@ -142,6 +178,12 @@ def models(name: str, power_change: float = 0.05, whole_change: float = 0.02):
                  f"{POWER_COUNTS}); {k} clone(s) after the blocks: the whole model "
                  f"{100 * whole_change:+.1f}% (fitted at {WHOLE_COUNTS})")
         return control, tests, inputs, notes
+    if name == "leaf":
+        weights = [torch.randn(64, 64, generator=generator) / 8 for _ in range(13)]
+        tests = {"aa": lambda: LeafNet(weights), "power": lambda: LeafNet(weights, 12),
+                 "power10": lambda: LeafNet(weights, 11)}
+        return LeafNet(weights), tests, (torch.randn(16, 64, generator=generator),), (
+            f"target block {REPS} -> 12 (power) or 11 (power10) matmul + tanh")
     from pyfxprof.cli.default_model import resnet18
     control = resnet18().eval()
     return control, {"aa": lambda: copy.deepcopy(control)}, (
@@ -166,6 +208,8 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
                     max_blocks=args.whole_max_blocks) if whole else \
         dict(max_blocks=args.max_blocks)
     for trial in range(args.trials):
+        if args.model == "leaf":
+            settings["leaf_modules"] = [LeafBlock]
         diff = pyfxprof.compare(copy.deepcopy(control), make_test(), inputs, blocks=args.blocks,
                                 runs_per_block=args.runs_per_block, copies=args.copies,
                                 progress=False, seed=trial, **settings)
@@ -177,7 +221,7 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
         counts["node rows flagged"] += node_flag
         counts["module rows flagged"] += module_flag
         counts["any row flagged (node or module)"] += node_flag or module_flag
-        if scenario == "power":
+        if scenario.startswith("power"):
             target = modules.loc["blocks.6"]
             others = modules.drop("blocks.6")["change"].isin(FLAGGED).any()
             counts["target slower"] += target["change"] == "+"
@@ -191,7 +235,7 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
         rows = diff.compare()
         named = list(rows.index[rows["change"].isin(FLAGGED)])[:3]
         target = (f"; target {_verdict_text(modules.loc['blocks.6'])}"
-                  if scenario == "power" else "")
+                  if scenario.startswith("power") else "")
         print(f"  {scenario} trial {trial + 1}: total {_verdict_text(total)}, rows flagged "
               f"{named or 'none'}{target}", flush=True)
     return counts
@@ -222,7 +266,7 @@ def sessions(control, inputs, args) -> Counter:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("net", "resnet18"), default="net")
+    parser.add_argument("--model", choices=("net", "leaf", "resnet18"), default="net")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--blocks", type=int, default=20)
     parser.add_argument("--runs-per-block", type=int, default=3)
@@ -230,7 +274,8 @@ def main() -> None:
                         help="compare(copies=): copies of each side timed in turn (default: "
                              "compare's, 4 where they fit)")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
-    parser.add_argument("--only", nargs="+", choices=("aa", "power", "whole", "sessions"))
+    parser.add_argument("--only", nargs="+",
+                        choices=("aa", "power", "power10", "whole", "sessions"))
     parser.add_argument("--max-blocks", type=int,
                         help="compare()'s max_blocks (default: its own, --blocks)")
     parser.add_argument("--whole-max-blocks", type=int, default=200,
@@ -248,7 +293,7 @@ def main() -> None:
         print(f"sizing (load {os.getloadavg()[0]:.1f}): {notes}")
     print(f"model {args.model}, {args.trials} trials, {args.blocks} blocks x "
           f"{args.runs_per_block} runs per side")
-    for scenario in args.only or ("aa", "power", "whole", "sessions"):
+    for scenario in args.only or ("aa", "power", "power10", "whole", "sessions"):
         if scenario != "sessions" and scenario not in tests:
             continue
         started = time.perf_counter()

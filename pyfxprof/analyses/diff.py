@@ -3,7 +3,7 @@
 What Holistic Trace Analysis' TraceDiff does (counts and durations per op; ops added, deleted,
 increased, decreased, unchanged; plots), plus: nodes line up by identity (module path + node
 name), a Conv/BN pair folded by ``fuse_conv_bn`` shows as "fused", labels are deterministic and
-never merged, and each row is tested against the noise of its design (data/change_verdicts.py:
+never merged, and each row is tested against the noise of its design (stats/row_verdicts.py:
 interleaved blocks, one session or several sessions per side) with the false discovery rate
 controlled across rows, so noise does not look like a change. Works on pyfxprof profiles and
 on torch.profiler traces. See docs/diff.md and docs/ab.md.
@@ -25,13 +25,13 @@ import pandas as pd
 
 from .. import served_methods
 from ..data import torch_trace
-from ..data.change_verdicts import (Design, design_of, judge, row_spreads,
-                                    run_groups, with_node_noise)
-from ..data.session_stats import run_dispersion
-from ..data.sessions import merge_sessions
+from ..data.sessions import merge_sessions, run_groups
 from ..data.profile import Profile
 from ..stats.node_statistics import group_samples
 from ..errors import ArgumentError, PyfxprofError, fraction, margin, whole_number
+from ..stats.row_verdicts import (Design, design_of, judge, paired_medians, row_spreads,
+                                   with_node_noise)
+from ..stats.session_tests import run_dispersion
 from ..views.diff_text import regression_line
 from .compiled_diff import CompiledDiff, is_compiled_profile
 from .exported import ExportedDiff, is_exported_profile
@@ -185,7 +185,7 @@ class ProfileDiff:
     Attributes: ``control``, ``test`` (Profiles), ``labels`` (two distinct str),
     ``min_change`` (the equivalence margin, fraction), ``alpha`` (the false discovery rate),
     ``min_runs``, ``testable`` (both sides have at least ``min_runs`` runs, so p-values
-    exist), ``design`` (data.change_verdicts.Design: "paired" blocks of pyfxprof.compare,
+    exist), ``design`` (stats.row_verdicts.Design: "paired" blocks of pyfxprof.compare,
     "single" session or several "sessions" per side) and ``groups`` (each side's runs' block
     or session).
 
@@ -214,7 +214,7 @@ class ProfileDiff:
 
     def judged_design(self) -> Design:
         """The design, with the noise measured over the nodes both profiles have, whatever
-        view is judged (group rows are too few to measure it; data.change_verdicts.
+        view is judged (group rows are too few to measure it; stats.row_verdicts.
         with_node_noise): one session per side, or the blocks of an interleaved run."""
         if self.design.kind in ("single", "paired") and self.design.noise is None:
             sides = [_reduce(prof, _view_keys(prof.nodes, "node", None))[:2]
@@ -227,7 +227,7 @@ class ProfileDiff:
         return self.design
 
     def _row_spreads(self, control_keys: list, keys: list) -> np.ndarray | None:
-        """Each row's noise from the spreads of its control nodes (change_verdicts.
+        """Each row's noise from the spreads of its control nodes (row_verdicts.
         row_spreads), when the design measured a noise over the nodes; one session per side,
         with the nodes' run-to-run dispersions pooled over the two sides."""
         noise = self.judged_design().noise
@@ -243,7 +243,7 @@ class ProfileDiff:
 
     def _node_dispersion(self) -> np.ndarray | None:
         """One session per side: each control node's run-to-run dispersion, pooled with the
-        test's where the test has the node (data.session_stats.run_dispersion)."""
+        test's where the test has the node (stats.session_tests.run_dispersion)."""
         if self.design.kind != "single" or self.test.n_runs == 0:
             return None
         control = run_dispersion(self.control.samples)
@@ -311,10 +311,11 @@ class ProfileDiff:
           diff_counts: counts_test - counts_control;
           diff_duration: median_test - median_control (ns; > 0 is slower);
           rel_change, ci_low, ci_high: relative change (fraction; the design's estimate on
-            both sides, docs/diff.md) and its 95% interval; p_value: the design's test (NaN
-            unless on both sides with >= min_runs runs each); q_value: Benjamini–Hochberg;
-          change: "+"/"-" (q <= alpha, estimate past ±min_change, interval clear of 0), "="
-            (interval inside ±min_change), "?" (unresolved), "added" / "removed" (one side
+            both sides) and its interval at the level the selection leaves (docs/diff.md);
+            p_value: the design's test (NaN unless on both sides with >= min_runs runs
+            each); q_value: Benjamini–Hochberg;
+          change (stats/verdict_rule.py): "+"/"-", "=" (interval inside ±min_change), "?"
+            (unresolved), "added" / "removed" (one side
             only), "fused" (a control-only BN folded into a test conv, meta["fused_pairs"]);
           fused_into: that conv's module path for "fused" rows, else "".
           backward_median_control/_test, backward_diff, backward_rel_change: training steps.
@@ -370,15 +371,21 @@ class ProfileDiff:
         return merged[~merged.index.duplicated()].reindex(keys)
 
     def totals(self) -> dict:
-        """End-to-end run time compared: the :meth:`compare` columns of one row, as a dict.
+        """End-to-end run time compared: the :meth:`compare` columns of one row, as a dict;
+        for an interleaved comparison (design "paired") the medians are over the paired
+        blocks (each side's median of its block medians), as the estimate pairs them.
 
         >>> d.totals()["rel_change"]        # doctest: +SKIP
         -0.118
         """
         sides = [_Side(np.ones(1, dtype=bool), prof.run_totals[:, None], np.ones(1), groups)
                  for prof, groups in zip((self.control, self.test), self.groups)]
-        return {name: value.tolist()[0]
-                for name, value in self._columns(sides[0], sides[1], whole=True).items()}
+        columns = self._columns(sides[0], sides[1], whole=True)
+        if self.design.kind == "paired" and self.testable:  # the blocks the estimate pairs
+            columns["median_control"], columns["median_test"] = paired_medians(
+                sides[0].samples, sides[1].samples, *self.groups)
+            columns["diff_duration"] = columns["median_test"] - columns["median_control"]
+        return {name: value.tolist()[0] for name, value in columns.items()}
 
     def ops_diff(self, by: str = "node", depth: int | None = None) -> dict[str, list]:
         """Keys per TraceDiff category: added, deleted, increased, decreased, unchanged, and

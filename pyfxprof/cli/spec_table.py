@@ -633,7 +633,9 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                                'args': [],
                                                'name': 'fraction'},
                                       'help': 'exit 1 when the total, or a node worth >= 1%% of '
-                                              "it, is 'slower' by >= PCT",
+                                              "it, is 'slower' by >= PCT; 3 when one profile per "
+                                              "side cannot tell the total's slowdown >= PCT from "
+                                              'a drift between sessions',
                                       'metavar': 'PCT'},
                          'group': None}],
           'defaults': {'func': {'ref': 'pyfxprof.cli.commands.diff:run',
@@ -823,7 +825,9 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                              'args': [],
                                              'name': 'fraction'},
                                     'help': 'exit 1 when the total, or a node worth >= 1%% of it, '
-                                            "is 'slower' by >= PCT",
+                                            "is 'slower' by >= PCT; 3 when one profile per side "
+                                            "cannot tell the total's slowdown >= PCT from a drift "
+                                            'between sessions',
                                     'metavar': 'PCT'},
                        'group': None}],
         'defaults': {'func': {'ref': 'pyfxprof.cli.commands.ab:run', 'args': [], 'name': 'run'}}},

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from .profile import Profile
+from .run_noise import preempted_mask
 
 _IDENTITY = ["name", "module_path"]
 
@@ -42,3 +43,25 @@ def merge_sessions(profiles: list[Profile]) -> Profile:
                    np.concatenate([p.run_totals for p in profiles]), meta,
                    backward_samples=None if any(b is None for b in backward)
                    else np.vstack([b for b in backward if b is not None]))
+
+
+def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:
+    """Each run's block (an interleaved run: meta["ab"]["blocks"]; -1 for a run preempted
+    (data.run_noise) when its block has a run that was not) or session (several profiles
+    merged: meta["sessions"]), else 0 for all.
+
+    >>> run_groups({"sessions": [0, 0, 1]}, 3).tolist(), run_groups({}, 2).tolist()
+    ([0, 0, 1], [0, 0])
+    >>> noise = np.array([[0, 0, 90, 100], [2, 0, 10, 100], [2, 0, 10, 100]])
+    >>> run_groups({"ab": {"blocks": [0, 0, 1]}}, 3, noise).tolist()
+    [0, -1, 1]
+    """
+    groups = (meta.get("ab") or {}).get("blocks") or meta.get("sessions")
+    if groups is None or len(groups) != n_runs:
+        return np.zeros(n_runs, dtype=np.int64)
+    groups = np.asarray(groups, dtype=np.int64)
+    if meta.get("ab") and run_noise is not None:
+        preempted = preempted_mask(run_noise)
+        clean = np.unique(groups[~preempted])
+        groups = np.where(preempted & np.isin(groups, clean), -1, groups)
+    return groups

@@ -1,7 +1,7 @@
 """`pyfxprof.compare`: interleaved A/B in one process. Both models are captured and
 instrumented once; their timed runs alternate in blocks, in a random order per pair of blocks,
 on the same inputs and threads, so drift hits both sides alike; the two Profiles carry their
-blocks (meta["ab"]) and diff pairs them (data/change_verdicts.py). See docs/ab.md.
+blocks (meta["ab"]) and diff pairs them (stats/row_verdicts.py). See docs/ab.md.
 
 Example:
     >>> d = compare(model, faster_model, (x,))        # doctest: +SKIP

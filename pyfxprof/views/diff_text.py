@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..data.paired_stats import smallest_resolvable
+from ..stats.verdict_rule import adjusted_confidence, smallest_resolvable
 from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError
 from . import report_render
@@ -36,10 +36,10 @@ _CHANGE_WORDS = {"+": "slower (+)", "-": "faster (-)", "=": "same (=)", "?": "un
 _VERDICTS = {"+": "slower", "-": "faster", "=": "same within ±{margin}", "?": "unresolved"}
 _DESIGN_WORDS = {
     "paired": "interleaved A/B, {blocks} paired blocks: each row against the block's common "
-              "shift and the nodes' spread at its duration, Hodges–Lehmann 95% interval",
+              "shift and the nodes' spread at its duration, Hodges–Lehmann estimate",
     "paired copies": "interleaved A/B, {blocks} paired blocks of {pairs} pairs of copies: each "
                      "row against the block's common shift and the nodes' spread between the "
-                     "pairs at its duration, Hodges–Lehmann 95% interval",
+                     "pairs at its duration, Hodges–Lehmann estimate",
     "single": "one session per side: rows tested against the session-level noise "
               "(the test session is {shift} as a whole, per-row spread ±{spread})",
     "unmeasured": "one session per side, too few rows to measure the noise between "
@@ -79,8 +79,8 @@ def diff_repr(diff: ProfileDiff) -> str:
 
 
 def regression_line(what: str, row: Any) -> str:
-    """One regression in words: "node x: 1.00 ms → 2.00 ms (+100.0%, 95% interval [...], q ...)".
-    """
+    """One regression in words: "node x: 1.00 ms → 2.00 ms (+100.0%, interval [...], q ...)"
+    (the interval at the level of its view's rows, verdict_rule.adjusted_confidence)."""
     return (f"{what}: {format_ns(row['median_control'])} → {format_ns(row['median_test'])}"
             f" ({signed_pct(row['rel_change'])}, {_interval_text(row)}, "
             f"q {_p_text(row['q_value'])})")
@@ -114,7 +114,9 @@ def _header(diff: ProfileDiff, frame: pd.DataFrame, by: str, depth: int | None) 
     summary = ", ".join(f"{counts.get(c, 0)} {_CHANGE_WORDS.get(c, c)}" for c in CHANGES)
     margin = format_pct(100 * diff.min_change)
     if diff.testable:
+        level = adjusted_confidence(frame["q_value"], diff.alpha)
         test = (f"{_design_text(diff)}; Benjamini–Hochberg FDR {diff.alpha:g} across rows, "
+                f"intervals at {_level_text(level)} (false coverage rate {diff.alpha:g}), "
                 f"margin ±{margin}; smallest resolvable change ±"
                 f"{format_pct(100 * smallest_resolvable(_half_widths(frame), diff.min_change))}")
     else:
@@ -123,13 +125,22 @@ def _header(diff: ProfileDiff, frame: pd.DataFrame, by: str, depth: int | None) 
     return [
         f"pyfxprof diff — {sides[0]} vs {sides[1]} · by {view}",
         f"total: {label_c} {format_ns(totals['median_control'])} → {label_t} "
-        f"{format_ns(totals['median_test'])} median ({signed_pct(totals['rel_change'])}, "
-        f"{_interval_text(totals)}): {_VERDICTS[totals['change']].format(margin=margin)}",
+        f"{format_ns(totals['median_test'])} {_median_words(diff)} "
+        f"({signed_pct(totals['rel_change'])}, "
+        f"{_interval_text(totals, level=adjusted_confidence([totals['q_value']], diff.alpha))}"
+        f"): {_VERDICTS[totals['change']].format(margin=margin)}",
         f"rows: {len(frame)} — {summary}",
         f"significance: {test}",
         *filter(None, [numeric_mode_difference(diff.control.meta, diff.test.meta,
                                                diff.labels)]),
     ]
+
+
+def _median_words(diff: ProfileDiff) -> str:
+    """What the header's two totals are: the medians of the blocks the estimate pairs (an
+    interleaved comparison, ProfileDiff.totals), else of all runs."""
+    return "median of block medians" if diff.design.kind == "paired" and diff.testable \
+        else "median"
 
 
 def _design_text(diff: ProfileDiff) -> str:
@@ -148,7 +159,7 @@ def _design_text(diff: ProfileDiff) -> str:
 
 
 def _half_widths(frame: pd.DataFrame) -> np.ndarray:
-    """Half the width of each row's 95% interval (fractions; NaN without one)."""
+    """Half the width of each row's interval (fractions; NaN without one)."""
     return ((frame["ci_high"] - frame["ci_low"]) / 2.0).to_numpy(dtype=np.float64)
 
 
@@ -163,13 +174,20 @@ def _signed_ns(ns: float) -> str:
     return f"+{text}" if ns > 0 else text
 
 
-def _interval_text(row: Any, bare: bool = False) -> str:
-    """"95% interval [low, high]" of a row's relative change ("—" without one)."""
+def _interval_text(row: Any, bare: bool = False, level: float | None = None) -> str:
+    """"interval [low, high]" of a row's relative change ("—" without one), "95% interval
+    [...]" with its ``level``."""
     low, high = row["ci_low"], row["ci_high"]
     if not (np.isfinite(low) and np.isfinite(high)):
         return MISSING if bare else "no interval"
     text = f"[{signed_pct(low)}, {signed_pct(high)}]"
-    return text if bare else f"95% interval {text}"
+    named = "interval" if level is None else f"{_level_text(level)} interval"
+    return text if bare else f"{named} {text}"
+
+
+def _level_text(level: float) -> str:
+    """A confidence level as a percentage: 0.95 -> "95%", 0.99615 -> "99.6%"."""
+    return f"{100 * level:.3g}%"
 
 
 def _p_text(p_value: float) -> str:
@@ -211,7 +229,7 @@ def _table_columns(frame: pd.DataFrame, labels: tuple[str, str], by: str) -> lis
         (f"{label_t} median", lambda k, r: format_ns(r["median_test"]), True),
         ("Diff", lambda k, r: _signed_ns(r["diff_duration"]), True),
         ("Rel change", lambda k, r: signed_pct(r["rel_change"]), True),
-        ("95% interval", lambda k, r: _interval_text(r, bare=True), True),
+        ("Interval", lambda k, r: _interval_text(r, bare=True), True),
         ("q", lambda k, r: _p_text(r["q_value"]), True),
         ("Change", lambda k, r: r["change"], False),
     ]

@@ -61,7 +61,9 @@ def control_and_test(runs=RUNS, fused=True, seed=9):
 
 @pytest.fixture(scope="module")
 def result():
-    return diff(*control_and_test())
+    """60 runs a side: the unchanged rows' intervals, at the level the FDR selection leaves
+    (99% for 1 of 5 rows), fit inside the margin (with 20 runs, just not)."""
+    return diff(*control_and_test(runs=60))
 
 
 def test_known_changes_are_categorised(result):
@@ -75,7 +77,8 @@ def test_known_changes_are_categorised(result):
     assert (df.drop("bn1/bn1")["fused_into"] == "").all()
 
 
-def test_noisy_node_is_unresolved_despite_a_large_relative_change(result):
+def test_noisy_node_is_unresolved_despite_a_large_relative_change():
+    result = diff(*control_and_test())  # 20 runs a side
     row = result.compare().loc[NOISY]
     assert abs(row["rel_change"]) >= result.min_change  # noise alone moved the median > 5%
     assert row["q_value"] > result.alpha
@@ -138,7 +141,8 @@ def test_hand_computed_values():
     assert conv["pct_control"] == pytest.approx(1000 / 1800 * 100)
     se = 1.2533 * 1.4826 / math.sqrt(5) * math.hypot(math.log(1.05), math.log(2050 / 2000))
     assert conv["p_value"] == pytest.approx(math.erfc(math.log(2) / se / math.sqrt(2)), rel=1e-3)
-    assert conv["ci_low"] == pytest.approx(math.expm1(math.log(2) - 1.95996 * se), rel=1e-4)
+    # 1 of the 2 rows tested selected: the interval at 1 - 0.05 * 1 / 2 = 97.5%
+    assert conv["ci_low"] == pytest.approx(math.expm1(math.log(2) - 2.24140 * se), rel=1e-4)
     assert df.loc["relu", "p_value"] == 1.0  # identical samples on both sides
     assert df.loc["relu", "change"] == "="
     assert list(df.columns) == [
@@ -221,8 +225,10 @@ def test_settings_are_checked():
 
 def test_regressions(result):
     found = result.regressions(0.05)
-    assert result.totals()["change"] == "?"  # one session per side: whole-model unresolved
-    assert [line.split(":")[0] for line in found] == [f"node {SLOW}"]
+    # one session per side: the total's +13.8% is one node's change, not the rows' common
+    # shift (a drift between sessions would move them all): slower
+    assert result.totals()["change"] == "+"
+    assert [line.split(":")[0] for line in found] == ["total run time", f"node {SLOW}"]
     assert not any(NOISY in line for line in found)
     assert result.regressions(1.5) == []
     same = diff(*control_and_test()[:1] * 2)

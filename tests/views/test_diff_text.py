@@ -11,11 +11,11 @@ GOLDEN_TABLE = """\
 pyfxprof diff — main (net, 5 runs) vs pr (net, 5 runs) · by node
 total: main 1.80 µs → pr 2.90 µs median (+61.1%, 95% interval [+52.9%, +69.8%]): slower
 rows: 4 — 1 slower (+), 0 faster (-), 1 same (=), 0 unresolved (?), 1 added, 1 removed, 0 fused
-significance: one session per side, too few rows to measure the noise between sessions: runs inside each session are the only noise counted (a drift between sessions can look like a change; see docs/diff.md); Benjamini–Hochberg FDR 0.05 across rows, margin ±5.0%; smallest resolvable change ±8.9%
+significance: one session per side, too few rows to measure the noise between sessions: runs inside each session are the only noise counted (a drift between sessions can look like a change; see docs/diff.md); Benjamini–Hochberg FDR 0.05 across rows, intervals at 97.5% (false coverage rate 0.05), margin ±5.0%; smallest resolvable change ±10.2%
 
-Node  main median  pr median      Diff  Rel change       95% interval        q  Change
+Node  main median  pr median      Diff  Rel change           Interval        q  Change
 ----  -----------  ---------  --------  ----------  -----------------  -------  -------
-conv      1.00 µs    2.00 µs  +1.00 µs     +100.0%  [+83.0%, +118.6%]  3.1e-52  +
+conv      1.00 µs    2.00 µs  +1.00 µs     +100.0%  [+80.6%, +121.4%]  3.1e-52  +
 new          0 ns     300 ns   +300 ns           -                  -        -  added
 old        200 ns       0 ns   -200 ns     -100.0%                  -        -  removed
 relu       500 ns     500 ns      0 ns        0.0%       [0.0%, 0.0%]        1  ="""

@@ -1,9 +1,11 @@
 """`pyfxprof diff A B`: compare a control and a test profile (or torch.profiler traces);
 `--control A1 A2 --test B1 B2`: several sessions per side, tested between sessions.
 
-With ``--fail-on-regression 5%`` it is a CI gate: exit code 1 when the run total, or a node
-worth >= 1% of the control total, has the verdict "slower" by at least 5%; 0 otherwise;
-2 for unreadable input.
+With ``--fail-on-regression 5%`` it is a CI gate, its exit codes GATE_CODES: 1 when the run
+total, or a node worth >= 1% of the control total, has the verdict "slower" by at least 5%;
+3 when one session per side cannot tell the run total's slowdown of at least 5% from a
+drift between the two sessions (give several profiles per side); 0 otherwise; 2 for
+unreadable input or a bad argument.
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ from ...views.diff_text import SORT_KEYS
 from ...errors import PyfxprofError
 from .arg_types import integer_at_least, open_unit_interval, positive_int
 
+#: The gate's exit codes: passed, a regression found, bad input (every command), and a
+#: slowdown of the run total that one session per side cannot tell from a drift.
+PASSED, REGRESSION, BAD_INPUT, UNSEPARATED = 0, 1, 2, 3
+GATE_CODES = {PASSED: "no slowdown", REGRESSION: "a significant slowdown",
+              BAD_INPUT: "unreadable input or a bad argument",
+              UNSEPARATED: "a slowdown one session per side cannot tell from a drift"}
 #: Suffixes dropped from a file name to make its default label.
 _SUFFIXES = (".gz", ".json", ".trace", ".pt")
 
@@ -112,7 +120,8 @@ def add_gate_argument(parser: argparse.ArgumentParser) -> None:
     """--fail-on-regression PCT (diff and ab)."""
     parser.add_argument("--fail-on-regression", type=fraction, metavar="PCT",
                         help="exit 1 when the total, or a node worth >= 1%% of it, is "
-                             "'slower' by >= PCT")
+                             "'slower' by >= PCT; 3 when one profile per side cannot tell "
+                             "the total's slowdown >= PCT from a drift between sessions")
 
 
 def sides(args: argparse.Namespace) -> tuple:
@@ -133,24 +142,33 @@ def sides(args: argparse.Namespace) -> tuple:
 
 
 def gate(result, threshold: float | None) -> int:
-    """The CI gate: 1 (and the lines) when result.regressions(threshold) finds any, else 0."""
+    """The CI gate's exit code (GATE_CODES), its finding printed: REGRESSION (and one line
+    per finding) when result.regressions(threshold) finds any; UNSEPARATED (one line) when
+    the run total is at least ``threshold`` slower but unresolved with one session per
+    side, where a change of the whole model and a drift between sessions look alike;
+    PASSED otherwise.
+
+    >>> gate(None, None)
+    0
+    """
     if threshold is None:
-        return 0
+        return PASSED
     found = result.regressions(threshold)
     text = f"{100 * threshold:g}%"
+    if found:
+        print(f"\nREGRESSION: {len(found)} significant slowdown(s) >= {text}:")
+        print("\n".join(f"  {line}" for line in found))
+        return REGRESSION
     total = result.totals()
     if result.design.kind == "single" and total["change"] == "?" \
-            and abs(total["rel_change"]) >= threshold:
-        print(f"\nnote: the test's run total is {100 * total['rel_change']:+.1f}% but "
-              "unresolved: with one session per side a change of the whole model looks like "
-              "a drift between sessions; gate it with several profiles per side "
-              "(--control A1 A2 --test B1 B2) or `pyfxprof ab`")
-    if not found:
-        print(f"\nno significant slowdown >= {text}")
-        return 0
-    print(f"\nREGRESSION: {len(found)} significant slowdown(s) >= {text}:")
-    print("\n".join(f"  {line}" for line in found))
-    return 1
+            and total["rel_change"] >= threshold:
+        print(f"\nUNSEPARATED: the run total is {100 * total['rel_change']:+.1f}% but one "
+              "session per side cannot tell it from a drift between the two sessions; "
+              "gate with several profiles per side (--control A1 A2 --test B1 B2) or "
+              f"`pyfxprof ab` (exit {UNSEPARATED})")
+        return UNSEPARATED
+    print(f"\nno significant slowdown >= {text}")
+    return PASSED
 
 
 def _check_compiled_options(args: argparse.Namespace) -> None:

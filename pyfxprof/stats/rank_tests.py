@@ -1,6 +1,6 @@
 """Named statistics of paired and multiple comparisons: the Wilcoxon signed-rank test and the
-Hodges–Lehmann estimate with its interval (exact null distribution), Benjamini–Hochberg
-q-values, and the four verdicts of a change against an equivalence margin. Pure numpy.
+Hodges–Lehmann estimate with its interval (exact null distribution), and Benjamini–Hochberg
+q-values. Pure numpy.
 
 Example:
     >>> hodges_lehmann([0.01, 0.02, 0.03, 0.02, 0.01, 0.02])[0]
@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-#: Verdict codes: slower, faster, same within the margin, unresolved (interval too wide).
-SLOWER, FASTER, SAME, UNRESOLVED = "+", "-", "=", "?"
+from .confidence import CONFIDENCE
+
 #: Fewest non-zero paired differences for which a finite 95% interval exists (2/2^6 < 0.05).
 MIN_PAIRS = 6
 
@@ -63,7 +63,7 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def hodges_lehmann(differences, confidence: float = 0.95) -> tuple[float, float, float]:
+def hodges_lehmann(differences, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """(estimate, low, high): the median of the Walsh averages (d_i + d_j) / 2, i <= j, and
     the distribution-free interval between two of their order statistics chosen from the
     signed-rank null (low/high infinite with fewer than MIN_PAIRS differences).
@@ -104,37 +104,3 @@ def benjamini_hochberg(p_values) -> np.ndarray:
     scaled = p[order] * len(tested) / np.arange(1, len(tested) + 1)
     q[order] = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
     return q
-
-
-def verdicts(estimate, low, high, q_values, margin: float, fdr: float) -> np.ndarray:
-    """One verdict per row from a relative change's estimate and interval (fractions) and its
-    q-value: SLOWER / FASTER when q <= fdr, the estimate is at least the margin and the
-    interval excludes 0; SAME when the interval lies inside ±margin; UNRESOLVED otherwise
-    (no decision at this precision, or a real change that may be smaller than the margin).
-
-    >>> verdicts([0.1, 0.001, 0.0, -0.2, 0.015], [0.08, -0.01, -0.3, -0.25, 0.01],
-    ...          [0.12, 0.01, 0.3, -0.15, 0.03], [0.001, 0.9, 0.9, 0.01, 0.001],
-    ...          margin=0.02, fdr=0.05).tolist()
-    ['+', '=', '?', '-', '?']
-    """
-    estimate, low, high, q = (np.asarray(a, dtype=np.float64)
-                              for a in (estimate, low, high, q_values))
-    inside = (low >= -margin) & (high <= margin)
-    significant = (q <= fdr) & ~inside
-    result = np.full(estimate.shape, UNRESOLVED, dtype=object)
-    result[inside] = SAME
-    result[significant & (estimate >= margin) & (low > 0)] = SLOWER
-    result[significant & (estimate <= -margin) & (high < 0)] = FASTER
-    return result
-
-
-def smallest_resolvable(half_widths, margin: float) -> float:
-    """The smallest change (fraction) a row can be resolved at: the median interval half
-    width over the rows that have one, or the margin when it is larger; NaN without any.
-
-    >>> smallest_resolvable([0.01, 0.03, 0.05, np.inf], 0.02)
-    0.03
-    """
-    widths = np.asarray(half_widths, dtype=np.float64)
-    widths = widths[np.isfinite(widths)]
-    return math.nan if len(widths) == 0 else float(max(margin, np.median(widths)))

@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from pyfxprof.data.paired_stats import (benjamini_hochberg, hodges_lehmann, signed_rank_cdf,
-                                        signed_rank_p, smallest_resolvable, verdicts)
+from pyfxprof.stats.rank_tests import (benjamini_hochberg, hodges_lehmann, signed_rank_cdf,
+                                        signed_rank_p)
 
 
 def test_signed_rank_null_counts_subsets_of_ranks():
@@ -47,18 +47,3 @@ def test_benjamini_hochberg_hand_computed():
     q = benjamini_hochberg([0.03, 0.5, 0.01, 0.02])
     assert q.round(6).tolist() == [0.04, 0.5, 0.04, 0.04]
     assert np.isnan(benjamini_hochberg([np.nan])).all()
-
-
-def test_verdicts_against_the_margin():
-    change = verdicts(estimate=[0.05, 0.05, 0.0, 0.01, -0.03], low=[0.03, -0.01, -0.01, 0.005,
-                      -0.04], high=[0.07, 0.11, 0.01, 0.015, -0.02],
-                      q_values=[0.001, 0.2, 0.001, 0.001, 0.01], margin=0.02, fdr=0.05)
-    # significant and beyond; wide and not significant; inside the margin (even if
-    # significant); significant and -3%
-    assert change.tolist() == ["+", "?", "=", "=", "-"]
-
-
-def test_smallest_resolvable():
-    assert smallest_resolvable([0.01, 0.01], 0.02) == 0.02
-    assert smallest_resolvable([0.04, 0.06, np.inf], 0.02) == 0.05
-    assert math.isnan(smallest_resolvable([np.nan], 0.02))

@@ -1,6 +1,6 @@
 """The verdict of every row of a comparison under its design: interleaved blocks (paired),
 one session per side, or several sessions per side; the runs of each side grouped by block or
-session (``run_groups``), Benjamini–Hochberg across rows, verdicts against the margin.
+session (data.sessions.run_groups), Benjamini–Hochberg across rows, verdicts against the margin.
 
 Example:
     >>> rng = np.random.default_rng(1)
@@ -19,9 +19,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .paired_stats import SAME, UNRESOLVED, benjamini_hochberg, verdicts
-from .run_noise import preempted_mask
-from .session_stats import (PRIOR_DF, SessionNoise, block_values, median_errors,
+from .confidence import CONFIDENCE
+from .rank_tests import benjamini_hochberg
+from .session_drift import judge_total, total_drift
+from .verdict_rule import adjusted_confidence, verdicts
+from .session_tests import (PRIOR_DF, SessionNoise, block_values, median_errors,
                             paired_departures, paired_rows, run_dispersion, session_noise,
                             several_session_rows, single_session_rows)
 
@@ -37,35 +39,16 @@ class Design:
     "paired" also: ``shifts``, the node rows' common shift in each block (log), and
     ``copies``, the copy of the models each block ran (run.compare); ``standardized``: the
     nodes' departures from the common shift over their noise, in the order of the node
-    columns measured (with_node_noise), for how the nodes of a row move together."""
+    columns measured (with_node_noise), for how the nodes of a row move together;
+    ``drift``: one session per side, the session noise of a sum of all node rows (log SD,
+    session_drift.total_drift), what the whole model's change is judged against."""
 
     kind: str
     noise: SessionNoise | None = None
     copies: tuple = ()
     shifts: tuple = ()
     standardized: tuple = ()   # with a noise: each node's departure / its noise (z)
-
-
-def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:
-    """Each run's block (an interleaved run: meta["ab"]["blocks"]; -1 for a run preempted
-    (data.run_noise) when its block has a run that was not) or session (several profiles
-    merged: meta["sessions"]), else 0 for all.
-
-    >>> run_groups({"sessions": [0, 0, 1]}, 3).tolist(), run_groups({}, 2).tolist()
-    ([0, 0, 1], [0, 0])
-    >>> noise = np.array([[0, 0, 90, 100], [2, 0, 10, 100], [2, 0, 10, 100]])
-    >>> run_groups({"ab": {"blocks": [0, 0, 1]}}, 3, noise).tolist()
-    [0, -1, 1]
-    """
-    groups = (meta.get("ab") or {}).get("blocks") or meta.get("sessions")
-    if groups is None or len(groups) != n_runs:
-        return np.zeros(n_runs, dtype=np.int64)
-    groups = np.asarray(groups, dtype=np.int64)
-    if meta.get("ab") and run_noise is not None:
-        preempted = preempted_mask(run_noise)
-        clean = np.unique(groups[~preempted])
-        groups = np.where(preempted & np.isin(groups, clean), -1, groups)
-    return groups
+    drift: float = math.nan    # "single": the session noise of the whole model (total_drift)
 
 
 def design_of(control_meta: dict, test_meta: dict, control_groups, test_groups) -> Design:
@@ -123,6 +106,22 @@ def _durations(blocks: np.ndarray) -> np.ndarray:
         return np.exp(np.nanmedian(blocks, axis=0))
 
 
+def paired_medians(control: np.ndarray, test: np.ndarray, control_groups,
+                   test_groups) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's median per row over the blocks that either side ran (runs x rows each):
+    the median over blocks of the row's median in each block, the blocks a paired
+    estimate pairs (the median of all runs weighs blocks by their runs and mixes in the
+    blocks only one side has).
+
+    >>> c = np.array([[100.0], [100.0], [300.0]]); t = np.array([[110.0], [110.0], [330.0]])
+    >>> [m.round(1).tolist() for m in paired_medians(c, t, [0, 0, 1], [0, 0, 1])]
+    [[173.2], [190.5]]
+    """
+    labels = _block_labels(control_groups, test_groups)
+    return (_durations(block_values(control, np.asarray(control_groups), labels)),
+            _durations(block_values(test, np.asarray(test_groups), labels)))
+
+
 def with_node_noise(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
                     test_groups) -> Design:
     """The design with the noise measured over the node rows (runs x nodes on both sides),
@@ -142,7 +141,9 @@ def with_node_noise(design: Design, control: np.ndarray, test: np.ndarray, contr
         noise = session_noise(ratios, errors, durations)
         spread = noise.spread_at(durations, pooled_dispersion(control, test))
         return Design("single", noise,
-                      standardized=_standardized(ratios - noise.shift, errors, spread))
+                      standardized=_standardized(ratios - noise.shift, errors, spread),
+                      drift=(total_drift(durations, noise.spread_at(durations))
+                             if noise.measured else math.nan))
     if design.kind != "paired":
         return design
     labels = _block_labels(control_groups, test_groups)
@@ -202,22 +203,25 @@ def between_copies_noise(departures: np.ndarray, errors: np.ndarray,
     same in every pair and does not enter it — for means over the K pairs (``averaged``),
     with its degrees of freedom counted in rows, not in rows x pairs: a row's mean over
     the pairs is tested, and what it departs by beyond the pairs' spread (a difference all
-    copies of one side share: ResNet-18's A/A, docs/ab.md) varies between rows only.
+    copies of one side share: ResNet-18's A/A, docs/ab.md) varies between rows only; each
+    neighbourhood by duration holds LOCAL_ROWS rows' worth of deviations (all K of each
+    row), so that a model of few rows keeps its degrees of freedom (13 rows of 4 pairs:
+    9, where neighbourhoods of LOCAL_ROWS deviations gave 2).
 
     >>> rng = np.random.default_rng(0)
     >>> d = rng.normal(0.0, 0.1, (4, 30)); d[:, 3] += 0.5      # row 3 changed in all pairs
     >>> noise = between_copies_noise(d, np.zeros((4, 30)), np.full(30, 1e5))
     >>> round(float(noise.spread), 2), noise.averaged, round(float(noise.spread_at()), 2)
     (0.1, 4, 0.05)
-    >>> noise.df    # 30 rows x 4 pairs: neighbourhoods of 30 deviations, 7.5 rows
-    7
+    >>> noise.df    # 30 rows x 4 pairs: neighbourhoods of 40 deviations, 10 rows
+    9
     """
     k = len(departures)
     with warnings.catch_warnings():  # a row without blocks in a pair: NaN, left out
         warnings.simplefilter("ignore", RuntimeWarning)
         deviations = (departures - np.nanmean(departures, axis=0)) * math.sqrt(k / (k - 1))
         shift = float(np.nanmedian(np.nanmean(departures, axis=0)))
-    noise = session_noise(deviations.ravel(), errors.ravel(), np.tile(durations, k))
+    noise = session_noise(deviations.ravel(), errors.ravel(), np.tile(durations, k), k)
     rows_df = max(1, round((noise.df + 1) / k) - 1)
     return replace(noise, shift=shift if noise.measured else 0.0, df=rows_df, averaged=k)
 
@@ -228,7 +232,7 @@ def own_copy_spreads(departures: np.ndarray, errors: np.ndarray, prior) -> np.nd
     spread (the rows' by duration) with PRIOR_DF degrees of freedom, and never below that
     prior: a row whose pairs of copies disagree (a difference of the copies, not a change)
     gets a wider noise, one whose pairs agree by chance no narrower one (on synthetic pairs
-    of copies, tests/data/test_change_verdicts.py, the moderated spread alone flagged a row
+    of copies, tests/stats/test_row_verdicts.py, the moderated spread alone flagged a row
     in 4 of 40 A/A comparisons, at least the prior in 0 of 40).
 
     >>> d = np.array([[0.2, 0.01], [0.0, -0.01]])   # row 0: +20% in one pair only
@@ -310,16 +314,36 @@ def row_spreads(noise: SessionNoise, node_durations, node_keys, row_keys,
 def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups, test_groups,
           margin: float, fdr: float, whole: bool = False, spreads=None) -> dict[str, np.ndarray]:
     """Per row (columns of the runs x rows samples on both sides): ``estimate``, ``low``,
-    ``high`` (relative change and its 95% interval, fractions), ``p_value``, ``q_value``
-    (Benjamini–Hochberg across the rows) and ``change`` (paired_stats verdicts: a
+    ``high`` (relative change and its interval, fractions, at the level
+    verdict_rule.adjusted_confidence leaves: 95% for one row), ``p_value``, ``q_value``
+    (Benjamini–Hochberg across the rows) and ``change`` (verdict_rule.verdicts: a
     slower/faster row changed by at least the margin itself). Rows are tested against the
     common shift of the rows (per block, or between the two sessions) and the design's
     noise, each row's own ``spreads`` where given (row_spreads); with several copies per
     side, each row's spread moderated by its own between the pairs of copies
     (own_copy_spreads). ``whole``: the rows are the whole model's run totals, tested as
-    they are, over all blocks (one session per side: never slower or faster, which a drift
-    between sessions would look like too).
+    they are, over all blocks; one session per side, against the drift its node rows
+    measured (``design.drift``, _single_total): slower or faster only where the change is
+    not the rows' common shift, which a drift between sessions would look like too.
     """
+    if whole and design.kind == "single" and design.noise is not None and design.noise.measured:
+        return _single_total(design, control, test, margin, fdr)
+    found = _rows(design, control, test, control_groups, test_groups, whole, spreads,
+                  CONFIDENCE)
+    found["q_value"] = benjamini_hochberg(found["p_value"])
+    level = adjusted_confidence(found["q_value"], fdr)
+    if level != CONFIDENCE:  # the intervals at the level the selection leaves
+        adjusted = _rows(design, control, test, control_groups, test_groups, whole, spreads,
+                         level)
+        found["low"], found["high"] = adjusted["low"], adjusted["high"]
+    found["change"] = verdicts(found["estimate"], found["low"], found["high"],
+                               found["q_value"], margin, fdr, shift=found.pop("shift", 0.0))
+    return found
+
+
+def _rows(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
+          test_groups, whole: bool, spreads, confidence: float) -> dict[str, np.ndarray]:
+    """judge()'s estimates, intervals at ``confidence`` and p-values, by design."""
     control_groups, test_groups = np.asarray(control_groups), np.asarray(test_groups)
     if design.kind == "paired":
         labels = _block_labels(control_groups, test_groups)
@@ -331,26 +355,33 @@ def judge(design: Design, control: np.ndarray, test: np.ndarray, control_groups,
             prior = design.noise.spread_at(durations) if spreads is None else spreads
             spreads = own_copy_spreads(*per_copy_departures(
                 control_blocks, test_blocks, design.shifts, copy_of), prior)
-        found = paired_rows(control_blocks, test_blocks, common=not whole,
-                            durations=durations, noise=design.noise,
-                            shifts=design.shifts or None, spreads=spreads)
-    elif design.kind == "sessions":
-        found = several_session_rows(block_values(control, control_groups),
-                                     block_values(test, test_groups), moderate=not whole)
-    else:
-        noise = design.noise or single_noise(control, test)
-        logs = block_values(control, np.zeros(len(control)))[0]
-        ratios = block_values(test, np.zeros(len(test)))[0] - logs
-        errors = np.hypot(median_errors(control, np.zeros(len(control)))[0],
-                          median_errors(test, np.zeros(len(test)))[0])
-        jitter = None if whole or not noise.measured else pooled_dispersion(control, test)
-        found = single_session_rows(ratios, errors, noise, common=not whole,
-                                    durations=np.exp(logs), spreads=spreads, dispersion=jitter)
-    found["q_value"] = benjamini_hochberg(found["p_value"])
-    found["change"] = verdicts(found["estimate"], found["low"], found["high"],
-                               found["q_value"], margin, fdr)
-    if whole and design.kind == "single" and (design.noise is None or design.noise.measured):
-        # one session per side: a change of the whole model and a drift between the two
-        # sessions look alike; only "same" can be told (several sessions, or compare())
-        found["change"][found["change"] != SAME] = UNRESOLVED
-    return found
+        return paired_rows(control_blocks, test_blocks, common=not whole,
+                           confidence=confidence, durations=durations, noise=design.noise,
+                           shifts=design.shifts or None, spreads=spreads)
+    if design.kind == "sessions":
+        return several_session_rows(block_values(control, control_groups),
+                                    block_values(test, test_groups), moderate=not whole,
+                                    confidence=confidence)
+    noise = design.noise or single_noise(control, test)
+    zeros_c, zeros_t = np.zeros(len(control)), np.zeros(len(test))
+    logs = block_values(control, zeros_c)[0]
+    ratios = block_values(test, zeros_t)[0] - logs
+    errors = np.hypot(median_errors(control, zeros_c)[0], median_errors(test, zeros_t)[0])
+    jitter = None if whole or not noise.measured else pooled_dispersion(control, test)
+    return single_session_rows(ratios, errors, noise, common=not whole, confidence=confidence,
+                               durations=np.exp(logs), spreads=spreads, dispersion=jitter)
+
+
+def _single_total(design: Design, control: np.ndarray, test: np.ndarray, margin: float,
+                  fdr: float) -> dict[str, np.ndarray]:
+    """judge() of the whole model's run totals with one session per side, against the
+    session noise its node rows measured (session_drift.judge_total)."""
+    zeros_c, zeros_t = np.zeros(len(control)), np.zeros(len(test))
+    ratio = float(block_values(test, zeros_t)[0, 0] - block_values(control, zeros_c)[0, 0])
+    error = float(np.hypot(median_errors(control, zeros_c)[0, 0],
+                           median_errors(test, zeros_t)[0, 0]))
+    assert design.noise is not None
+    found = judge_total(ratio, error, design.noise, design.drift, margin, fdr)
+    columns = {key: np.array([value]) for key, value in found.items()}
+    columns["q_value"] = columns["p_value"].copy()
+    return columns

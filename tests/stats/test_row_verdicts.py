@@ -4,8 +4,8 @@ power checks in benchmarks/bench_ab.py)."""
 import numpy as np
 import pytest
 
-from pyfxprof.data.change_verdicts import (Design, design_of, judge, row_spreads, run_groups,
-                                           with_node_noise)
+from pyfxprof.data.sessions import run_groups
+from pyfxprof.stats.row_verdicts import Design, design_of, judge, row_spreads, with_node_noise
 
 ROWS, BLOCKS, PER_BLOCK = 13, 20, 3  # compare()'s defaults
 
@@ -283,3 +283,38 @@ def check_error_rates(verdicts, change):
     found = [verdicts(effect) for _ in range(20)]
     assert sum(c[50] == "+" and not np.isin(np.delete(c, 50), ["+", "-"]).any()
                for c in found) >= 18
+
+
+#: A small model: 13 rows of one duration (13 leaf blocks of ~85 us).
+LEAF_ROWS = np.full(13, 85e3)
+
+
+def small_model_verdicts(rng, effect, blocks=60):
+    """The node verdicts and the target's (row 6) interval of one comparison of LEAF_ROWS
+    timed as four pairs of copies at compare()'s defaults (60 blocks once extended)."""
+    control, test, copies = pairs_of_copies_samples(rng, effect, LEAF_ROWS, blocks=blocks)
+    groups = np.repeat(np.arange(blocks), PER_BLOCK)
+    found = judge(with_node_noise(Design("paired", copies=copies), control, test, groups,
+                                  groups), control, test, groups, groups, 0.02, 0.05)
+    return found["change"], found["low"][6]
+
+
+@pytest.mark.parametrize("change, least", [(1.2, 20), (1.1, 18)])
+def test_a_small_model_keeps_its_power(change, least):
+    """13 rows, four pairs of copies: a +20% row found alone in 20 of 20, +10% in 18 of 20
+    (neighbourhoods counted in rows: 9 degrees of freedom, not 2); its interval above the
+    margin always goes with "+"."""
+    rng = np.random.default_rng(46)
+    effect = np.ones(13)
+    effect[6] = change
+    found = [small_model_verdicts(rng, effect) for _ in range(20)]
+    alone = [c[6] == "+" and not np.isin(np.delete(c, 6), ["+", "-"]).any() for c, _ in found]
+    assert sum(alone) >= least
+    assert all(c[6] == "+" for c, low in found if low >= 0.02)
+
+
+def test_a_small_model_aa_flags_at_most_one_in_twenty():
+    rng = np.random.default_rng(47)
+    flagged = sum(np.isin(small_model_verdicts(rng, np.ones(13))[0], ["+", "-"]).any()
+                  for _ in range(40))
+    assert flagged <= 2

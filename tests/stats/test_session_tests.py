@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from pyfxprof.data.session_stats import (SessionNoise, block_values, median_errors,
+from pyfxprof.stats.session_tests import (SessionNoise, block_values, median_errors,
                                          paired_rows, session_noise, several_session_rows,
                                          single_session_rows)
 

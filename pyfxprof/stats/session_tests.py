@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .paired_stats import hodges_lehmann, signed_rank_p
-from ..stats.spread_curve import OUTLIER_SDS, SpreadCurve, fit_spread
+from .confidence import CONFIDENCE
+from .rank_tests import hodges_lehmann, signed_rank_p
+from .spread_curve import OUTLIER_SDS, SpreadCurve, fit_spread
 
 #: Prior degrees of freedom of the pooled between-session variance with several sessions per
 #: side (a row's own variance from 2-3 sessions is too rough alone; limma's moderation).
@@ -99,7 +100,7 @@ def median_errors(samples: np.ndarray, groups: np.ndarray) -> np.ndarray:
 
 
 def paired_departures(control: np.ndarray, test: np.ndarray, shifts=None,
-                      confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(estimates, errors, shifts) of matched blocks' rows (block_values of each side): per
     row, the Hodges–Lehmann estimate of its log ratio's departure from each block's common
     shift and the standard error read off its interval; the shifts (one per block) are the
@@ -119,16 +120,16 @@ def paired_departures(control: np.ndarray, test: np.ndarray, shifts=None,
     excess = differences - shifts[:, None]
     found = np.array([hodges_lehmann(excess[:, c], confidence)
                       for c in range(differences.shape[1])]).reshape(-1, 3)
-    errors = (found[:, 2] - found[:, 1]) / (2.0 * _student_t().ppf(0.5 + confidence / 2, math.inf))
+    errors = (found[:, 2] - found[:, 1]) / (2.0 * student_t().ppf(0.5 + confidence / 2, math.inf))
     return found[:, 0], errors, shifts
 
 
 def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
-                confidence: float = 0.95, durations=None, noise=None, shifts=None,
+                confidence: float = CONFIDENCE, durations=None, noise=None, shifts=None,
                 spreads=None) -> dict:
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
-    of the log ratio with its interval (fractions), and a p-value: the signed-rank test of
-    the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
+    of the log ratio with its interval at ``confidence`` (fractions), and a p-value: the
+    signed-rank test of the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
     row's departure from the block's common shift (paired_departures) against its own
     error over blocks and the spread of the rows' departures (session_noise, among the rows
     of similar ``durations`` (ns) when given): a disturbance that slowed one side's whole
@@ -136,7 +137,11 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
     rows), are not a change of the row. ``noise`` and ``shifts``: a measured SessionNoise and
     the blocks' shifts of the node rows of the same blocks, for a view of sums of nodes
     (modules, ops) whose few rows cannot measure the spread by duration themselves, and
-    ``spreads``, each such row's spread from its nodes' (data.change_verdicts.row_spreads).
+    ``spreads``, each such row's spread from its nodes' (stats.row_verdicts.row_spreads);
+    the interval is then the estimate plus or minus that test's half width (its spread and
+    error), and ``shift`` (log) the part of the estimate the test takes out as common to
+    the rows (the blocks' shifts and the rows' median departure; 0 otherwise), so that the
+    interval less that shift and the test agree.
 
     >>> out = paired_rows(np.zeros((8, 1)), np.full((8, 1), 0.1))   # 8 blocks, all +10.5%
     >>> out["estimate"].round(4).tolist(), out["p_value"].round(4).tolist()
@@ -145,18 +150,26 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
     differences = np.asarray(test) - np.asarray(control)  # NaN: a block missing on a side
     columns = range(differences.shape[1])
     own = np.array([hodges_lehmann(differences[:, c], confidence) for c in columns]).reshape(-1, 3)
+    low, high = own[:, 1], own[:, 2]
     if common and differences.shape[1] >= MIN_NOISE_ROWS:
         given = noise if noise is not None and noise.measured else None
-        departures, errors, _ = paired_departures(control, test, shifts if given else None,
-                                                  confidence)
+        departures, errors, _ = paired_departures(control, test, shifts if given else None)
         if given is None:
             given, spreads = session_noise(departures, errors, durations), None
-        p_value = single_session_rows(departures, errors, given, common=True,
-                                      durations=durations, spreads=spreads)["p_value"]
+        tested = single_session_rows(departures, errors, given, common=True,
+                                     confidence=confidence, durations=durations,
+                                     spreads=spreads)
+        p_value = tested["p_value"]
+        # the interval of the test's scale (its spread and error) around the estimate, and
+        # the part of the estimate the test takes out as common to the rows
+        half = (np.log1p(tested["high"]) - np.log1p(tested["low"])) / 2.0
+        low, high = own[:, 0] - half, own[:, 0] + half
+        shift = own[:, 0] - (departures - given.shift)
     else:
         p_value = np.array([signed_rank_p(differences[:, c]) for c in columns])
-    return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(own[:, 1]),
-            "high": np.expm1(own[:, 2]), "p_value": np.where(np.isnan(p_value), 1.0, p_value)}
+        shift = np.zeros(len(own))
+    return {"estimate": np.expm1(own[:, 0]), "low": np.expm1(low), "high": np.expm1(high),
+            "p_value": np.where(np.isnan(p_value), 1.0, p_value), "shift": shift}
 
 
 @dataclass(frozen=True)
@@ -204,13 +217,14 @@ class SessionNoise:
         return np.maximum(spread, np.nan_to_num(np.asarray(dispersion, dtype=np.float64)))
 
 
-def session_noise(log_ratios, errors, durations=None) -> SessionNoise:
+def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> SessionNoise:
     """SessionNoise of per-row log ratios and their within-session standard errors: the
     median ratio, and the SD of the rows within OUTLIER_SDS robust SDs (MAD) of it, with
     their mean squared error taken out (with fewer than MIN_NOISE_ROWS such rows, the
     robust SD itself). With the rows' ``durations`` (ns) and at least CURVE_ROWS rows, the
     spread as a function of duration (``curve``: spread_curve.fit_spread from each row's
-    local_spreads).
+    local_spreads; ``per_row``: the values of one row, each neighbourhood holding at least
+    LOCAL_ROWS rows' worth).
 
     >>> noise = session_noise([0.10, 0.12, 0.08, 0.11, 0.09, 0.9], [0.0] * 6)
     >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
@@ -231,7 +245,7 @@ def session_noise(log_ratios, errors, durations=None) -> SessionNoise:
         durations = durations[usable]
         order = np.argsort(durations, kind="stable")
         initial = np.empty(len(ratios))
-        initial[order], rows = local_spreads(ratios[order] - shift, errors[order])
+        initial[order], rows = local_spreads(ratios[order] - shift, errors[order], per_row)
         curve = fit_spread(ratios - shift, errors, durations, initial)
         # df: the spread at a duration rests mostly on the rows of about that duration
         return SessionNoise(shift, float(np.median(curve.at(durations))), rows - 1,
@@ -256,10 +270,11 @@ def _spread(departures: np.ndarray, errors: np.ndarray, local: bool = False
     return math.sqrt(max(spread_sq, 0.0)), int(kept.sum()) - 1
 
 
-def local_spreads(departures, errors) -> tuple[np.ndarray, int]:
+def local_spreads(departures, errors, per_row: int = 1) -> tuple[np.ndarray, int]:
     """(each row's spread, rows per neighbourhood) of rows sorted by duration: _spread of the
     row's neighbourhood, the max(LOCAL_ROWS, LOCAL_SHARE of all) other rows nearest in the
-    order (the row itself left out: its own change must not hide it).
+    order (the row itself left out: its own change must not hide it); ``per_row`` values
+    of each row (pairs of copies): LOCAL_ROWS times as many.
 
     >>> d = np.array([0.3, -0.3, 0.3, -0.3, 0.3] * 2 + [0.01, -0.01, 0.01, -0.01, 0.01] * 6)
     >>> spreads, rows = local_spreads(d, np.zeros(40))
@@ -268,7 +283,7 @@ def local_spreads(departures, errors) -> tuple[np.ndarray, int]:
     """
     departures, errors = np.asarray(departures, float), np.asarray(errors, float)
     n = len(departures)
-    rows = min(n - 1, max(LOCAL_ROWS, int(math.ceil(LOCAL_SHARE * n))))
+    rows = min(n - 1, max(LOCAL_ROWS * per_row, int(math.ceil(LOCAL_SHARE * n))))
     starts = np.clip(np.arange(n) - rows // 2, 0, n - rows - 1)
     spreads = np.empty(n)
     for row, start in enumerate(starts):
@@ -278,22 +293,22 @@ def local_spreads(departures, errors) -> tuple[np.ndarray, int]:
 
 
 def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
-                        confidence: float = 0.95, durations=None, spreads=None,
+                        confidence: float = CONFIDENCE, durations=None, spreads=None,
                         dispersion=None) -> dict:
     """One session per side: each row's log ratio beyond the common shift (``common`` True
     for rows; False for the whole model, whose own ratio is tested) against the session-level
     spread and its within-session error, two-sided: Student's t with the spread's ``df``
     (normal when the spread was not measured); the spread at the row's duration (ns,
     ``durations``) and run-to-run ``dispersion`` (SessionNoise.spread_at), or each row's own
-    ``spreads`` where given (a row that sums nodes: data.change_verdicts.row_spreads). The
+    ``spreads`` where given (a row that sums nodes: stats.row_verdicts.row_spreads). The
     estimate and its interval are of the row's own change (fractions); the p-value is of its
-    departure from the others'.
+    departure from the others' (``shift``: the common shift taken out, log).
 
     >>> out = single_session_rows([0.1, 0.6], [0.01, 0.01], SessionNoise(0.1, 0.02, 12), True)
     >>> out["p_value"].round(4).tolist(), out["estimate"].round(3).tolist()
     ([1.0, 0.0], [0.105, 0.822])
     """
-    student_t = _student_t()
+    t_dist = student_t()
     df = noise.df if noise.measured and noise.df > 0 else math.inf
     ratios = np.asarray(log_ratios, float)
     excess = ratios - (noise.shift if common else 0.0)
@@ -303,14 +318,15 @@ def single_session_rows(log_ratios, errors, noise: SessionNoise, common: bool,
     scale = np.sqrt(spread ** 2 + np.asarray(errors, float) ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.abs(excess) / scale
-    p_value = np.where(np.isfinite(z), 2.0 * student_t.sf(np.nan_to_num(z), df), 1.0)
-    half = student_t.ppf(0.5 + confidence / 2.0, df) * scale
+    p_value = np.where(np.isfinite(z), 2.0 * t_dist.sf(np.nan_to_num(z), df), 1.0)
+    half = t_dist.ppf(0.5 + confidence / 2.0, df) * scale
     return {"estimate": np.expm1(ratios), "low": np.expm1(ratios - half),
-            "high": np.expm1(ratios + half), "p_value": p_value}
+            "high": np.expm1(ratios + half), "p_value": p_value,
+            "shift": np.full(ratios.shape, noise.shift if common else 0.0)}
 
 
 def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool = True,
-                         confidence: float = 0.95) -> dict:
+                         confidence: float = CONFIDENCE) -> dict:
     """Several sessions per side (block_values of each side's sessions): a two-sample t-test
     of each column's log ratio over sessions, with the pooled variance moderated toward the
     columns' median variance (PRIOR_DF) when ``moderate``; fractions.
@@ -320,7 +336,7 @@ def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool =
     >>> out["estimate"].round(3).tolist(), bool(out["p_value"][0] < 0.001)
     ([0.295], True)
     """
-    student_t = _student_t()
+    t_dist = student_t()
     n_c, n_t = len(control), len(test)
     df: float = n_c + n_t - 2
     ratios = test.mean(axis=0) - control.mean(axis=0)
@@ -332,14 +348,14 @@ def several_session_rows(control: np.ndarray, test: np.ndarray, moderate: bool =
         df = df + PRIOR_DF
     scale = np.sqrt(variance * (1.0 / n_c + 1.0 / n_t))
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_value = np.where(scale > 0, 2.0 * student_t.sf(np.abs(ratios) / scale, df),
+        p_value = np.where(scale > 0, 2.0 * t_dist.sf(np.abs(ratios) / scale, df),
                            np.where(ratios == 0, 1.0, 0.0))
-    half = student_t.ppf(0.5 + confidence / 2.0, df) * scale
+    half = t_dist.ppf(0.5 + confidence / 2.0, df) * scale
     return {"estimate": np.expm1(ratios), "low": np.expm1(ratios - half),
             "high": np.expm1(ratios + half), "p_value": p_value}
 
 
-def _student_t():
+def student_t():
     """scipy's Student t distribution, or a one-line error naming the package."""
     try:
         from scipy.stats import t as student_t
