@@ -70,9 +70,31 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"cpu {_meta(meta, 'cpu')} · threads {_meta(meta, 'threads')} · versions {ver_text} · "
         f"at {_meta(meta, 'timestamp')}",
         *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
+        *_per_run_lines(meta),
         *_backward_lines(meta),
         *_loop_lines(meta),
     ]
+
+
+def _per_run_lines(meta: dict) -> list[str]:
+    """Where the runs were not made inside the user's call (meta "call"'s ``not_per_run``):
+    the outside row is one figure, the same in every run, so per-run figures are the
+    graph's runs' (data.outside_graph.outside_runs).
+
+    >>> _per_run_lines({"call": {"not_per_run": "your model's call does not reach its forward",
+    ...     "resolved": True}})[0].split(": ", 1)[1]
+    "your model's call does not reach its forward: the outside row is your plain calls' median, the same in every run; per-run figures (tail, p99, drift, warm-up, preemption) are the graph's runs'"
+    >>> _per_run_lines({"call": {"per_run": True}})
+    []
+    """
+    call = meta.get("call")
+    reason = call.get("not_per_run") if isinstance(call, dict) else None
+    if not isinstance(reason, str):
+        return []
+    row = ("the outside row is your plain calls' median, the same in every run"
+           if call.get("resolved") is True else "no outside row")
+    return [f"per run: {reason}: {row}; per-run figures (tail, p99, drift, warm-up, "
+            "preemption) are the graph's runs'"]
 
 
 def _loop_lines(meta: dict) -> list[str]:

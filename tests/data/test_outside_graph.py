@@ -3,6 +3,8 @@ breakdown's scaling, the tree and persistence (old files too)."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyfxprof
 from pyfxprof.data import persist
@@ -22,9 +24,10 @@ def test_the_interval_is_the_order_statistics_or_the_range_with_too_few_runs():
 
 
 def test_call_meta_is_resolved_only_when_the_interval_is_above_zero():
-    above = call_meta([310, 290] * 5, [100] * 10)
+    above = call_meta([310, 290] * 5, [100] * 10, around_ns=[310, 290] * 5)
     assert (above["outside_median_ns"], above["resolved"]) == (200.0, True)
     noise = call_meta([120, 80] * 5, [100] * 10)
+    assert noise["per_run"] is False
     assert noise["resolved"] is False and noise["outside_low_ns"] < 0 < noise["outside_high_ns"]
 
 
@@ -112,3 +115,38 @@ def test_too_few_paired_runs_never_resolve_the_row():
     few = call_meta([900] * 5, [100] * 5)
     enough = call_meta([900] * runs_needed(0.5), [100] * runs_needed(0.5))
     assert runs_needed(0.5) == 6 and not few["resolved"] and enough["resolved"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs=st.integers(6, 60), spike_every=st.integers(3, 9), level=st.integers(-500, 5000),
+       node=st.integers(0, 1), seed=st.integers(0, 2**31))
+def test_each_runs_row_and_total_come_from_its_own_call(runs, spike_every, level, node,
+                                                        seed):
+    """Runs made inside calls: whatever spikes a node (in its own run) or the plain calls
+    (other invocations), a run's total is its rows plus its row, the row's per-run spread is
+    its own call's beyond its rows, and a node's spike never moves to the row."""
+    rng = np.random.default_rng(seed)
+    graph = graph_profile(runs)
+    samples = graph.samples + rng.integers(0, 20, size=graph.samples.shape)
+    spikes = np.arange(runs) % spike_every == 0
+    samples[spikes, node] += 1_000_000
+    graph = pyfxprof.Profile(graph.nodes, samples, samples.sum(axis=1) + 100, graph.meta)
+    around = samples.sum(axis=1) + 3000 + rng.integers(-40, 40, size=runs)
+    plain = around[::-1] + level + np.where(spikes[::-1], 2_000_000, 0)  # spikes elsewhere
+    prof = with_outside_graph(graph, plain.tolist(), around_ns=around.tolist())
+    column = outside_column(prof)
+    assert column is not None and prof.meta["call"]["per_run"] is True
+    rows = samples.sum(axis=1)
+    assert (prof.run_totals == rows + prof.samples[:, column]).all()
+    own = around - rows  # each run's own call beyond its rows
+    shift = prof.samples[:, column] - own
+    assert np.ptp(shift[prof.samples[:, column] > 0]) <= 1  # one level, rounding aside
+    tail = prof.tail(0.9).set_index("name")
+    assert tail.loc[["mm", "relu"][node], "share"] > 0.99
+
+
+def test_runs_that_do_not_match_the_calls_around_them_are_not_per_run():
+    prof = with_outside_graph(graph_profile(10), [5000] * 10, around_ns=[4000] * 9)
+    assert prof.meta["call"]["not_per_run"] == "9 calls around 10 runs"
+    assert prof.meta["call"]["per_run"] is False
+    assert set(prof.samples[:, outside_column(prof)].tolist()) == {5000 - 900}
