@@ -190,6 +190,43 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
                    profile.run_starts, profile.run_noise, add(profile.backward_samples))
 
 
+def with_compiled_call(profile: Profile, call_ns, around_ns=None) -> Profile:
+    """A compiled profile (kernels, the time between graphs, the `(outside kernels)` row
+    last) measured against the user's compiled calls `call_ns` (torch.compile's guards and
+    wrapper included), its runs made inside the user's calls `around_ns` (one per run;
+    None: not): ``meta["call"]`` (call_meta and rows_share), and the outside row widened to
+    each run's own call (outside_runs: that call beyond the run, at the plain call's
+    level), so the rows sum to the call; with `around_ns` every run's figures are one
+    invocation's. ``meta["call"]["compiled"]`` marks it (the header words it so).
+
+    >>> nodes = pd.DataFrame({"index": [0, 1], "name": ["k0", "(outside kernels)"],
+    ...     "op": ["call_function", "outside_kernels"], "target": "", "module_path": "",
+    ...     "module_type": "M", "module_stack": [(), ()]})
+    >>> runs = Profile(nodes, np.array([[60, 40]] * 6), np.array([100] * 6), {})
+    >>> prof = with_compiled_call(runs, [150] * 6, around_ns=[130] * 6)
+    >>> prof.samples[0].tolist(), int(prof.run_totals[0]), prof.meta["call"]["level_ns"]
+    ([60, 90], 150, 20.0)
+    """
+    meta = dict(profile.meta)
+    rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
+    if around_ns is not None and len(around_ns) != profile.n_runs:
+        meta["not_per_run"] = f"{len(around_ns)} calls around {profile.n_runs} runs"
+        around_ns = None
+    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns),
+                    "compiled": True}
+    if "not_per_run" in meta:
+        meta["call"]["not_per_run"] = meta.pop("not_per_run")
+    beyond = np.rint(outside_runs(call_ns, rows, around_ns)).astype(np.int64)
+    samples = profile.samples.copy()
+    samples[:, -1] = np.maximum(samples[:, -1] + beyond, 0)
+    meta["call"]["rows_share"] = rows_share(samples, profile.nodes, meta["call"]["median_ns"])
+    totals = samples[:, _in_run(profile.nodes)].sum(axis=1)
+    if "coverage" in meta:
+        meta["coverage"] = run_coverage(samples[:, model_nodes(profile.nodes)], totals)
+    return Profile(profile.nodes, samples, totals, meta, profile.device_samples,
+                   profile.run_starts, profile.run_noise, profile.backward_samples)
+
+
 def graph_only(profile: Profile) -> Profile:
     """`profile` without the OUTSIDE_GRAPH row: the graph's rows, its runs' totals the sum of
     those rows (the graph's time between its nodes went to the row: it is not restored)

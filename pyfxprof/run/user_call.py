@@ -78,7 +78,8 @@ class UserCall:
     a call that raises stops the timing and is kept as ``error``. `graph`: (the captured
     GraphModule, its arguments), run plainly for the breakdown (its targets then run from
     Python, where the profiler sees them), or None. ``around``: the timed runs made inside
-    the call (AroundRuns, made by ``around_runs``), or None.
+    the call (AroundRuns, made by ``around_runs``), or None. `plainly`, `breakdown`: see
+    after_runs.
 
     Example:
         >>> call = UserCall(torch.nn.ReLU(), (torch.zeros(4),), "cpu")
@@ -88,9 +89,13 @@ class UserCall:
     """
 
     def __init__(self, model: torch.nn.Module, example_inputs: Any, device: str,
-                 graph: tuple | None = None) -> None:
+                 graph: tuple | None = None, plainly: Callable[[], Any] | None = None,
+                 breakdown: bool = True) -> None:
         self.model = model
         self.graph = graph
+        #: A context the plain calls are made in (a compiled model's: Inductor's own
+        #: wrappers, not the timed ones), or None; `breakdown`: measure the Python breakdown.
+        self.plainly, self.breakdown = plainly, breakdown
         self.bound = _as_given(model, example_inputs)
         self.sync = torch.cuda.synchronize if device.startswith("cuda") else None
         self.walls_ns: list[int] = []
@@ -116,12 +121,14 @@ class UserCall:
 
     def after_runs(self, graph_run: Callable[[], Any] | None, runs: int) -> None:
         """After the timed runs: the breakdown (prepare, whose profiled calls warm the plain
-        call) and `runs` timed plain calls, one after the other (never interleaved with the
-        runs: a model whose cost depends on how many calls came before, e.g. a spike every
-        k-th call, keeps its pattern in the runs)."""
-        self.prepare(graph_run)
-        for _ in range(runs):
-            self.time_once()
+        call; with `breakdown` False one plain call warms it) and `runs` timed plain calls,
+        one after the other (never interleaved with the runs: a model whose cost depends on
+        how many calls came before, e.g. a spike every k-th call, keeps its pattern in the
+        runs), inside `plainly()` when given."""
+        with self.plainly() if self.plainly is not None else contextlib.nullcontext():
+            self.prepare(graph_run if self.breakdown else None)
+            for _ in range(runs):
+                self.time_once()
 
     def prepare(self, graph_run: Callable[[], Any] | None) -> None:
         """Measure which Python functions the call spends beyond one run of the plain graph
@@ -239,11 +246,13 @@ class AroundRuns:
             self.model.__dict__["forward"] = self._saved
 
 
-def with_user_call(profile: Profile, call: UserCall | None) -> Profile:
-    """`profile` stated against the user's call (data.outside_graph.with_outside_graph, with
-    each run's own call when its runs were made inside the calls: AroundRuns; otherwise
-    ``meta["call"]["not_per_run"]`` says why): itself without a call (training steps), with
-    ``meta["call"]["error"]`` when the plain call failed."""
+def with_user_call(profile: Profile, call: UserCall | None,
+                   stated: Callable[..., Profile] | None = None) -> Profile:
+    """`profile` stated against the user's call by `stated(profile, plain calls, ...,
+    around_ns=each run's own call)` (default: data.outside_graph.with_outside_graph, with the
+    breakdown's functions; None when the runs were not made inside the calls: AroundRuns,
+    and ``meta["call"]["not_per_run"]`` says why): itself without a call (training steps),
+    with ``meta["call"]["error"]`` when the plain call failed."""
     if call is None:
         return profile
     if call.error is not None or not call.walls_ns:
@@ -251,9 +260,9 @@ def with_user_call(profile: Profile, call: UserCall | None) -> Profile:
         return profile
     around = call.around
     failure = "the runs were not made inside your call" if around is None else around.failure
-    profile = with_outside_graph(profile, call.walls_ns, call.functions,
-                                 None if failure is not None or around is None
-                                 else around.walls_ns)
+    walls = None if failure is not None or around is None else around.walls_ns
+    profile = (with_outside_graph(profile, call.walls_ns, call.functions, walls)
+               if stated is None else stated(profile, call.walls_ns, around_ns=walls))
     if failure is not None:
         profile.meta["call"]["not_per_run"] = failure
     return profile

@@ -2,6 +2,7 @@
 breakdown's scaling, the tree and persistence (old files too)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 import pyfxprof
 from pyfxprof.data import persist
 from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, outside_column,
-                                         python_functions, tree_rows,
+                                         python_functions, tree_rows, with_compiled_call,
                                          with_outside_graph)
 from pyfxprof.stats.order_statistics import runs_needed
 from tests.outside_profiles import FUNCTIONS, graph_profile, outside_profile
@@ -150,3 +151,37 @@ def test_runs_that_do_not_match_the_calls_around_them_are_not_per_run():
     assert prof.meta["call"]["not_per_run"] == "9 calls around 10 runs"
     assert prof.meta["call"]["per_run"] is False
     assert set(prof.samples[:, outside_column(prof)].tolist()) == {5000 - 900}
+
+
+def _compiled_runs(kernels: np.ndarray, totals: np.ndarray) -> pyfxprof.Profile:
+    """A compiled profile: kernel columns, then `(outside kernels)` (total minus kernels)."""
+    names = [f"k{i}" for i in range(kernels.shape[1])] + ["(outside kernels)"]
+    nodes = pd.DataFrame({"index": range(len(names)), "name": names,
+                          "op": ["fused_kernel"] * kernels.shape[1] + ["outside_kernels"],
+                          "target": "", "module_path": "", "module_type": "M",
+                          "module_stack": [()] * len(names)})
+    samples = np.column_stack([kernels, totals - kernels.sum(axis=1)])
+    return pyfxprof.Profile(nodes, samples, totals, {"coverage": 0.5})
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs=st.integers(6, 40), kernels=st.integers(1, 5), level=st.integers(-2000, 20000),
+       seed=st.integers(0, 2**31))
+def test_a_compiled_profiles_rows_sum_to_each_runs_own_compiled_call(runs, kernels, level,
+                                                                    seed):
+    """with_compiled_call: the outside row takes each run's own call beyond the run (and the
+    plain call's level), so the rows sum to the run's total, per run, and their medians to
+    the plain call's median within the rows' spread; no new row."""
+    rng = np.random.default_rng(seed)
+    work = rng.integers(1000, 5000, size=(runs, kernels))
+    totals = work.sum(axis=1) + rng.integers(3000, 4000, size=runs)
+    around = totals + 500 + rng.integers(0, 50, size=runs)  # the user's call around the run
+    plain = np.sort(around)[::-1] + level
+    prof = with_compiled_call(_compiled_runs(work, totals), plain.tolist(), around.tolist())
+    call = prof.meta["call"]
+    assert call["compiled"] and call["per_run"] and prof.n_nodes == kernels + 1
+    assert (prof.samples.sum(axis=1) == prof.run_totals).all()
+    assert (prof.samples[:, :-1] == work).all()
+    unclipped = around + np.median(plain) - np.median(around)
+    assert np.abs(prof.run_totals - unclipped).max() <= 1 or (prof.samples[:, -1] == 0).any()
+    assert "your compiled call" in prof.table().splitlines()[1]

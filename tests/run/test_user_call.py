@@ -219,3 +219,22 @@ def test_graph_runs_only_leaves_the_user_call_out():
     both = pyfxprof.profile(model, (torch.ones(2, 4),), runs=2, warmup=1, progress=False)
     assert "call" not in alone.meta and "call" in both.meta
     assert alone.n_nodes == 2
+
+
+def test_plain_calls_are_made_inside_plainly_and_without_a_breakdown_when_asked():
+    """A compiled model's plain calls run Inductor's own wrappers (`plainly`: the executor's
+    uninstrumented context), warmed by one plain call instead of the breakdown's."""
+    from pyfxprof.run.user_call import WARMUP_CALLS
+    model, inside = Counted(), []
+
+    class Plainly:
+        def __enter__(self):
+            inside.append("in")
+
+        def __exit__(self, *exc):
+            inside.append("out")
+
+    call = UserCall(model, (torch.ones(2),), "cpu", plainly=Plainly, breakdown=False)
+    call.after_runs(lambda: None, 4)
+    assert inside == ["in", "out"] and model.calls == WARMUP_CALLS + 4
+    assert len(call.walls_ns) == 4 and call.functions == []
