@@ -97,11 +97,15 @@ def interleaved(compiled, inputs: dict, rounds: int) -> tuple[list, list, list]:
 
 def call_figures(metas: list) -> str:
     """The profiles' own word on the call: runs made inside it in how many rounds, the median
-    level (the user's plain compiled call beyond the calls around the runs)."""
+    level (the user's plain compiled call beyond the calls around the runs) and the median
+    rows_share (the rows' medians summed against the plain call timed inside profile())."""
     inside = sum(bool(meta.get("per_run")) for meta in metas)
     levels = [meta["level_ns"] for meta in metas if meta.get("level_ns") is not None]
     level = f"{np.median(levels) / 1e3:+.0f} µs" if levels else "none"
-    return f"runs inside your call in {inside} of {len(metas)} profiles, level {level}"
+    shares = [meta["rows_share"] for meta in metas if meta.get("rows_share") is not None]
+    share = f"{np.median(shares):.3f}" if shares else "none"
+    return (f"runs inside your call in {inside} of {len(metas)} profiles, level {level}, "
+            f"rows / the profile's own plain-call median {share}")
 
 
 def compared(totals: list[list[int]], calls: list[list[int]]) -> tuple[float, float, float]:

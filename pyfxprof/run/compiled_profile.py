@@ -116,6 +116,9 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
     if device_events:
         ensure_cuda_runtime()
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))
+    # the user's calls' inputs, copied out here: inside inference_mode a copy is an inference
+    # tensor, which a compiled model's guards tell from the user's (a recompile)
+    own = BoundInputs(*copy.deepcopy((args, kwargs)))
     given_training = module.training
     with evaluation_mode(module), grad_context(grad):
         capture = compiled_capture(module, settings, BoundInputs(args, kwargs), cache_key)
@@ -126,7 +129,7 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         name_ranges(executor, range_names(frame) if nvtx else None)
         call = None if not user_call_timed() else UserCall(
             model if is_compiled(model) else capture.compiled, example_inputs, device,
-            plainly=executor.uninstrumented, breakdown=False)
+            plainly=executor.uninstrumented, breakdown=False, bound=own)
         prof = timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
                              dict(name=name or f"{root_type} (compiled)", device=device,
                                   grad=grad, input_shapes=describe(example_inputs),

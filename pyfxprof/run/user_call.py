@@ -79,7 +79,8 @@ class UserCall:
     GraphModule, its arguments), run plainly for the breakdown (its targets then run from
     Python, where the profiler sees them), or None. ``around``: the timed runs made inside
     the call (AroundRuns, made by ``around_runs``), or None. `plainly`, `breakdown`: see
-    after_runs.
+    after_runs. `bound`: the inputs already copied (made outside inference mode, so that a
+    compiled model's guards see tensors like the user's), else a copy made here.
 
     Example:
         >>> call = UserCall(torch.nn.ReLU(), (torch.zeros(4),), "cpu")
@@ -90,13 +91,13 @@ class UserCall:
 
     def __init__(self, model: torch.nn.Module, example_inputs: Any, device: str,
                  graph: tuple | None = None, plainly: Callable[[], Any] | None = None,
-                 breakdown: bool = True) -> None:
+                 breakdown: bool = True, bound: BoundInputs | None = None) -> None:
         self.model = model
         self.graph = graph
         #: A context the plain calls are made in (a compiled model's: Inductor's own
         #: wrappers, not the timed ones), or None; `breakdown`: measure the Python breakdown.
         self.plainly, self.breakdown = plainly, breakdown
-        self.bound = _as_given(model, example_inputs)
+        self.bound = _as_given(model, example_inputs) if bound is None else bound
         self.sync = torch.cuda.synchronize if device.startswith("cuda") else None
         self.walls_ns: list[int] = []
         self.functions: list[dict] = []
