@@ -88,9 +88,9 @@ def _per_run_lines(meta: dict) -> list[str]:
     []
     """
     call = meta.get("call")
-    reason = call.get("not_per_run") if isinstance(call, dict) else None
-    if not isinstance(reason, str):
+    if not isinstance(call, dict) or not isinstance(call.get("not_per_run"), str):
         return []
+    reason = call["not_per_run"]
     row = ("the outside row is your plain calls' median, the same in every run"
            if call.get("resolved") is True else "no outside row")
     return [f"per run: {reason}: {row}; per-run figures (tail, p99, drift, warm-up, "
