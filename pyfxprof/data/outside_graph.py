@@ -1,9 +1,10 @@
-"""The user's call as the denominator: the `(Python outside the graph)` row (the user's own
-call minus the graph's run, timed interleaved) and its breakdown by Python function.
+"""The user's call as the denominator: the `(Python outside the graph)` row (each run's own
+call, made around its instrumented graph, minus the run's rows, at the plain call's level)
+and its breakdown by Python function.
 
 A graph replays the model's ops without the Python around them (module calls, mask building,
-output wrappers). `profile()` times the user's own call between the instrumented runs; the
-difference becomes a row of its own when it is above the noise, and `Total %`, coverage and
+output wrappers). `profile()` makes each instrumented run inside the user's own call and times the
+plain call after the runs (run/user_call.py); the difference becomes a row of its own when it is above the noise, and `Total %`, coverage and
 rankings become shares of the call (docs/profile.md, "The user's call").
 """
 
@@ -24,33 +25,68 @@ OUTSIDE_GRAPH = "(Python outside the graph)"
 SHOWN_FUNCTIONS = 5
 
 
-def call_meta(call_ns, graph_ns, rows_ns=None) -> dict:
-    """``meta["call"]`` of the user's calls `call_ns` against the graph's runs `graph_ns`
-    (whose rows summed to `rows_ns` per run; default: the runs), paired in the order they
-    alternated: the call's and the graph's medians, the median of the paired differences
-    call - rows (the Python outside the graph: every part of the call no row of the graph
-    holds) with its 95% interval (stats/order_statistics.py), and ``resolved``: the interval
-    lies above zero (which takes at least runs_needed(0.5) runs: with fewer, no order
-    statistic bounds the median, and the low and high ends are the differences' range).
+def outside_runs(call_ns, rows_ns, around_ns=None) -> np.ndarray:
+    """Per run, the Python outside the graph (float ns; negative: noise). With `around_ns`
+    (each run's own call, made around its instrumented graph: run.user_call.AroundRuns):
+    that call minus the run's rows, plus the level ``median(call_ns) - median(around_ns)``
+    (what the plain calls spend beyond the calls made around the graph: the Python the
+    graph replaced, less the timers' cost), the same for every run: each run's figure
+    comes from its own invocation. Without: ``median(call_ns) - median(rows_ns)`` in every
+    run (one figure: the plain calls are other invocations than the runs, so no run's
+    figure is taken from them).
+
+    >>> outside_runs([500, 520, 510], [100, 300, 100], [200, 400, 210]).tolist()
+    [400.0, 400.0, 410.0]
+    >>> outside_runs([500, 520, 510], [100, 300, 100]).tolist()
+    [410.0, 410.0, 410.0]
+    """
+    rows = np.asarray(rows_ns, dtype=np.float64)
+    call = np.asarray(call_ns, dtype=np.float64)
+    if around_ns is None:
+        return np.full(len(rows), float(np.median(call) - np.median(rows)))
+    around = np.asarray(around_ns, dtype=np.float64)
+    return around - rows + float(np.median(call) - np.median(around))
+
+
+def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None) -> dict:
+    """``meta["call"]`` of the user's plain calls `call_ns` against the graph's runs
+    `graph_ns` (whose rows summed to `rows_ns` per run; default: the runs) and, when the runs
+    were made inside the user's calls, those calls' `around_ns` (one per run): the call's and
+    the graph's medians, the median of outside_runs (the Python outside the graph: every
+    part of the call no row of the graph holds) with its 95% interval (per run with
+    `around_ns`; else of each plain call against the rows' median), ``per_run`` (whether the
+    row is measured per run: `around_ns` given), ``level_ns`` (outside_runs' level term) and
+    ``resolved``: the interval lies above zero (stats/order_statistics.py; which takes at
+    least runs_needed(0.5) runs: with fewer, no order statistic bounds the median, and the
+    low and high ends are the range).
 
     >>> meta = call_meta([300, 310, 305, 290, 300, 320], [100, 100, 110, 90, 100, 100])
-    >>> meta["outside_median_ns"], meta["resolved"]
-    (200.0, True)
+    >>> meta["outside_median_ns"], meta["resolved"], meta["per_run"]
+    (202.5, True, False)
+    >>> around = call_meta([300] * 6, [100] * 6, around_ns=[250, 260, 250, 240, 250, 250])
+    >>> around["outside_median_ns"], around["level_ns"], around["per_run"]
+    (200.0, 50.0, True)
     """
     call = np.asarray(call_ns, dtype=np.int64)
-    graph = np.asarray(graph_ns, dtype=np.int64)[:len(call)]
-    rows = graph if rows_ns is None else np.asarray(rows_ns, dtype=np.int64)[:len(call)]
-    difference = call[:len(rows)] - rows
-    low, high = median_interval(difference)
+    graph = np.asarray(graph_ns, dtype=np.int64)
+    rows = graph if rows_ns is None else np.asarray(rows_ns, dtype=np.int64)
+    outside = outside_runs(call, rows, around_ns)
+    spread = outside if around_ns is not None else call - float(np.median(rows))
+    low, high = median_interval(spread)
     resolved = bool(low > 0)  # an unbounded interval (too few runs) is never above zero
     if math.isinf(low):  # fewer than runs_needed(0.5) runs: their range, never resolved
-        low, high = (float(difference.min()), float(difference.max())) if len(difference) \
+        low, high = (float(spread.min()), float(spread.max())) if len(spread) \
             else (math.nan, math.nan)
-    return {"median_ns": float(np.median(call)), "runs": int(len(call)),
+    meta = {"median_ns": float(np.median(call)), "runs": int(len(call)),
             "graph_median_ns": float(np.median(graph)),
-            "outside_median_ns": float(np.median(difference)),
+            "outside_median_ns": float(np.median(outside)),
             "outside_low_ns": low, "outside_high_ns": high,
-            "resolved": resolved}
+            "resolved": resolved,
+            "per_run": around_ns is not None}
+    if around_ns is not None:
+        meta["around_median_ns"] = float(np.median(np.asarray(around_ns, dtype=np.int64)))
+        meta["level_ns"] = meta["median_ns"] - meta["around_median_ns"]
+    return meta
 
 
 def _blank(series: pd.Series):
@@ -101,36 +137,45 @@ def rows_share(samples: np.ndarray, nodes: pd.DataFrame, call_median_ns: float) 
     return float(np.median(samples[:, _in_run(nodes)], axis=0).sum()) / float(call_median_ns)
 
 
-def with_outside_graph(profile: Profile, call_ns, functions: list | None = None) -> Profile:
-    """`profile` (the graph's runs) measured against the user's calls `call_ns`, timed
-    interleaved with its runs: ``meta["call"]`` (call_meta, plus the ``functions`` that
-    spend the difference, see python_functions, and ``rows_share``: the rows' medians summed,
-    as a share of the call's median) and, when the difference is above the noise, the
-    OUTSIDE_GRAPH row (per run: the call minus the sum of the graph's rows, at least 0: the
-    Python of the call no row holds, the graph's own time between its nodes included), run
-    totals that are the user's calls (the rows plus that row), and coverage of the call
-    (``meta["graph_coverage"]`` keeps the graph's).
+def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
+                       around_ns=None) -> Profile:
+    """`profile` (the graph's runs) measured against the user's plain calls `call_ns` and,
+    when its runs were made inside the user's calls, those calls (`around_ns`, one per run,
+    in run order): ``meta["call"]`` (call_meta, plus the ``functions`` that spend the
+    difference, see python_functions, ``rows_share``: the rows' medians summed, as a share
+    of the call's median, and ``not_per_run`` when `around_ns` does not match the runs) and,
+    when the difference is above the noise, the OUTSIDE_GRAPH row (outside_runs, at least 0:
+    the Python of the call no row holds, the graph's own time between its nodes included),
+    run totals that are the rows plus that row, and coverage of the call
+    (``meta["graph_coverage"]`` keeps the graph's). Without `around_ns` the row is one
+    figure in every run: per-run analyses (tail, p99, drift, warm-up) see the graph's only.
 
     >>> nodes = pd.DataFrame({"index": [0], "name": ["mm"], "op": ["call_function"],
     ...     "target": ["mm"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
     >>> graph = Profile(nodes, np.array([[90]] * 6), np.array([100] * 6), {"coverage": 0.9})
-    >>> prof = with_outside_graph(graph, [300, 310, 305, 290, 300, 320])
+    >>> calls = [300, 310, 305, 290, 300, 320]
+    >>> prof = with_outside_graph(graph, calls, around_ns=[290, 300, 295, 280, 290, 310])
     >>> prof.nodes["name"].tolist(), prof.run_totals.tolist()[:2], round(prof.meta["coverage"], 3)
     (['mm', '(Python outside the graph)'], [300, 310], 0.298)
-    >>> prof.meta["call"]["rows_share"]
-    1.0
+    >>> with_outside_graph(graph, calls).samples[:, 1].tolist()  # one figure: not per run
+    [212, 212, 212, 212, 212, 212]
     """
     meta = dict(profile.meta)
     rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
-    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows),
+    if around_ns is not None and len(around_ns) != profile.n_runs:
+        meta["not_per_run"] = f"{len(around_ns)} calls around {profile.n_runs} runs"
+        around_ns = None
+    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns),
                     "functions": list(functions or [])}
-    if not meta["call"]["resolved"] or len(call_ns) < profile.n_runs:
+    if "not_per_run" in meta:
+        meta["call"]["not_per_run"] = meta.pop("not_per_run")
+    if not meta["call"]["resolved"]:
         meta["call"]["rows_share"] = rows_share(profile.samples, profile.nodes,
                                                 meta["call"]["median_ns"])
         return Profile(profile.nodes, profile.samples, profile.run_totals, meta,
                        profile.device_samples, profile.run_starts, profile.run_noise,
                        profile.backward_samples)
-    outside = np.maximum(np.asarray(call_ns, np.int64)[:profile.n_runs] - rows, 0)
+    outside = np.maximum(np.rint(outside_runs(call_ns, rows, around_ns)), 0).astype(np.int64)
     add = lambda array: None if array is None else np.hstack(  # noqa: E731
         [array, np.zeros((array.shape[0], 1), np.int64)])
     samples = np.hstack([profile.samples, outside[:, None]])
@@ -143,6 +188,43 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None)
         meta["coverage"] = run_coverage(samples[:, model_nodes(nodes)], totals)
     return Profile(nodes, samples, totals, meta, add(profile.device_samples),
                    profile.run_starts, profile.run_noise, add(profile.backward_samples))
+
+
+def with_compiled_call(profile: Profile, call_ns, around_ns=None) -> Profile:
+    """A compiled profile (kernels, the time between graphs, the `(outside kernels)` row
+    last) measured against the user's compiled calls `call_ns` (torch.compile's guards and
+    wrapper included), its runs made inside the user's calls `around_ns` (one per run;
+    None: not): ``meta["call"]`` (call_meta and rows_share), and the outside row widened to
+    each run's own call (outside_runs: that call beyond the run, at the plain call's
+    level), so the rows sum to the call; with `around_ns` every run's figures are one
+    invocation's. ``meta["call"]["compiled"]`` marks it (the header words it so).
+
+    >>> nodes = pd.DataFrame({"index": [0, 1], "name": ["k0", "(outside kernels)"],
+    ...     "op": ["call_function", "outside_kernels"], "target": "", "module_path": "",
+    ...     "module_type": "M", "module_stack": [(), ()]})
+    >>> runs = Profile(nodes, np.array([[60, 40]] * 6), np.array([100] * 6), {})
+    >>> prof = with_compiled_call(runs, [150] * 6, around_ns=[130] * 6)
+    >>> prof.samples[0].tolist(), int(prof.run_totals[0]), prof.meta["call"]["level_ns"]
+    ([60, 90], 150, 20.0)
+    """
+    meta = dict(profile.meta)
+    rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
+    if around_ns is not None and len(around_ns) != profile.n_runs:
+        meta["not_per_run"] = f"{len(around_ns)} calls around {profile.n_runs} runs"
+        around_ns = None
+    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns),
+                    "compiled": True}
+    if "not_per_run" in meta:
+        meta["call"]["not_per_run"] = meta.pop("not_per_run")
+    beyond = np.rint(outside_runs(call_ns, rows, around_ns)).astype(np.int64)
+    samples = profile.samples.copy()
+    samples[:, -1] = np.maximum(samples[:, -1] + beyond, 0)
+    meta["call"]["rows_share"] = rows_share(samples, profile.nodes, meta["call"]["median_ns"])
+    totals = samples[:, _in_run(profile.nodes)].sum(axis=1)
+    if "coverage" in meta:
+        meta["coverage"] = run_coverage(samples[:, model_nodes(profile.nodes)], totals)
+    return Profile(profile.nodes, samples, totals, meta, profile.device_samples,
+                   profile.run_starts, profile.run_noise, profile.backward_samples)
 
 
 def graph_only(profile: Profile) -> Profile:

@@ -1,6 +1,7 @@
 """profile() of a torch.compile'd model: compile with the user's Inductor settings (plus
-provenance tracking), time each kernel call of every compiled graph, and build a Profile whose
-rows are kernels with their source nodes and modules, plus the time outside kernels."""
+provenance tracking), time each kernel call of every compiled graph, each run made inside the
+user's own compiled call (guards, wrapper), and build a Profile whose rows are kernels with
+their source nodes and modules, plus the time outside kernels up to that call."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..capture.inductor import CompileSettings, InductorCapture
+from ..capture.inductor import CompileSettings, InductorCapture, is_compiled
 from ..capture.inputs import BoundInputs, split_inputs
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context, numeric_mode
 from ..capture.analysis import describe
@@ -20,6 +21,7 @@ from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance
 from ..capture.tracing import Capture
 from ..data.device_summary import add_device_summary
 from ..data.op_names import range_names
+from ..data.outside_graph import with_compiled_call
 from ..data.profile import Profile
 from ..data.validate import OUTSIDE_KERNELS, run_coverage
 from ..errors import PyfxprofError
@@ -31,6 +33,7 @@ from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
 from .capture_cache import CAPTURES
 from .metadata import run_meta
+from .user_call import UserCall, user_call_timed, with_user_call
 
 
 
@@ -113,6 +116,9 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
     if device_events:
         ensure_cuda_runtime()
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))
+    # the user's calls' inputs, copied out here: inside inference_mode a copy is an inference
+    # tensor, which a compiled model's guards tell from the user's (a recompile)
+    own = BoundInputs(*copy.deepcopy((args, kwargs)))
     given_training = module.training
     with evaluation_mode(module), grad_context(grad):
         capture = compiled_capture(module, settings, BoundInputs(args, kwargs), cache_key)
@@ -121,13 +127,16 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
         frame = compiled_frame(plans, root_type)
         executor = CompiledExecutor(capture.compiled, kwargs, plans, device_events)
         name_ranges(executor, range_names(frame) if nvtx else None)
+        call = None if not user_call_timed() else UserCall(
+            model if is_compiled(model) else capture.compiled, example_inputs, device,
+            plainly=executor.uninstrumented, breakdown=False, bound=own)
         prof = timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
                              dict(name=name or f"{root_type} (compiled)", device=device,
                                   grad=grad, input_shapes=describe(example_inputs),
                                   captured=Capture(None, "inductor", notes(settings, plans)),
                                   training=False, given_training=given_training,
                                   autograd=autograd_mode(),
-                                  **numeric_mode(module, example_inputs)))
+                                  **numeric_mode(module, example_inputs)), call)
         if len(capture.graphs) != len(plans):
             raise PyfxprofError("the compiled model recompiled while it was profiled (inputs "
                                 "or guards changed between runs); profile it on fixed inputs")
@@ -135,24 +144,29 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
 
 
 def timed_profile(model: Any, executor: CompiledExecutor, frame: pd.DataFrame, args: tuple,
-                  loop: tuple, timed_runs: Callable, meta: dict) -> Profile:
+                  loop: tuple, timed_runs: Callable, meta: dict,
+                  call: UserCall | None = None) -> Profile:
     """The Profile of `executor`'s timed runs (`loop`: runs, warm-up runs, progress) with the
     timed wrappers swapped in; `meta`: run_meta's name, device, grad, input_shapes and
-    captured."""
+    captured. `call`: the user's compiled call (the model the user passed, or the model
+    profile(compile=...) compiled), each run made inside it and it timed plainly after them
+    (run/user_call.py), its figures in ``meta["call"]`` and the outside row
+    (data.outside_graph.with_compiled_call); None: the runs alone."""
     runs, warmup, progress = loop
     auto = warmup == "auto"
     drops_before = RECORDER.start()
     check_fits_in_memory(runs, len(frame))
     with executor:
         timings, run_noise, warmup_totals, warmup = timed_runs(executor, args, runs, warmup,
-                                                               progress, frame)
+                                                               progress, frame, call)
     name = meta.pop("name")
     meta = run_meta(model, name, device_events=executor.device is not None,
                     executor=executor, timings=timings,
                     warmup=warmup, warmup_auto=auto, mode="inductor",
                     dropped_records=RECORDER.dropped_total - drops_before,
                     warmup_totals_ns=warmup_totals, flops=0, **meta)
-    return with_outside(frame, timings, meta, run_noise, executor.device_samples())
+    prof = with_outside(frame, timings, meta, run_noise, executor.device_samples())
+    return prof if call is None else with_user_call(prof, call, with_compiled_call)
 
 
 def compiled_capture(module: torch.nn.Module, settings: CompileSettings, bound: BoundInputs,

@@ -1,13 +1,13 @@
 """profile()'s timed runs: the warm-up runs (a count, or "auto": until settled), the timed runs
-(each run's noise read around it), the user's own call timed between them (run/user_call.py),
-and training steps in place of forward runs when backward=True (run/training.py, loaded only
-then)."""
+(each run's noise read around it, each made inside the user's own call: run/user_call.py),
+the plain call timed after them, and training steps in place of forward runs when
+backward=True (run/training.py, loaded only then)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -54,7 +54,8 @@ class Measured:
 def measured(executor: Any, drops_before: int, prepared: Prepared, given: Arguments,
              clock: StepClock) -> Measured:
     """The runs of `executor` as `given` asks (runs, warmup, progress; training steps when
-    backward), with the user's own call (run.user_call) timed between the runs (not for
+    backward), made inside the user's own call and with it timed after them (run.user_call;
+    not for
     training steps, nor for module-hooks and whole captures, whose runs are the user's call
     itself, its hooks firing); the records dropped since `drops_before` (RECORDER.start())."""
     model, example_inputs = given.model, given.example_inputs
@@ -72,11 +73,13 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
                     running.device_samples())
 
 
-def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame) -> None:
-    """One run; an exception from the model becomes one line naming the run and the node (an
-    interrupt passes through, the executor's records drained)."""
+def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame,
+             runner: Callable[[tuple], Any] | None = None) -> None:
+    """One run (`runner(args)`, default the executor's ``run``); an exception from the model
+    becomes one line naming the run and the node (an interrupt passes through, the
+    executor's records drained)."""
     try:
-        executor.run(args)
+        (runner or executor.run)(args)
     except PyfxprofError:
         raise
     except Exception as error:  # the user's model: report it, leave the recorder clean
@@ -89,17 +92,17 @@ def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame) -> None:
 
 
 def warm_up(executor: Any, args: tuple, warmup: int | str, frame: pd.DataFrame,
-            meter: RunMeter) -> int:
-    """The untimed warm-up runs: `warmup` of them, or with "auto" until they have settled
-    (stats.warmup.settled on their wall times), at most AUTO_WARMUP_MAX; returns how many ran.
-    The meter is read after each run."""
+            meter: RunMeter, runner: Callable[[tuple], Any] | None = None) -> int:
+    """The untimed warm-up runs (`runner`, as run_once): `warmup` of them, or with "auto"
+    until they have settled (stats.warmup.settled on their wall times), at most
+    AUTO_WARMUP_MAX; returns how many ran. The meter is read after each run."""
     auto = warmup == "auto"
     most = AUTO_WARMUP_MAX if auto else int(warmup)
     walls: list[int] = []
     for done in range(1, most + 1):
         started = time.perf_counter_ns()
         run_once(executor, args, f"warm-up run {done} of {'at most ' if auto else ''}{most}",
-                 frame)
+                 frame, runner)
         walls.append(time.perf_counter_ns() - started)
         meter.read()
         if auto and settled(walls):
@@ -113,43 +116,39 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
                ) -> tuple[RunTimings, np.ndarray | None, list[int | None], int]:
     """The timings, the per-run noise (run.noise), the warm-up runs' wall ns (None for
     those preempted) and their number (`warmup`: a count or "auto": warm_up); the nodes
-    `frame` names a node that raises. `call`: the user's own call, timed after each timed
-    run (outside its noise reads) and profiled by function after the warm-up (after the runs
-    without warm-up runs: run.user_call). `clock` gets the wall time of the warm-up, the
-    call's preparation, the timed runs and the call's timing."""
+    `frame` names a node that raises. `call`: the user's own call, inside which every run
+    (warm-up ones too) is made (UserCall.around_runs: a run's call and its nodes are one
+    invocation), then profiled by function and timed plainly after the runs
+    (UserCall.after_runs). `clock` gets the wall time of the warm-up, the timed runs, the
+    call's preparation and the call's timing."""
     clock = clock or StepClock()
     meter = RunMeter()
+    runner = None if call is None else call.around_runs(executor.run)
     started = time.perf_counter()
     meter.read()
-    warmup = warm_up(executor, args, warmup, frame, meter)
+    warmup = warm_up(executor, args, warmup, frame, meter, runner)
     clock.add("warmup", time.perf_counter() - started)
     per_run = (time.perf_counter() - started) / warmup if warmup else 0.0
     warmup_noise = meter.between_reads()
-    if call is not None:
-        with clock.step("user_call"):
-            call.before_runs(lambda: executor.run(args), warmup)
     meter.clear()
     executor.reset(runs)
+    if call is not None and call.around is not None:
+        call.around.walls_ns.clear()  # the warm-up runs' calls
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
     with clock.step("timed_runs"):
         meter.read()
         for done in range(1, runs + 1):
-            run_once(executor, args, f"timed run {done} of {runs}", frame)
+            run_once(executor, args, f"timed run {done} of {runs}", frame, runner)
             meter.read()
-            if call is not None and call.interleaved:  # its interval is left out of the noise
-                call.time_once()
-                meter.read()
             bar.update(done)
         bar.close()
     run_noise = meter.between_reads()
-    if call is not None and call.interleaved and run_noise is not None:
-        run_noise = run_noise[0::2]
     warmup_totals = [] if warmup_noise is None else [  # None: a preempted warm-up run
         None if switches else wall for switches, wall in warmup_noise[:, [0, 3]].tolist()]
     timings = executor.timings()
     if call is not None:
         with clock.step("user_call"):
-            call.after_runs(runs)
-        clock.moved("timed_runs" if call.interleaved else "user_call", "call_timed",
-                    sum(call.walls_ns) / 1e9)  # timed work of its own (run.wall_clock)
+            call.after_runs(lambda: executor.run(args), runs)
+            executor.reset()  # the breakdown's graph run, if it was the executor's
+        clock.moved("user_call", "call_timed", sum(call.walls_ns) / 1e9)
     return timings, run_noise, warmup_totals, warmup

@@ -1,7 +1,17 @@
-"""The user's own call, timed between profile()'s instrumented runs: a graph replays the
-model's ops without the Python around them, so every profile also times the call the user
-makes (the model's forward called plainly, uninstrumented, on a copy of the inputs, in the
-same modes) and states the difference as a row (data.outside_graph; docs/profile.md)."""
+"""The user's own call: a graph replays the model's ops without the Python around them, so
+every profile also times the call the user makes, in two ways (docs/profile.md):
+
+- each timed run is made *inside* the user's call (``AroundRuns``): the model is called as the
+  user calls it (``Module.__call__``, its hooks) with its ``forward`` running the instrumented
+  graph for that one call, so a run's total and its outside-the-graph row come from the same
+  invocation as its nodes (DESIGN.md: two calls are never subtracted run by run);
+- the plain call (the model's own forward, uninstrumented, on a copy of the inputs, in the same
+  modes), timed after the runs (``UserCall``), gives the level: its median beyond the median
+  of the calls around the runs (the Python the graph replaced) is added to every run's row.
+
+A model whose call never reaches its ``forward`` (its own ``__call__``), or whose call fails
+around the graph, is timed plainly only: its outside row is then one median, the same in every
+run (data.outside_graph)."""
 
 from __future__ import annotations
 
@@ -9,7 +19,7 @@ import contextlib
 import copy
 import contextvars
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -22,8 +32,10 @@ from .python_breakdown import python_breakdown
 
 #: Untimed plain calls before the first timed one when no breakdown runs (the breakdown's
 #: profiled calls warm the call otherwise; the model has run already: the analysis run, the
-#: warm-up runs).
+#: warm-up and timed runs).
 WARMUP_CALLS = 1
+#: The model had no ``forward`` attribute of its own (AroundRuns restores it so).
+_MISSING = object()
 #: False inside graph_runs_only(): profile() times the graph's runs alone.
 _TIMED = contextvars.ContextVar("pyfxprof_user_call_timed", default=True)
 
@@ -65,7 +77,10 @@ class UserCall:
     """Times ``model(*inputs)`` one call at a time (``time_once``), on a copy of the inputs;
     a call that raises stops the timing and is kept as ``error``. `graph`: (the captured
     GraphModule, its arguments), run plainly for the breakdown (its targets then run from
-    Python, where the profiler sees them), or None.
+    Python, where the profiler sees them), or None. ``around``: the timed runs made inside
+    the call (AroundRuns, made by ``around_runs``), or None. `plainly`, `breakdown`: see
+    after_runs. `bound`: the inputs already copied (made outside inference mode, so that a
+    compiled model's guards see tensors like the user's), else a copy made here.
 
     Example:
         >>> call = UserCall(torch.nn.ReLU(), (torch.zeros(4),), "cpu")
@@ -75,19 +90,29 @@ class UserCall:
     """
 
     def __init__(self, model: torch.nn.Module, example_inputs: Any, device: str,
-                 graph: tuple | None = None) -> None:
+                 graph: tuple | None = None, plainly: Callable[[], Any] | None = None,
+                 breakdown: bool = True, bound: BoundInputs | None = None) -> None:
         self.model = model
         self.graph = graph
-        self.bound = _as_given(model, example_inputs)
+        #: A context the plain calls are made in (a compiled model's: Inductor's own
+        #: wrappers, not the timed ones), or None; `breakdown`: measure the Python breakdown.
+        self.plainly, self.breakdown = plainly, breakdown
+        self.bound = _as_given(model, example_inputs) if bound is None else bound
         self.sync = torch.cuda.synchronize if device.startswith("cuda") else None
         self.walls_ns: list[int] = []
         self.functions: list[dict] = []
         self.error: str | None = None
-        self.interleaved = True
+        self.around: AroundRuns | None = None
 
     def __call__(self) -> Any:
         """One plain, untimed call."""
         return self.bound.call(self.model)
+
+    def around_runs(self, graph_run: Callable[[tuple], Any]) -> Callable[[tuple], Any]:
+        """The run to time instead of `graph_run` (an executor's ``run``): each one made
+        inside the user's call (AroundRuns), kept as ``around``."""
+        self.around = AroundRuns(self.model, self.bound, self.sync, graph_run)
+        return self.around.run
 
     def warm(self) -> None:
         """WARMUP_CALLS untimed calls (an error is kept, as time_once keeps it)."""
@@ -95,24 +120,18 @@ class UserCall:
             if not self._guarded(self):
                 return
 
-    def before_runs(self, graph_run, warmup: int) -> None:
-        """Before the timed runs: with `warmup` runs done, the calls will be interleaved
-        with the timed runs, so warm them and measure the breakdown now (prepare). Without
-        warm-up runs the timed runs are the model's first calls, whose cost the warm-up
-        report reads: the call is then timed after them (after_runs)."""
-        self.interleaved = warmup > 0
-        if self.interleaved:
-            self.prepare(graph_run)
-
-    def after_runs(self, runs: int) -> None:
-        """After the timed runs: when not interleaved, the breakdown (on the plain graph
-        only) and `runs` timed calls."""
-        if not self.interleaved:
-            self.prepare(None)
+    def after_runs(self, graph_run: Callable[[], Any] | None, runs: int) -> None:
+        """After the timed runs: the breakdown (prepare, whose profiled calls warm the plain
+        call; with `breakdown` False one plain call warms it) and `runs` timed plain calls,
+        one after the other (never interleaved with the runs: a model whose cost depends on
+        how many calls came before, e.g. a spike every k-th call, keeps its pattern in the
+        runs), inside `plainly()` when given."""
+        with self.plainly() if self.plainly is not None else contextlib.nullcontext():
+            self.prepare(graph_run if self.breakdown else None)
             for _ in range(runs):
                 self.time_once()
 
-    def prepare(self, graph_run) -> None:
+    def prepare(self, graph_run: Callable[[], Any] | None) -> None:
         """Measure which Python functions the call spends beyond one run of the plain graph
         (else one `graph_run()`: the executor's; None: no breakdown, the call warmed instead)
         (run.python_breakdown, whose profiled calls warm the call; untimed; a failure leaves
@@ -151,15 +170,100 @@ class UserCall:
         return True
 
 
-def with_user_call(profile: Profile, call: UserCall | None) -> Profile:
-    """`profile` stated against the user's call (data.outside_graph.with_outside_graph):
-    itself without a call (training steps), with ``meta["call"]["error"]`` when the call
-    failed."""
+class AroundRuns:
+    """Each instrumented run made inside one user's call: ``run(args)`` calls the model as
+    the user does (``Module.__call__``, its hooks, on the copied inputs `bound`) with its
+    ``forward`` answering that one call with ``graph_run(args)`` (the user's own forward is
+    back before the graph runs, so a nested call of it is the model's), and keeps the call's
+    wall ns in ``walls_ns``: a run's nodes and its call are one invocation. When a call
+    never reaches its forward (a model's own ``__call__``) or raises around the graph,
+    ``failure`` says so and the runs are `graph_run`'s alone from then on (``walls_ns``
+    then means nothing). An error of the graph's run itself passes through.
+
+    Example:
+        >>> relu, runs = torch.nn.ReLU(), []
+        >>> around = AroundRuns(relu, BoundInputs((torch.ones(2),)), None,
+        ...                     lambda args: runs.append(args) or args[0])
+        >>> around.run(("graph's",)), runs, len(around.walls_ns), around.failure
+        ("graph's", [("graph's",)], 1, None)
+        >>> "forward" in relu.__dict__  # the model's own forward again
+        False
+    """
+
+    def __init__(self, model: torch.nn.Module, bound: BoundInputs,
+                 sync: Callable[[], None] | None,
+                 graph_run: Callable[[tuple], Any]) -> None:
+        self.model, self.bound, self.sync, self.graph_run = model, bound, sync, graph_run
+        self.walls_ns: list[int] = []
+        self.failure: str | None = None
+        self._args: tuple = ()
+        self._saved: Any = _MISSING
+        self._stage = 0  # 0: the graph not reached, 1: running, 2: ran
+
+    def run(self, args: tuple) -> Any:
+        """One timed run (inside the user's call while ``failure`` is None)."""
+        if self.failure is not None:
+            return self.graph_run(args)
+        model, sync = self.model, self.sync
+        self._args, self._stage = args, 0
+        self._saved = model.__dict__.get("forward", _MISSING)
+        model.__dict__["forward"] = self._forward
+        output, wall = None, 0
+        try:
+            if sync is not None:
+                sync()
+            start = time.perf_counter_ns()
+            output = self.bound.call(model)
+            if sync is not None:
+                sync()
+            wall = time.perf_counter_ns() - start
+        except Exception as error:
+            if self._stage == 1:
+                raise  # the graph's run raised: the model's error, named by the caller
+            self.failure = (f"your call raised around the graph ({type(error).__name__}: "
+                            f"{first_line(error)})")
+        finally:
+            self._restore()
+        if self._stage != 2 and self.failure is None:
+            self.failure = "your model's call does not reach its forward"
+        if self.failure is not None:
+            return self.graph_run(args) if self._stage == 0 else output
+        self.walls_ns.append(wall)
+        return output
+
+    def _forward(self, *_args: Any, **_kwargs: Any) -> Any:
+        """The model's forward for one call: the graph's run on the captured arguments."""
+        self._restore()
+        self._stage = 1
+        output = self.graph_run(self._args)
+        self._stage = 2
+        return output
+
+    def _restore(self) -> None:
+        """The model's forward as it was (its own, or an attribute set before)."""
+        if self._saved is _MISSING:
+            self.model.__dict__.pop("forward", None)
+        else:
+            self.model.__dict__["forward"] = self._saved
+
+
+def with_user_call(profile: Profile, call: UserCall | None,
+                   stated: Callable[..., Profile] | None = None) -> Profile:
+    """`profile` stated against the user's call by `stated(profile, plain calls, ...,
+    around_ns=each run's own call)` (default: data.outside_graph.with_outside_graph, with the
+    breakdown's functions; None when the runs were not made inside the calls: AroundRuns,
+    and ``meta["call"]["not_per_run"]`` says why): itself without a call (training steps),
+    with ``meta["call"]["error"]`` when the plain call failed."""
     if call is None:
         return profile
     if call.error is not None or not call.walls_ns:
         profile.meta["call"] = {"error": call.error or "not timed"}
         return profile
-    profile = with_outside_graph(profile, call.walls_ns, call.functions)
-    profile.meta["call"]["interleaved"] = call.interleaved
+    around = call.around
+    failure = "the runs were not made inside your call" if around is None else around.failure
+    walls = None if failure is not None or around is None else around.walls_ns
+    profile = (with_outside_graph(profile, call.walls_ns, call.functions, walls)
+               if stated is None else stated(profile, call.walls_ns, around_ns=walls))
+    if failure is not None:
+        profile.meta["call"]["not_per_run"] = failure
     return profile

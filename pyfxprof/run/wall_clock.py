@@ -1,8 +1,8 @@
 """Wall time of profile()'s steps, kept in meta["wall_s"] and shown by `pyfxprof profile
 --timings` (which adds the interpreter's start, the imports, loading the model and rendering).
 
-Two steps are timed work: the timed runs, and the timing of the user's own call between them
-(run.user_call: a plain call after each timed run, the denominator of the profile). The rest is
+Two steps are timed work: the timed runs (each made inside the user's call), and the timing of
+the user's plain call after them (run.user_call: the denominator of the profile). The rest is
 the cost of profiling; format_timings states it both without and with the call's timing."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ STEPS = {
     "analysis": "analysis run (shapes, FLOPs)",
     "instrument": "instrument and calibrate",
     "warmup": "warm-up runs",
-    "user_call": "your call: warm-up and Python breakdown",
     "timed_runs": "timed runs",
-    "call_timed": "your call, timed between the runs",
+    "user_call": "your call: warm-up and Python breakdown",
+    "call_timed": "your call, timed after the runs",
 }
 #: The steps that are timed work: what is "outside the timed runs" leaves them out.
 TIMED = ("timed_runs", "call_timed")

@@ -5,11 +5,12 @@ and wrapper code, same globals), swapped in while profiling; a graph without a P
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -170,6 +171,16 @@ class CompiledExecutor(SpannedExecutor):
         """Swap the timed wrappers in (on) or Inductor's own back (off)."""
         for plan, plain, timed in zip(self.plans, self._plain, self._timed):
             plan.graph.output.current_callable = timed if on else plain
+
+    @contextlib.contextmanager
+    def uninstrumented(self) -> Iterator[None]:
+        """Inductor's own wrappers inside (the compiled model's plain calls), the timed ones
+        back after."""
+        self.instrumented(False)
+        try:
+            yield
+        finally:
+            self.instrumented(True)
 
     def __enter__(self) -> "CompiledExecutor":
         self.instrumented(True)

@@ -70,9 +70,31 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"cpu {_meta(meta, 'cpu')} · threads {_meta(meta, 'threads')} · versions {ver_text} · "
         f"at {_meta(meta, 'timestamp')}",
         *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
+        *_per_run_lines(meta),
         *_backward_lines(meta),
         *_loop_lines(meta),
     ]
+
+
+def _per_run_lines(meta: dict) -> list[str]:
+    """Where the runs were not made inside the user's call (meta "call"'s ``not_per_run``):
+    the outside row is one figure, the same in every run, so per-run figures are the
+    graph's runs' (data.outside_graph.outside_runs).
+
+    >>> _per_run_lines({"call": {"not_per_run": "your model's call does not reach its forward",
+    ...     "resolved": True}})[0].split(": ", 1)[1]
+    "your model's call does not reach its forward: the outside row is your plain calls' median, the same in every run; per-run figures (tail, p99, drift, warm-up, preemption) are the graph's runs'"
+    >>> _per_run_lines({"call": {"per_run": True}})
+    []
+    """
+    call = meta.get("call")
+    if not isinstance(call, dict) or not isinstance(call.get("not_per_run"), str):
+        return []
+    reason = call["not_per_run"]
+    row = ("the outside row is your plain calls' median, the same in every run"
+           if call.get("resolved") is True else "no outside row")
+    return [f"per run: {reason}: {row}; per-run figures (tail, p99, drift, warm-up, "
+            "preemption) are the graph's runs'"]
 
 
 def _loop_lines(meta: dict) -> list[str]:
@@ -216,6 +238,8 @@ def _call_text(meta: dict, what: str = "graph") -> str | None:
     if any(call_figure(call, key) is None for key in figures) or not call["median_ns"]:
         return None  # not a call pyfxprof measured
     after = ", timed after the runs" if call.get("interleaved") is False else ""
+    if call.get("compiled") is True:
+        return _compiled_call_text(call)
     if call.get("resolved") is True:
         share = format_pct(100.0 * call["outside_median_ns"] / call["median_ns"])
         return (f" (your call{after}; {what} {format_ns(call['graph_median_ns'])}, Python "
@@ -226,6 +250,20 @@ def _call_text(meta: dict, what: str = "graph") -> str | None:
                 f"than the graph's rows by {interval}: no Python outside the graph to show)")
     return (f" ({what}; your call{after} {format_ns(call['median_ns'])} median, Python "
             f"outside the graph below the noise: {interval})")
+
+
+def _compiled_call_text(call: dict) -> str:
+    """What a compiled profile's total is: the user's compiled call, each run made inside
+    it, the guards and wrapper in the outside row (data.outside_graph.with_compiled_call).
+
+    >>> _compiled_call_text({"median_ns": 4e5, "level_ns": -2e3, "per_run": True})
+    ' (your compiled call 400 µs median, each run inside it; guards and wrapper in (outside kernels), your call beyond the profiled one -2.00 µs)'
+    """
+    inside = "each run inside it" if call.get("per_run") else "timed after the runs"
+    level = call_figure(call, "level_ns")
+    beyond = "" if level is None else f", your call beyond the profiled one {format_ns(level)}"
+    return (f" (your compiled call {format_ns(call['median_ns'])} median, {inside}; guards and "
+            f"wrapper in (outside kernels){beyond})")
 
 
 def _eager_text(meta: dict) -> str:

@@ -2,12 +2,15 @@
 breakdown's scaling, the tree and persistence (old files too)."""
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyfxprof
 from pyfxprof.data import persist
 from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, outside_column,
-                                         python_functions, tree_rows,
+                                         python_functions, tree_rows, with_compiled_call,
                                          with_outside_graph)
 from pyfxprof.stats.order_statistics import runs_needed
 from tests.outside_profiles import FUNCTIONS, graph_profile, outside_profile
@@ -22,9 +25,10 @@ def test_the_interval_is_the_order_statistics_or_the_range_with_too_few_runs():
 
 
 def test_call_meta_is_resolved_only_when_the_interval_is_above_zero():
-    above = call_meta([310, 290] * 5, [100] * 10)
+    above = call_meta([310, 290] * 5, [100] * 10, around_ns=[310, 290] * 5)
     assert (above["outside_median_ns"], above["resolved"]) == (200.0, True)
     noise = call_meta([120, 80] * 5, [100] * 10)
+    assert noise["per_run"] is False
     assert noise["resolved"] is False and noise["outside_low_ns"] < 0 < noise["outside_high_ns"]
 
 
@@ -112,3 +116,72 @@ def test_too_few_paired_runs_never_resolve_the_row():
     few = call_meta([900] * 5, [100] * 5)
     enough = call_meta([900] * runs_needed(0.5), [100] * runs_needed(0.5))
     assert runs_needed(0.5) == 6 and not few["resolved"] and enough["resolved"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs=st.integers(6, 60), spike_every=st.integers(3, 9), level=st.integers(-500, 5000),
+       node=st.integers(0, 1), seed=st.integers(0, 2**31))
+def test_each_runs_row_and_total_come_from_its_own_call(runs, spike_every, level, node,
+                                                        seed):
+    """Runs made inside calls: whatever spikes a node (in its own run) or the plain calls
+    (other invocations), a run's total is its rows plus its row, the row's per-run spread is
+    its own call's beyond its rows, and a node's spike never moves to the row."""
+    rng = np.random.default_rng(seed)
+    graph = graph_profile(runs)
+    samples = graph.samples + rng.integers(0, 20, size=graph.samples.shape)
+    spikes = np.arange(runs) % spike_every == 0
+    samples[spikes, node] += 1_000_000
+    graph = pyfxprof.Profile(graph.nodes, samples, samples.sum(axis=1) + 100, graph.meta)
+    around = samples.sum(axis=1) + 3000 + rng.integers(-40, 40, size=runs)
+    plain = around[::-1] + level + np.where(spikes[::-1], 2_000_000, 0)  # spikes elsewhere
+    prof = with_outside_graph(graph, plain.tolist(), around_ns=around.tolist())
+    column = outside_column(prof)
+    assert column is not None and prof.meta["call"]["per_run"] is True
+    rows = samples.sum(axis=1)
+    assert (prof.run_totals == rows + prof.samples[:, column]).all()
+    own = around - rows  # each run's own call beyond its rows
+    shift = prof.samples[:, column] - own
+    assert np.ptp(shift[prof.samples[:, column] > 0]) <= 1  # one level, rounding aside
+    tail = prof.tail(0.9).set_index("name")
+    assert tail.loc[["mm", "relu"][node], "share"] > 0.99
+
+
+def test_runs_that_do_not_match_the_calls_around_them_are_not_per_run():
+    prof = with_outside_graph(graph_profile(10), [5000] * 10, around_ns=[4000] * 9)
+    assert prof.meta["call"]["not_per_run"] == "9 calls around 10 runs"
+    assert prof.meta["call"]["per_run"] is False
+    assert set(prof.samples[:, outside_column(prof)].tolist()) == {5000 - 900}
+
+
+def _compiled_runs(kernels: np.ndarray, totals: np.ndarray) -> pyfxprof.Profile:
+    """A compiled profile: kernel columns, then `(outside kernels)` (total minus kernels)."""
+    names = [f"k{i}" for i in range(kernels.shape[1])] + ["(outside kernels)"]
+    nodes = pd.DataFrame({"index": range(len(names)), "name": names,
+                          "op": ["fused_kernel"] * kernels.shape[1] + ["outside_kernels"],
+                          "target": "", "module_path": "", "module_type": "M",
+                          "module_stack": [()] * len(names)})
+    samples = np.column_stack([kernels, totals - kernels.sum(axis=1)])
+    return pyfxprof.Profile(nodes, samples, totals, {"coverage": 0.5})
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs=st.integers(6, 40), kernels=st.integers(1, 5), level=st.integers(-2000, 20000),
+       seed=st.integers(0, 2**31))
+def test_a_compiled_profiles_rows_sum_to_each_runs_own_compiled_call(runs, kernels, level,
+                                                                    seed):
+    """with_compiled_call: the outside row takes each run's own call beyond the run (and the
+    plain call's level), so the rows sum to the run's total, per run, and their medians to
+    the plain call's median within the rows' spread; no new row."""
+    rng = np.random.default_rng(seed)
+    work = rng.integers(1000, 5000, size=(runs, kernels))
+    totals = work.sum(axis=1) + rng.integers(3000, 4000, size=runs)
+    around = totals + 500 + rng.integers(0, 50, size=runs)  # the user's call around the run
+    plain = np.sort(around)[::-1] + level
+    prof = with_compiled_call(_compiled_runs(work, totals), plain.tolist(), around.tolist())
+    call = prof.meta["call"]
+    assert call["compiled"] and call["per_run"] and prof.n_nodes == kernels + 1
+    assert (prof.samples.sum(axis=1) == prof.run_totals).all()
+    assert (prof.samples[:, :-1] == work).all()
+    unclipped = around + np.median(plain) - np.median(around)
+    assert np.abs(prof.run_totals - unclipped).max() <= 1 or (prof.samples[:, -1] == 0).any()
+    assert "your compiled call" in prof.table().splitlines()[1]

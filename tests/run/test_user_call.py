@@ -1,9 +1,12 @@
-"""The user's own call timed beside the graph: timing, failures, and the profile it states."""
+"""The user's own call: the runs made inside it, its plain timing, failures, and the profile it
+states."""
 
+import pytest
 import torch
 
 import pyfxprof
-from pyfxprof.run.user_call import UserCall, graph_runs_only, with_user_call
+from pyfxprof.capture.inputs import BoundInputs
+from pyfxprof.run.user_call import AroundRuns, UserCall, graph_runs_only, with_user_call
 from tests.outside_profiles import graph_profile
 
 
@@ -92,22 +95,114 @@ def test_no_call_leaves_the_profile_as_it_is():
     assert with_user_call(prof, None) is prof
 
 
-def test_profile_times_the_call_once_per_run_and_keeps_the_runs_noise_its_own():
+def test_profile_makes_each_run_inside_a_call_and_times_the_plain_call_after():
     net = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
     prof = pyfxprof.profile(net, (torch.randn(4, 16),), runs=7, warmup=1, progress=False)
     call = prof.meta["call"]
     assert call["runs"] == 7 and call["median_ns"] > 0 and call["graph_median_ns"] > 0
-    assert call["interleaved"] is True
+    assert call["per_run"] is True and call["around_median_ns"] > 0
+    assert call["level_ns"] == call["median_ns"] - call["around_median_ns"]
+    assert "forward" not in net.__dict__  # the model's own forward again
     if prof.run_noise is not None:
         assert prof.run_noise.shape == (7, 4)
 
 
-def test_without_warmup_runs_the_call_is_timed_after_them():
+def test_without_warmup_runs_the_first_runs_are_still_made_inside_the_call():
     net = torch.nn.Sequential(torch.nn.Linear(4, 4))
     prof = pyfxprof.profile(net, (torch.ones(2, 4),), runs=5, warmup=0, progress=False)
     call = prof.meta["call"]
-    assert call["interleaved"] is False and call["runs"] == 5
-    assert "timed after the runs" in prof.table().splitlines()[1]
+    assert call["per_run"] is True and call["runs"] == 5
+
+
+class Hooked(torch.nn.Module):
+    """A Linear whose forward hooks count the calls they see."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.seen = torch.nn.Linear(4, 4), []
+        self.register_forward_hook(lambda module, args, output: self.seen.append(output.shape))
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def _graph_run(model, x):
+    runs = []
+
+    def run(args):
+        runs.append(args)
+        return model.fc(x)
+    return runs, run
+
+
+def test_a_run_is_made_inside_the_call_its_hooks_see_the_graphs_output():
+    model, x = Hooked(), torch.ones(2, 4)
+    runs, run = _graph_run(model, x)
+    around = AroundRuns(model, BoundInputs((x,)), None, run)
+    for _ in range(3):
+        around.run(("args",))
+    assert runs == [("args",)] * 3 and len(around.walls_ns) == 3 and around.failure is None
+    assert model.seen == [torch.Size([2, 4])] * 3 and "forward" not in model.__dict__
+
+
+def test_a_forward_set_on_the_instance_before_is_restored_and_a_nested_call_is_the_models():
+    model, x = Hooked(), torch.ones(2, 4)
+    own = model.forward
+    model.forward = lambda x: own(x) * 2  # the user's own patch
+    patched = model.__dict__["forward"]
+    nested = []
+    around = AroundRuns(model, BoundInputs((x,)), None,
+                        lambda args: nested.append(model.forward is patched) or own(x))
+    around.run(())
+    assert nested == [True] and model.__dict__["forward"] is patched
+
+
+class OwnCall(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+    def __call__(self, x):
+        return x + 1
+
+
+class RaisingHook(Hooked):
+    def __init__(self):
+        super().__init__()
+        self.register_forward_hook(lambda *_: (_ for _ in ()).throw(KeyError("hook")))
+
+
+@pytest.mark.parametrize("model,failure", [
+    (OwnCall(), "your model's call does not reach its forward"),
+    (RaisingHook(), "your call raised around the graph (KeyError: 'hook')")])
+def test_a_call_that_cannot_hold_the_run_says_why_and_runs_the_graph_alone(model, failure):
+    runs = []
+    around = AroundRuns(model, BoundInputs((torch.ones(2, 4),)), None,
+                        lambda args: runs.append(args) or torch.ones(2, 4))
+    around.run(("first",))
+    around.run(("second",))
+    assert around.failure == failure and runs == [("first",), ("second",)]
+    assert "forward" not in model.__dict__
+
+
+def test_an_error_of_the_graphs_run_passes_through():
+    def fails(args):
+        raise ValueError("in the graph")
+    model = Hooked()
+    around = AroundRuns(model, BoundInputs((torch.ones(2, 4),)), None, fails)
+    with pytest.raises(ValueError, match="in the graph"):
+        around.run(())
+    assert around.failure is None and "forward" not in model.__dict__
+
+
+def test_calls_that_were_not_made_around_the_runs_keep_the_row_one_figure():
+    call = UserCall(torch.nn.ReLU(), (torch.zeros(4),), "cpu")
+    call.walls_ns = [5000] * 10
+    prof = with_user_call(graph_profile(), call)
+    assert prof.meta["call"]["per_run"] is False
+    assert prof.meta["call"]["not_per_run"] == "the runs were not made inside your call"
+    assert set(prof.samples[:, -1].tolist()) == {5000 - 900}
+    assert any(line.startswith("per run: the runs were not made inside your call")
+               for line in prof.table().splitlines())
 
 
 def test_training_steps_are_not_measured_against_a_call():
@@ -124,3 +219,22 @@ def test_graph_runs_only_leaves_the_user_call_out():
     both = pyfxprof.profile(model, (torch.ones(2, 4),), runs=2, warmup=1, progress=False)
     assert "call" not in alone.meta and "call" in both.meta
     assert alone.n_nodes == 2
+
+
+def test_plain_calls_are_made_inside_plainly_and_without_a_breakdown_when_asked():
+    """A compiled model's plain calls run Inductor's own wrappers (`plainly`: the executor's
+    uninstrumented context), warmed by one plain call instead of the breakdown's."""
+    from pyfxprof.run.user_call import WARMUP_CALLS
+    model, inside = Counted(), []
+
+    class Plainly:
+        def __enter__(self):
+            inside.append("in")
+
+        def __exit__(self, *exc):
+            inside.append("out")
+
+    call = UserCall(model, (torch.ones(2),), "cpu", plainly=Plainly, breakdown=False)
+    call.after_runs(lambda: None, 4)
+    assert inside == ["in", "out"] and model.calls == WARMUP_CALLS + 4
+    assert len(call.walls_ns) == 4 and call.functions == []
