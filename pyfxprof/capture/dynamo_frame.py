@@ -326,7 +326,8 @@ def _argument_ints_dynamic() -> Any:
 class LiveCapture:
     """What live_capture left: the call's own `output`; the graph with module stacks (None:
     several graphs or none) and the DynamoFrame (None: Dynamo made no code to run again,
-    `note` says why), its `replay` set to the graph runs of the call; `pure`: whether
+    `note` says why), its `replay` set to the graph runs of the call (`runs`: those runs,
+    (graph, a copy of its flat inputs taken as it started)); `pure`: whether
     Dynamo's code changes nothing but the call's arguments (its own record of side effects,
     and no input of the graphs but the arguments' tensors written), so that running it on
     copies of the arguments leaves every other object as it is."""
@@ -336,6 +337,7 @@ class LiveCapture:
     frame: DynamoFrame | None
     note: str
     pure: bool
+    runs: list[tuple[int, tuple]] = field(default_factory=list)
 
 
 class _Snapshots:
@@ -417,6 +419,6 @@ def live_capture(live: LiveCall, bound: BoundInputs, name: str) -> LiveCapture:
                 or any(id(t) not in arguments for t in changed))
     if split:
         frame.graphs = graphs_of(found, name, "function")
-        return LiveCapture(found.output, None, frame, "", False)
+        return LiveCapture(found.output, None, frame, "", False, snapshots.runs)
     return LiveCapture(found.output, with_module_stacks(found.graphs[0][0], name), frame, "",
-                       pure)
+                       pure, snapshots.runs)

@@ -276,18 +276,20 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
 
 def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundInputs,
                key: tuple, index: int, target: Callable, refusal: str | None = None,
-               analysis: tuple = (False, False)) -> tuple[Any, CallGroup | None, str]:
+               analysis: tuple = (False, False)
+               ) -> tuple[Any, CallGroup | None, str, tuple | None]:
     """The caller's call ``target(*args, **kwargs)`` (`bound`: bound to it) made by Dynamo
     (dynamo_frame.live_capture: the program torch.compile would run, so its output, Python
     state, random state and autograd graph are the call's), and the call group of signature
-    `key` built from it: (the call's output, the group or None, why there is none). The
+    `key` built from it: (the call's output, the group or None, why there is none, the flat
+    inputs of its one graph run, copied as it started: None for several runs). The
     analysis replays the call's graphs on copies of their inputs, in inference mode with
     the random state forked: nothing of the model runs twice. A variant past
     MAX_GUARD_VARIANTS makes no group (its calls run the model itself).
 
     Example:
         >>> model = torch.nn.Linear(2, 2).eval(); x = torch.ones(1, 2)
-        >>> out, g, _ = live_group(model, (x,), {}, BoundInputs((x,)), (), 0, model.forward)
+        >>> out, g, _, _ = live_group(model, (x,), {}, BoundInputs((x,)), (), 0, model.forward)
         >>> torch.equal(out, model(x)), g.capture.mode, g.pure
         (True, 'dynamo', True)
     """
@@ -300,7 +302,7 @@ def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundIn
         if key[-1][1] >= MAX_GUARD_VARIANTS:
             return target(*args, **kwargs), None, (
                 f"Dynamo's guards refused calls of this signature {key[-1][1] - 1} times "
-                f"(the last time: {refusal or 'an unnamed guard'})")
+                f"(the last time: {refusal or 'an unnamed guard'})"), None
     found = live_capture(live, bound, type(model).__name__)
     devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
     try:
@@ -308,14 +310,15 @@ def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundIn
                 profiling_memory(analysis[0]), keeping_library_frames(analysis[1]):
             prepared = live_prepared(model, found, bound)
     except PyfxprofError as error:
-        return found.output, None, first_line(error)
+        return found.output, None, first_line(error), None
     device = device_of(model, prepared.args)
     on_cuda = device.startswith("cuda")
     executor = _group_executor(model, prepared, target, on_cuda and analysis[2:] != (False,))
     group = CallGroup(index, key, label, prepared.captured, prepared.frame, prepared.flops,
                       executor, model.training, device, time.perf_counter_ns() - started,
                       pure=found.pure)
-    return found.output, group, ""
+    alone = found.runs[0][1] if len(found.runs) == 1 and not group.graphs else None
+    return found.output, group, "", alone
 
 
 def _group_executor(model: torch.nn.Module, prepared: Any, call_target: Callable | None,

@@ -135,7 +135,7 @@ class CallRouting:
         made = _Made()
         group, bound = self._group_for(args, kwargs, forward, made)
         if made.done:  # the call itself made its group's capture
-            return self._captured_call(group, made, entered)
+            return self._captured_call(group, made, args, kwargs, entered)
         if group is None or bound is None or action == ProfilerAction.NONE:
             if action != ProfilerAction.NONE:
                 self._not_timed(made.why or "its signature was not captured")
@@ -163,24 +163,28 @@ class CallRouting:
         return not (self.module.training or self._backward or group.hooks
                     or group.capture.mode == INDUCTOR) and group.pure
 
-    def _captured_call(self, group: CallGroup | None, made: _Made, entered: int) -> Any:
+    def _captured_call(self, group: CallGroup | None, made: _Made, args: tuple, kwargs: dict,
+                       entered: int) -> Any:
         """A call that made its group's capture (Dynamo ran it as torch.compile would): its
-        output goes back as it is. In a recording step, a group whose Dynamo code is pure
-        (CallGroup.pure) is timed on the copies of the call's inputs made before it, with
-        the random state forked; otherwise the call is counted as not timed."""
+        output goes back as it is. In a recording step its nodes are timed by the group's
+        instrumented graph run alone on the copy of the graph's inputs taken as the call's
+        graph started (tensor operations on copies, the random state forked: nothing the
+        caller sees); a call of several graphs, or timed with its backward, is counted as
+        not timed."""
         action = self.current_action
         if action not in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
             return made.output
-        if group is None or made.copies is None or not group.pure or \
-                self._window is None:
-            self._not_timed(made.why or "the call captured its group (its own run, by "
-                            "Dynamo, is not instrumented)")
+        if group is None or made.alone is None or self._backward or self._window is None:
+            self._not_timed(made.why or "the call captured its group with several graphs "
+                            "or timed with its backward (its own run is not instrumented)")
             return made.output
         if group.index not in self._window.first_calls:
-            self._window.note_call(group, self.module, made.copies.args, made.copies.kwargs)
+            self._window.note_call(group, self.module, args, kwargs)
             self._window.own_left[group.index] = 0
+        flat = made.alone
         with _forked_rng(self.module):
-            self._recorded(group, made.copies, entered)
+            self._recorded(group, BoundInputs(flat), entered,
+                           lambda _inputs: group.executor.run(flat))
         return made.output
 
     def _not_timed(self, why: str) -> None:
@@ -234,15 +238,17 @@ class CallRouting:
             guard = None
             self._armed[key] = (group, group.executor.run, group.training, group.index, guard)
 
-    def _recorded(self, group: CallGroup, inputs: BoundInputs, entered: int) -> Any:
+    def _recorded(self, group: CallGroup, inputs: BoundInputs, entered: int,
+                  run: Callable[[BoundInputs], Any] | None = None) -> Any:
         """A recorded call of the group's instrumented capture on `inputs` (the Python path;
         the hot path's recorded calls are _C.HotForward's, which logs them alike) and its log
         entry: when the run began and ended, its group, the Profiler's own time since the
         previous entry (from `entered`, when the Profiler took the call, and after the
-        previous run), its number, whether it is the block's first."""
+        previous run), its number, whether it is the block's first. `run`: what runs the
+        call (default: the group's capture)."""
         start = _C.now_ns()
         try:
-            output = group.run(inputs)
+            output = (run or group.run)(inputs)
         except Exception as error:
             self._note_failed_call(group, error)
             raise
@@ -354,13 +360,8 @@ class CallRouting:
                 made.why = str(error)
                 return None
         else:
-            if self.current_action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
-                try:
-                    made.copies = BoundInputs(*analysis_copy((bound.args, bound.kwargs)))
-                except PyfxprofError:
-                    made.copies = None
             made.done = True
-            made.output, group, made.why = live_group(
+            made.output, group, made.why, made.alone = live_group(
                 self.module, args, kwargs, bound, key, len(self._groups), forward, refusal,
                 self._analysis)
             if group is None:
@@ -379,13 +380,14 @@ class CallRouting:
 
 
 class _Made:
-    """A call that made its group's capture: its output, copies of its inputs made before it
-    (None: not made), and why no group serves the signature (empty: one does)."""
+    """A call that made its group's capture: its output, the flat inputs of its one graph
+    run copied as it started (None: several runs), and why no group serves the signature
+    (empty: one does)."""
 
     def __init__(self) -> None:
         self.done = False
         self.output: Any = None
-        self.copies: BoundInputs | None = None
+        self.alone: tuple | None = None
         self.why = ""
 
 
