@@ -118,9 +118,7 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
         return gm.forward if backend is None else backend(gm, example_inputs)
 
     copied = bound if live else BoundInputs(*copied_alike((bound.args, bound.kwargs)))
-    unmarked = [t for t in input_tensors(copied) if not hasattr(t, _MARKS)] if live else []
-    if dynamic is not None:
-        dynamic(copied)
+    unmarked = _marked(copied, dynamic, live)
     breaks_before = dict(counters["graph_break"])
     from torch._C._dynamo import eval_frame
     entry = _entry(family)
@@ -146,6 +144,15 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
             reset_code(entry.__code__)
     reasons = [r for r, n in counters["graph_break"].items() if n > breaks_before.get(r, 0)]
     return DynamoRun(graphs, copied, entry, cache_entries, reasons, region, output)
+
+
+def _marked(bound: BoundInputs, dynamic: Any, live: bool) -> list:
+    """Call `dynamic(bound)` (if any); for a `live` call (the caller's own inputs), the
+    tensors it may mark that had no marks before (their marks are taken off after it)."""
+    unmarked = [t for t in input_tensors(bound) if not hasattr(t, _MARKS)] if live else []
+    if dynamic is not None:
+        dynamic(bound)
+    return unmarked
 
 
 def break_reasons(reasons: list[str]) -> list[str]:

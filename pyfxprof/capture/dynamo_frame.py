@@ -348,6 +348,7 @@ class _Snapshots:
         self.relays: list[_Relay] = []
         self.runs: list[tuple[int, tuple]] = []
         self.versions: list[tuple[torch.Tensor, int]] = []
+        self.untracked: list[torch.Tensor] = []  # inference tensors: no version counter
         self.outside_effects = False
 
     def __call__(self, gm: fx.GraphModule, _example_inputs: list) -> _Relay:
@@ -358,7 +359,9 @@ class _Snapshots:
         return relay
 
     def _run(self, graph: int, gm: fx.GraphModule, flat: tuple) -> Any:
-        self.versions.extend((t, t._version) for t in flat if isinstance(t, torch.Tensor))
+        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        self.versions.extend((t, t._version) for t in tensors if not t.is_inference())
+        self.untracked.extend(t for t in tensors if t.is_inference())
         self.runs.append((graph, tuple(_snapshot(value) for value in flat)))
         return gm(*flat)
 
@@ -378,17 +381,17 @@ def _effects_on_arguments_only() -> bool:
 
     try:
         effects = InstructionTranslator.current_tx().output.side_effects
-    except Exception:  # (no translator: say not)
+        if effects.tensor_hooks or effects.save_for_backward:
+            return False
+        for variable in list(effects.id_to_variable.values()):
+            if effects.is_modified(variable):
+                source = getattr(variable, "source", None)
+                name = getattr(source, "name", "")
+                name = name() if callable(name) else name  # (a method before torch 2.10)
+                if source is not None and not name.startswith(("L['args']", "L['kwargs']")):
+                    return False
+    except Exception:  # (Dynamo's record cannot be read: say not)
         return False
-    if effects.tensor_hooks or effects.save_for_backward:
-        return False
-    for variable in list(effects.id_to_variable.values()):
-        if effects.is_modified(variable):
-            source = getattr(variable, "source", None)
-            name = getattr(source, "name", "")
-            name = name() if callable(name) else name  # (a method before torch 2.10)
-            if source is not None and not name.startswith(("L['args']", "L['kwargs']")):
-                return False
     return True
 
 
@@ -401,10 +404,13 @@ def live_capture(live: LiveCall, bound: BoundInputs, name: str) -> LiveCapture:
     their inputs (`DynamoFrame.replay`). A graph that writes a parameter in place is not
     kept (the analysis would write it again). The caller's own exception propagates."""
     snapshots = _Snapshots()
-    found = run_dynamo(live.target, bound, snapshots, _dynamic_beyond_first, live.family,
-                       isolated=True, live=True)
+    with _argument_ints_dynamic():
+        found = run_dynamo(live.target, bound, snapshots, _dynamic_beyond_first, live.family,
+                           isolated=True, live=True)
     changed = [t for t, version in snapshots.versions if t._version != version]
-    if not found.graphs or len(found.cache_entries) != 1 or not snapshots.runs:
+    changed += snapshots.untracked  # (may have been written: counted as written)
+    if not found.graphs or len(found.cache_entries) != 1 or not snapshots.runs \
+            or len(snapshots.relays) != len(found.graphs):
         why = "; ".join(break_reasons(found.breaks)[:2]) or "no graph ran"
         return LiveCapture(found.output, None, None, f"TorchDynamo made no graph of {name} "
                            f"it can run again ({why})", False)

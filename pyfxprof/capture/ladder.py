@@ -279,12 +279,13 @@ def _dynamo_rung(model, bound: BoundInputs, _tracer_options, granularity: str) -
 
 
 def _graphs_prepared(model: torch.nn.Module, frame: DynamoFrame, bound: BoundInputs,
-                     granularity: str) -> Prepared:
+                     granularity: str, live: bool = False) -> Prepared:
     """The analysis run of a call Dynamo split (graph breaks), made by Dynamo's code on a
     copy of `bound`: its nodes graph after graph (a ``graph`` column says which), then the
     BETWEEN_GRAPHS row when there are several graphs. The calls run as given (`args`,
-    `kwargs`); a model in training mode is refused (the graphs are run in eval mode only)."""
-    if any(module.training for module in model.modules()):
+    `kwargs`); a model in training mode is refused (the graphs are run in eval mode only),
+    unless `live` (a live capture: its graphs hold the call's own flags)."""
+    if not live and any(module.training for module in model.modules()):
         raise _RungFailed(f"graph breaks ({'; '.join(frame.breaks[:2])}): several Dynamo "
                           "graphs are timed in eval mode only")
     info = _graphs_analysis(frame, bound)
@@ -365,7 +366,7 @@ def live_prepared(model: torch.nn.Module, found: LiveCapture, bound: BoundInputs
         raise PyfxprofError(found.note)
     try:
         if found.graph is None:  # several graphs: Dynamo's code runs them and the Python
-            prepared = _graphs_prepared(model, found.frame, bound, "function")
+            prepared = _graphs_prepared(model, found.frame, bound, "function", live=True)
         else:
             captured = Capture(found.graph, DYNAMO, ["dynamo: one graph at function level, "
                                                      "the model's own outputs and side "

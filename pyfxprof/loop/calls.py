@@ -172,9 +172,15 @@ class CallRouting:
         caller sees); a call of several graphs, or timed with its backward, is counted as
         not timed."""
         action = self.current_action
+        with_backward = self._backward and torch.is_grad_enabled()
+        claim = getattr(group.executor, "claim", None) if group is not None else None
+        if with_backward and claim is not None and made.alone is not None:
+            claim(made.alone)  # (now: not in the next call's data loading)
+        if action == ProfilerAction.WARMUP and group is not None:
+            self._warmup_calls += 1
         if action not in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
             return made.output
-        if group is None or made.alone is None or self._backward or self._window is None:
+        if group is None or made.alone is None or with_backward or self._window is None:
             self._not_timed(made.why or "the call captured its group with several graphs "
                             "or timed with its backward (its own run is not instrumented)")
             return made.output

@@ -282,7 +282,7 @@ class Profiler(CallRouting):
             ...     _ = p.model(torch.ones(2))
             >>> print(p.summary())  # doctest: +ELLIPSIS
             Profiler(ReLU): 1 call signature, 1 call recorded, 1 Profile
-              [0] ([2] float32): 1 call, median ... per call, 1 node (capture fx in ...), 0 FLOPs
+              [0] ([2] float32): 1 call, median ... per call, 1 node (capture dynamo in ...), 0 FLOPs
         """
         totals: dict[int, list] = {group.index: [] for group in self._groups.values()}
         for prof in self._profiles:
