@@ -759,6 +759,7 @@ def test_profile_memory_and_library_frames_give_each_call_group_what_profile_giv
     # Dynamo's code replays the hook's append once per call, with the value it read (the
     # analysis replays the graph alone: no Python of the model runs in it)
     assert profiled == [False] * 3
+    model = _Residual().eval()  # (a model without the hook: one graph)
     with Profiler(model, profile_memory=True, library_frames=True) as p:
         for _ in range(3):
             model(x)
