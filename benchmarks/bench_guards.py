@@ -6,7 +6,13 @@ alone through a clone of the tree holding it and the root's own guards (whose ti
 taken out). Warm: in the Profiler's loop the check after a decode step runs on cold
 caches and costs more (bench_generate.py times it there).
 
-Run: .venv/bin/python benchmarks/bench_guards.py [--checks N]
+With --loop: the Profiler loop's cost per recorded call beside torch.compile's own (its
+guard check and frame), measured side by side in one run, interleaved block by block: a
+plain call, a torch.compile(backend=<the graph as it is>) call, and a recorded call of the
+loop (Dynamo's guards checked by the loop, Dynamo's code, the instrumented graph), on
+a small MLP and on a tiny GPT-2 decode step.
+
+Run: .venv/bin/python benchmarks/bench_guards.py [--checks N] [--loop --blocks B --calls C]
 """
 
 import argparse
@@ -114,12 +120,59 @@ def report(name: str, model: torch.nn.Module, checks: int) -> None:
           f"{rest:.1f} µs ({rest / whole:.0%})")
 
 
+def _per_call_ns(call, calls: int) -> float:
+    started = time.perf_counter_ns()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter_ns() - started) / calls
+
+
+def loop_beside_compile(name: str, model: torch.nn.Module, args: tuple, blocks: int,
+                        calls: int) -> None:
+    """Median per-call ns of plain, torch.compile'd and Profiler-recorded calls, blocks
+    interleaved; the loop's cost beyond torch.compile's is the paired difference."""
+    import copy
+    twin = copy.deepcopy(model)
+    compiled = torch.compile(copy.deepcopy(model), backend=lambda gm, _inputs: gm.forward)
+    found: dict = {"plain": [], "compile": [], "loop": []}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(*args)
+        with pyfxprof.Profiler(model, schedule=lambda step: pyfxprof.ProfilerAction.RECORD):
+            for _ in range(3):  # the capture (and its guard variant), then recorded calls
+                model(*args)
+            for _ in range(blocks):
+                found["plain"].append(_per_call_ns(lambda: twin(*args), calls))
+                found["compile"].append(_per_call_ns(lambda: compiled(*args), calls))
+                found["loop"].append(_per_call_ns(lambda: model(*args), calls))
+    med = {k: statistics.median(v) for k, v in found.items()}
+    beyond = statistics.median(l - c for l, c in zip(found["loop"], found["compile"]))
+    print(f"\n{name}: per call, medians of {blocks} interleaved blocks of {calls}: plain "
+          f"{med['plain'] / 1e3:.1f} µs, torch.compile {med['compile'] / 1e3:.1f} µs "
+          f"(+{(med['compile'] - med['plain']) / 1e3:.1f}), Profiler loop recorded "
+          f"{med['loop'] / 1e3:.1f} µs; the loop beyond torch.compile: {beyond / 1e3:+.1f} µs "
+          f"per call (paired)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checks", type=int, default=500, help="timed checks per tree")
+    parser.add_argument("--loop", action="store_true", help="the loop beside torch.compile")
+    parser.add_argument("--blocks", type=int, default=21)
+    parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(describe_machine())
+    if args.loop:
+        mlp = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(),
+                                  torch.nn.Linear(16, 16)).eval()
+        loop_beside_compile("MLP (3 nodes)", mlp, (torch.randn(4, 16),), args.blocks,
+                            args.calls)
+        ids = torch.randint(1, 100, (1, 8), generator=torch.Generator().manual_seed(0))
+        loop_beside_compile("tiny GPT-2, 8 tokens, no cache", tiny_models()["GPT-2"],
+                            (ids, None, None, None, None, None, None, None, None, False),
+                            args.blocks, args.calls // 10)
+        return
     for name, model in tiny_models().items():
         report(name, model, args.checks)
 

@@ -31,6 +31,7 @@ from .instances import Instance, instance_stack
 #: Values of profile(granularity=...): torch functions and methods, or aten ops.
 GRANULARITIES = ("function", "aten")
 _FRESH = itertools.count()
+_MARKS = "_dynamo_weak_dynamic_indices"  # what torch._dynamo.maybe_mark_dynamic sets
 _ROOT = re.compile(r"^(?:[LG]\[['\"][^'\"]*['\"]\](?:\.__self__)?|self)\.?")
 _ITEM = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
 #: The name Dynamo gives the function resuming `forward` after a graph break at line 8.
@@ -80,6 +81,7 @@ class DynamoRun:
     cache_entries: list
     breaks: list[str]
     region: int = -1  # Dynamo's isolate_recompiles region of the compilation (-1: none)
+    output: Any = None  # what the call returned (a live run: the caller's own call)
 
 
 def _logging_methods() -> set:
@@ -92,7 +94,7 @@ def _logging_methods() -> set:
 
 def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
                dynamic: Any = None, family: str | None = None,
-               isolated: bool = False) -> DynamoRun:
+               isolated: bool = False, live: bool = False) -> DynamoRun:
     """Run ``target(*args, **kwargs)`` once under Dynamo on a deep copy of `bound`: every
     graph it made, in the order they ran. `backend(gm, example_inputs)` returns what runs
     the graph (default: the graph itself); `dynamic(copied)` may mark dimensions of the
@@ -101,7 +103,11 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     too, at graph breaks) are kept in a region of their own (torch.compile's
     isolate_recompiles), so captures in a process never add up to Dynamo's recompile
     limit for the model's functions. A torch.autograd.Function's ``apply`` is one node
-    (capture/functions.py)."""
+    (capture/functions.py). `live`: the call is the caller's own, made on `bound` itself
+    (as torch.compile makes it: Dynamo's code replays its side effects, a frame Dynamo
+    cannot compile runs as it is), its output kept; the marks `dynamic` leaves on its
+    tensors are taken off again after the call, and an int of the model that changed
+    between two captures of a `family` is captured dynamic (as ints elsewhere are)."""
     import torch._dynamo  # noqa: F401  (imported lazily: it is slow to import)
     from torch._dynamo.utils import counters
 
@@ -112,30 +118,42 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
         graphs.append((gm, list(example_inputs)))
         return gm.forward if backend is None else backend(gm, example_inputs)
 
-    copied = BoundInputs(*copied_alike((bound.args, bound.kwargs)))
-    if dynamic is not None:
-        dynamic(copied)
+    copied = bound if live else BoundInputs(*copied_alike((bound.args, bound.kwargs)))
+    unmarked = _marked(copied, dynamic, live)
     breaks_before = dict(counters["graph_break"])
     from torch._C._dynamo import eval_frame
     entry = _entry(family)
     try:
-        with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods()), \
+        with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods(),
+                                        suppress_errors=live,
+                                        allow_unspec_int_on_nn_module=live), \
                 functions_allowed_in_graph():
             # (torch.compile's overloads omit isolate_recompiles; its implementation takes it)
             compiled = torch.compile(  # type: ignore[call-overload]
                 entry, backend=recording, dynamic=None if dynamic else False,
                 isolate_recompiles=isolated)
-            compiled(target, copied.args, copied.kwargs)
+            output = compiled(target, copied.args, copied.kwargs)
         region = getattr(compiled, "_isolate_recompiles_id", -1)
         cache_entries = list(eval_frame._get_cache_entries_for_region(entry.__code__, region)
                              if isolated else
                              eval_frame._debug_get_cache_entry_list(entry.__code__))
     finally:
+        for tensor in unmarked:  # (the caller's own tensors, as they were)
+            tensor.__dict__.pop(_MARKS, None)
         reset_code = getattr(eval_frame, "_reset_code", None)  # (not in every torch)
         if reset_code is not None:
             reset_code(entry.__code__)
     reasons = [r for r, n in counters["graph_break"].items() if n > breaks_before.get(r, 0)]
-    return DynamoRun(graphs, copied, entry, cache_entries, reasons, region)
+    return DynamoRun(graphs, copied, entry, cache_entries, reasons, region, output)
+
+
+def _marked(bound: BoundInputs, dynamic: Any, live: bool) -> list:
+    """Call `dynamic(bound)` (if any); for a `live` call (the caller's own inputs), the
+    tensors it may mark that had no marks before (their marks are taken off after it)."""
+    unmarked = [t for t in input_tensors(bound) if not hasattr(t, _MARKS)] if live else []
+    if dynamic is not None:
+        dynamic(bound)
+    return unmarked
 
 
 def break_reasons(reasons: list[str]) -> list[str]:

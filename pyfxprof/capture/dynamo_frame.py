@@ -160,6 +160,10 @@ class DynamoFrame:
     _relay_of: list[int] = field(default_factory=list)  # graph -> relay (after keep)
     _located: list | None = None  # (graph, Instance) of each graph run while locating
     _instances: list[_Instances] = field(default_factory=list)  # relays' runners (keep)
+    #: A live capture's graph runs, (graph, a copy of its flat inputs), that the next
+    #: ``call`` replays instead of running Dynamo's code (the analysis: no Python of the
+    #: model runs again); None once replayed.
+    replay: list[tuple[int, tuple]] | None = None
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether Dynamo's guards hold for this call (shapes, dtypes, flags, the cache's
@@ -176,9 +180,15 @@ class DynamoFrame:
         return parts[0].split("  #")[0].strip()
 
     def call(self, bound: BoundInputs) -> Any:
-        """The call ``target(*bound.args, **bound.kwargs)`` made by the captured code."""
+        """The call ``target(*bound.args, **bound.kwargs)`` made by the captured code (or
+        the replay of a live capture's graph runs, once: see `replay`)."""
         for instances in self._instances:
             instances.runs = 0
+        if self.replay is not None:
+            runs, self.replay = self.replay, None
+            for graph, flat in runs:
+                self.relays[graph].runner(flat)
+            return None
         return self.function(self.target, bound.args, bound.kwargs)
 
     def run_graph_with(self, runner: Callable[[tuple], Any], graph: int = 0) -> None:
@@ -195,8 +205,8 @@ class DynamoFrame:
         modules on the stack, capture/instances.py), which `keep` makes graphs of their own;
         nothing is recorded when the call's target belongs to no module."""
         modules = modules_of(self.target)
-        if modules is None:
-            yield
+        if modules is None or (self.replay is not None and self._located is not None):
+            yield  # (a live capture's runs were located as the live call made them)
             return
         located: list = []
         runners = [relay.runner for relay in self.relays]
@@ -393,3 +403,117 @@ def _argument_ints_dynamic() -> Any:
     # (install_config_module adds patch at run time; torch.compiler.config's stubs lack it)
     return torch.compiler.config.patch(  # type: ignore[attr-defined]
         dynamic_sources=f"{current},{ARGUMENT_ATTRIBUTES}" if current else ARGUMENT_ATTRIBUTES)
+
+
+@dataclass
+class LiveCapture:
+    """What live_capture left: the call's own `output`; the graph with module stacks (None:
+    several graphs or none) and the DynamoFrame (None: Dynamo made no code to run again,
+    `note` says why), its `replay` set to the graph runs of the call (`runs`: those runs,
+    (graph, a copy of its flat inputs taken as it started)); `pure`: whether
+    Dynamo's code changes nothing but the call's arguments (its own record of side effects,
+    and no input of the graphs but the arguments' tensors written), so that running it on
+    copies of the arguments leaves every other object as it is."""
+
+    output: Any
+    graph: fx.GraphModule | None
+    frame: DynamoFrame | None
+    note: str
+    pure: bool
+    runs: list[tuple[int, tuple]] = field(default_factory=list)
+
+
+class _Snapshots:
+    """A Dynamo backend whose relays copy each graph's flat inputs at each run of the live
+    call (before the graph writes any) and record Dynamo's side effects of each frame."""
+
+    def __init__(self, modules: dict[int, str] | None) -> None:
+        self.modules = modules  # (instances.modules_of the call's target)
+        self.located: list = []  # (graph, Instance) of each run (DynamoFrame.locating's)
+        self.relays: list[_Relay] = []
+        self.runs: list[tuple[int, tuple]] = []
+        self.versions: list[tuple[torch.Tensor, int]] = []
+        self.untracked: list[torch.Tensor] = []  # inference tensors: no version counter
+        self.outside_effects = False
+
+    def __call__(self, gm: fx.GraphModule, _example_inputs: list) -> _Relay:
+        self.outside_effects |= not _effects_on_arguments_only()
+        graph = len(self.relays)
+        relay = _Relay(lambda flat: self._run(graph, gm, flat))
+        self.relays.append(relay)
+        return relay
+
+    def _run(self, graph: int, gm: fx.GraphModule, flat: tuple) -> Any:
+        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        self.versions.extend((t, t._version) for t in tensors if not t.is_inference())
+        self.untracked.extend(t for t in tensors if t.is_inference())
+        self.runs.append((graph, tuple(_snapshot(value) for value in flat)))
+        if self.modules is not None:
+            self.located.append((graph, locate(self.modules, live_capture.__code__,
+                                               frozenset({__file__}))))
+        return gm(*flat)
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy of a graph input for the analysis (a parameter as it is: see live_capture)."""
+    if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
+        return value
+    with torch.no_grad(), torch.inference_mode(value.is_inference()):
+        return value.detach().clone()
+
+
+def _effects_on_arguments_only() -> bool:
+    """Whether the frame Dynamo is compiling changes Python objects only where they come
+    from the call's arguments (or are new), by Dynamo's own record of its side effects."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+
+    try:
+        effects = InstructionTranslator.current_tx().output.side_effects
+        if effects.tensor_hooks or effects.save_for_backward:
+            return False
+        for variable in list(effects.id_to_variable.values()):
+            if effects.is_modified(variable):
+                source = getattr(variable, "source", None)
+                name = getattr(source, "name", "")
+                name = name() if callable(name) else name  # (a method before torch 2.10)
+                if source is not None and not name.startswith(("L['args']", "L['kwargs']")):
+                    return False
+    except Exception:  # (Dynamo's record cannot be read: say not)
+        return False
+    return True
+
+
+def live_capture(live: LiveCall, bound: BoundInputs, name: str) -> LiveCapture:
+    """The caller's call ``live.target(*bound.args, **bound.kwargs)`` made by Dynamo, as
+    torch.compile makes it (its guards, its code replaying the call's side effects, the
+    model's Python at graph breaks, a frame it cannot compile run as it is), each graph run
+    as it is; with the graph(s) and Dynamo's code for the Profiler's later calls of the
+    signature. Nothing of the model runs twice: the analysis replays the graphs on copies of
+    their inputs (`DynamoFrame.replay`). A graph that writes a parameter in place is not
+    kept (the analysis would write it again). The caller's own exception propagates."""
+    snapshots = _Snapshots(modules_of(live.target))
+    with _argument_ints_dynamic():
+        found = run_dynamo(live.target, bound, snapshots, _dynamic_beyond_first, live.family,
+                           isolated=True, live=True)
+    changed = [t for t, version in snapshots.versions if t._version != version]
+    changed += snapshots.untracked  # (may have been written: counted as written)
+    if not found.graphs or len(found.cache_entries) != 1 or not snapshots.runs \
+            or len(snapshots.relays) != len(found.graphs):
+        why = "; ".join(break_reasons(found.breaks)[:2]) or "no graph ran"
+        return LiveCapture(found.output, None, None, f"TorchDynamo made no graph of {name} "
+                           f"it can run again ({why})", False)
+    if any(isinstance(t, torch.nn.Parameter) for t in changed):
+        return LiveCapture(found.output, None, None, f"{name}'s forward writes a parameter "
+                           "in place", False)
+    split = bool(found.breaks) or len(snapshots.relays) != 1
+    frame = _frame(found, live.target, snapshots.relays, nested=split)
+    frame.replay = snapshots.runs
+    frame._located = snapshots.located if snapshots.modules is not None else None
+    arguments = {id(t) for t in input_tensors(bound)}
+    pure = not (split or snapshots.outside_effects
+                or any(id(t) not in arguments for t in changed))
+    if split:
+        frame.graphs = graphs_of(found, name, "function")
+        return LiveCapture(found.output, None, frame, "", False, snapshots.runs)
+    return LiveCapture(found.output, with_module_stacks(found.graphs[0][0], name), frame, "",
+                       pure, snapshots.runs)

@@ -28,7 +28,7 @@ from ..errors import ArgumentError, PyfxprofError, first_line
 from .analysis import analyse
 from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, check_granularity
-from .dynamo_frame import DynamoFrame, LiveCall, frame_capture, graphs_capture
+from .dynamo_frame import DynamoFrame, LiveCall, LiveCapture, frame_capture, graphs_capture
 from .exported import check_exported_inputs, is_exported
 from .hook_analysis import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
@@ -211,7 +211,7 @@ def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInput
         args, info = (_graph_analysis if captured.frame is None else _frame_analysis)(
             captured, bound)
     except PyfxprofError as error:
-        if not _runs_eagerly(model, bound):
+        if captured.frame is not None or not _runs_eagerly(model, bound):
             raise
         raise _RungFailed(f"the graph fails where the model runs ({error})") from None
     infos = [info.get(node.name, {}) for node in nodes]
@@ -279,12 +279,13 @@ def _dynamo_rung(model, bound: BoundInputs, _tracer_options, granularity: str) -
 
 
 def _graphs_prepared(model: torch.nn.Module, frame: DynamoFrame, bound: BoundInputs,
-                     granularity: str) -> Prepared:
+                     granularity: str, live: bool = False) -> Prepared:
     """The analysis run of a call Dynamo split (graph breaks), made by Dynamo's code on a
     copy of `bound`: its nodes graph after graph (a ``graph`` column says which), then the
     BETWEEN_GRAPHS row when there are several graphs. The calls run as given (`args`,
-    `kwargs`); a model in training mode is refused (the graphs are run in eval mode only)."""
-    if any(module.training for module in model.modules()):
+    `kwargs`); a model in training mode is refused (the graphs are run in eval mode only),
+    unless `live` (a live capture: its graphs hold the call's own flags)."""
+    if not live and any(module.training for module in model.modules()):
         raise _RungFailed(f"graph breaks ({'; '.join(frame.breaks[:2])}): several Dynamo "
                           "graphs are timed in eval mode only")
     info = _graphs_analysis(frame, bound)
@@ -356,6 +357,29 @@ def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,
                                              "model's own outputs rebuilt by Dynamo's code"],
                            frame=frame)
         return _graph_prepared(model, captured, bound)
+
+
+def live_prepared(model: torch.nn.Module, found: LiveCapture, bound: BoundInputs) -> Prepared:
+    """The Prepared of a live capture (dynamo_frame.live_capture, which made the caller's
+    call `bound`): its analysis replays the call's graph runs on copies of their inputs, so
+    none of the model's Python runs again. A one-line PyfxprofError when there is no graph
+    to time (its `note`) or the analysis fails."""
+    if found.frame is None:
+        raise PyfxprofError(found.note)
+    try:
+        if found.graph is None:  # several graphs: Dynamo's code runs them and the Python
+            prepared = _graphs_prepared(model, found.frame, bound, "function", live=True)
+        else:
+            captured = Capture(found.graph, DYNAMO, ["dynamo: one graph at function level, "
+                                                     "the model's own outputs and side "
+                                                     "effects made by Dynamo's code"],
+                               frame=found.frame)
+            prepared = _graph_prepared(model, captured, bound)
+    except _RungFailed as failure:
+        raise PyfxprofError(failure.message) from None
+    prepared.captured.notes.extend(coarse_notes(model, prepared.frame))
+    prepared.captured.notes.extend(missing_source_notes(prepared.frame["source"]))
+    return prepared
 
 
 @contextlib.contextmanager

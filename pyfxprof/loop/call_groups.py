@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from ..capture.analysis import describe
-from ..capture.dynamo_frame import LiveCall
+from ..capture.dynamo_frame import LiveCall, live_capture
 from ..capture.hook_analysis import Leaves
 from ..capture.inputs import BoundInputs, copied_alike
 from ..capture.memory import profiling_memory
@@ -32,8 +32,7 @@ from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import Executor, executor_for
 from ..timing.graph_spans import GraphsExecutor
 from ..timing.hook_timing import HooksExecutor
-from ..capture.ladder import prepare, warn_fallback
-from ..run.python_state import PythonState
+from ..capture.ladder import live_prepared, prepare, warn_fallback
 
 #: Distinct input signatures a Profiler captures; calls of further ones run unprofiled.
 MAX_CALL_GROUPS = 16
@@ -182,9 +181,9 @@ class CallGroup:
     graph_takes_bound: bool = False  # a graph whose inputs are the call bound to forward
     cached: bool = False  # taken from the capture cache (capture_ns: the look-up)
     backward_note: str | None = None  # Profiler(backward=True): why no backward is timed
-    #: The Python state its graph assumed (run/python_state.py); None: the model runs itself.
-    state: PythonState | None = None
-    python_note: str | None = None  # why the model's own code runs (its forward changes state)
+    #: Whether Dynamo's code, run on copies of a call's arguments, changes nothing else (no
+    #: Python object outside the arguments, no tensor of the model: live_capture's `pure`).
+    pure: bool = False
 
     def __post_init__(self) -> None:
         #: True when the model runs itself with marking hooks (hooks or whole capture).
@@ -273,6 +272,53 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
                      prepared.frame, prepared.flops, executor, model.training,
                      device, time.perf_counter_ns() - started,
                      _graph_takes_bound(prepared.captured, call_target or model.forward))
+
+
+def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundInputs,
+               key: tuple, index: int, target: Callable, refusal: str | None = None,
+               analysis: tuple = (False, False)
+               ) -> tuple[Any, CallGroup | None, str, tuple | None]:
+    """The caller's call ``target(*args, **kwargs)`` (`bound`: bound to it) made by Dynamo
+    (dynamo_frame.live_capture: the program torch.compile would run, so its output, Python
+    state, random state and autograd graph are the call's), and the call group of signature
+    `key` built from it: (the call's output, the group or None, why there is none, the flat
+    inputs of its one graph run, copied as it started: None for several runs). The
+    analysis replays the call's graphs on copies of their inputs, in inference mode with
+    the random state forked: nothing of the model runs twice. A variant past
+    MAX_GUARD_VARIANTS makes no group (its calls run the model itself).
+
+    Example:
+        >>> model = torch.nn.Linear(2, 2).eval(); x = torch.ones(1, 2)
+        >>> out, g, _, _ = live_group(model, (x,), {}, BoundInputs((x,)), (), 0, model.forward)
+        >>> torch.equal(out, model(x)), g.capture.mode, g.pure
+        (True, 'dynamo', True)
+    """
+    started = time.perf_counter_ns()
+    label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
+    base = key[:-1] if key and key[-1][0] == _VARIANT else key
+    live = replace(LiveCall.of(target, model), family=f"{id(model):x}_{hash(base) & 0xFFFFFFFF:x}")
+    if key and key[-1][0] == _VARIANT:
+        label += f" ({_VARIANT} {key[-1][1]})"
+        if key[-1][1] >= MAX_GUARD_VARIANTS:
+            return target(*args, **kwargs), None, (
+                f"Dynamo's guards refused calls of this signature {key[-1][1] - 1} times "
+                f"(the last time: {refusal or 'an unnamed guard'})"), None
+    found = live_capture(live, bound, type(model).__name__)
+    devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
+    try:
+        with torch.random.fork_rng(devices=devices), torch.inference_mode(), \
+                profiling_memory(analysis[0]), keeping_library_frames(analysis[1]):
+            prepared = live_prepared(model, found, bound)
+    except PyfxprofError as error:
+        return found.output, None, first_line(error), None
+    device = device_of(model, prepared.args)
+    on_cuda = device.startswith("cuda")
+    executor = _group_executor(model, prepared, target, on_cuda and analysis[2:] != (False,))
+    group = CallGroup(index, key, label, prepared.captured, prepared.frame, prepared.flops,
+                      executor, model.training, device, time.perf_counter_ns() - started,
+                      pure=found.pure)
+    alone = found.runs[0][1] if len(found.runs) == 1 and not group.graphs else None
+    return found.output, group, "", alone
 
 
 def _group_executor(model: torch.nn.Module, prepared: Any, call_target: Callable | None,

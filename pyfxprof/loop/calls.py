@@ -20,17 +20,16 @@ from torch.compiler import is_compiling
 from ..timing.native import _C
 from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs
-from ..data.rungs import HOOKS, INDUCTOR
+from ..data.rungs import INDUCTOR
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.op_names import range_names
 from ..errors import PyfxprofError
 from ..timing.failures import node_kind, note_failure
 from ..timing.nvtx import name_ranges
-from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, capture_group,
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, live_group,
                           next_variant, signature_key, too_many_groups_warning)
 from ..run.capture_cache import CAPTURES
 from .compiled_groups import compiled_group
-from ..run.python_state import PythonState, python_side_effects
 from .training_calls import wrap_for_backward
 from .schedule import ProfilerAction
 from .window import Window
@@ -73,14 +72,14 @@ class CallRouting:
     _direct: dict[tuple, CallGroup]
     _armed: dict[tuple, tuple]  # args_key -> (group, its run, training flag, index, guard)
     _traceable: bool
-    _uncaptured: set[tuple]
+    _uncaptured: dict[tuple, str]  # signatures no group serves, and why
     _window: Window | None
     _open: bool
     _busy: threading.Lock
     _holder: int | None
     _thread: int | None
     _warmup_calls: int
-    _own_calls: dict[int, int]  # per group: calls run by the model's own forward (state changed)
+    _untimed: dict[str, int]  # why calls were not timed per node: the number of such calls
     _own_ns: dict[int, list]  # per group: the model's own forward timed beside, on copies (ns)
     _warned: set[str]
     _log: Any  # _C.LoggedCalls: one row (start, end, group, own ns, call, first) per recorded call
@@ -133,11 +132,14 @@ class CallRouting:
         """One call of the model: itself in NONE steps, else its group's instrumented capture
         (captured first when its signature is new); `entered`: when the Profiler took it."""
         action = self.current_action
-        group, bound = self._group_for(args, kwargs, forward)
+        made = _Made()
+        group, bound = self._group_for(args, kwargs, forward, made)
+        if made.done:  # the call itself made its group's capture
+            return self._captured_call(group, made, args, kwargs, entered)
         if group is None or bound is None or action == ProfilerAction.NONE:
+            if action != ProfilerAction.NONE:
+                self._not_timed(made.why or "its signature was not captured")
             return forward(*args, **kwargs)
-        if group.state is not None and not group.state.holds():
-            return self._own_forward(group, forward, args, kwargs)
         inputs = bound if group.graph_takes_bound else group.inputs(args, kwargs, bound)
         if action == ProfilerAction.WARMUP:
             self._warmup_calls += 1
@@ -155,10 +157,47 @@ class CallRouting:
 
     def _times_own_call(self, group: CallGroup) -> bool:
         """Whether the group's first call in a window runs the model's own forward beside
-        the graph: only where a second run cannot change the model (eval mode, no backward
-        timed, a graph, not the model's own code, with no in-place op)."""
+        the graph: only where a second run on copies cannot change the model or any other
+        object (eval mode, no backward timed, a Dynamo capture whose code, by Dynamo's own
+        record, changes nothing but the call's arguments: CallGroup.pure)."""
         return not (self.module.training or self._backward or group.hooks
-                    or group.capture.mode == INDUCTOR or _in_place(group))
+                    or group.capture.mode == INDUCTOR) and group.pure
+
+    def _captured_call(self, group: CallGroup | None, made: _Made, args: tuple, kwargs: dict,
+                       entered: int) -> Any:
+        """A call that made its group's capture (Dynamo ran it as torch.compile would): its
+        output goes back as it is. In a recording step its nodes are timed by the group's
+        instrumented graph run alone on the copy of the graph's inputs taken as the call's
+        graph started (tensor operations on copies, the random state forked: nothing the
+        caller sees); a call of several graphs, or timed with its backward, is counted as
+        not timed."""
+        action = self.current_action
+        with_backward = self._backward and torch.is_grad_enabled()
+        claim = getattr(group.executor, "claim", None) if group is not None else None
+        if with_backward and claim is not None and made.alone is not None:
+            claim(made.alone)  # (now: not in the next call's data loading)
+        if action == ProfilerAction.WARMUP and group is not None:
+            self._warmup_calls += 1
+        if action not in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
+            return made.output
+        if group is None or made.alone is None or with_backward or self._window is None:
+            self._not_timed(made.why or "the call captured its group with several graphs "
+                            "or timed with its backward (its own run is not instrumented)")
+            return made.output
+        if group.index not in self._window.first_calls:
+            self._window.note_call(group, self.module, args, kwargs)
+            self._window.own_left[group.index] = 0
+        flat = made.alone
+        with _forked_rng(self.module):
+            self._recorded(group, BoundInputs(flat), entered,
+                           lambda _inputs: group.executor.run(flat))
+        return made.output
+
+    def _not_timed(self, why: str) -> None:
+        """Count a call of a recording step that was not timed per node, and why."""
+        self._untimed[why] = self._untimed.get(why, 0) + 1
+        if self._window is not None:
+            self._window.untimed[why] = self._window.untimed.get(why, 0) + 1
 
     def _own_call_beside(self, group: CallGroup, forward: Callable, args: tuple,
                          kwargs: dict, inputs: BoundInputs, entered: int) -> Any:
@@ -178,7 +217,8 @@ class CallRouting:
         output = forward(*args, **kwargs)
         elapsed, on_cpu = _C.now_ns() - start, time.thread_time_ns() - cpu
         self._note_own_call(group.index, elapsed, elapsed - on_cpu <= elapsed // 4)
-        self._recorded(group, copies, entered)
+        with _forked_rng(self.module):  # (the graph's random ops draw as they would)
+            self._recorded(group, copies, entered)
         return output
 
     def _note_own_call(self, group: int, elapsed: int, on_cpu: bool) -> None:
@@ -195,41 +235,26 @@ class CallRouting:
         if not on_cpu and len(tries) < OWN_CALL_RUNS:
             window.own_left[group] = 1
 
-    def _own_forward(self, group: CallGroup, forward: Callable, args: tuple, kwargs: dict
-                     ) -> Any:
-        """A call whose group's graph assumed Python state that changed since (a flag, a
-        global): the model's own forward runs it, unprofiled, counted in the window's
-        Profiles (meta["loop"]["own_forward_calls"]) and in summary()."""
-        self._own_calls[group.index] = self._own_calls.get(group.index, 0) + 1
-        if self._window is not None:
-            self._window.own_calls[group.index] = self._window.own_calls.get(group.index, 0) + 1
-        if "state" not in self._warned:
-            self._warned.add("state")
-            assert group.state is not None, "only a group whose graph assumed Python state"
-            warnings.warn(f"pyfxprof: Python state {self.name}'s captured graph assumed "
-                          f"changed ({', '.join(group.state.changed()[:3])}); such calls run "
-                          "the model's own forward, unprofiled, and are counted",
-                          stacklevel=5)
-        return forward(*args, **kwargs)
-
     def _arm(self, group: CallGroup, args: tuple, kwargs: dict) -> None:
         """Let the hot path take the group's later calls in this window (armed groups are
         forgotten when a window opens or closes): a group whose graph takes such a call as
         it is (see _take_as_given)."""
         key = None if kwargs else args_key(args)
         if key is not None and self._direct.get(key) is group:
-            guard = None if group.state is None else group.state.guard
+            guard = None
             self._armed[key] = (group, group.executor.run, group.training, group.index, guard)
 
-    def _recorded(self, group: CallGroup, inputs: BoundInputs, entered: int) -> Any:
+    def _recorded(self, group: CallGroup, inputs: BoundInputs, entered: int,
+                  run: Callable[[BoundInputs], Any] | None = None) -> Any:
         """A recorded call of the group's instrumented capture on `inputs` (the Python path;
         the hot path's recorded calls are _C.HotForward's, which logs them alike) and its log
         entry: when the run began and ended, its group, the Profiler's own time since the
         previous entry (from `entered`, when the Profiler took the call, and after the
-        previous run), its number, whether it is the block's first."""
+        previous run), its number, whether it is the block's first. `run`: what runs the
+        call (default: the group's capture)."""
         start = _C.now_ns()
         try:
-            output = group.run(inputs)
+            output = (run or group.run)(inputs)
         except Exception as error:
             self._note_failed_call(group, error)
             raise
@@ -258,21 +283,19 @@ class CallRouting:
                f"(step {self.step_num}, {self.current_action.name.lower()})"
         note_failure(error, node, call, node_kind(group.frame, node))
 
-    def _group_for(self, args: tuple, kwargs: dict, forward: Callable, strict: bool = False
-                   ) -> tuple[CallGroup | None, BoundInputs | None]:
-        """(the call group of these arguments, captured and analysed on copies when new;
-        the call bound to the model's forward). A call its group's Dynamo guards refuse goes
-        to the next variant of the signature. No group: the call runs unprofiled, as when
-        its signature could not be captured (the model raised on the copies, or they could
-        not be made): warned once, and unless `strict` the call goes on, so the model
-        raises its own exception, not pyfxprof's."""
+    def _group_for(self, args: tuple, kwargs: dict, forward: Callable,
+                   made: _Made | None = None) -> tuple[CallGroup | None, BoundInputs | None]:
+        """(the call group of these arguments; the call bound to the model's forward). A call
+        its group's Dynamo guards refuse goes to the next variant of the signature. A new
+        signature (or variant) is captured by the call itself (`made` then holds its output,
+        see _captured; without `made` nothing is captured). No group: the call runs the
+        model itself, unprofiled (the reason in `made.why`, warned once per signature)."""
         if not kwargs:  # a graph taking the call as it is
             group = self._direct.get(args_key(args))
             if group is not None:
                 return group, BoundInputs(args, kwargs)
         try:
-            bound = BoundInputs(args, kwargs) if self._binder is None else \
-                self._binder(args, kwargs)
+            bound = self._bound(args, kwargs)
         except PyfxprofError:  # not a valid call: the model raises its own error
             return None, None
         key = signature_key(bound)
@@ -285,21 +308,22 @@ class CallRouting:
             refusal = group.capture.frame.refusal(bound)
             key = next_variant(key)
             group = self._groups.get(key)
-        if group is not None or key in self._uncaptured:
+        if made is not None and key in self._uncaptured:
+            made.why = self._uncaptured[key]
+        if group is not None or key in self._uncaptured or made is None:
             return group, bound
         if len(self._groups) >= MAX_CALL_GROUPS:
             if "groups" not in self._warned:
                 self._warned.add("groups")
                 too_many_groups_warning(self.name)
+            made.why = f"more than {MAX_CALL_GROUPS} input signatures"
             return None, bound
-        try:
-            group = self._captured(args, kwargs, key, forward, refusal)
-        except PyfxprofError as error:
-            if strict:
-                raise
-            self._uncaptured.add(key)
+        group = self._captured(args, kwargs, bound, key, forward, refusal, made)
+        if group is None:
+            self._uncaptured[key] = made.why
             warnings.warn(f"pyfxprof: calls of {self.name} with this input signature run "
-                          f"unprofiled: {error}", CaptureFallbackWarning, stacklevel=5)
+                          f"the model itself, unprofiled: {made.why}",
+                          CaptureFallbackWarning, stacklevel=5)
             return None, bound
         self._groups[key] = group
         if self._backward:
@@ -315,57 +339,42 @@ class CallRouting:
                 and len(self._direct) < MAX_CALL_GROUPS):
             self._direct[args_key(args)] = group
 
-    def _captured(self, args: tuple, kwargs: dict, key: tuple, forward: Callable,
-                  refusal: str | None) -> CallGroup:
-        """The call group of signature `key`: captured now, or taken from the process's
-        capture cache (run/capture_cache.py) when this model was captured for it before,
-        with the same tracer and analysis options and autograd mode (a Dynamo capture runs in it).
-        `refusal`: the Dynamo guard that refused the call (for a variant's warning)."""
+    def _captured(self, args: tuple, kwargs: dict, bound: BoundInputs, key: tuple,
+                  forward: Callable, refusal: str | None, made: _Made) -> CallGroup | None:
+        """The call group of signature `key`: taken from the process's capture cache
+        (run/capture_cache.py) when this model was captured for it before, with the same
+        tracer and analysis options and autograd mode, and Dynamo's guards accept the call;
+        else captured by the call itself, as torch.compile captures a call (call_groups.
+        live_group: `made` gets the call's output, and in a recording step copies of its
+        inputs made before it). A torch.compile'd model is captured on copies (its own
+        guards serve its calls). `refusal`: the Dynamo guard that refused the call."""
         started = time.perf_counter_ns()
         leaves, autowrap, concrete = self._tracer_options
         cache_key = ("loop", key, tuple(leaves), tuple(autowrap), repr(concrete),
                      torch.is_grad_enabled(), torch.is_inference_mode_enabled(), self._analysis)
         group = CAPTURES.lookup(self.module, cache_key)
-        if group is not None and (group.state is None or group.state.holds()):
+        if group is not None and group.accepts(bound):
             name_ranges(group.executor, range_names(group.frame) if self._nvtx else None,
                         strict=False)
             return replace(group, index=len(self._groups), cached=True,
                            capture_ns=time.perf_counter_ns() - started)
         if is_compiled(self.module):  # (Dynamo's guards check the compiled model's calls)
-            group = compiled_group(self.module, args, kwargs, key, len(self._groups), forward,
-                                   self._tracer_options, refusal)
+            try:
+                group = compiled_group(self.module, args, kwargs, key, len(self._groups),
+                                       forward, self._tracer_options, refusal)
+            except PyfxprofError as error:
+                made.why = str(error)
+                return None
         else:
-            group = self._graph_or_own_code(args, kwargs, key, forward, refusal)
+            made.done = True
+            made.output, group, made.why, made.alone = live_group(
+                self.module, args, kwargs, bound, key, len(self._groups), forward, refusal,
+                self._analysis)
+            if group is None:
+                return None
         name_ranges(group.executor, range_names(group.frame) if self._nvtx else None,
                     strict=False)
         CAPTURES.keep(self.module, cache_key, group)
-        return group
-
-    def _graph_or_own_code(self, args: tuple, kwargs: dict, key: tuple, forward: Callable,
-                           refusal: str | None) -> CallGroup:
-        """capture_group, with the Python state the capture changed put back: a forward that
-        changes Python state (a counter, a new attribute, a global) is never replayed as a
-        graph, but captured with module hooks, so each call runs the model's own code; any
-        other traced graph is replayed only while the Python state it assumed holds
-        (PythonState; a Dynamo capture checks Dynamo's own guards, CallGroup.accepts)."""
-        def captured(mode: str) -> CallGroup:
-            return capture_group(self.module, args, kwargs, key, len(self._groups), forward,
-                                 self._tracer_options, refusal, self._analysis, mode)
-        group, changes = python_side_effects(self.module, lambda: captured("auto"))
-        leaves = _leaf_ids(group)  # a graph runs the own code of its leaf modules
-        changed = [label for owner, label in changes if owner not in leaves]
-        if changed and not group.hooks:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", CaptureFallbackWarning)
-                group, _ = python_side_effects(self.module, lambda: captured(HOOKS))
-            group.python_note = (f"its forward changes Python state ({', '.join(changed[:3])})"
-                                 ": run as the model's own code, timed per module")
-            warnings.warn(f"pyfxprof: {self.name}'s forward changes Python state "
-                          f"({', '.join(changed[:3])}); its calls run the model's own code, "
-                          "timed per module (capture 'hooks')", CaptureFallbackWarning,
-                          stacklevel=6)
-        if not group.hooks and group.capture.frame is None:  # (a Dynamo frame: its guards)
-            group.state = PythonState(self.module, _leaf_ids(group))
         return group
 
     def _bound(self, args: tuple, kwargs: dict) -> BoundInputs:
@@ -376,20 +385,23 @@ class CallRouting:
         return self._binder(args, kwargs)
 
 
-def _in_place(group: CallGroup) -> bool:
-    """Whether the group's graph has an in-place op (it may write the model's own tensors)."""
-    return any(isinstance(target, str) and (target.endswith("setitem") or (
-        target.endswith("_") and not target.endswith("__")))
-        for target in group.frame["target"].tolist())
+class _Made:
+    """A call that made its group's capture: its output, the flat inputs of its one graph
+    run copied as it started (None: several runs), and why no group serves the signature
+    (empty: one does)."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.output: Any = None
+        self.alone: tuple | None = None
+        self.why = ""
 
 
-def _leaf_ids(group: CallGroup) -> frozenset:
-    """The ids of the modules a group's traced graph calls as they are (call_module nodes)."""
-    graph_module = group.capture.graph_module
-    if group.hooks or graph_module is None:
-        return frozenset()
-    return frozenset(id(graph_module.get_submodule(node.target))
-                     for node in graph_module.graph.nodes if node.op == "call_module")
+def _forked_rng(model: torch.nn.Module) -> Any:
+    """The random state forked (CPU and the model's CUDA devices): a run beside the user's
+    call draws nothing from the user's generators."""
+    devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
+    return torch.random.fork_rng(devices=devices)
 
 
 def binder_of(model: torch.nn.Module) -> Binder | None:

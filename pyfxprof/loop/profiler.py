@@ -153,7 +153,7 @@ class Profiler(CallRouting):
         self._direct: dict[tuple, CallGroup] = {}  # args_key -> graph group, calls bound as given
         self._armed: dict[tuple, tuple] = {}  # the hot path's: _direct's noted in the window
         self._traceable = True  # Dynamo may trace the patched forward (loaded after start())
-        self._uncaptured: set[tuple] = set()  # signatures whose capture failed
+        self._uncaptured: dict[tuple, str] = {}  # signatures no group serves, and why
         self._window: Window | None = None
         self._patch: ForwardPatch | None = None
         self._open = False
@@ -162,7 +162,7 @@ class Profiler(CallRouting):
         self._holder: int | None = None  # the thread handling it (its nested calls pass)
         self._thread: int | None = None  # the thread whose calls are profiled in this block
         self._warmup_calls = 0
-        self._own_calls: dict[int, int] = {}
+        self._untimed: dict[str, int] = {}
         self._own_ns: dict[int, list] = {}
         self._windows = 0
         self._warned: set[str] = set()
@@ -203,8 +203,8 @@ class Profiler(CallRouting):
             raise PyfxprofError("this Profiler is already started")
         if self._example_inputs is not None and not self._groups:
             args, kwargs = split_inputs(self._example_inputs)
-            self._bound(args, kwargs)  # a mismatch is a one-line error
-            self._group_for(args, kwargs, self.module.forward, strict=True)
+            self._bound(args, kwargs)  # a mismatch is a one-line error (the capture is
+            # the first call's own: a call made here would run the model's Python once more)
         self.step_num = 0
         self._calls += 1  # no call of an earlier block directly precedes this block's first
         self._first_call = self._calls + 1
@@ -282,7 +282,7 @@ class Profiler(CallRouting):
             ...     _ = p.model(torch.ones(2))
             >>> print(p.summary())  # doctest: +ELLIPSIS
             Profiler(ReLU): 1 call signature, 1 call recorded, 1 Profile
-              [0] ([2] float32): 1 call, median ... per call, 1 node (capture fx in ...), 0 FLOPs
+              [0] ([2] float32): 1 call, median ... per call, 1 node (capture dynamo in ...), 0 FLOPs
         """
         totals: dict[int, list] = {group.index: [] for group in self._groups.values()}
         for prof in self._profiles:
@@ -300,10 +300,8 @@ class Profiler(CallRouting):
                          f"{group.capture.mode}{' from the cache' if group.cached else ''} in "
                          f"{format_ns(group.capture_ns)}), "
                          f"{group.flops:,} FLOPs")
-        own = sum(self._own_calls.values())
-        if own:
-            lines.append(f"  {_count(own, 'call')} ran the model's own forward, unprofiled: "
-                         "Python state a captured graph assumed had changed")
+        for why, count in self._untimed.items():
+            lines.append(f"  {_count(count, 'call')} not timed per node: {why}")
         latency = self.generation_latency()
         if latency["decode_ns"]["count"]:
             lines.append(format_latency(latency))
@@ -357,7 +355,7 @@ class Profiler(CallRouting):
         self._armed.clear()
         window = self._window = Window(self._warmup_calls, RECORDER.dropped_total)
         self._warmup_calls = 0
-        self._own_calls = {}
+        self._untimed = {}
         self._own_ns = {}
         window.meter.read()
         ranges.start_recording()

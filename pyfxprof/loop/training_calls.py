@@ -86,20 +86,30 @@ class LoopBackwardExecutor:
             handle.remove()
         self._optimizer = []
 
-    def run(self, args: tuple) -> Any:
+    def claim(self, args: tuple) -> None:
+        """Claim the autograd nodes per forward node once, on the first call with grad
+        enabled (or ahead of it: on a capture call's copied graph inputs)."""
         if self.rows is None and torch.is_grad_enabled():
             self._claim(args)
+
+    def run(self, args: tuple) -> Any:
+        self.claim(args)
         output = self.inner.run(args)
         if self.rows is not None and torch.is_grad_enabled():
             self._arm(output_roots(output), self.rows)
         return output
 
     def _claim(self, args: tuple) -> None:
-        guards = InPlaceGuard(self.gm), InPlaceGuard(_untracked_arguments(args))
+        """The side run claiming autograd nodes per forward node, on copies of the arguments
+        autograd does not track (a Dynamo graph's buffers: BatchNorm's running statistics),
+        so no tensor an earlier call's pending backward saved is written."""
+        guard = InPlaceGuard(self.gm)
+        with torch.no_grad():
+            copies = tuple(value.detach().clone() if isinstance(value, torch.Tensor)
+                           and not value.requires_grad else value for value in args)
         with torch.random.fork_rng():
-            rows = row_of_positions(self.gm, args, None, self.n_nodes)
-        for guard in guards:
-            guard.restore()
+            rows = row_of_positions(self.gm, copies, None, self.n_nodes)
+        guard.restore()
         self.node_first = RECORDER.allocate(len(rows))
         self.hooks = [mark_hook(self.node_first + i) for i in range(len(rows))]
         self.rows = rows
@@ -170,23 +180,6 @@ class LoopBackwardExecutor:
     def backward_samples(self) -> np.ndarray | None:
         """Backward ns (calls, nodes + 4) of the calls timings() handed over, or None."""
         return self._backward
-
-
-def _untracked_arguments(args: tuple) -> torch.nn.Module:
-    """The graph's tensor arguments autograd does not track, as buffers of a module for
-    InPlaceGuard: a Dynamo graph takes the model's buffers as arguments (BatchNorm's running
-    statistics, updated in place in training mode).
-
-    Example:
-        >>> args = (torch.zeros(1), torch.ones(1, requires_grad=True), 2)
-        >>> dict(_untracked_arguments(args).named_buffers())
-        {'_0': tensor([0.])}
-    """
-    holder = torch.nn.Module()
-    for k, value in enumerate(args):
-        if isinstance(value, torch.Tensor) and not value.requires_grad:
-            holder.register_buffer(f"_{k}", value)
-    return holder
 
 
 def _ended(handles: list, end_id: int) -> None:

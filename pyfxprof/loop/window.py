@@ -43,7 +43,7 @@ class Window:
     steps: list[int] = field(default_factory=list)
     step_starts: list[int] = field(default_factory=list)
     first_calls: dict[int, dict] = field(default_factory=dict)
-    own_calls: dict[int, int] = field(default_factory=dict)  # per group: own forward's calls
+    untimed: dict[str, int] = field(default_factory=dict)  # calls not timed per node, by why
     own_ns: dict[int, int] = field(default_factory=dict)  # per group: own forward timed beside
     own_left: dict[int, int] = field(default_factory=dict)  # per group: own forwards to time
     own_times: dict[int, list] = field(default_factory=dict)  # per group: their times (ns)
@@ -133,6 +133,5 @@ def _meta(window: Window, found: Collected, context: dict) -> dict[str, Any]:
               "schedule": context["schedule"], "call_group": group.index,
               "signature": group.label, "step_num": context["step_num"],
               "step_starts_ns": [int(start) for start in window.step_starts],
-              "own_forward_calls": window.own_calls.get(group.index, 0),
-              "own_call_ns": window.own_ns.get(group.index),
-              "python_note": group.python_note})
+              "untimed_calls": dict(window.untimed),
+              "own_call_ns": window.own_ns.get(group.index)})

@@ -99,25 +99,21 @@ def _per_run_lines(meta: dict) -> list[str]:
 
 def _loop_lines(meta: dict) -> list[str]:
     """The Profiler loop's word on the user's program: the model's own forward timed beside
-    the graph runs, calls the model's own forward served (Python state the graph assumed had
-    changed), and why a forward runs as the model's own code.
+    the graph runs, and the window's calls not timed per node, by reason.
 
-    >>> _loop_lines({"loop": {"own_call_ns": 2.3e6, "own_forward_calls": 2}})[0]
+    >>> _loop_lines({"loop": {"own_call_ns": 2.3e6, "untimed_calls": {"no graph": 2}}})[0]
     "loop: the model's own forward 2.30 ms (timed beside the graph runs, on copies)"
-    >>> _loop_lines({"loop": {"own_forward_calls": 2}})[0].split(":")[1]
-    " 2 calls ran the model's own forward, unprofiled (Python state the graph assumed changed)"
+    >>> _loop_lines({"loop": {"untimed_calls": {"no graph": 2}}})[0]
+    'loop: 2 calls of the window not timed per node: no graph'
     """
     loop = meta.get("loop") or {}
     lines = []
     if loop.get("own_call_ns") is not None:
         lines.append(f"loop: the model's own forward {format_ns(loop['own_call_ns'])} (timed "
                      "beside the graph runs, on copies)")
-    if loop.get("own_forward_calls"):
-        lines.append(f"loop: {loop['own_forward_calls']} call"
-                     f"{'s' if loop['own_forward_calls'] != 1 else ''} ran the model's own "
-                     "forward, unprofiled (Python state the graph assumed changed)")
-    if loop.get("python_note"):
-        lines.append(f"loop: {loop['python_note']}")
+    for why, count in (loop.get("untimed_calls") or {}).items():
+        lines.append(f"loop: {count} call{'s' if count != 1 else ''} of the window not timed "
+                     f"per node: {why}")
     return lines
 
 

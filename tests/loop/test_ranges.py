@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from pyfxprof import _C
+from pyfxprof.capture.ladder import prepare
 from pyfxprof.capture.tracing import capture, timed_nodes
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.views.chrome_trace import chrome_trace
@@ -19,7 +20,8 @@ from tests.models import Net, net_input
 
 B, E = _C.KIND_RANGE_BEGIN, _C.KIND_RANGE_END
 SPIN = 200_000
-N_NODES = len(timed_nodes(capture(Net()).graph_module.graph))
+#: The nodes of Net's Dynamo graph (every call group of the loop is a Dynamo capture).
+N_NODES = len(prepare(Net().eval(), (net_input(),), "dynamo").frame)
 
 
 def _profile_of(body, steps: int = 3):

@@ -46,9 +46,13 @@ def test_weights_after_profiled_steps_are_bit_identical_and_rows_are_filled():
     assert all(torch.equal(a.grad, b.grad) for a, b in zip(plain.parameters(),
                                                            profiled.parameters()))
     prof = p.profiles[-1]
-    assert prof.n_runs == 4 and prof.backward_samples is not None
+    # the first call captures, made by Dynamo: not timed with its backward (counted)
+    assert prof.n_runs == 3 and prof.backward_samples is not None
+    assert sum(p._untimed.values()) == 1
     frame = prof.to_dataframe().set_index("name")
-    assert (frame.loc[["_0", "_1", "_4"], "backward_min"] > 0).all()  # linear, BN, linear
+    modules = frame[frame["module_type"].isin(["Linear", "BatchNorm1d"])]
+    # linear, BN, linear (BN's in-place count of batches has no backward)
+    assert (modules["backward_min"] > 0).sum() >= 3
     assert frame.loc["(optimizer step)", "min"] > 0
     assert frame.loc["(optimizer step)", "op"] == "optimizer"
     assert not _global_optimizer_pre_hooks  # removed on exit
@@ -103,17 +107,17 @@ class _Branching(torch.nn.Module):
 
 
 @pytest.mark.filterwarnings("ignore::pyfxprof.capture.tracing.CaptureFallbackWarning")
-def test_calls_timed_by_hooks_say_why_they_have_no_backward_columns(tmp_path):
+def test_calls_of_several_dynamo_graphs_say_why_they_have_no_backward_columns(tmp_path):
     model = _Branching().train()
     with pyfxprof.Profiler(model, backward=True) as p:
         for _ in range(2):
             p.model(torch.randn(2, 4)).sum().backward()
             p.step()
     prof = p.profiles[-1]
-    assert prof.meta["capture_mode"] == "hooks" and prof.backward_samples is None
+    assert prof.meta["capture_mode"] == "dynamo" and prof.backward_samples is None
     note = prof.meta["backward_note"]
     assert note.startswith("no backward columns") and "\n" not in note
-    assert "dynamo: graph breaks (" in note and "timed in eval mode only" in note
+    assert "ran as 2 Dynamo graphs" in note
     prof.export_html(tmp_path / "r.html")
     assert "backward: no backward columns" in (tmp_path / "r.html").read_text()
 
@@ -183,6 +187,5 @@ def test_data_loading_is_a_row():
             optimizer.step()
             p.step()
     data = p.profiles[-1].to_dataframe().set_index("name").loc["(data loading)"]
-    assert data["op"] == "data" and data["count"] == 3
-    assert data["min"] == 0  # step 0 also holds the capture: not counted
-    assert 2_000_000 <= data["max"] < 20_000_000
+    assert data["op"] == "data" and data["count"] == 2  # step 0's call captured: not timed
+    assert 2_000_000 <= data["min"] <= data["max"] < 20_000_000  # (the claim ran at capture)

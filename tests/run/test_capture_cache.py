@@ -43,7 +43,7 @@ def test_a_second_block_reuses_the_capture_and_gives_the_same_output():
     assert not cached
     second, cached, p = _block(model, x)
     assert cached and torch.equal(first, second) and torch.equal(second, model(x))
-    assert "(capture fx from the cache in " in p.summary()
+    assert "(capture dynamo from the cache in " in p.summary()
     assert p.profiles[0].n_runs == 1 and p.profiles[0].n_nodes == 2
     _, cached, _ = _block(model, torch.randn(3, 4))  # another signature
     assert not cached
@@ -148,7 +148,8 @@ def test_a_graph_broken_capture_is_reused_by_the_next_block_until_the_model_chan
     model.train()
     with torch.no_grad():
         _, cached, p = _block(model, x)
-    assert not cached and p.profiles[0].meta["capture_mode"] != "dynamo"  # eval mode only
+    # captured again (its one call, of several graphs, made the capture: not timed)
+    assert not cached and not p.profiles and sum(p._untimed.values()) == 1
 
 
 def test_profile_reuses_a_graph_broken_capture_until_the_model_changes(prepares):

@@ -1,0 +1,124 @@
+"""The Profiler loop is sound by construction (loop/calls.py, capture/dynamo_frame.py
+live_capture): generated forwards read and change state in every container and scope
+Python has, the state changed between calls, and each output and the state after each call
+must equal a plain twin's given the same calls; nothing raises into the caller."""
+
+import copy
+import itertools
+import sys
+import types
+
+import pytest
+import torch
+
+import pyfxprof
+
+# Where a value lives: (how to make the holder on a model, read it, write it). Each place is
+# a container or scope: an attribute, a dict, a list, a set, a tuple in a list, a nested
+# module's attribute, a registered buffer (in place), a parameter (read), a closure cell,
+# another module's global, a class attribute, a default-argument object.
+_OTHER = types.ModuleType("pyfxprof_soundness_other")
+sys.modules[_OTHER.__name__] = _OTHER
+
+
+def _closure_cell():
+    box = 1.0
+
+    def read():
+        return box
+
+    def write(value):
+        nonlocal box
+        box = value
+    return read, write
+
+
+PLACES = {
+    "attribute": (lambda m: setattr(m, "v", 1.0), lambda m: m.v, lambda m, v: setattr(m, "v", v)),
+    "dict": (lambda m: setattr(m, "d", {"v": 1.0}), lambda m: m.d["v"],
+             lambda m, v: m.d.__setitem__("v", v)),
+    "list": (lambda m: setattr(m, "l", [1.0]), lambda m: m.l[0], lambda m, v: m.l.__setitem__(0, v)),
+    "set": (lambda m: setattr(m, "s", {1.0}), lambda m: max(m.s),
+            lambda m, v: (m.s.clear(), m.s.add(v))),
+    "tuple_in_list": (lambda m: setattr(m, "t", [(1.0, 0.0)]), lambda m: m.t[0][0],
+                      lambda m, v: m.t.__setitem__(0, (v, 0.0))),
+    "nested_module": (lambda m: setattr(m.inner, "v", 1.0), lambda m: m.inner.v,
+                      lambda m, v: setattr(m.inner, "v", v)),
+    "buffer": (lambda m: m.register_buffer("b", torch.ones(())), lambda m: m.b,
+               lambda m, v: m.b.fill_(v)),
+    "parameter": (lambda m: setattr(m, "p", torch.nn.Parameter(torch.ones(()))),
+                  lambda m: m.p, lambda m, v: m.p.data.fill_(v)),
+    "closure": (lambda m: setattr(m, "cell", _closure_cell()), lambda m: m.cell[0](),
+                lambda m, v: m.cell[1](v)),
+    "other_module_global": (lambda m: setattr(_OTHER, f"v{id(m)}", 1.0),
+                            lambda m: getattr(_OTHER, f"v{id(m)}"),
+                            lambda m, v: setattr(_OTHER, f"v{id(m)}", v)),
+    "class_attribute": (lambda m: setattr(type(m), "k", 1.0), lambda m: type(m).k,
+                        lambda m, v: setattr(type(m), "k", v)),
+    "default_argument": (lambda m: None, lambda m: type(m).forward.__defaults__[0]["v"],
+                         lambda m, v: type(m).forward.__defaults__[0].__setitem__("v", v)),
+}
+# What the forward does with it: read it (a flag choosing a branch, a scale), or change it.
+USES = ("scale", "branch", "bump")
+
+
+def _model(place: str, use: str) -> torch.nn.Module:
+    """A fresh class per model (class attributes stay apart) whose forward uses `place`."""
+    make, read, write = PLACES[place]
+
+    def forward(self, x, opts={"v": 1.0}):  # noqa: B006  (a default object, on purpose)
+        value = opts["v"] if place == "default_argument" else read(self)
+        if use == "bump" and place not in ("parameter",):  # change the state in forward
+            write(self, value + 1 if not isinstance(value, torch.Tensor) else value + 0)
+            if isinstance(value, torch.Tensor):
+                value.add_(1)  # a buffer bumped in place
+        y = self.lin(x)
+        if use == "branch" and not isinstance(value, torch.Tensor):
+            return y.relu() if value > 1.5 else y.sigmoid()
+        return y * value + torch.rand_like(y) * 0  # (an RNG draw)
+
+    cls = type(f"Gen_{place}_{use}", (torch.nn.Module,), {"forward": forward})
+    model = cls.__new__(cls)
+    torch.nn.Module.__init__(model)
+    model.lin, model.inner = torch.nn.Linear(3, 3), torch.nn.Module()
+    make(model)
+    return model.eval()
+
+
+def _state(model: torch.nn.Module, place: str) -> object:
+    value = PLACES[place][1](model)
+    return value.clone() if isinstance(value, torch.Tensor) else copy.deepcopy(value)
+
+
+CASES = list(itertools.product(PLACES, USES))
+
+
+@pytest.mark.parametrize("place,use", CASES, ids=[f"{p}-{u}" for p, u in CASES])
+def test_outputs_and_state_equal_a_plain_twin(place, use):
+    torch.manual_seed(0)
+    plain = _model(place, use)
+    profiled = _model(place, use)
+    profiled.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 3)
+    changes = [None, None, 2.0, None, 0.5, None]  # the state changed between calls
+    seen = {"plain": [], "profiled": []}
+
+    def run(model, key):
+        torch.manual_seed(1)
+        for change in changes:
+            if change is not None:
+                PLACES[place][2](model, change)
+            out = model(x)
+            seen[key].append((out, _state(model, place), torch.get_rng_state()))
+
+    run(plain, "plain")
+    with pyfxprof.Profiler(profiled) as p:
+        run(profiled, "profiled")
+    for (a, sa, ra), (b, sb, rb) in zip(seen["plain"], seen["profiled"]):
+        assert torch.equal(a, b)
+        assert (torch.equal(sa, sb) if isinstance(sa, torch.Tensor) else sa == sb)
+        assert torch.equal(ra, rb)
+    assert profiled.forward.__func__ is type(profiled).forward  # the class's, put back
+    timed = sum(prof.n_runs for prof in p.profiles)
+    untimed = sum(p._untimed.values())
+    assert timed + untimed == len(changes)  # every call timed, or counted with its reason
