@@ -70,6 +70,17 @@ def _in_unit(magnitude: float, precision: int) -> tuple[str, str]:
     return _significant(magnitude / scale, precision), unit
 
 
+def time_unit(largest: float) -> tuple[str, float]:
+    """The largest unit in which ``largest`` ns is at least 1 (ns for 0 or NaN), as (name,
+    ns per unit): one scale for a whole axis or column.
+
+    Example:
+        >>> time_unit(2_500_000), time_unit(999), time_unit(float("nan"))
+        (('ms', 1000000.0), ('ns', 1.0), ('ns', 1.0))
+    """
+    return next(((u, s) for u, s in reversed(_UNITS) if largest >= s), _UNITS[0])
+
+
 def format_pct(pct, precision: int = 1) -> str:
     """Format a percentage given in percent (0..100, not a fraction).
 

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..data.units import time_unit
 from ..errors import ArgumentError, first_line
 from .fusion import FusionReport, fuse_conv_bn, max_abs_difference
 
@@ -98,7 +99,7 @@ class FusionBenchmark:
 
     def format(self) -> str:
         """The result as a table plus verdict lines. Example: `print(bench.format())`."""
-        scale, unit = _unit(self.median_ns(UNFUSED))
+        unit, scale = time_unit(self.median_ns(UNFUSED))
         lines = [
             f"Conv/BN fusion benchmark: wall time per forward call, {self.runs} runs "
             f"(+{self.warmup} warmup) interleaved round-robin, torch.inference_mode, "
@@ -210,11 +211,3 @@ def _time_interleaved(variants: dict, inputs: tuple, runs: int, warmup: int) -> 
             gc.enable()
     return samples
 
-
-def _unit(ns: float) -> tuple[float, str]:
-    """Scale and unit name for displaying times of magnitude `ns`."""
-    if ns >= 1e6:
-        return 1e6, "ms"
-    if ns >= 1e3:
-        return 1e3, "us"
-    return 1.0, "ns"

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from ..data.units import time_unit
+from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .safe_text import figure_text
 
 from ..errors import ArgumentError

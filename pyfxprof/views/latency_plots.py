@@ -14,7 +14,8 @@ import numpy as np
 from ..data.files import PathLike
 from ..data.latency import QUANTILES
 from ..errors import PyfxprofError
-from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from ..data.units import time_unit
+from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .safe_text import figure_text
 
 if TYPE_CHECKING:
