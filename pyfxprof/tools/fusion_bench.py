@@ -11,8 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import gc
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -22,6 +20,7 @@ from torch import nn
 
 from ..data.units import time_unit
 from ..errors import ArgumentError, first_line
+from ..timing.wall_clock import gc_paused, timed_calls
 from .fusion import FusionReport, fuse_conv_bn, max_abs_difference
 
 __all__ = ["FusionBenchmark", "benchmark_fusion"]
@@ -193,21 +192,12 @@ def _time_interleaved(variants: dict, inputs: tuple, runs: int, warmup: int) -> 
     """One call per variant per run, order rotated each run; int64 ns per call."""
     names = list(variants)
     samples = {name: np.empty(runs, dtype=np.int64) for name in names}
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        with torch.inference_mode():
-            for i in range(warmup + runs):
-                k = i % len(names)
-                for name in names[k:] + names[:k]:
-                    fn = variants[name]
-                    start = time.perf_counter_ns()
-                    fn(*inputs)
-                    elapsed = time.perf_counter_ns() - start
-                    if i >= warmup:
-                        samples[name][i - warmup] = elapsed
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    with gc_paused(), torch.inference_mode():
+        for i in range(warmup + runs):
+            k = i % len(names)
+            for name in names[k:] + names[:k]:
+                elapsed = timed_calls(variants[name], inputs)[0]
+                if i >= warmup:
+                    samples[name][i - warmup] = elapsed
     return samples
 
