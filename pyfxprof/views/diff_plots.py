@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.units import time_unit
+from .elide import elide
 from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .safe_text import figure_text
 
@@ -55,7 +56,7 @@ def node_label(key) -> str:
 def _label(key) -> str:
     """A y-axis label: :func:`node_label`, long ones keep their tail (the node name)."""
     text = node_label(key)
-    return figure_text(text if len(text) <= MAX_LABEL else "…" + text[-(MAX_LABEL - 1):])
+    return figure_text(elide(text, MAX_LABEL, keep_tail=True))
 
 
 def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quantity: str,
