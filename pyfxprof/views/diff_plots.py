@@ -6,7 +6,7 @@ module's call. matplotlib is imported lazily and drawn with its Agg canvas, so
 no global backend is changed and no display is needed.
 
 Example:
-    >>> df = diff("before.json", "after.json").compare()      # doctest: +SKIP
+    >>> df = diff("before.json", "after.json").changes()      # doctest: +SKIP
     >>> visualize_duration_diff(df, "duration.png", top=15)    # doctest: +SKIP
 """
 
@@ -26,7 +26,7 @@ from ..errors import ArgumentError
 def _check(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ArgumentError(f"df must come from ProfileDiff.compare(); missing columns {missing}")
+        raise ArgumentError(f"df must come from ProfileDiff.changes(); missing columns {missing}")
 
 
 def _top_rows(df: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
@@ -90,11 +90,11 @@ def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quant
 def visualize_duration_diff(df: pd.DataFrame, path=None, top: int = 20):
     """Median time per run of the ``top`` rows with the largest |diff_duration|.
 
-    df: a ProfileDiff.compare() frame (labels from ``df.attrs["labels"]``).
+    df: a ProfileDiff.changes() frame (labels from ``df.attrs["labels"]``).
     path: where to save the image (format from the suffix, e.g. .png, .svg); None: don't save.
     Returns the matplotlib Figure.
 
-    >>> fig = visualize_duration_diff(d.compare(by="module", depth=2), "dur.png")  # doctest: +SKIP
+    >>> fig = visualize_duration_diff(d.changes(by="module", depth=2), "dur.png")  # doctest: +SKIP
     """
     columns = ("median_control", "median_test", "diff_duration")
     _check(df, columns + ("change",))
@@ -121,7 +121,7 @@ def visualize_counts_diff(df: pd.DataFrame, path=None, top: int = 20):
 
     Same arguments and result as :func:`visualize_duration_diff`.
 
-    >>> fig = visualize_counts_diff(d.compare(by="target"), "counts.png")  # doctest: +SKIP
+    >>> fig = visualize_counts_diff(d.changes(by="target"), "counts.png")  # doctest: +SKIP
     """
     columns = ("counts_control", "counts_test", "diff_counts")
     _check(df, columns)
