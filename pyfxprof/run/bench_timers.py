@@ -13,7 +13,7 @@ import torch.fx as fx
 from torch.fx.node import Argument
 
 from ..timing.executors import CodegenExecutor
-from ..timing.wall_clock import timed_calls
+from ..timing.call_timer import timed_calls
 
 #: A block aims at this much time (ns) of calls ...
 BLOCK_NS = 500_000

@@ -20,7 +20,7 @@ from torch import nn
 
 from ..data.units import time_unit
 from ..errors import ArgumentError, first_line
-from ..timing.wall_clock import gc_paused, timed_calls
+from ..timing.call_timer import gc_paused, timed_calls
 from .fusion import FusionReport, fuse_conv_bn, max_abs_difference
 
 __all__ = ["FusionBenchmark", "benchmark_fusion"]

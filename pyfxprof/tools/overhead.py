@@ -25,7 +25,7 @@ from ..data.units import format_ns
 from ..errors import PyfxprofError
 from ..timing.executors import CodegenExecutor
 from ..timing.interpreter import ProfilingInterpreter
-from ..timing.wall_clock import gc_paused, timed_calls
+from ..timing.call_timer import gc_paused, timed_calls
 from .baseline import TimeTimeInterpreter
 
 PLAIN = "plain GraphModule"

@@ -1,4 +1,4 @@
-"""Tests of pyfxprof.timing.wall_clock: the GC pause and the loop timing calls on a clock."""
+"""Tests of pyfxprof.timing.call_timer: the GC pause and the loop timing calls on a clock."""
 
 import gc
 import itertools
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pyfxprof import _C
-from pyfxprof.timing.wall_clock import gc_paused, timed_calls
+from pyfxprof.timing.call_timer import gc_paused, timed_calls
 
 
 @pytest.mark.parametrize("enabled, collect", itertools.product([True, False], repeat=2))
