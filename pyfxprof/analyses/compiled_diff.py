@@ -17,11 +17,10 @@ import pandas as pd
 from .. import served_methods
 from ..data.profile import Profile
 from ..data.rungs import INDUCTOR
-from ..data.units import format_ns, format_pct
+from ..data.units import elide, format_ns, format_pct
 from ..data.validate import OUTSIDE_KERNELS
 from ..errors import PyfxprofError
 from ..views.compiled_diff_text import cell
-from ..views.elide import elide
 
 #: The capture mode of a compiled profile.
 

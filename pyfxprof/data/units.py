@@ -1,5 +1,5 @@
 """Human-readable formatting of durations (int64 ns internally), percentages and counts
-(FLOPs, bytes) with SI prefixes.
+(FLOPs, bytes) with SI prefixes, and text cut to a column's width with "…".
 
 Units change only here, at the edge: everything else in pyfxprof works in nanoseconds.
 """
@@ -136,3 +136,18 @@ def plural(count: int, noun: str) -> str:
     ('1 run', '3 nodes', '0 slow runs')
     """
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def elide(text: str, width: int, keep_tail: bool = False) -> str:
+    """``text`` as it is when it fits ``width`` characters, else cut to ``width`` with "…"
+    last, or first when ``keep_tail`` (a name or path, whose end tells most).
+
+    Example:
+        >>> elide("abcdef", 4), elide("abcdef", 4, keep_tail=True), elide("abc", 4)
+        ('abc…', '…def', 'abc')
+    """
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:max(width, 0)]
+    return "…" + text[len(text) - width + 1:] if keep_tail else text[:width - 1] + "…"

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..data.units import format_ns, format_pct
-from .elide import elide
+from ..data.units import elide, format_ns, format_pct
 from .report_header import numeric_mode_difference
 
 if TYPE_CHECKING:

@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data.units import time_unit
-from .elide import elide
+from ..data.units import elide, time_unit
 from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .safe_text import figure_text
 

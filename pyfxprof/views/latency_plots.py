@@ -14,8 +14,7 @@ import numpy as np
 from ..data.files import PathLike
 from ..data.latency import QUANTILES
 from ..errors import PyfxprofError
-from ..data.units import time_unit
-from .elide import elide
+from ..data.units import elide, time_unit
 from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .safe_text import figure_text
 

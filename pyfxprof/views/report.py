@@ -14,9 +14,8 @@ from ..data import rollup
 from ..stats.node_statistics import (STAT_COLUMNS, STAT_UNITS, STATISTICS,
                                      backward_statistics, cumulative_pct, group_samples,
                                      node_statistics, noisy_mask, relative_iqr, with_flop_rate)
-from ..data.units import MISSING, format_ns, format_pct, format_si
+from ..data.units import MISSING, elide, format_ns, format_pct, format_si
 from ..errors import ArgumentError, PyfxprofError
-from .elide import elide
 from .outside_rows import with_function_rows
 from .report_header import profile_header
 from .report_render import View, render_html, render_text, terminal_width

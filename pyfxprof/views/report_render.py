@@ -10,7 +10,7 @@ import sys
 import textwrap
 from dataclasses import dataclass, field, replace
 
-from .elide import elide
+from ..data.units import elide
 from .safe_text import is_terminal_safe, terminal_line, terminal_text, xml_text
 
 #: Narrowest a text column is cut to when a table must fit the terminal.

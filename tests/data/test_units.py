@@ -2,8 +2,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
-from pyfxprof.data.units import format_flops, format_ns, format_pct, format_si, time_unit
+from pyfxprof.data.units import format_flops, format_ns, format_pct, elide, format_si, time_unit
 
 
 @pytest.mark.parametrize("ns, text", [
@@ -114,3 +115,26 @@ def test_time_unit_reads_between_1_and_1000_and_agrees_with_format_ns(exponent):
 @pytest.mark.parametrize("missing", [0.0, float("nan"), -5.0])
 def test_time_unit_of_nothing_is_ns(missing):
     assert time_unit(missing) == ("ns", 1.0)
+
+
+@given(st.text(max_size=60), st.integers(min_value=0, max_value=70), st.booleans())
+def test_elide_fits_the_width_and_keeps_what_it_says(text, width, keep_tail):
+    out = elide(text, width, keep_tail=keep_tail)
+    if len(text) <= width:
+        assert out == text
+        return
+    assert len(out) == width
+    if width >= 1:
+        kept = out[1:] if keep_tail else out[:-1]
+        assert out[0 if keep_tail else -1] == "…"
+        assert (text.endswith(kept) if keep_tail else text.startswith(kept))
+
+
+@pytest.mark.parametrize("text, width, keep_tail, expected", [
+    ("layer1.0.conv1", 8, False, "layer1.…"),
+    ("layer1.0.conv1", 8, True, "…0.conv1"),
+    ("abc", 1, True, "…"),
+    ("abc", 3, True, "abc"),
+])
+def test_elide_examples(text, width, keep_tail, expected):
+    assert elide(text, width, keep_tail) == expected
