@@ -129,7 +129,7 @@ class LeafNet(torch.nn.Module):
 
 def target_change(diff) -> float:
     """The target block's change as the comparison estimates it (its module row)."""
-    return float(diff.compare(by="module", depth=2).loc["blocks.6", "rel_change"])
+    return float(diff.changes(by="module", depth=2).loc["blocks.6", "rel_change"])
 
 
 def total_change(diff) -> float:
@@ -191,7 +191,7 @@ def models(name: str, power_change: float = 0.05, whole_change: float = 0.02):
 
 
 def flagged(diff, **view) -> bool:
-    return bool(diff.compare(**view)["change"].isin(FLAGGED).any())
+    return bool(diff.changes(**view)["change"].isin(FLAGGED).any())
 
 
 def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
@@ -214,7 +214,7 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
                                 runs_per_block=args.runs_per_block, copies=args.copies,
                                 progress=False, seed=trial, **settings)
         counts["blocks (mean)"] += len(set(diff.control.meta["ab"]["blocks"])) / args.trials
-        modules = diff.compare(by="module", depth=2)
+        modules = diff.changes(by="module", depth=2)
         total = diff.totals()
         counts[f"total {total['change']}"] += 1
         node_flag, module_flag = flagged(diff), bool(modules["change"].isin(FLAGGED).any())
@@ -232,7 +232,7 @@ def interleaved(control, make_test, inputs, scenario: str, args) -> Counter:
             counts["whole slower"] += total["change"] == "+"
             counts["whole interval above 0"] += total["ci_low"] > 0
             counts["whole estimate %"] += round(100 * total["rel_change"], 2) / args.trials
-        rows = diff.compare()
+        rows = diff.changes()
         named = list(rows.index[rows["change"].isin(FLAGGED)])[:3]
         target = (f"; target {_verdict_text(modules.loc['blocks.6'])}"
                   if scenario.startswith("power") else "")

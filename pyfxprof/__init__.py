@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, TypeVar
 
 __version__ = "0.1.0"
@@ -37,7 +38,8 @@ if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _
     from .analyses.diff import ProfileDiff as ProfileDiff
     from .analyses.diff import diff as diff
     from .capture.inputs import BoundInputs as BoundInputs
-    from .data.bench_compare import Compare as Compare
+    from .data.bench_compare import BenchGrid as BenchGrid
+    from .data.bench_compare import BenchGrid as Compare  # deprecated (_DEPRECATED)
     from .data.measurement import Measurement as Measurement
     from .data.persist import load_profile as load
     from .data.profile import Profile as Profile
@@ -45,7 +47,8 @@ if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _
     from .data.rank_profiles import load_rank_profiles as load_rank_profiles
     from .errors import PyfxprofError as PyfxprofError
     from .loop.profiler import Profiler as Profiler
-    from .loop.ranges import Range as range
+    from .loop.ranges import Range as range  # deprecated (_DEPRECATED)
+    from .loop.ranges import Range as record_range
     from .loop.schedule import ProfilerAction as ProfilerAction
     from .loop.schedule import schedule as schedule
     from .run.bench import bench as bench
@@ -69,8 +72,8 @@ if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _
 _PUBLIC = {
     "Advice": ("analyses.advisor", "Advice"),
     "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
+    "BenchGrid": ("data.bench_compare", "BenchGrid"),  # Measurements as one grid
     "CaptureOptions": ("run.arguments", "CaptureOptions"),  # profile()'s capture keywords
-    "Compare": ("data.bench_compare", "Compare"),  # Measurements as one grid
     "CompiledDiff": ("analyses.compiled_diff", "CompiledDiff"),  # eager vs compiled, per module
     "FusionBenchmark": ("tools.fusion_bench", "FusionBenchmark"),
     "FusionError": ("tools.fusion", "FusionError"),
@@ -99,7 +102,7 @@ _PUBLIC = {
     "machine_peaks": ("run.machine_peaks", "machine_peaks"),  # measured roofs, cached
     "max_abs_difference": ("tools.fusion", "max_abs_difference"),
     "profile": ("run.runner", "profile"),
-    "range": ("loop.ranges", "Range"),  # like torch.profiler's record_function
+    "record_range": ("loop.ranges", "Range"),  # like torch.profiler's record_function
     "register_rule": ("analyses.advisor", "register_rule"),
     "schedule": ("loop.schedule", "schedule"),
     "sweep": ("run.sweep", "sweep"),  # profiles at several batch sizes, fixed vs per-item cost
@@ -148,9 +151,12 @@ _METHODS = {
     "Measurement.__str__": ("views.bench_text", "render_measurement"),
     "Measurement.__repr__": ("views.bench_text", "measurement_repr"),
     "Measurement._repr_html_": ("views.bench_text", "measurement_html"),
-    "Compare.__str__": ("views.bench_text", "render_compare"),
-    "Compare._repr_html_": ("views.bench_text", "compare_html"),
+    "BenchGrid.__str__": ("views.bench_text", "render_bench_grid"),
+    "BenchGrid._repr_html_": ("views.bench_text", "bench_grid_html"),
 }
+#: Old public name -> its new name: still served for one release, with a DeprecationWarning,
+#: and left out of __all__ (``range`` would shadow the builtin under ``import *``).
+_DEPRECATED = {"Compare": "BenchGrid", "range": "record_range"}
 
 __all__ = sorted(_PUBLIC)
 #: A class given to served_methods (returned as itself, so type checkers keep its type).
@@ -192,7 +198,12 @@ def served_methods(cls: ServedClass) -> ServedClass:
 
 
 def __getattr__(name: str):
-    """Import the module behind a public name on first use, then keep the name here."""
+    """Import the module behind a public name on first use, then keep the name here; an old
+    name in _DEPRECATED warns and gives its new name's value (not kept, so it warns each time)."""
+    if name in _DEPRECATED:
+        warnings.warn(f"pyfxprof.{name} is deprecated and will be removed in the next release; "
+                      f"use pyfxprof.{_DEPRECATED[name]}", DeprecationWarning, stacklevel=2)
+        return __getattr__(_DEPRECATED[name])
     try:
         module, attribute = _PUBLIC[name]
     except KeyError:

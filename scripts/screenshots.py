@@ -32,7 +32,7 @@ CELLS = [
     "d = pyfxprof.diff(prof, fused, labels=('eager', 'fused'))\n"
     "d",
     "from pyfxprof.views.diff_plots import visualize_duration_diff\n"
-    "visualize_duration_diff(d.compare(), top=6)",
+    "visualize_duration_diff(d.changes(), top=6)",
     "prof.advise()",
 ]
 

@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The public API: these names stay exactly as they are (docs/architecture.md, "The package root").
 PUBLIC = {"profile", "Profile", "load", "diff", "ProfileDiff", "Profiler", "ProfilerAction",
-          "schedule", "range", "ProfilingInterpreter", "fuse_conv_bn", "FusionError",
+          "schedule", "record_range", "ProfilingInterpreter", "fuse_conv_bn", "FusionError",
           "FusionReport", "max_abs_difference", "FusionBenchmark", "benchmark_fusion", "advise",
           "Advice", "Suggestion", "register_rule", "PyfxprofError"}
-PUBLIC |= {"bench", "bench_grid", "Compare", "Measurement"}  # microbenchmarks (docs/bench.md)
+PUBLIC |= {"bench", "bench_grid", "BenchGrid", "Measurement"}  # microbenchmarks (docs/bench.md)
 
 #: Run first in a subprocess: a meta-path finder that makes importing these modules fail.
 BLOCKER = """
@@ -47,8 +47,26 @@ def test_public_names_are_exactly_the_documented_ones_and_all_resolve():
     for name in pyfxprof.__all__:
         assert getattr(pyfxprof, name) is not None
     assert pyfxprof.load is pyfxprof.data.persist.load_profile
-    assert pyfxprof.range is pyfxprof.loop.ranges.Range
+    assert pyfxprof.record_range is pyfxprof.loop.ranges.Range
     assert callable(pyfxprof.profile) and callable(pyfxprof.diff) and callable(pyfxprof.schedule)
+
+
+@pytest.mark.parametrize("old, new", sorted(pyfxprof._DEPRECATED.items()))
+def test_deprecated_names_warn_naming_the_new_one_and_stay_out_of_all(old, new):
+    for _ in range(2):  # warns at every use, not only the first
+        with pytest.warns(DeprecationWarning, match=rf"pyfxprof\.{old} is deprecated.*"
+                                                   rf"use pyfxprof\.{new}$"):
+            value = getattr(pyfxprof, old)
+        assert value is getattr(pyfxprof, new)
+    assert old not in pyfxprof.__all__ and new in pyfxprof.__all__
+    namespace: dict = {}
+    exec("from pyfxprof import *", namespace)
+    assert old not in namespace and new in namespace
+
+
+def test_star_import_does_not_shadow_builtins():
+    import builtins
+    assert not set(pyfxprof.__all__) & set(dir(builtins))
 
 
 def test_unknown_names_raise_attribute_error():

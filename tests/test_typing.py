@@ -41,12 +41,14 @@ def type_checking_block(body: list[ast.stmt]) -> list[ast.stmt]:
 
 def test_the_root_imports_every_public_name_for_static_tools():
     """``from .data.profile import Profile as Profile`` under TYPE_CHECKING for each _PUBLIC row
-    (so mypy, pyright and jedi resolve ``pyfxprof.profile``), and nothing else."""
+    (so mypy, pyright and jedi resolve ``pyfxprof.profile``), each deprecated name as its new
+    name's row, and nothing else."""
     tree = ast.parse((ROOT / "pyfxprof" / "__init__.py").read_text(encoding="utf-8"))
     declared = {alias.asname: (node.module, alias.name)
                 for node in type_checking_block(tree.body) if isinstance(node, ast.ImportFrom)
                 for alias in node.names}
-    assert declared == dict(pyfxprof._PUBLIC)
+    deprecated = {old: pyfxprof._PUBLIC[new] for old, new in pyfxprof._DEPRECATED.items()}
+    assert declared == {**pyfxprof._PUBLIC, **deprecated}
 
 
 def class_node(owner: str) -> tuple[str, ast.ClassDef]:

@@ -17,10 +17,10 @@ import pandas as pd
 from .. import served_methods
 from ..data.profile import Profile
 from ..data.rungs import INDUCTOR
-from ..data.units import format_ns, format_pct
+from ..data.units import elide, format_ns, format_pct
 from ..data.validate import OUTSIDE_KERNELS
 from ..errors import PyfxprofError
-from ..views.compiled_diff_text import cell, cut
+from ..views.compiled_diff_text import cell
 
 #: The capture mode of a compiled profile.
 
@@ -64,12 +64,12 @@ def kernel_table(profile: Profile, top: int | None = 20) -> str:
     """
     frame = kernel_frame(profile)
     frame = frame if top is None else frame.head(top)
-    shown = pd.DataFrame({"Kernel": [cut(s, 44) for s in frame["name"]],
+    shown = pd.DataFrame({"Kernel": [elide(s, 44) for s in frame["name"]],
                           "Kind": frame["kind"], "Median": frame["median_ns"].map(format_ns),
                           "%": frame["pct"].map(format_pct),
-                          "Modules": [cut(s, 40) for s in frame["modules"]],
-                          "Source nodes": [cut(s, 36) for s in frame["source_nodes"]],
-                          "Aten ops": [cut(s, 40) for s in frame["aten_ops"]]})
+                          "Modules": [elide(s, 40) for s in frame["modules"]],
+                          "Source nodes": [elide(s, 36) for s in frame["source_nodes"]],
+                          "Aten ops": [elide(s, 40) for s in frame["aten_ops"]]})
     coverage = format_pct(100.0 * profile.meta.get("coverage", np.nan))
     known = format_pct(100.0 * provenance_coverage(profile))
     head = (f"kernels of {profile.meta.get('model', 'the model')}: median total "

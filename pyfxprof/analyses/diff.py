@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from pathlib import Path
@@ -190,7 +191,7 @@ class ProfileDiff:
     or session).
 
     >>> d = diff(control_profile, test_profile, labels=("main", "pr"))   # doctest: +SKIP
-    >>> d.compare(by="module", depth=1)                                  # doctest: +SKIP
+    >>> d.changes(by="module", depth=1)                                  # doctest: +SKIP
     """
 
     if TYPE_CHECKING:  # served through the package root's _METHODS; tests/test_typing.py
@@ -294,7 +295,7 @@ class ProfileDiff:
         columns["change"][~test.present] = "removed"
         return columns
 
-    def compare(self, by: str = "node", depth: int | None = None) -> pd.DataFrame:
+    def changes(self, by: str = "node", depth: int | None = None) -> pd.DataFrame:
         """One row per key of the view, control keys first (execution order), then added ones.
 
         by: "node" (index "module_path/name", or the name at the root; same node across runs
@@ -321,7 +322,7 @@ class ProfileDiff:
           backward_median_control/_test, backward_diff, backward_rel_change: training steps.
         ``df.attrs`` holds labels, runs (control, test), by, depth, testable and min_runs.
 
-        >>> df = d.compare(by="module", depth=1)                   # doctest: +SKIP
+        >>> df = d.changes(by="module", depth=1)                   # doctest: +SKIP
         >>> df.loc["layer1", ["median_control", "median_test", "change"]]  # doctest: +SKIP
         """
         _check_view(by, depth)
@@ -345,6 +346,13 @@ class ProfileDiff:
         frame.attrs.update(labels=self.labels, runs=(self.control.n_runs, self.test.n_runs),
                            by=by, depth=depth, testable=self.testable, min_runs=self.min_runs)
         return frame
+
+    def compare(self, by: str = "node", depth: int | None = None) -> pd.DataFrame:
+        """Deprecated name of :meth:`changes` (a DataFrame; ``pyfxprof.compare`` is the A/B
+        run), kept for one release: warns, then returns ``self.changes(by, depth)``."""
+        warnings.warn("ProfileDiff.compare() is deprecated and will be removed in the next "
+                      "release; use ProfileDiff.changes()", DeprecationWarning, stacklevel=2)
+        return self.changes(by, depth)
 
     def _with_fused(self, frame: pd.DataFrame, control_keys: list) -> pd.DataFrame:
         """Rows removed because the test folded their BN into a conv: change "fused" and
@@ -395,7 +403,7 @@ class ProfileDiff:
         >>> d.ops_diff()["increased"]       # doctest: +SKIP
         ['layer1.0.conv1/layer1_0_conv1']
         """
-        change = self.compare(by, depth)["change"]
+        change = self.changes(by, depth)["change"]
         result: dict[str, list] = {category: [] for category in OPS_DIFF_CATEGORIES.values()}
         for key, value in change.items():
             result[OPS_DIFF_CATEGORIES[value]].append(key)
@@ -410,7 +418,7 @@ class ProfileDiff:
         ['node layer1.0.conv1/layer1_0_conv1: 1.00 ms → 2.00 ms (+100.0%, p 0.00018)']
         """
         totals = pd.DataFrame([self.totals()], index=["total run time"])
-        frame = self.compare()
+        frame = self.changes()
         nodes = frame[(frame["pct_control"] >= min_share) & frame["change"].isin(["+", "-", "="])]
         rows = pd.concat([totals, nodes[totals.columns].set_axis("node " + nodes.index)])
         slower = rows[(rows["rel_change"] >= threshold) & (rows["change"] == "+")]

@@ -1,4 +1,4 @@
-"""Compare: several Measurements laid out as one grid, rows and columns by parameter, each
+"""BenchGrid: several Measurements laid out as one grid, rows and columns by parameter, each
 cell marked when its median differs significantly from its left neighbour's (docs/bench.md)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def value_text(value) -> str:
 
 @served_methods
 @dataclass(eq=False)
-class Compare:
+class BenchGrid:
     """Measurements as one table: a row per value of every parameter but the last (and per
     label, when they differ), a column per value of the last parameter, in first-seen order.
     A cell is marked when the 95% intervals of its median and of the median of the cell to
@@ -36,7 +36,7 @@ class Compare:
         >>> import numpy as np
         >>> ms = [Measurement("add", np.full((8, 2), t), np.full(8, 2 * t), params={"n": n, "dtype": d})
         ...       for n, d, t in [(1, "f32", 100), (1, "f64", 100), (2, "f32", 200)]]
-        >>> c = Compare(ms)
+        >>> c = BenchGrid(ms)
         >>> c.row_keys, c.column_keys, c.marked(ms[1]), c.cell(("2",), "f64")
         ([('1',), ('2',)], ['f32', 'f64'], False, None)
     """

@@ -2,7 +2,7 @@
 module tree with inclusive times.
 
 Depth counts the components of a node's ``module_path``: at depth 1 ``layer1.0.conv1`` rolls up
-into ``layer1``, at depth 2 into ``layer1.0`` (the same cut as ``Diff.compare(by="module")``).
+into ``layer1``, at depth 2 into ``layer1.0`` (the same cut as ``Diff.changes(by="module")``).
 A node whose module is shallower than the depth stays in its own module; when that module
 also has deeper nodes, its row is labelled ``<path> (self)`` so that every row is either a
 module's inclusive time or a module's own nodes, and rows add up to the total.

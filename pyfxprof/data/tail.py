@@ -17,8 +17,6 @@ from ..errors import ArgumentError, fraction
 
 #: Name of the row for time between nodes (run total minus the sum of the node samples).
 BETWEEN_NODES = "(between nodes)"
-#: Columns of :func:`tail_attribution`, after the identity columns name/op/target.
-TAIL_COLUMNS = ("median", "tail", "excess", "share", "var_share")
 SORT_KEYS = ("excess", "var_share")
 
 

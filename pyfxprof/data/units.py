@@ -1,5 +1,5 @@
 """Human-readable formatting of durations (int64 ns internally), percentages and counts
-(FLOPs, bytes) with SI prefixes.
+(FLOPs, bytes) with SI prefixes, and text cut to a column's width with "…".
 
 Units change only here, at the edge: everything else in pyfxprof works in nanoseconds.
 """
@@ -70,6 +70,17 @@ def _in_unit(magnitude: float, precision: int) -> tuple[str, str]:
     return _significant(magnitude / scale, precision), unit
 
 
+def time_unit(largest: float) -> tuple[str, float]:
+    """The largest unit in which ``largest`` ns is at least 1 (ns for 0 or NaN), as (name,
+    ns per unit): one scale for a whole axis or column.
+
+    Example:
+        >>> time_unit(2_500_000), time_unit(999), time_unit(float("nan"))
+        (('ms', 1000000.0), ('ns', 1.0), ('ns', 1.0))
+    """
+    return next(((u, s) for u, s in reversed(_UNITS) if largest >= s), _UNITS[0])
+
+
 def format_pct(pct, precision: int = 1) -> str:
     """Format a percentage given in percent (0..100, not a fraction).
 
@@ -125,3 +136,18 @@ def plural(count: int, noun: str) -> str:
     ('1 run', '3 nodes', '0 slow runs')
     """
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def elide(text: str, width: int, keep_tail: bool = False) -> str:
+    """``text`` as it is when it fits ``width`` characters, else cut to ``width`` with "…"
+    last, or first when ``keep_tail`` (a name or path, whose end tells most).
+
+    Example:
+        >>> elide("abcdef", 4), elide("abcdef", 4, keep_tail=True), elide("abc", 4)
+        ('abc…', '…def', 'abc')
+    """
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:max(width, 0)]
+    return "…" + text[len(text) - width + 1:] if keep_tail else text[:width - 1] + "…"

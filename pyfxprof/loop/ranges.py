@@ -1,5 +1,5 @@
-"""User ranges (`with pyfxprof.range("data"):`): begin/end marks per named range, recorded only
-while a Profiler is recording, paired back into spans and turned into per-step Profile rows.
+"""User ranges (`with pyfxprof.record_range("data"):`): begin/end marks per named range,
+recorded only while a Profiler is recording, paired back into spans and turned into per-step Profile rows.
 
 A range marks nothing unless some Profiler is in a RECORD step, so ranges left in library
 code cost one flag check and never fill the record buffer. Each name gets one id from a block
@@ -62,7 +62,7 @@ _REGISTRY = _Registry()
 
 
 class Range(contextlib.ContextDecorator):
-    """A named user range: a context manager or a decorator (exported as ``pyfxprof.range``).
+    """A named user range: a context manager or a decorator (``pyfxprof.record_range``).
 
     While a Profiler records, entering marks RANGE_BEGIN and leaving marks RANGE_END with
     the name's id; otherwise both are a flag check. Ranges nest, and the same name may nest
@@ -104,7 +104,7 @@ class Range(contextlib.ContextDecorator):
         return False
 
     def __repr__(self) -> str:
-        return f"pyfxprof.range({self.name!r})"
+        return f"pyfxprof.record_range({self.name!r})"
 
 
 def start_recording() -> None:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..data.bench_compare import Compare
+from ..data.bench_compare import BenchGrid
 from ..data.measurement import Measurement
 from ..errors import ArgumentError, whole_number
 from .bench_session import BenchSession
@@ -59,9 +59,9 @@ def bench(fn: Callable, *args: Any, target: float = 0.01, budget: float = 2.0,
     return bench_cells([cell], **options).measurements[0]
 
 
-def bench_cells(cells: list[tuple], **options: Any) -> Compare:
+def bench_cells(cells: list[tuple], **options: Any) -> BenchGrid:
     """bench() of several callables at once, their rounds of blocks taking turns (so a drift
-    of the machine reaches every cell alike), as one Compare. Each cell is (fn, args, kwargs,
+    of the machine reaches every cell alike), as one BenchGrid. Each cell is (fn, args, kwargs,
     threads, label or None, params); `options` are bench()'s (OPTIONS).
 
     Example:
@@ -86,7 +86,7 @@ def bench_cells(cells: list[tuple], **options: Any) -> Compare:
         for threads, session in sessions:
             with _threads(threads):
                 measurements.append(session.measurement())
-    return Compare(measurements)
+    return BenchGrid(measurements)
 
 
 def _check_callable(fn: Callable, threads: int | None) -> None:
@@ -150,9 +150,9 @@ def _label_of(fn: Callable) -> str:
 
 
 def bench_grid(fn: Callable, params: dict[str, list], setup: Callable | None = None,
-               **options: Any) -> Compare:
+               **options: Any) -> BenchGrid:
     """bench() of `fn` on every combination of `params` (name -> list of values), as one
-    Compare table: rows by the first parameters, columns by the last. The cells' rounds of
+    BenchGrid table: rows by the first parameters, columns by the last. The cells' rounds of
     blocks take turns (bench_cells), so a drift of the machine reaches every cell alike.
 
     Each cell calls `fn(*setup(**cell))` when `setup` is given (it returns the inputs: a

@@ -19,7 +19,8 @@ from ..stats.order_statistics import median_interval, relative_half_width
 from ..stats.warmup import warmup_runs
 from ..errors import ArgumentError, PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
-from .bench_timers import (BASELINE_CHOICES, BlockTimer, block_size, call_once, gc_paused,
+from ..timing.call_timer import gc_paused
+from .bench_timers import (BASELINE_CHOICES, BlockTimer, block_size, call_once,
                            python_timed_blocks)
 
 #: Fewest steady blocks before a run may stop at its target.

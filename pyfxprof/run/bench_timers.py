@@ -4,10 +4,8 @@ events), and the Python baselines (time.perf_counter / time.time around each cal
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -15,6 +13,7 @@ import torch.fx as fx
 from torch.fx.node import Argument
 
 from ..timing.executors import CodegenExecutor
+from ..timing.call_timer import timed_calls
 
 #: A block aims at this much time (ns) of calls ...
 BLOCK_NS = 500_000
@@ -130,17 +129,8 @@ def python_timed_block(name: str, fn: Callable, args: tuple, kwargs: dict,
         (1,)
     """
     clock, per_call = BASELINES[name]
-    if per_call:
-        values = np.empty(calls)
-        for k in range(calls):
-            start = clock()
-            fn(*args, **kwargs)
-            values[k] = clock() - start
-        return values * 1e9
-    start = clock()
-    for _ in range(calls):
-        fn(*args, **kwargs)
-    return np.array([(clock() - start) * 1e9 / calls])
+    seconds = timed_calls(fn, args, kwargs, calls, clock, per_call)
+    return seconds * 1e9 if per_call else seconds * 1e9 / calls
 
 
 def python_timed_blocks(names: tuple[str, ...], fn: Callable, args: tuple, kwargs: dict,
@@ -151,26 +141,6 @@ def python_timed_blocks(names: tuple[str, ...], fn: Callable, args: tuple, kwarg
         for name in names:
             found[name].append(python_timed_block(name, fn, args, kwargs, calls))
     return found
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused inside (restored as it was after), as
-    timeit, and so torch.utils.benchmark, pause it around each timed block: a collection
-    that a block's allocations trigger would land in that block.
-
-    Example:
-        >>> with gc_paused():
-        ...     gc.isenabled()
-        False
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def call_once(fn: Callable, args: tuple, kwargs: dict) -> tuple[Any, float]:

@@ -11,8 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import gc
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -20,7 +18,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..data.units import time_unit
 from ..errors import ArgumentError, first_line
+from ..timing.call_timer import gc_paused, timed_calls
 from .fusion import FusionReport, fuse_conv_bn, max_abs_difference
 
 __all__ = ["FusionBenchmark", "benchmark_fusion"]
@@ -98,7 +98,7 @@ class FusionBenchmark:
 
     def format(self) -> str:
         """The result as a table plus verdict lines. Example: `print(bench.format())`."""
-        scale, unit = _unit(self.median_ns(UNFUSED))
+        unit, scale = time_unit(self.median_ns(UNFUSED))
         lines = [
             f"Conv/BN fusion benchmark: wall time per forward call, {self.runs} runs "
             f"(+{self.warmup} warmup) interleaved round-robin, torch.inference_mode, "
@@ -192,29 +192,12 @@ def _time_interleaved(variants: dict, inputs: tuple, runs: int, warmup: int) -> 
     """One call per variant per run, order rotated each run; int64 ns per call."""
     names = list(variants)
     samples = {name: np.empty(runs, dtype=np.int64) for name in names}
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        with torch.inference_mode():
-            for i in range(warmup + runs):
-                k = i % len(names)
-                for name in names[k:] + names[:k]:
-                    fn = variants[name]
-                    start = time.perf_counter_ns()
-                    fn(*inputs)
-                    elapsed = time.perf_counter_ns() - start
-                    if i >= warmup:
-                        samples[name][i - warmup] = elapsed
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    with gc_paused(), torch.inference_mode():
+        for i in range(warmup + runs):
+            k = i % len(names)
+            for name in names[k:] + names[:k]:
+                elapsed = timed_calls(variants[name], inputs)[0]
+                if i >= warmup:
+                    samples[name][i - warmup] = elapsed
     return samples
 
-
-def _unit(ns: float) -> tuple[float, str]:
-    """Scale and unit name for displaying times of magnitude `ns`."""
-    if ns >= 1e6:
-        return 1e6, "ms"
-    if ns >= 1e3:
-        return 1e3, "us"
-    return 1.0, "ns"

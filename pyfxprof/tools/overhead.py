@@ -5,13 +5,11 @@ holds zero (docs/overhead.md)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import math
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -27,6 +25,7 @@ from ..data.units import format_ns
 from ..errors import PyfxprofError
 from ..timing.executors import CodegenExecutor
 from ..timing.interpreter import ProfilingInterpreter
+from ..timing.call_timer import gc_paused, timed_calls
 from .baseline import TimeTimeInterpreter
 
 PLAIN = "plain GraphModule"
@@ -138,12 +137,7 @@ def _block_median(call: Callable[[], Any], calls: int) -> int:
     True
     """
     call()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter_ns()
-        call()
-        times.append(time.perf_counter_ns() - start)
-    return int(np.median(times))
+    return int(np.median(timed_calls(call, calls=calls)))
 
 
 def _between_rounds(executors: list) -> None:
@@ -152,18 +146,6 @@ def _between_rounds(executors: list) -> None:
     for executor in executors:
         executor.reset()
     gc.collect()
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic GC collected once, then paused (collected only between rounds), so its
-    pauses land in no block."""
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _torch_profiler_block(call: Callable[[], Any]) -> Callable[[int], int]:
@@ -260,7 +242,7 @@ def compare_overhead(model: torch.nn.Module, example_inputs: Any, rounds: int = 
                                 "(its graph only passes inputs through)")
         methods, executors = _methods(gm, args, n_nodes)
         plain = lambda k: _block_median(lambda: gm(*args), k)  # noqa: E731
-        with _gc_paused():
+        with gc_paused(collect=True):
             for method in [plain, *methods.values()] if warmup else ():
                 method(warmup)
             found = paired_rounds(plain, methods, rounds, block,

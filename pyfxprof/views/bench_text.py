@@ -1,4 +1,4 @@
-"""Measurements (pyfxprof.bench) and Compare grids (pyfxprof.bench_grid) as text and HTML:
+"""Measurements (pyfxprof.bench) and BenchGrid grids (pyfxprof.bench_grid) as text and HTML:
 ``str(m)``, ``repr(m)``, ``m._repr_html_()``, ``str(grid)``, ``grid._repr_html_()``, served to
 the plain-data classes through the package root's ``_METHODS``."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 
-from ..data.bench_compare import NO_PARAMS, Compare
+from ..data.bench_compare import NO_PARAMS, BenchGrid
 from ..data.measurement import Measurement
 from ..data.units import format_flops, format_ns, format_pct, format_si, plural
 from ..stats.confidence import CONFIDENCE
@@ -118,7 +118,7 @@ def measurement_html(m: Measurement) -> str:
             f"<table>{body}</table></div>")
 
 
-def _grid_cells(grid: Compare) -> tuple[list[str], list[list[str]]]:
+def _grid_cells(grid: BenchGrid) -> tuple[list[str], list[list[str]]]:
     """(titles, rows) of the grid's text: row key parts, then a cell per column."""
     titles = grid.row_names + [(f"{grid.column_name}={c}" if grid.column_name != NO_PARAMS
                                 else c) + "  " for c in grid.column_keys]
@@ -133,13 +133,13 @@ def _grid_cells(grid: Compare) -> tuple[list[str], list[list[str]]]:
     return titles, rows
 
 
-def render_compare(grid: Compare) -> str:
-    """``str(Compare)``: medians per call, rows and columns by parameter, marks, a note.
+def render_bench_grid(grid: BenchGrid) -> str:
+    """``str(BenchGrid)``: medians per call, rows and columns by parameter, marks, a note.
 
     >>> import numpy as np
     >>> ms = [Measurement("add", np.full((8, 2), t), np.full(8, 2 * t), params={"n": n})
     ...       for n, t in [(1, 100), (2, 900)]]
-    >>> print(render_compare(Compare(ms)))
+    >>> print(render_bench_grid(BenchGrid(ms)))
     median per call (pyfxprof.bench)
     label     n=1       n=2
     add    100 ns    900 ns *
@@ -155,15 +155,15 @@ def render_compare(grid: Compare) -> str:
                      + _short_of_target(grid))
 
 
-def _short_of_target(grid: Compare) -> list[str]:
+def _short_of_target(grid: BenchGrid) -> list[str]:
     """A line naming the cells whose budget ran out before their target, if any."""
     short = [f"{' '.join(grid.row_key(m))} {grid.column_key(m)} ({_precision_text(m)})".strip()
              for m in grid.measurements if m.stopped != "target"]
     return [f"budget spent before the target in: {', '.join(short)}"] if short else []
 
 
-def compare_html(grid: Compare) -> str:
-    """``Compare._repr_html_``: the grid as an HTML table."""
+def bench_grid_html(grid: BenchGrid) -> str:
+    """``BenchGrid._repr_html_``: the grid as an HTML table."""
     titles, rows = _grid_cells(grid)
     head = "".join(f"<th>{html.escape(t.strip())}</th>" for t in titles)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"

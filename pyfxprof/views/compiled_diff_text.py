@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..data.units import format_ns, format_pct
+from ..data.units import elide, format_ns, format_pct
 from .report_header import numeric_mode_difference
 
 if TYPE_CHECKING:
@@ -29,13 +29,13 @@ def compiled_table(diff: CompiledDiff, top: int | None = 20) -> str:
     """
     frame = diff.frame if top is None else diff.frame.head(top)
     shown = pd.DataFrame({
-        "Module": ["(root)" if m == "" else cut(m, 36) for m in frame["module"]],
+        "Module": ["(root)" if m == "" else elide(m, 36) for m in frame["module"]],
         diff.labels[0].capitalize(): frame["eager_ns"].map(format_ns),
         diff.labels[1].capitalize(): frame["compiled_ns"].map(format_ns),
         "Saving": frame["saving_ns"].map(format_ns), "Saving %": frame["saving_pct"].map(
             format_pct),
-        "Eager ops": [cut(cell(v, 3), 30) for v in frame["ops"]],
-        "Kernels": [cut(cell(k, 2), 46) + ("*" if s else "")
+        "Eager ops": [elide(cell(v, 3), 30) for v in frame["ops"]],
+        "Kernels": [elide(cell(k, 2), 46) + ("*" if s else "")
                     for k, s in zip(frame["kernels"], frame["shared"])]})
     t = diff.totals()
     head = (f"{diff.labels[0]} {format_ns(t['eager_ns'])} -> {diff.labels[1]} "
@@ -60,13 +60,13 @@ def compiled_ops_table(diff: CompiledDiff, module: str | None = None,
     frame = frame.sort_values("saving_ns", ascending=False, kind="stable")
     frame = frame if top is None else frame.head(top)
     shown = pd.DataFrame({
-        "Module": ["(root)" if m == "" else cut(m, 32) for m in frame["module"]],
-        "Eager op": [cut(s, 24) or "-" for s in frame["eager_op"]],
+        "Module": ["(root)" if m == "" else elide(m, 32) for m in frame["module"]],
+        "Eager op": [elide(s, 24) or "-" for s in frame["eager_op"]],
         diff.labels[0].capitalize(): frame["eager_ns"].map(format_ns),
-        "Source node": [cut(s, 24) or "-" for s in frame["source_node"]],
+        "Source node": [elide(s, 24) or "-" for s in frame["source_node"]],
         diff.labels[1].capitalize(): frame["compiled_ns"].map(format_ns),
         "Saving": frame["saving_ns"].map(format_ns),
-        "Kernels": [cut(cell(k, 2), 50) or "-" for k in frame["kernels"]]})
+        "Kernels": [elide(cell(k, 2), 50) or "-" for k in frame["kernels"]]})
     return ("per op: the eager op, the source node of the compiled graph it was paired "
             "with in its module, and the kernels covering it (their time split evenly over "
             "their source nodes)\n" + shown.to_string(index=False))
@@ -77,11 +77,6 @@ def compiled_repr(diff: CompiledDiff) -> str:
     t = diff.totals()
     return (f"<{type(diff).__name__} {len(diff.frame)} modules: {format_ns(t['eager_ns'])} -> "
             f"{format_ns(t['compiled_ns'])}>")
-
-
-def cut(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, "…" last when cut: ``cut("abcdef", 4)`` -> "abc…"."""
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def cell(values: tuple | None, limit: int = 4) -> str:

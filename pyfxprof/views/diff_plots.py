@@ -6,7 +6,7 @@ module's call. matplotlib is imported lazily and drawn with its Agg canvas, so
 no global backend is changed and no display is needed.
 
 Example:
-    >>> df = diff("before.json", "after.json").compare()      # doctest: +SKIP
+    >>> df = diff("before.json", "after.json").changes()      # doctest: +SKIP
     >>> visualize_duration_diff(df, "duration.png", top=15)    # doctest: +SKIP
 """
 
@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from ..data.units import elide, time_unit
+from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .safe_text import figure_text
 
 from ..errors import ArgumentError
@@ -24,7 +25,7 @@ from ..errors import ArgumentError
 def _check(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ArgumentError(f"df must come from ProfileDiff.compare(); missing columns {missing}")
+        raise ArgumentError(f"df must come from ProfileDiff.changes(); missing columns {missing}")
 
 
 def _top_rows(df: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
@@ -54,7 +55,7 @@ def node_label(key) -> str:
 def _label(key) -> str:
     """A y-axis label: :func:`node_label`, long ones keep their tail (the node name)."""
     text = node_label(key)
-    return figure_text(text if len(text) <= MAX_LABEL else "…" + text[-(MAX_LABEL - 1):])
+    return figure_text(elide(text, MAX_LABEL, keep_tail=True))
 
 
 def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quantity: str,
@@ -88,11 +89,11 @@ def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quant
 def visualize_duration_diff(df: pd.DataFrame, path=None, top: int = 20):
     """Median time per run of the ``top`` rows with the largest |diff_duration|.
 
-    df: a ProfileDiff.compare() frame (labels from ``df.attrs["labels"]``).
+    df: a ProfileDiff.changes() frame (labels from ``df.attrs["labels"]``).
     path: where to save the image (format from the suffix, e.g. .png, .svg); None: don't save.
     Returns the matplotlib Figure.
 
-    >>> fig = visualize_duration_diff(d.compare(by="module", depth=2), "dur.png")  # doctest: +SKIP
+    >>> fig = visualize_duration_diff(d.changes(by="module", depth=2), "dur.png")  # doctest: +SKIP
     """
     columns = ("median_control", "median_test", "diff_duration")
     _check(df, columns + ("change",))
@@ -119,7 +120,7 @@ def visualize_counts_diff(df: pd.DataFrame, path=None, top: int = 20):
 
     Same arguments and result as :func:`visualize_duration_diff`.
 
-    >>> fig = visualize_counts_diff(d.compare(by="target"), "counts.png")  # doctest: +SKIP
+    >>> fig = visualize_counts_diff(d.changes(by="target"), "counts.png")  # doctest: +SKIP
     """
     columns = ("counts_control", "counts_test", "diff_counts")
     _check(df, columns)

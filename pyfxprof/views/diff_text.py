@@ -93,7 +93,7 @@ def _view(diff: ProfileDiff, sort_by: str, top: int | None, by: str,
         raise ArgumentError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise ArgumentError(f"top must be None or a positive int, got {top!r}")
-    frame = _sorted(diff.compare(by, depth), sort_by)
+    frame = _sorted(diff.changes(by, depth), sort_by)
     shown = frame if top is None else frame.iloc[:top]
     columns = _table_columns(frame, diff.labels, by)
     notes = ([f"… {len(frame) - len(shown)} more rows not shown (top={top})"]

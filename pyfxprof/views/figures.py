@@ -7,11 +7,11 @@ import io
 from pathlib import Path
 
 from ..data.files import open_output
+from ..data.units import time_unit  # noqa: F401  (views/plot.py imports it from here)
 from ..errors import PyfxprofError
 
 #: Longest bar label in characters; longer ones are cut with '…'.
 MAX_LABEL = 40
-_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
 
 
 def matplotlib_figure():
@@ -42,16 +42,6 @@ def _inline_figure_class(figure_class):
 
     return type("Figure", (figure_class,), {"_repr_png_": _repr_png_,
                                             "__module__": __name__})
-
-
-def time_unit(largest: float) -> tuple[str, float]:
-    """The largest unit in which ``largest`` ns is at least 1 (ns for 0 or NaN).
-
-    Example:
-        >>> time_unit(2_500_000)
-        ('ms', 1000000.0)
-    """
-    return next(((u, s) for u, s in _UNITS if largest >= s), ("ns", 1.0))
 
 
 def save_figure(figure, path, dpi: int = 100) -> None:

@@ -14,7 +14,8 @@ import numpy as np
 from ..data.files import PathLike
 from ..data.latency import QUANTILES
 from ..errors import PyfxprofError
-from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from ..data.units import elide, time_unit
+from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .safe_text import figure_text
 
 if TYPE_CHECKING:
@@ -40,8 +41,7 @@ def _finish(figure, path):
 
 
 def _label(name) -> str:
-    name = str(name)
-    return figure_text(name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…")
+    return figure_text(elide(str(name), MAX_LABEL))
 
 
 def plot_latency(profile: Profile, path: PathLike | None = None) -> Figure:

@@ -14,7 +14,7 @@ from ..data import rollup
 from ..stats.node_statistics import (STAT_COLUMNS, STAT_UNITS, STATISTICS,
                                      backward_statistics, cumulative_pct, group_samples,
                                      node_statistics, noisy_mask, relative_iqr, with_flop_rate)
-from ..data.units import MISSING, format_ns, format_pct, format_si
+from ..data.units import MISSING, elide, format_ns, format_pct, format_si
 from ..errors import ArgumentError, PyfxprofError
 from .outside_rows import with_function_rows
 from .report_header import profile_header
@@ -170,11 +170,8 @@ def _cell(column: str, value) -> str:
 
 def _truncate(column: str, text: str) -> str:
     width = MAX_SHAPES_WIDTH if column in ("input_shapes", "output_shapes") else MAX_CELL_WIDTH
-    if len(text) <= width:
-        return text
-    if column in _KEEP_TAIL and " (" not in text:  # a name or path; a label in prose keeps its head
-        return "…" + text[-(width - 1):]
-    return text[:width - 1] + "…"
+    # a name or path keeps its tail; a label in prose keeps its head
+    return elide(text, width, keep_tail=column in _KEEP_TAIL and " (" not in text)
 
 
 def _title(column: str, group_by: str | None) -> str:

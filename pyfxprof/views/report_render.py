@@ -10,6 +10,7 @@ import sys
 import textwrap
 from dataclasses import dataclass, field, replace
 
+from ..data.units import elide
 from .safe_text import is_terminal_safe, terminal_line, terminal_text, xml_text
 
 #: Narrowest a text column is cut to when a table must fit the terminal.
@@ -81,10 +82,6 @@ def _fit_columns(view: View, widths: list[int], width: int) -> tuple[list[int], 
     return kept, [widths[i] for i in kept]
 
 
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 def render_text(view: View, width: int | None = None) -> str:
     """The view as aligned plain text (two spaces between columns, no trailing blanks).
 
@@ -102,7 +99,7 @@ def render_text(view: View, width: int | None = None) -> str:
     right = [view.right_aligned[i] for i in kept]
 
     def line(cells) -> str:
-        cells = [_clip(cells[i], w) for i, w in zip(kept, widths)]
+        cells = [elide(cells[i], w) for i, w in zip(kept, widths)]
         padded = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
         return "  ".join(padded).rstrip()
 

@@ -67,7 +67,7 @@ def result():
 
 
 def test_known_changes_are_categorised(result):
-    df = result.compare()
+    df = result.changes()
     assert df["change"].to_dict() == {
         "conv1/conv1": "=", "bn1/bn1": "fused", "relu": "=", SLOW: "+",
         "layer1.0/layer1_0_relu": "=", NOISY: "?", "old_pool": "removed", "new_pool": "added"}
@@ -79,7 +79,7 @@ def test_known_changes_are_categorised(result):
 
 def test_noisy_node_is_unresolved_despite_a_large_relative_change():
     result = diff(*control_and_test())  # 20 runs a side
-    row = result.compare().loc[NOISY]
+    row = result.changes().loc[NOISY]
     assert abs(row["rel_change"]) >= result.min_change  # noise alone moved the median > 5%
     assert row["q_value"] > result.alpha
     assert row["ci_low"] < -result.min_change and row["ci_high"] > result.min_change
@@ -95,13 +95,13 @@ def test_ops_diff_has_tracediffs_categories(result):
 
 
 def test_bn_without_fused_pairs_is_removed():
-    df = diff(*control_and_test(fused=False)).compare()
+    df = diff(*control_and_test(fused=False)).changes()
     assert df.loc["bn1/bn1", "change"] == "removed"
     assert df.loc["bn1/bn1", "fused_into"] == ""
 
 
 def test_added_and_removed_rows_count_zero_on_the_missing_side(result):
-    df = result.compare()
+    df = result.changes()
     added, removed = df.loc["new_pool"], df.loc["old_pool"]
     assert (added["counts_control"], added["median_control"], added["total_control"]) == (0, 0, 0)
     assert added["diff_duration"] == added["median_test"] > 0
@@ -133,7 +133,7 @@ def small_pair():
 
 
 def test_hand_computed_values():
-    df = diff(*small_pair()).compare()
+    df = diff(*small_pair()).changes()
     conv = df.loc["conv/conv"]
     assert (conv["total_control"], conv["median_control"]) == (5050.0, 1000.0)
     assert (conv["total_test"], conv["median_test"]) == (10050.0, 2000.0)
@@ -162,7 +162,7 @@ def test_totals_compare_run_totals():
 def test_identical_labels_are_made_distinct():
     result = diff(*small_pair(), labels=("run", "run"))
     assert result.labels == ("run", "run (2)")
-    assert result.compare().attrs["labels"] == ("run", "run (2)")
+    assert result.changes().attrs["labels"] == ("run", "run (2)")
     assert "run median  run (2) median" in result.table()
     assert distinct_labels(["a", "b"]) == ("a", "b")
     with pytest.raises(ValueError, match="two strings"):
@@ -170,7 +170,7 @@ def test_identical_labels_are_made_distinct():
 
 
 def test_group_by_op_sums_nodes(result):
-    df = result.compare(by="op")
+    df = result.changes(by="op")
     assert list(df.index) == ["call_module", "call_function"]
     expected = result.control.samples[:, [0, 1, 3, 5]].sum(axis=1)
     assert df.loc["call_module", "median_control"] == np.median(expected)
@@ -181,34 +181,34 @@ def test_group_by_op_sums_nodes(result):
 
 
 def test_group_by_module_at_depth(result):
-    df = result.compare(by="module", depth=1)
+    df = result.changes(by="module", depth=1)
     assert list(df.index) == ["conv1", "bn1", "", "layer1", "head"]
     assert df.loc["bn1", "change"] == "fused"
     assert df.loc["layer1", "change"] == "+"
     assert df.loc["", "counts_control"] == 2 and df.loc["", "counts_test"] == 2
-    full = result.compare(by="module")
+    full = result.changes(by="module")
     assert "layer1.0.conv1" in full.index and "layer1.0" in full.index
     assert "Module" in result.table(by="module", depth=1).split("\n\n")[1]
 
 
 def test_group_by_target_and_module_type(result):
-    assert "head.fc" in result.compare(by="target").index
-    assert result.compare(by="module_type").loc["BatchNorm2d", "change"] == "fused"
+    assert "head.fc" in result.changes(by="target").index
+    assert result.changes(by="module_type").loc["BatchNorm2d", "change"] == "fused"
 
 
 def test_bad_views_are_refused(result):
     with pytest.raises(ValueError, match="by must be one of"):
-        result.compare(by="kernel")
+        result.changes(by="kernel")
     with pytest.raises(ValueError, match="depth applies to by='module' only"):
-        result.compare(by="op", depth=2)
+        result.changes(by="op", depth=2)
     with pytest.raises(ValueError, match="positive int"):
-        result.compare(by="module", depth=0)
+        result.changes(by="module", depth=0)
 
 
 def test_p_value_is_nan_with_too_few_runs():
     few = diff(*control_and_test(runs=3))
     assert not few.testable
-    df = few.compare()
+    df = few.changes()
     assert df["p_value"].isna().all()
     assert df.loc[SLOW, "change"] == "+"  # judged by the relative change alone
     assert "no p-values (need >= 5 runs per side)" in few.table()
@@ -239,8 +239,8 @@ def test_inputs_from_saved_profiles(tmp_path):
     control, test = small_pair()
     save_profile(control, tmp_path / "a.json")
     save_profile(test, tmp_path / "b.json.gz")
-    from_files = diff(tmp_path / "a.json", str(tmp_path / "b.json.gz")).compare()
-    pd.testing.assert_frame_equal(from_files, diff(control, test).compare())
+    from_files = diff(tmp_path / "a.json", str(tmp_path / "b.json.gz")).changes()
+    pd.testing.assert_frame_equal(from_files, diff(control, test).changes())
 
 
 def test_unreadable_inputs_are_refused(tmp_path):
@@ -263,8 +263,8 @@ def test_group_of_fused_bns_names_every_conv():
     meta = {"fused_pairs": [["a.conv", "a.bn"], ["b.conv", "b.bn"]]}
     test = make_profile(rows[::2], [100e3, 100e3], rng, meta=meta)
     result = diff(control, test)
-    assert result.compare(by="module_type").loc["BatchNorm2d", "fused_into"] == "a.conv; b.conv"
-    assert result.compare(by="module", depth=1).loc["a", "change"] == "-"  # conv + bn -> conv
+    assert result.changes(by="module_type").loc["BatchNorm2d", "fused_into"] == "a.conv; b.conv"
+    assert result.changes(by="module", depth=1).loc["a", "change"] == "-"  # conv + bn -> conv
     assert "a.conv (+1 more)" in result.table(by="module_type")
 
 
@@ -274,11 +274,19 @@ def test_diff_renders_as_html_in_notebooks():
     assert page.startswith('<div class="pyfxprof">') and "<style>" in page
     assert "<th" in page and "main median" in page and "pr median" in page
     assert "pyfxprof diff — main" in page
-    assert page.count("<tr>") == 1 + min(20, len(result.compare()))
+    assert page.count("<tr>") == 1 + min(20, len(result.changes()))
 
 
 def test_the_outside_row_is_diffed_like_a_node():
     from tests.outside_profiles import outside_profile
-    frame = diff(outside_profile(outside_ns=3000), outside_profile(outside_ns=6000)).compare()
+    frame = diff(outside_profile(outside_ns=3000), outside_profile(outside_ns=6000)).changes()
     row = frame[frame["name"] == "(Python outside the graph)"].iloc[0]
     assert row["diff_duration"] == pytest.approx(3000, rel=0.05)
+
+
+@pytest.mark.parametrize("view", [{}, {"by": "op"}, {"by": "module", "depth": 1}])
+def test_compare_is_a_deprecated_alias_of_changes(result, view):
+    with pytest.warns(DeprecationWarning, match=r"ProfileDiff\.compare\(\) is deprecated.*"
+                                                r"use ProfileDiff\.changes\(\)$"):
+        old = result.compare(**view)
+    pd.testing.assert_frame_equal(old, result.changes(**view))

@@ -76,7 +76,7 @@ def test_two_real_traces_diff_by_op(traces):
     ops = result.ops_diff()
     assert "aten::sigmoid" in ops["added"]
     assert "aten::linear" not in ops["added"] + ops["deleted"]
-    df = result.compare()
+    df = result.changes()
     assert df.loc["aten::sigmoid", "counts_test"] == 1  # per run: one model call
     assert df.loc["aten::sigmoid", "diff_counts"] == 1
     assert df["p_value"].isna().all()  # STEPS < MIN_RUNS runs per side: no significance test
@@ -94,7 +94,7 @@ def test_directory_of_traces_is_one_run_per_file(traces, tmp_path):
     assert prof.n_runs == 2 * STEPS
     np.testing.assert_array_equal(prof.samples, np.vstack([single.samples] * 2))
     assert prof.nodes["calls"].tolist() == single.nodes["calls"].tolist()
-    assert diff(tmp_path, tmp_path).compare()["diff_duration"].eq(0).all()
+    assert diff(tmp_path, tmp_path).changes()["diff_duration"].eq(0).all()
 
 
 def test_refuses_missing_file(tmp_path):

@@ -2,8 +2,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
-from pyfxprof.data.units import format_flops, format_ns, format_pct, format_si
+from pyfxprof.data.units import format_flops, format_ns, format_pct, elide, format_si, time_unit
 
 
 @pytest.mark.parametrize("ns, text", [
@@ -96,3 +97,44 @@ def test_flop_and_si_formatting():
     assert format_flops(999) == "999 FLOP" and format_flops(None) == "-"
     assert format_flops(3.2e13, "FLOP/s") == "32.0 TFLOP/s"
     assert format_si(12_345) == "12.3k" and format_si(math.nan) == "-"
+
+
+@pytest.mark.parametrize("exponent", np.linspace(-1, 12, 53))
+def test_time_unit_reads_between_1_and_1000_and_agrees_with_format_ns(exponent):
+    ns = 10.0**exponent
+    unit, scale = time_unit(ns)
+    if unit == "ns":
+        assert scale == 1.0 and ns < 1000
+    elif unit == "s":
+        assert ns / scale >= 1
+    else:
+        assert 1 <= ns / scale < 1000
+        assert format_ns(ns).endswith(f" {unit}") or float(format_ns(ns).split()[0]) >= 999.5
+
+
+@pytest.mark.parametrize("missing", [0.0, float("nan"), -5.0])
+def test_time_unit_of_nothing_is_ns(missing):
+    assert time_unit(missing) == ("ns", 1.0)
+
+
+@given(st.text(max_size=60), st.integers(min_value=0, max_value=70), st.booleans())
+def test_elide_fits_the_width_and_keeps_what_it_says(text, width, keep_tail):
+    out = elide(text, width, keep_tail=keep_tail)
+    if len(text) <= width:
+        assert out == text
+        return
+    assert len(out) == width
+    if width >= 1:
+        kept = out[1:] if keep_tail else out[:-1]
+        assert out[0 if keep_tail else -1] == "…"
+        assert (text.endswith(kept) if keep_tail else text.startswith(kept))
+
+
+@pytest.mark.parametrize("text, width, keep_tail, expected", [
+    ("layer1.0.conv1", 8, False, "layer1.…"),
+    ("layer1.0.conv1", 8, True, "…0.conv1"),
+    ("abc", 1, True, "…"),
+    ("abc", 3, True, "abc"),
+])
+def test_elide_examples(text, width, keep_tail, expected):
+    assert elide(text, width, keep_tail) == expected

@@ -154,7 +154,7 @@ def test_a_range_outside_a_profiler_is_harmless():
         with Range("outside"):
             raise KeyError("x")
     assert _C.buffer_stats()["pending_records"] == before  # no mark at all
-    assert repr(Range("data")) == "pyfxprof.range('data')"
+    assert repr(Range("data")) == "pyfxprof.record_range('data')"
 
 
 def test_a_range_name_must_be_a_non_empty_string():

@@ -1,15 +1,13 @@
 """Tests of pyfxprof.run.bench_timers: block sizes, the block of native timed calls, and the
 Python baseline timers."""
 
-import gc
-
 import numpy as np
 import pytest
 import torch
 
 from pyfxprof import _C
 from pyfxprof.run.bench_timers import (BASELINES, MAX_BLOCK_CALLS, BlockTimer, block_module,
-                                       block_size, gc_paused, python_timed_block)
+                                       block_size, python_timed_block)
 
 
 def test_block_size_aims_at_half_a_millisecond_within_bounds():
@@ -54,17 +52,3 @@ def test_python_baselines_give_ns_per_call(name):
         assert (values >= 20_000).all()
     assert np.isfinite(values).all()
 
-
-def test_gc_paused_pauses_and_restores_the_collector():
-    before = gc.isenabled()
-    with gc_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled() == before
-    gc.disable()
-    try:
-        with gc_paused():
-            pass
-        assert not gc.isenabled()   # left as it was
-    finally:
-        if before:
-            gc.enable()

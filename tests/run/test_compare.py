@@ -30,7 +30,7 @@ def test_interleaved_blocks_are_paired_and_balanced():
     # each block pair runs one side first; half the pairs start with the control
     assert sorted(control["positions"]) == [0, 0, 0, 1, 1, 1]
     assert [1 - p for p in control["positions"]] == test["positions"]
-    frame = d.compare()
+    frame = d.changes()
     assert set(frame["change"]) <= {"+", "-", "=", "?"}
     assert {"ci_low", "ci_high", "q_value"} <= set(frame.columns)
 
@@ -123,7 +123,7 @@ def test_a_model_and_its_deep_copy_flag_no_row():
     for seed in range(3):
         d = compare(model, copy.deepcopy(model), (torch.randn(16, 64),), blocks=6,
                     max_blocks=6, runs_per_block=2, warmup=2, progress=False, seed=seed)
-        rows = d.compare()
+        rows = d.changes()
         assert len(rows) == 20
         flagged += bool(rows["change"].isin(["+", "-"]).any())
     assert flagged <= 1

@@ -280,7 +280,7 @@ def test_diff_compares_the_backward_columns():
     control = pyfxprof.profile(model, (torch.randn(4, 8),), **kwargs)
     test = pyfxprof.profile(model, (torch.randn(4, 8),), **kwargs)
     test.backward_samples[:, 1] += 1_000_000  # the Spin node's backward 1 ms slower
-    frame = pyfxprof.diff(control, test).compare()
+    frame = pyfxprof.diff(control, test).changes()
     assert frame["backward_diff"].iloc[1] == pytest.approx(
         1_000_000 + np.median(test.backward_samples[:, 1] - 1_000_000)
         - np.median(control.backward_samples[:, 1]))

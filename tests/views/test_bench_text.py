@@ -1,8 +1,8 @@
-"""Tests of pyfxprof.views.bench_text: str, repr and HTML of Measurements and Compare grids."""
+"""Tests of pyfxprof.views.bench_text: str, repr and HTML of Measurements and BenchGrid grids."""
 
 import numpy as np
 
-from pyfxprof.data.bench_compare import Compare
+from pyfxprof.data.bench_compare import BenchGrid
 from pyfxprof.data.measurement import Measurement
 
 
@@ -47,7 +47,7 @@ def test_repr_is_one_line_and_html_a_table():
 def grid():
     cells = [(1, "float32", 1000), (1, "float64", 1000), (1024, "float32", 2000),
              (1024, "float64", 4000)]
-    return Compare([Measurement("add", np.ones((8, 1)), np.full(8, t) + np.arange(8) % 2,
+    return BenchGrid([Measurement("add", np.ones((8, 1)), np.full(8, t) + np.arange(8) % 2,
                                 params={"n": n, "dtype": d}) for n, d, t in cells])
 
 

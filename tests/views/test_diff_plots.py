@@ -17,7 +17,7 @@ def result():
 
 def test_duration_plot_is_written(result, tmp_path):
     path = tmp_path / "duration.png"
-    figure = visualize_duration_diff(result.compare(), path, top=4)
+    figure = visualize_duration_diff(result.changes(), path, top=4)
     assert path.read_bytes()[:4] == PNG_MAGIC and path.stat().st_size > 1000
     sides, difference = figure.axes
     assert [t.get_text() for t in sides.get_legend().get_texts()] == ["main", "pr"]
@@ -31,7 +31,7 @@ def test_duration_plot_is_written(result, tmp_path):
 
 
 def test_legend_sits_above_the_bars(result):
-    figure = visualize_duration_diff(result.compare(), top=4)
+    figure = visualize_duration_diff(result.changes(), top=4)
     figure.canvas.draw()
     sides = figure.axes[0]
     legend_box = sides.get_legend().get_window_extent()
@@ -41,7 +41,7 @@ def test_legend_sits_above_the_bars(result):
 def test_too_few_runs_for_a_test_gives_grey_bars_and_says_so():
     control, test = control_and_test()
     few = diff(control, test, min_runs=max(control.n_runs, test.n_runs) + 1)
-    figure = visualize_duration_diff(few.compare(), top=4)
+    figure = visualize_duration_diff(few.changes(), top=4)
     colors = {to_hex(bar.get_facecolor()) for bar in figure.axes[1].patches}
     assert colors == {to_hex("tab:gray")}
     assert "no significance test" in figure.texts[0].get_text()
@@ -49,7 +49,7 @@ def test_too_few_runs_for_a_test_gives_grey_bars_and_says_so():
 
 def test_counts_plot_is_written(result, tmp_path):
     path = tmp_path / "counts.png"
-    figure = visualize_counts_diff(result.compare(by="op"), path)
+    figure = visualize_counts_diff(result.changes(by="op"), path)
     assert path.read_bytes()[:4] == PNG_MAGIC and path.stat().st_size > 1000
     assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["call_module"]
 
@@ -57,15 +57,15 @@ def test_counts_plot_is_written(result, tmp_path):
 def test_no_differences_still_gives_a_figure(tmp_path):
     same = diff(*control_and_test()[:1] * 2)
     path = tmp_path / "none.png"
-    figure = visualize_counts_diff(same.compare(), path)
+    figure = visualize_counts_diff(same.changes(), path)
     assert path.stat().st_size > 0 and figure.axes == []
-    assert visualize_duration_diff(same.compare()) is not None  # no path: nothing written
+    assert visualize_duration_diff(same.changes()) is not None  # no path: nothing written
 
 
 def test_bad_input_is_refused(result, tmp_path):
     with pytest.raises(ValueError, match="missing columns"):
-        visualize_duration_diff(result.compare()[["change"]])
+        visualize_duration_diff(result.changes()[["change"]])
     with pytest.raises(ValueError, match="top must be a positive int"):
-        visualize_duration_diff(result.compare(), top=0)
+        visualize_duration_diff(result.changes(), top=0)
     with pytest.raises(PyfxprofError, match="cannot write plot"):
-        visualize_duration_diff(result.compare(), tmp_path / "no" / "dir.png")
+        visualize_duration_diff(result.changes(), tmp_path / "no" / "dir.png")

@@ -205,6 +205,6 @@ def run(args: argparse.Namespace) -> int:
     print(result.table(sort_by=args.sort, top=args.top, by=args.group_by, depth=args.depth))
     if args.plot:
         from ...views.diff_plots import visualize_duration_diff
-        visualize_duration_diff(result.compare(args.group_by, args.depth), args.plot, args.top)
+        visualize_duration_diff(result.changes(args.group_by, args.depth), args.plot, args.top)
         print(f"\nwrote plot to {args.plot}")
     return gate(result, args.fail_on_regression)
