@@ -26,6 +26,7 @@ import torch.fx as fx
 from ..errors import PyfxprofError, first_line
 from .functions import functions_allowed_in_graph, named_applies
 from .inputs import BoundInputs, copied_alike, input_tensors
+from .torch_compat import isolated_compile_keywords, isolates_recompiles, known_config
 
 #: Values of profile(granularity=...): torch functions and methods, or aten ops.
 GRANULARITIES = ("function", "aten")
@@ -115,15 +116,16 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     if dynamic is not None:
         dynamic(copied)
     breaks_before = dict(counters["graph_break"])
+    isolated = isolated and isolates_recompiles()
     from torch._C._dynamo import eval_frame
     entry = _entry(family)
     try:
-        with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods()), \
+        with torch._dynamo.config.patch(known_config(
+                "torch._dynamo.config", {"ignore_logging_functions": _logging_methods()})), \
                 functions_allowed_in_graph():
-            # (torch.compile's overloads omit isolate_recompiles; its implementation takes it)
             compiled = torch.compile(  # type: ignore[call-overload]
                 entry, backend=recording, dynamic=None if dynamic else False,
-                isolate_recompiles=isolated)
+                **isolated_compile_keywords(isolated))
             compiled(target, copied.args, copied.kwargs)
         region = getattr(compiled, "_isolate_recompiles_id", -1)
         cache_entries = list(eval_frame._get_cache_entries_for_region(entry.__code__, region)
