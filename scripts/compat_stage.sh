@@ -57,7 +57,7 @@ run_pair() {  # build and install pyfxprof into the venv of torch $1 / Python $2
   venv=$(ensure_venv "$1" "$2")
   stage "torch $1, Python $2: building pyfxprof into $venv"
   work=$(mktemp -d)
-  "$uv" pip install --quiet --python "$venv/bin/python" --no-build-isolation --no-deps \
+  "$uv" pip install --quiet --no-cache --python "$venv/bin/python" --no-build-isolation --no-deps \
     --reinstall-package pyfxprof "$repo" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
   # the tests run from a copy, so `import pyfxprof` finds the installed package, not the clone's
   cp -r "$repo/tests" "$repo/pyproject.toml" "$work/"
