@@ -123,7 +123,7 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
         with torch._dynamo.config.patch(known_config(
                 "torch._dynamo.config", {"ignore_logging_functions": _logging_methods()})), \
                 functions_allowed_in_graph():
-            compiled = torch.compile(  # type: ignore[call-overload]
+            compiled = torch.compile(
                 entry, backend=recording, dynamic=None if dynamic else False,
                 **isolated_compile_keywords(isolated))
             compiled(target, copied.args, copied.kwargs)

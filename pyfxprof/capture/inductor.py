@@ -138,7 +138,7 @@ class InductorCapture:
     graphs: list[CompiledGraph] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.compiled = torch.compile(  # type: ignore[call-overload]
+        self.compiled = torch.compile(
             self.module, backend=self._backend, dynamic=self.settings.dynamic,
             fullgraph=self.settings.fullgraph, **isolated_compile_keywords())
 

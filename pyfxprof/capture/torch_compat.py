@@ -34,7 +34,7 @@ def _takes_keyword(function: Callable, name: str) -> bool:
         return False
 
 
-def fn_def_keywords(expanded_def: bool) -> dict[str, bool]:
+def fn_def_keywords(expanded_def: bool) -> dict[str, Any]:
     """The keywords to pass on to FX's ``CodeGen.gen_fn_def``: ``expanded_def`` where this torch
     takes it (it writes each argument's annotation on a line of its own), none where not.
 
@@ -59,7 +59,7 @@ def isolates_recompiles() -> bool:
     return _takes_keyword(torch.compile, "isolate_recompiles")
 
 
-def isolated_compile_keywords(isolated: bool = True) -> dict[str, bool]:
+def isolated_compile_keywords(isolated: bool = True) -> dict[str, Any]:
     """torch.compile's keywords for ``isolate_recompiles=isolated``: none where this torch
     lacks it (isolates_recompiles).
 
