@@ -5,7 +5,8 @@
 # Venvs live in $PYFXPROF_COMPAT_CACHE (default ~/.cache/pyfxprof-compat/<torch>-<python>) and are
 # reused between runs. They are made with uv, which knows no pip constraint (this machine's pip
 # caps torch at 2.14.1; the cap is not touched) and links packages from its cache.
-# `bash scripts/compat_stage.sh prepare` only makes the venvs.
+# `bash scripts/compat_stage.sh prepare` only makes the venvs (all at once: a fresh machine's
+# downloads overlap).
 set -euo pipefail
 shopt -s inherit_errexit  # a failed install inside $(ensure_venv ...) stops the stage
 cd "$(dirname "$0")/.."
@@ -69,12 +70,17 @@ run_pair() {  # build and install pyfxprof into the venv of torch $1 / Python $2
 
 mkdir -p "$cache"
 uv_sources
+pids=()  # the venvs at once, their downloads overlapping; each one's output in $cache/<pair>.log
 for pair in $pairs; do
-  if [ "${1:-}" = prepare ]; then
-    venv=$(ensure_venv "${pair%-*}" "${pair#*-}")
-    stage "torch ${pair%-*}, Python ${pair#*-}: venv $venv"
-  else
-    run_pair "${pair%-*}" "${pair#*-}"
-  fi
+  ensure_venv "${pair%-*}" "${pair#*-}" > "$cache/$pair.log" 2>&1 &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do
+  wait "$pid" || { cat "$cache"/*.log >&2; echo "compat_stage: a venv failed (above)" >&2; exit 1; }
+done
+stage "venvs ready in $cache"
+[ "${1:-}" != prepare ] || exit 0
+for pair in $pairs; do
+  run_pair "${pair%-*}" "${pair#*-}"
 done
 stage "done"
