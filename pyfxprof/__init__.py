@@ -22,10 +22,49 @@ Example:
 from __future__ import annotations
 
 import importlib
+import re
+import sys
 import warnings
+from importlib import metadata
 from typing import TYPE_CHECKING, TypeVar
 
 __version__ = "0.1.0"
+#: The oldest torch release pyfxprof supports (pyproject.toml's dependency; docs/versions.md).
+TORCH_MINIMUM = (2, 8)
+
+
+class UnsupportedTorch(ImportError):
+    """The installed torch is older than TORCH_MINIMUM; uncaught, it prints its one line only."""
+
+
+def _check_torch() -> None:
+    """Refuse a torch below TORCH_MINIMUM in one line, read from torch's installed metadata
+    (torch itself is not imported). Uncaught, the error prints that line without a traceback.
+
+    Example:
+        >>> _check_torch()  # the installed torch is supported
+    """
+    try:
+        found = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return  # no torch: importing it later says so
+    release = re.match(r"(\d+)\.(\d+)", found)
+    if release is None or tuple(map(int, release.groups())) >= TORCH_MINIMUM:
+        return
+    needed = ".".join(map(str, TORCH_MINIMUM))
+    previous = sys.excepthook
+
+    def one_line(kind, error, traceback):
+        if kind is UnsupportedTorch:
+            print(f"{kind.__name__}: {error}", file=sys.stderr)
+        else:
+            previous(kind, error, traceback)
+    sys.excepthook = one_line
+    raise UnsupportedTorch(f"pyfxprof needs torch>={needed}, found torch {found}: upgrade it "
+                           f"(pip install 'torch>={needed}')")
+
+
+_check_torch()
 
 if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _PUBLIC serves
     # the same names lazily (tests/test_typing.py checks the two agree)

@@ -42,8 +42,8 @@ step() {
   echo "gpu_check: $name: $result" >&2
 }
 
-step versions "$PYTHON" scripts/gpu_check.py versions
 step build "$PYTHON" setup.py build_ext --inplace
+step versions "$PYTHON" scripts/gpu_check.py versions  # after the build: it reads pyfxprof._C
 step device_path_tests "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device_timing.py tests/timing/test_nvtx.py
 for gpu_step in gpu_tests bench_gpu tables compiled cuda_graphs loop_gpt2 nvtx_on_device; do
   step "$gpu_step" "$PYTHON" scripts/gpu_check.py "$gpu_step"

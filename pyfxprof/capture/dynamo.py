@@ -27,6 +27,7 @@ from ..errors import PyfxprofError, first_line
 from .functions import functions_allowed_in_graph, named_applies
 from .inputs import BoundInputs, copied_alike, input_tensors
 from .instances import Instance, instance_stack
+from .torch_compat import isolated_compile_keywords, isolates_recompiles, known_config
 
 #: Values of profile(granularity=...): torch functions and methods, or aten ops.
 GRANULARITIES = ("function", "aten")
@@ -92,6 +93,16 @@ def _logging_methods() -> set:
     return {getattr(logging.Logger, n) for n in names if hasattr(logging.Logger, n)}
 
 
+def _capture_config(live: bool) -> Any:
+    """Dynamo's config for one capture (the settings this torch has): logging calls skipped;
+    for the caller's own call (`live`), a frame Dynamo cannot compile run as it is and ints
+    of the model's modules left unspecialized, as torch.compile's defaults would not."""
+    return torch._dynamo.config.patch(known_config(
+        "torch._dynamo.config", {"ignore_logging_functions": _logging_methods(),
+                                 "suppress_errors": live,
+                                 "allow_unspec_int_on_nn_module": live}))
+
+
 def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
                dynamic: Any = None, family: str | None = None,
                isolated: bool = False, live: bool = False) -> DynamoRun:
@@ -121,17 +132,14 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
     copied = bound if live else BoundInputs(*copied_alike((bound.args, bound.kwargs)))
     unmarked = _marked(copied, dynamic, live)
     breaks_before = dict(counters["graph_break"])
+    isolated = isolated and isolates_recompiles()
     from torch._C._dynamo import eval_frame
     entry = _entry(family)
     try:
-        with torch._dynamo.config.patch(ignore_logging_functions=_logging_methods(),
-                                        suppress_errors=live,
-                                        allow_unspec_int_on_nn_module=live), \
-                functions_allowed_in_graph():
-            # (torch.compile's overloads omit isolate_recompiles; its implementation takes it)
-            compiled = torch.compile(  # type: ignore[call-overload]
+        with _capture_config(live), functions_allowed_in_graph():
+            compiled = torch.compile(
                 entry, backend=recording, dynamic=None if dynamic else False,
-                isolate_recompiles=isolated)
+                **isolated_compile_keywords(isolated))
             output = compiled(target, copied.args, copied.kwargs)
         region = getattr(compiled, "_isolate_recompiles_id", -1)
         cache_entries = list(eval_frame._get_cache_entries_for_region(entry.__code__, region)

@@ -13,6 +13,7 @@ from torch.utils._pytree import TreeSpec
 
 from ..errors import PyfxprofError, first_line
 from .inputs import BoundInputs
+from .torch_compat import exported_input_check
 
 
 def _stateful_module_type() -> type | None:
@@ -84,11 +85,8 @@ def check_exported_inputs(module: torch.nn.Module, bound: BoundInputs) -> None:
         ...
         pyfxprof.errors.PyfxprofError: the inputs do not fit the exported program: Expected input at *args[0].shape[1] to be equal to 2, but got 3 (profile it with inputs it accepts, or export it again with dynamic_shapes= covering them)
     """
-    from torch.export import _unlift
     try:
-        # (torch._dynamo.disable's typing hides the function's (self, args, kwargs))
-        _unlift._check_input_constraints_for_module(  # pyright: ignore[reportCallIssue]
-            module, *_as_exported(module, bound))
+        exported_input_check()(module, *_as_exported(module, bound))
     except Exception as error:  # torch's checks: a RuntimeError, ValueError or AssertionError
         why = first_line(error).split(". ")[0]  # torch's advice after it is about export
         if isinstance(error, ValueError) and "tree spec" in why:

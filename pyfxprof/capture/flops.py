@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import torch
 
+from .torch_compat import undecorated
 
 #: Attention ops CPU runs as one kernel, which torch.utils.flop_counter has no formula for.
 _SDPA_OPS = (torch.ops.aten.scaled_dot_product_attention,
@@ -150,8 +151,8 @@ def _counter_type() -> type:
             return False
 
         # TorchDispatchMode wraps each subclass's __torch_dispatch__ at class creation (the
-        # Dynamo guard); the stubs see the plain function.
-        __torch_dispatch__ = _FlopCounterMode.__torch_dispatch__.__wrapped__  # type: ignore[attr-defined]
+        # Dynamo guard, where torch has it)
+        __torch_dispatch__ = undecorated(_FlopCounterMode.__torch_dispatch__)
 
     class Counter(FlopCounterMode):
         def __enter__(self) -> "Counter":

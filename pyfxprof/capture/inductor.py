@@ -14,6 +14,7 @@ import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
 from .inputs import BoundInputs
+from .torch_compat import isolated_compile_keywords, known_config, original_backend
 
 if TYPE_CHECKING:
     from torch._dynamo.eval_frame import OptimizedModule
@@ -100,9 +101,7 @@ def compile_settings(model: torch.nn.Module, compile: Any) -> tuple[torch.nn.Mod
 def _settings_of(optimized: OptimizedModule) -> CompileSettings:
     """The Inductor settings an OptimizedModule was compiled with (the backend found at the
     end of Dynamo's `_torchdynamo_orig_backend` chain); other backends are refused."""
-    backend: Any = optimized.dynamo_ctx.callback  # a chain of wrappers, each untyped
-    while hasattr(backend, "_torchdynamo_orig_backend"):
-        backend = backend._torchdynamo_orig_backend
+    backend = original_backend(optimized.dynamo_ctx.callback)
     if not isinstance(backend, torch._TorchCompileInductorWrapper):
         name = getattr(backend, "__name__", type(backend).__name__)
         raise PyfxprofError(f"per-kernel profiling needs torch.compile's inductor backend, this "
@@ -139,15 +138,15 @@ class InductorCapture:
     graphs: list[CompiledGraph] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        # (torch.compile's overloads omit isolate_recompiles; its implementation takes it)
-        self.compiled = torch.compile(  # type: ignore[call-overload]
+        self.compiled = torch.compile(
             self.module, backend=self._backend, dynamic=self.settings.dynamic,
-            fullgraph=self.settings.fullgraph, isolate_recompiles=True)
+            fullgraph=self.settings.fullgraph, **isolated_compile_keywords())
 
     def _backend(self, gm: fx.GraphModule, example_inputs: list) -> Any:
         from torch._inductor.compile_fx import compile_fx
+        provenance = known_config("torch._inductor.config", PROVENANCE_CONFIG)
         return compile_fx(gm, example_inputs, config_patches={**self.settings.config,
-                                                              **PROVENANCE_CONFIG},
+                                                              **provenance},
                           inner_compile=functools.partial(self._inner, gm))
 
     def _inner(self, dynamo_gm: fx.GraphModule, gm: fx.GraphModule, example_inputs: list,

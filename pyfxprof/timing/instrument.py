@@ -13,6 +13,7 @@ from torch.fx.graph import CodeGen
 
 from .native import _C
 from ..capture.node_targets import target_module, target_path
+from ..capture.torch_compat import fn_def_keywords
 from ..capture.tracing import timed_nodes
 
 
@@ -118,4 +119,5 @@ class TimedLocalCodeGen(CodeGen):
         at = next((i for i, v in enumerate(free_vars) if v.startswith("**")), len(free_vars))
         starred = any(v.startswith("*") and not v.startswith("**") for v in free_vars)
         free_vars[at:at] = [keyword] if starred else ["*", keyword]
-        return super().gen_fn_def(free_vars, maybe_return_annotation, expanded_def=expanded_def)
+        return super().gen_fn_def(free_vars, maybe_return_annotation,
+                                  **fn_def_keywords(expanded_def))
