@@ -68,8 +68,8 @@ _check_torch()
 
 if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _PUBLIC serves
     # the same names lazily (tests/test_typing.py checks the two agree)
-    from .analyses.advisor import Advice as Advice
-    from .analyses.advisor import Suggestion as Suggestion
+    from .data.advice import Advice as Advice
+    from .data.advice import Suggestion as Suggestion
     from .analyses.advisor import advise as advise
     from .analyses.advisor import register_rule as register_rule
     from .analyses.compiled_diff import CompiledDiff as CompiledDiff
@@ -109,7 +109,7 @@ if TYPE_CHECKING:  # what static tools (mypy, pyright, jedi) read; at run time _
 
 #: Public name -> (module under pyfxprof, attribute of that module).
 _PUBLIC = {
-    "Advice": ("analyses.advisor", "Advice"),
+    "Advice": ("data.advice", "Advice"),
     "BoundInputs": ("capture.inputs", "BoundInputs"),  # positional and keyword inputs at once
     "BenchGrid": ("data.bench_compare", "BenchGrid"),  # Measurements as one grid
     "CaptureOptions": ("run.arguments", "CaptureOptions"),  # profile()'s capture keywords
@@ -125,7 +125,7 @@ _PUBLIC = {
     "ProfilingInterpreter": ("timing.interpreter", "ProfilingInterpreter"),
     "PyfxprofError": ("errors", "PyfxprofError"),
     "RankProfiles": ("data.rank_profiles", "RankProfiles"),
-    "Suggestion": ("analyses.advisor", "Suggestion"),
+    "Suggestion": ("data.advice", "Suggestion"),
     "TimingOptions": ("run.arguments", "TimingOptions"),  # profile()'s timing keywords
     "advise": ("analyses.advisor", "advise"),
     "bench": ("run.bench", "bench"),  # microbenchmark of any callable

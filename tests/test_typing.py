@@ -54,7 +54,7 @@ def test_the_root_imports_every_public_name_for_static_tools():
 def class_node(owner: str) -> tuple[str, ast.ClassDef]:
     """(module, class definition) of the served class named ``owner``."""
     for module in ("data.profile", "data.rank_profiles", "data.sweep_fit", "data.latency",
-                   "data.warmup", "data.measurement", "data.bench_compare", "analyses.advice",
+                   "data.warmup", "data.measurement", "data.bench_compare", "data.advice",
                    "analyses.diff", "analyses.compiled_diff"):
         tree = ast.parse(inspect.getsource(importlib.import_module(f"pyfxprof.{module}")))
         for node in tree.body:

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from ..data.profile import Profile
 from ..errors import ArgumentError
 from . import advisor_rules, backward_rules, compiled_rules, outside_rules  # noqa: F401
-from .advice import (RULES, SEVERITIES, Advice, Context, Suggestion, build_context,
-                     register_rule, unregister_rule)
+from ..data.advice import SEVERITIES, Advice, Suggestion
+from .advice import RULES, Context, build_context, register_rule, unregister_rule
 
 __all__ = ["Advice", "Context", "RULES", "SEVERITIES", "Suggestion", "advise", "build_context",
            "register_rule", "unregister_rule"]

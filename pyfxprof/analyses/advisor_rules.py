@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..stats.node_statistics import noisy_mask, relative_iqr
 from ..data.units import format_ns, format_pct, plural
-from .advice import Context, Suggestion, register_rule, what
+from ..data.advice import Suggestion
+from .advice import Context, register_rule, what
 
 TINY_NS = 10_000           # a node faster than this is mostly per-op dispatch overhead
 MIN_TINY_NODES = 10        # overhead-bound needs at least this many tiny nodes,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.units import format_ns, format_pct, plural
-from .advice import Context, Suggestion, register_rule
+from ..data.advice import Suggestion
+from .advice import Context, register_rule
 
 BACKWARD_RATIO = 3.0     # a node's backward median over its forward median beyond this
 MIN_BACKWARD_PCT = 1.0   # and worth at least this share of the step (percent)

@@ -5,7 +5,8 @@ outside every kernel (guards, wrapper Python, eager code between graphs)."""
 from __future__ import annotations
 
 from ..data.units import format_pct
-from .advice import Context, Suggestion, register_rule
+from ..data.advice import Suggestion
+from .advice import Context, register_rule
 from .compiled_diff import is_compiled_profile
 
 #: A kernel with at least this share of the run is cited by `compiled_kernels`.

@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..data.outside_graph import (SHOWN_FUNCTIONS, call_figure, call_share, function_label,
                                   python_functions)
 from ..data.units import format_ns, format_pct
-from .advice import Context, Suggestion, register_rule
+from ..data.advice import Suggestion
+from .advice import Context, register_rule
 
 #: The rule speaks from this share of the user's call on (percent); "high" from HIGH_SHARE.
 OUTSIDE_SHARE = 10.0

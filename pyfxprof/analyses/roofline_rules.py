@@ -13,7 +13,8 @@ import pandas as pd
 from ..data.roofline import roofline
 from ..data.units import format_flops, format_ns, format_pct, plural
 from ..errors import PyfxprofError
-from .advice import Context, Suggestion, register_rule
+from ..data.advice import Suggestion
+from .advice import Context, register_rule
 
 #: Op kinds whose memory-bound neighbours one fused kernel could run (data.roofline_ops).
 FUSIBLE_KINDS = frozenset({"elementwise", "norm", "softmax", "reduction", "copy"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import torch
 import torch.fx as fx
@@ -60,6 +60,16 @@ def is_compiled(model: Any) -> TypeGuard[OptimizedModule]:
     if "torch._dynamo" not in sys.modules:  # nothing was compiled; don't load Dynamo to know
         return False
     return isinstance(model, torch._dynamo.eval_frame.OptimizedModule)
+
+
+def is_aoti_model(model: Any) -> bool:
+    """True for a model torch._inductor.aoti_load_package returned (an AOTICompiledModel).
+
+    Example:
+        >>> is_aoti_model(torch.nn.ReLU())
+        False
+    """
+    return type(model).__name__ == "AOTICompiledModel" and hasattr(model, "loader")
 
 
 def compile_settings(model: torch.nn.Module, compile: Any) -> tuple[torch.nn.Module,
@@ -138,9 +148,11 @@ class InductorCapture:
     graphs: list[CompiledGraph] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.compiled = torch.compile(
+        # (torch.compile of a module returns a module, an OptimizedModule; its stubs say
+        # only "a callable")
+        self.compiled: torch.nn.Module = cast(torch.nn.Module, torch.compile(
             self.module, backend=self._backend, dynamic=self.settings.dynamic,
-            fullgraph=self.settings.fullgraph, **isolated_compile_keywords())
+            fullgraph=self.settings.fullgraph, **isolated_compile_keywords()))
 
     def _backend(self, gm: fx.GraphModule, example_inputs: list) -> Any:
         from torch._inductor.compile_fx import compile_fx

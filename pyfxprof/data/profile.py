@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from matplotlib.figure import Figure
 
-    from ..analyses.advice import Advice
+    from .advice import Advice
     from ..views.key_averages import KeyAverages
     from .files import PathLike
     from .latency import LatencySummary

@@ -25,16 +25,6 @@ AOTI_NOTE = ("AOTInductor model: its C++ wrapper calls every kernel with no Pyth
              "(docs/compiled.md)")
 
 
-def is_aoti_model(model: Any) -> bool:
-    """True for a model torch._inductor.aoti_load_package returned (an AOTICompiledModel).
-
-    Example:
-        >>> is_aoti_model(torch.nn.ReLU())
-        False
-    """
-    return type(model).__name__ == "AOTICompiledModel" and hasattr(model, "loader")
-
-
 def profile_aoti(model: Any, example_inputs: Any, runs: int, warmup: int | str, *,
                  name: str | None, progress: bool, timed_runs: Callable) -> Profile:
     """pyfxprof.profile() of an AOTInductor model: each call timed whole (a "compiled graph

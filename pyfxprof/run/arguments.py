@@ -10,13 +10,12 @@ from typing import Any, Callable, Iterable
 import torch
 
 from ..capture.exported import exported_module, is_exported
-from ..capture.inductor import is_compiled
+from ..capture.inductor import is_aoti_model, is_compiled
 from ..capture.ladder import check_model
 from ..capture.placement import device_of, place_on_device
 from ..errors import PyfxprofError
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import MODES
-from .aoti import is_aoti_model
 from .profiler_keywords import torch_profiler_keywords
 
 

@@ -157,15 +157,15 @@ def timed_profile(model: Any, executor: CompiledExecutor, frame: pd.DataFrame, a
     drops_before = RECORDER.start()
     check_fits_in_memory(runs, len(frame))
     with executor:
-        timings, run_noise, warmup_totals, warmup = timed_runs(executor, args, runs, warmup,
-                                                               progress, frame, call)
+        timings, run_noise, warmup_totals, warmup, device_samples = timed_runs(
+            executor, args, runs, warmup, progress, frame, call)
     name = meta.pop("name")
     meta = run_meta(model, name, device_events=executor.device is not None,
                     executor=executor, timings=timings,
                     warmup=warmup, warmup_auto=auto, mode="inductor",
                     dropped_records=RECORDER.dropped_total - drops_before,
                     warmup_totals_ns=warmup_totals, flops=0, **meta)
-    prof = with_outside(frame, timings, meta, run_noise, executor.device_samples())
+    prof = with_outside(frame, timings, meta, run_noise, device_samples)
     return prof if call is None else with_user_call(prof, call, with_compiled_call)
 
 

@@ -13,7 +13,7 @@ import torch
 
 from ..capture.dynamo import GRANULARITIES
 from ..capture.exported import is_exported  # noqa: F401  (read by the CLI through run)
-from ..capture.inductor import compile_settings
+from ..capture.inductor import compile_settings, is_aoti_model
 from ..capture.model_state import evaluation_mode, grad_context, keeping_rng_state
 from ..capture.placement import device_of
 from ..capture.tracing import fx_sources_released
@@ -25,7 +25,7 @@ from ..data.validate import run_coverage
 from ..errors import PyfxprofError
 from ..timing.durations import RunTimings
 from ..timing.executors import MODES, ready_executor
-from .aoti import is_aoti_model, profile_aoti
+from .aoti import profile_aoti
 from .arguments import CAPTURE, TIMING, Arguments, CaptureOptions, TimingOptions, checked, placed
 from .capture_cache import cache_key, captured
 from .metadata import modes_meta, profile_meta

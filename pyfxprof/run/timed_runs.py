@@ -69,8 +69,9 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
     with executor as running:
         timings = timed_runs(running, prepared.args, given.runs, given.warmup, given.progress,
                              prepared.frame, call, clock)
-    return Measured(*timings, running, call, RECORDER.dropped_total - drops_before,
-                    running.device_samples())
+    measured_runs, run_noise, warmup_totals, warmup, device_samples = timings
+    return Measured(measured_runs, run_noise, warmup_totals, warmup, running, call,
+                    RECORDER.dropped_total - drops_before, device_samples)
 
 
 def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame,
@@ -113,9 +114,12 @@ def warm_up(executor: Any, args: tuple, warmup: int | str, frame: pd.DataFrame,
 def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progress: bool,
                frame: pd.DataFrame, call: UserCall | None = None,
                clock: StepClock | None = None
-               ) -> tuple[RunTimings, np.ndarray | None, list[int | None], int]:
+               ) -> tuple[RunTimings, np.ndarray | None, list[int | None], int,
+                          np.ndarray | None]:
     """The timings, the per-run noise (run.noise), the warm-up runs' wall ns (None for
-    those preempted) and their number (`warmup`: a count or "auto": warm_up); the nodes
+    those preempted), their number (`warmup`: a count or "auto": warm_up) and the
+    executor's device samples (None: host timing only), both read before the user's call
+    is timed (its run resets the executor); the nodes
     `frame` names a node that raises. `call`: the user's own call, inside which every run
     (warm-up ones too) is made (UserCall.around_runs: a run's call and its nodes are one
     invocation), then profiled by function and timed plainly after the runs
@@ -145,10 +149,10 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
     run_noise = meter.between_reads()
     warmup_totals = [] if warmup_noise is None else [  # None: a preempted warm-up run
         None if switches else wall for switches, wall in warmup_noise[:, [0, 3]].tolist()]
-    timings = executor.timings()
+    timings, device_samples = executor.timings(), executor.device_samples()
     if call is not None:
         with clock.step("user_call"):
             call.after_runs(lambda: executor.run(args), runs)
             executor.reset()  # the breakdown's graph run, if it was the executor's
         clock.moved("user_call", "call_timed", sum(call.walls_ns) / 1e9)
-    return timings, run_noise, warmup_totals, warmup
+    return timings, run_noise, warmup_totals, warmup, device_samples

@@ -14,7 +14,7 @@ from ..data.units import format_ns, format_pct, plural
 from .safe_text import terminal_text
 
 if TYPE_CHECKING:
-    from ..analyses.advice import Advice, Suggestion
+    from ..data.advice import Advice, Suggestion
 
 
 def render_advice(advice: Advice) -> str:

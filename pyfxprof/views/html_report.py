@@ -23,7 +23,7 @@ from .flamegraph import flamegraph_svg
 from .safe_text import xml_text
 
 if TYPE_CHECKING:
-    from ..analyses.advice import Advice
+    from ..data.advice import Advice
 
 #: Rows of the table in the report.
 REPORT_TOP = 50
