@@ -110,6 +110,8 @@ def test_torch_tensorboard_handler_writes_traces_tensorboard_shows(tmp_path):
     assert [row[0] for row in steps] == ["2", "3", "4"]  # loop steps, as torch numbers them
     step_us = [row[3] for row in steps]  # CPU Exec per step, µs
     assert all(0 < t < 1e6 for t in step_us)
+    # one row per op kind: the loop's Dynamo graph calls torch's linear and relu functions
     ops = {row["name"]: row for row in profile.operation_table_by_name["data"]}
-    assert set(ops) == {"Linear", "ReLU"}                        # one row per op kind
-    assert (ops["Linear"]["calls"], ops["ReLU"]["calls"]) == (6, 3)
+    [linear] = [name for name in ops if "linear" in name]
+    [relu] = [name for name in ops if "relu" in name]
+    assert len(ops) == 2 and (ops[linear]["calls"], ops[relu]["calls"]) == (6, 3)

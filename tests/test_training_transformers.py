@@ -84,7 +84,8 @@ def test_a_causal_lm_in_a_training_loop_gets_backward_columns_on_the_dynamo_rung
     assert all(torch.equal(a, b) for a, b in zip(plain_losses, losses))
     assert all(torch.equal(plain_state[k], state[k]) for k in plain_state)
     [prof] = p.profiles  # one capture serves every step (labels=ids aliased, as captured)
-    assert prof.meta["capture_mode"] == "dynamo" and prof.n_runs == 3
+    # the first step's call captured the group (the model's own call, not timed per node)
+    assert prof.meta["capture_mode"] == "dynamo" and prof.n_runs == 2
     assert prof.backward_samples is not None and "backward_note" not in prof.meta
     assert prof.meta["coverage"] >= 0.85  # forward + backward over whole calls
     frame = prof.to_dataframe()

@@ -18,6 +18,7 @@ import torch
 from torch.compiler import is_compiling
 
 from ..timing.native import _C
+from ..capture.exported import is_exported
 from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs
 from ..data.rungs import INDUCTOR
@@ -26,8 +27,8 @@ from ..data.op_names import range_names
 from ..errors import PyfxprofError
 from ..timing.failures import node_kind, note_failure
 from ..timing.nvtx import name_ranges
-from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, live_group,
-                          next_variant, signature_key, too_many_groups_warning)
+from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, capture_group,
+                          live_group, next_variant, signature_key, too_many_groups_warning)
 from ..run.capture_cache import CAPTURES
 from .compiled_groups import compiled_group
 from .training_calls import wrap_for_backward
@@ -362,6 +363,14 @@ class CallRouting:
             try:
                 group = compiled_group(self.module, args, kwargs, key, len(self._groups),
                                        forward, self._tracer_options, refusal)
+            except PyfxprofError as error:
+                made.why = str(error)
+                return None
+        elif is_exported(self.module):  # its graph is the program, its input checks its
+            try:                          # guards: no Python state to guard (the ladder's
+                group = capture_group(    # exported rung, on copies)
+                    self.module, args, kwargs, key, len(self._groups), forward,
+                    self._tracer_options, refusal, self._analysis)
             except PyfxprofError as error:
                 made.why = str(error)
                 return None
