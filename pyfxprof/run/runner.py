@@ -28,6 +28,7 @@ from ..timing.executors import MODES, ready_executor
 from .aoti import profile_aoti
 from .arguments import CAPTURE, TIMING, Arguments, CaptureOptions, TimingOptions, checked, placed
 from .capture_cache import cache_key, captured
+from .live_models import remember_model
 from .metadata import modes_meta, profile_meta
 from .timed_runs import Measured, measured, timed_runs
 from .user_call import with_user_call
@@ -94,7 +95,7 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
     """
     given = checked(**locals())  # the arguments as given, grouped
     if given.compiled:
-        return _profile_compiled(given)
+        return remember_model(_profile_compiled(given), given.model)
     own, given = placed(given)
     given_training, clock = own.training, StepClock()
     with evaluation_mode(given.model, not backward), grad_context(grad or backward):
@@ -106,8 +107,8 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
         runs_measured = measured(executor, drops_before, prepared, given, clock)
         modes = modes_meta(given.model, given_training, given.example_inputs)
     meta = profile_meta(given, prepared, runs_measured, modes, clock)
-    return with_user_call(_built(prepared.frame, runs_measured, meta,
-                                 given.model if backward else None), runs_measured.call)
+    built = _built(prepared.frame, runs_measured, meta, given.model if backward else None)
+    return remember_model(with_user_call(built, runs_measured.call), given.model)
 
 
 def _built(frame: pd.DataFrame, measured: Measured, meta: dict,
