@@ -60,8 +60,8 @@ def replay(profile: Profile, node: str, model: Any = None,
         >>> net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
         >>> prof = pyfxprof.profile(net, (torch.randn(1, 3, 16, 16),), runs=5, warmup=1)
         >>> result = prof.replay("0", budget=0.2)
-        >>> result.node, result.warm_ns > 0
-        ('0', True)
+        >>> result.node, result.op, result.warm_ns > 0      # "0": the module path, node "_0"
+        ('_0', 'call_module', True)
     """
     names = _checked(cache, variants, budget)
     built = rebuild(profile, node, model)
