@@ -14,7 +14,7 @@ import torch
 from ..capture.call_spec import decode, opaque_types
 from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError
-from ..run.live_models import live_model
+from ..run.runner import live_model
 
 #: The node ops a replay rebuilds (graph nodes calling something).
 REPLAYED_OPS = ("call_module", "call_function", "call_method")
