@@ -18,6 +18,20 @@ MATCH_WORDS = {"warm": "in the graph this node costs what it costs warm: its inp
                        "from memory"}
 
 
+#: In-graph over isolated time beyond which (either way) the nearest isolated time is only the
+#: nearest, not a match.
+MATCH_BAND = 1.25
+
+
+def _match_line(result: ReplayResult) -> str:
+    """Which isolated time the in-graph time matches, or that it is only the nearer one."""
+    ratio = result.ratio(result.matches)
+    if 1 / MATCH_BAND <= ratio <= MATCH_BAND:
+        return f"matches {result.matches}: {MATCH_WORDS[result.matches]}"
+    return (f"nearest {result.matches}, yet in the graph it costs {ratio:.2f}x that: neither "
+            f"the warm nor the cold replay explains the row (allocation, neighbours, threads)")
+
+
 def _ratio_text(value: float) -> str:
     return "-" if not math.isfinite(value) else f"{value:.2f}x"
 
@@ -56,7 +70,7 @@ def replay_table(result: ReplayResult) -> str:
             lines.append(f"  {cache:<8} {format_ns(alone):>10}  in graph / {cache} "
                          f"{_ratio_text(result.ratio(cache))}")
     if result.matches:
-        lines.append(f"matches {result.matches}: {MATCH_WORDS[result.matches]}")
+        lines.append(_match_line(result))
     if result.variants:
         lines.append("variants against the as-is replay (interleaved blocks; change "
                      "[interval], verdict):")

@@ -17,3 +17,12 @@ def test_variant_rows_show_change_interval_verdict_error_and_failures():
     assert "same" in channels_last and "BEYOND" not in channels_last
     assert "could not run: RuntimeError: not implemented for 'Half'" in fp16
     assert replay_html(result).startswith("<pre>") and "&#x27;Half&#x27;" in replay_html(result)
+
+
+def test_the_match_is_said_only_within_the_band():
+    near = ReplayResult("bn1", "call_module", "bn1", "", warm_ns=20.0, cold_ns=40.0,
+                        in_graph_ns=44.0)
+    far = ReplayResult("bn1", "call_module", "bn1", "", warm_ns=20.0, cold_ns=40.0,
+                       in_graph_ns=80.0)
+    assert "matches cold: in the graph this node costs what it costs cold" in replay_table(near)
+    assert "nearest cold, yet in the graph it costs 2.00x that" in replay_table(far)
