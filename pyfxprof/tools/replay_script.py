@@ -33,6 +33,7 @@ def make(shape, stride, dtype, device, low=0, high=0):
 
 
 torch.manual_seed(0)
+torch.set_num_threads({threads})  # as profiled
 {builder}
 args = {args}
 kwargs = {kwargs}
@@ -142,4 +143,5 @@ def replay_script(profile: Profile, node: str, model: Any = None) -> str:
         shapes=str(profile.nodes.loc[profile.nodes["name"] == built.name, "input_shapes"]
                    .iloc[0]) if "input_shapes" in profile.nodes else "?",
         args=source_of({"tuple": built.spec["args"]}), kwargs=source_of(
-            {"dict": built.spec["kwargs"]}), grad=bool(profile.meta.get("grad", False)))
+            {"dict": built.spec["kwargs"]}), grad=bool(profile.meta.get("grad", False)),
+        threads=int(profile.meta.get("threads") or torch.get_num_threads()))

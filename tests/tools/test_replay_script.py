@@ -48,7 +48,7 @@ def test_the_script_runs_without_pyfxprof_and_prints_shapes_and_a_median(prof, n
     script = prof.replay_script(node)
     assert "pyfxprof" not in script.replace("pyfxprof's replay_script", "")
     out = run_fresh(script, tmp_path)
-    assert "median " in out and " us over " in out
+    assert "median " in out and f"threads {prof.meta['threads']}" in out and " us over " in out
     row = prof.nodes[prof.nodes["name"] == node].iloc[0]
     shape = row["input_shapes"].strip("()").split("]")[0].strip("[")
     assert f"(({shape})" in out, (shape, out)
