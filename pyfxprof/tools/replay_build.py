@@ -66,7 +66,8 @@ def _refusal(row: Any) -> str | None:
                 f"saved before call_args was recorded): profile the model again")
     opaque = opaque_types(json.loads(row["call_args"]))
     if opaque:
-        return f"node {row['name']!r} takes {', '.join(opaque)} objects that a replay cannot rebuild"
+        return (f"node {row['name']!r} takes {', '.join(opaque)} objects that a replay "
+                f"cannot rebuild")
     return None
 
 

@@ -94,7 +94,8 @@ def constructor_source(module: torch.nn.Module) -> str:
         "torch.nn.Conv2d(in_channels=3, out_channels=8, kernel_size=(3, 3), stride=(2, 2), padding=(0, 0), dilation=(1, 1), groups=1, bias=False, padding_mode='zeros')"
     """
     kind = type(module)
-    if not kind.__module__.startswith("torch.nn.") or getattr(torch.nn, kind.__name__, None) is not kind:
+    if (not kind.__module__.startswith("torch.nn.")
+            or getattr(torch.nn, kind.__name__, None) is not kind):
         raise PyfxprofError(f"cannot write a script for a {kind.__module__}.{kind.__name__} "
                             f"module: only torch.nn modules are rebuilt from their arguments")
     parts = []
@@ -110,13 +111,13 @@ def constructor_source(module: torch.nn.Module) -> str:
     return f"torch.nn.{kind.__name__}({', '.join(parts)})"
 
 
-def _builder(built: Rebuilt) -> str:
-    """The script's lines that define `fn`, the node's call."""
+def _builder(built: Rebuilt, training: bool) -> str:
+    """The script's lines that define `fn`, the node's call (a module in the profiled mode)."""
     if built.module is not None:
         dtype = next((p.dtype for p in built.module.parameters()), torch.float32)
         device = next((p.device for p in built.module.parameters()), torch.device("cpu"))
         return (f"fn = {constructor_source(built.module)}.to({str(device)!r}, {dtype})"
-                f".train({built.module.training})  # weights random")
+                f".train({training})  # weights random, mode as profiled")
     if built.op == "call_method":
         return f"fn = lambda self, *a, **k: self.{built.target_name}(*a, **k)"
     name = built.target_name.replace("_operator.", "operator.", 1)
@@ -138,8 +139,10 @@ def replay_script(profile: Profile, node: str, model: Any = None) -> str:
         True
     """
     built = rebuild(profile, node, model)
+    training = bool(profile.meta.get("training", False))
     return TEMPLATE.format(
-        name=built.name, op=built.op, target=built.target_name, builder=_builder(built),
+        name=built.name, op=built.op, target=built.target_name,
+        builder=_builder(built, training),
         shapes=str(profile.nodes.loc[profile.nodes["name"] == built.name, "input_shapes"]
                    .iloc[0]) if "input_shapes" in profile.nodes else "?",
         args=source_of({"tuple": built.spec["args"]}), kwargs=source_of(
