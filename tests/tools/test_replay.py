@@ -83,3 +83,16 @@ def test_bad_arguments_are_one_line(options, words):
     prof = pyfxprof.profile(nn.Sequential(nn.ReLU()), (torch.randn(4),), runs=2, warmup=1)
     with pytest.raises(ArgumentError, match=words):
         prof.replay("0", **options)
+
+
+def test_tiny_gpt2s_attention_replays_with_its_shapes_and_a_bf16_difference():
+    hf_models = pytest.importorskip("tests.hf_models")
+    model, inputs = hf_models.gpt2()
+    prof = pyfxprof.profile(model.eval(), inputs, runs=3, warmup=1)
+    attention = prof.nodes[prof.nodes["target"].str.contains("scaled_dot_product")]
+    assert len(attention) >= 1
+    result = prof.replay(attention["name"].iloc[0], budget=0.4, variants=["bf16"])
+    assert result.input_shapes == attention["input_shapes"].iloc[0] and result.warm_ns > 0
+    bf16, = result.variants
+    assert bf16.error == "" and 0 < bf16.max_abs_error < math.inf
+    assert "scaled_dot_product_attention" in prof.replay_script(attention["name"].iloc[0])
