@@ -121,7 +121,9 @@ def compare_variants(base: Callable[[], Any], variants: list[VariantCall], budge
     q_values: Any = benjamini_hochberg([signed_rank_p(np.log(measured[n][0][1] / measured[n][0][0]))
                                    for n in names]) if names else []
     confidence = adjusted_confidence(q_values, FDR) if names else 0.0
-    rows = {n: _judged(n, *measured[n][0], confidence, q, measured[n][1], measured[n][2])
-            for n, q in zip(names, q_values)}
+    rows = {}
+    for name, q in zip(names, q_values):
+        (base_ns, variant_ns), errors, tolerance = measured[name]
+        rows[name] = _judged(name, base_ns, variant_ns, confidence, q, errors, tolerance)
     rows.update({n: VariantRow(n, error=text) for n, text in failed.items()})
     return tuple(rows[v.name] for v in variants)
