@@ -18,6 +18,15 @@ from ..run.runner import live_model
 
 #: The node ops a replay rebuilds (graph nodes calling something).
 REPLAYED_OPS = ("call_module", "call_function", "call_method")
+#: What the other rows are, for the refusal (any other op: not a graph node's call).
+NOT_REPLAYED = {
+    "outside_graph": "the Python outside the graph (the user's call around it), not an op",
+    "between_graphs": "the time between a graph break's graphs, not an op",
+    "outside_kernels": "a compiled model's time outside its kernels, not an op",
+    "range": "a user range, not an op",
+    **{op: "a compiled kernel row: replay its source nodes in an eager profile of the model"
+       for op in ("fused_kernel", "extern_kernel", "fallback_op")},
+}
 
 
 @dataclass
@@ -57,8 +66,9 @@ def node_row(profile: Profile, node: str) -> Any:
 def _refusal(row: Any) -> str | None:
     """Why `row` cannot be replayed, or None when it can."""
     if row["op"] not in REPLAYED_OPS:
-        return (f"node {row['name']!r} is a {row['op']!r} row, not a graph node's call "
-                f"(only {', '.join(REPLAYED_OPS)} nodes replay)")
+        what = NOT_REPLAYED.get(row["op"], "not a graph node's call")
+        return (f"node {row['name']!r} is a {row['op']!r} row, {what} (only "
+                f"{', '.join(REPLAYED_OPS)} nodes replay)")
     if bool(row.get("communication", False)):
         return f"node {row['name']!r} is a collective: it needs its process group and peers"
     if not isinstance(row.get("call_args", ""), str) or not row.get("call_args", ""):

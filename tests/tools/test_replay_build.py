@@ -2,6 +2,7 @@
 output shape and dtype the profile recorded; what cannot be rebuilt is refused in one line."""
 
 import gc
+import re
 
 import numpy as np
 import pandas as pd
@@ -108,8 +109,10 @@ def tiny_profile(**row) -> Profile:
 
 
 @pytest.mark.parametrize("row, words", [
-    ({"op": "outside_graph"}, "not a graph node's call"),
-    ({"op": "kernel"}, "not a graph node's call"),
+    ({"op": "outside_graph"}, "the Python outside the graph"),
+    ({"op": "between_graphs"}, "graph break"),
+    ({"op": "fused_kernel"}, "compiled kernel row: replay its source nodes"),
+    ({"op": "get_attr"}, "not a graph node's call"),
     ({"op": "call_function", "communication": True}, "collective"),
     ({"call_args": ""}, "no recorded call"),
     ({"call_args": '{"args": [{"opaque": "DynamicCache"}], "kwargs": {}}'}, "DynamicCache"),
@@ -139,3 +142,29 @@ def test_a_profile_that_outlives_its_model_asks_for_model_and_takes_it():
     assert rebuild(prof, "0", model=other).module is other[0]
     with pytest.raises(PyfxprofError, match="has no submodule"):
         rebuild(prof, "0", model=nn.Identity())
+
+
+class Broken(nn.Module):
+    """Two Dynamo graphs around a graph break (a data-dependent branch)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.a(x)
+        if y.sum().item() > 1e9:
+            y = y * 2
+        return self.b(y)
+
+
+def test_a_graph_breaks_nodes_replay_and_its_between_graphs_row_is_refused():
+    prof = pyfxprof.profile(Broken(), (torch.randn(2, 4),), runs=2, warmup=1)
+    ops = prof.nodes.set_index("name")["op"]
+    assert "between_graphs" in set(ops)
+    for name, op in ops.items():
+        if op in REPLAYED_OPS:
+            replayed_matches_record(prof, name)
+        else:
+            with pytest.raises(PyfxprofError, match=re.escape(f"cannot replay: node '{name}'")):
+                rebuild(prof, name)
