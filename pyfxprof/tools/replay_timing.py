@@ -43,12 +43,21 @@ def _bytes_of(values: Any) -> int:
     return sum(v.numel() * v.element_size() for v in leaves if isinstance(v, torch.Tensor))
 
 
+def cache_bytes(args: tuple) -> int:
+    """The last-level cache the inputs go through: the GPU's L2 for CUDA tensors, else the
+    CPU's (last_level_cache_bytes)."""
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+    if device is not None and device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).L2_cache_size)
+    return last_level_cache_bytes()
+
+
 def copies_for_cold(built: Rebuilt, args: tuple) -> int:
     """How many copies of the inputs (and weights) exceed the last-level cache twice over."""
     weights = 0 if built.module is None else _bytes_of(
         list(built.module.parameters()) + list(built.module.buffers()))
     one = max(1, _bytes_of(list(args)) + weights)
-    return int(min(MAX_COPIES, max(MIN_COPIES, math.ceil(2 * last_level_cache_bytes() / one))))
+    return int(min(MAX_COPIES, max(MIN_COPIES, math.ceil(2 * cache_bytes(args) / one))))
 
 
 def rotating_call(built: Rebuilt, cache: str, seed: int = 0) -> Callable[[], Any]:
