@@ -50,7 +50,7 @@ def test_replay_reads_a_saved_profile_with_the_model_given(capsys, tmp_path):
     assert cli.main(["replay", CONV_BN_RELU, node, "--input", SMALL_INPUT, "--profile",
                      str(saved), "--cache", "both", "--budget", "1"]) == 0
     out = capsys.readouterr().out
-    assert "cold" in out and "matches " in out
+    assert "cold" in out and ("matches " in out or "nearest " in out)
 
 
 def test_an_unknown_node_is_one_line(capsys):
