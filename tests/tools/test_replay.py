@@ -61,7 +61,8 @@ def test_variants_give_a_verdict_row_and_their_numeric_difference():
     for row in rows.values():
         assert row.error == "" and row.verdict in "+-=?" and row.low <= row.change <= row.high
         assert row.median_ns > 0 and 0 <= row.q_value <= 1
-    assert rows["contiguous"].max_abs_error == 0 and rows["threads=1"].max_abs_error == 0
+    assert rows["contiguous"].max_abs_error == 0  # the same kernel on the same values
+    assert rows["threads=1"].max_rel_error <= TOLERANCE[torch.float32]
     assert 0 < rows["bf16"].max_rel_error and rows["bf16"].beyond_tolerance == (
         rows["bf16"].max_rel_error > TOLERANCE[torch.bfloat16])
     assert "channels_last" in result.table() and "max abs err" in result.table()
