@@ -11,8 +11,12 @@ from ...run.runner import profile
 from ...tools.replay import CACHES, replay
 from ...tools.replay_script import replay_script
 from ...tools.replay_variants import VARIANTS
-from .arg_types import integer_at_least
+from .arg_types import integer_at_least, warmup_count
+from .defaults import defaults_of
 from .model_args import add_model_arguments, model_and_inputs
+
+#: The defaults of the functions the command calls (docs/cli.md).
+DEFAULTS = {**defaults_of(profile), **defaults_of(replay)}
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -40,13 +44,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="a profile of MODEL saved by Profile.save (default: profile now)")
     parser.add_argument("--variants", metavar="V[,V...]",
                         help=f"variants to compare, among {', '.join(VARIANTS)}")
-    parser.add_argument("--cache", choices=CACHES, default="warm",
+    parser.add_argument("--cache", choices=CACHES, default=DEFAULTS["cache"],
                         help="warm: same inputs each call; cold: inputs and weights rotated "
                              "beyond the last-level cache; both (default warm)")
-    parser.add_argument("--budget", type=integer_at_least(1), default=2, metavar="S",
-                        help="seconds of timing (default 2)")
-    parser.add_argument("--runs", type=integer_at_least(1), default=20, metavar="N",
-                        help="timed runs of the profile taken first (default 20)")
+    parser.add_argument("--budget", type=float, default=DEFAULTS["budget"], metavar="SECONDS",
+                        help=f"seconds of the replay's timing (default {DEFAULTS['budget']:g})")
+    parser.add_argument("--runs", type=integer_at_least(1), default=DEFAULTS["runs"],
+                        metavar="N", help=f"timed runs of the profile taken first "
+                                          f"(default {DEFAULTS['runs']})")
+    parser.add_argument("--warmup", type=warmup_count, default=DEFAULTS["warmup"], metavar="N",
+                        help=f"its warm-up runs (default {DEFAULTS['warmup']})")
     parser.add_argument("--script", metavar="PATH",
                         help="also write a standalone script (torch only) of the node here")
     parser.set_defaults(func=run)
@@ -64,10 +71,9 @@ def run(args: argparse.Namespace) -> int:
     if args.saved:
         prof = load_profile(args.saved)
     else:
-        prof = profile(model, inputs, runs=args.runs, warmup=max(1, args.runs // 4),
-                       progress=False)
+        prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, progress=False)
     result = replay(prof, args.node, model=model, variants=args.variants,
-                    budget=float(args.budget), cache=args.cache)
+                    budget=args.budget, cache=args.cache)
     print(result.table())
     if args.script:
         Path(args.script).write_text(replay_script(prof, args.node, model=model))
