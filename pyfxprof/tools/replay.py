@@ -73,8 +73,8 @@ def replay(profile: Profile, node: str, model: Any = None,
         timed = _timed(built, cache, share)
         rows: tuple = ()
         if names:
-            args, kwargs = built.inputs()
-            calls = [variant_call(name, built, args, kwargs) for name in names]
+            args, kwargs = built.inputs()  # each variant on its own inputs of equal values
+            calls = [variant_call(name, built, *built.inputs()) for name in names]
             per_call = timed["warm_ns"] if math.isfinite(timed["warm_ns"]) else timed["cold_ns"]
             rows = compare_variants(lambda: built.target(*args, **kwargs), calls,
                                     share / len(calls), per_call)

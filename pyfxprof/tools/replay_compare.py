@@ -73,6 +73,11 @@ def output_error(reference: Any, output: Any) -> tuple[float, float]:
     return absolute, absolute / scale if scale > 0 else (0.0 if absolute == 0 else math.inf)
 
 
+def _snapshot(value: Any) -> list[torch.Tensor]:
+    """Copies of an output's tensors (a later in-place call must not change them)."""
+    return [t.clone() for t in _tensors(value)]
+
+
 def _tensors(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value.detach()]
@@ -95,7 +100,9 @@ def _judged(name: str, base: np.ndarray, other: np.ndarray, confidence: float, q
 
 def compare_variants(base: Callable[[], Any], variants: list[VariantCall], budget: float,
                      per_call_ns: float) -> tuple[VariantRow, ...]:
-    """One row per variant against the as-is `base` call, `budget` seconds each.
+    """One row per variant against the as-is `base` call, `budget` seconds each. The outputs
+    are compared on the first call of each, before its timing: give each its own inputs of
+    equal values (an in-place op changes its inputs at every call).
 
     Example:
         >>> from pyfxprof.tools.replay_variants import VariantCall
@@ -107,7 +114,7 @@ def compare_variants(base: Callable[[], Any], variants: list[VariantCall], budge
         >>> row.name, row.max_abs_error
         ('same', 0.0)
     """
-    reference = base()
+    reference = _snapshot(base())  # before any timing: an in-place op changes its inputs
     measured, failed = {}, {}
     for variant in variants:
         try:

@@ -98,3 +98,22 @@ def test_tiny_gpt2s_attention_replays_with_its_shapes_and_a_bf16_difference():
     bf16, = result.variants
     assert bf16.error == "" and 0 < bf16.max_abs_error < math.inf
     assert "scaled_dot_product_attention" in prof.replay_script(attention["name"].iloc[0])
+
+
+class InPlace(nn.Module):
+    def forward(self, x, y):
+        x = x * 1.0
+        x += y
+        return x.add_(y)
+
+
+def test_an_in_place_nodes_variants_compare_outputs_of_equal_inputs():
+    x = torch.randn(64, 64)
+    prof = pyfxprof.profile(InPlace(), (x, x), runs=3, warmup=1)
+    names = prof.nodes.loc[prof.nodes["target"].isin(["_operator.iadd", "add_"]), "name"]
+    assert len(names) == 2
+    for name in names:
+        rows = {r.name: r for r in prof.replay(name, budget=0.3,
+                                               variants=["contiguous", "bf16"]).variants}
+        assert rows["contiguous"].max_abs_error == 0
+        assert 0 < rows["bf16"].max_rel_error <= TOLERANCE[torch.bfloat16]
