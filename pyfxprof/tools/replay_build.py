@@ -50,7 +50,16 @@ class Rebuilt:
 
 
 def node_row(profile: Profile, node: str) -> Any:
-    """The nodes-table row of `node` (a node name or a module path), or a one-line error."""
+    """The nodes-table row of `node` (a node name or a module path), or a one-line error.
+
+    Example:
+        >>> import pandas as pd, numpy as np
+        >>> prof = Profile(pd.DataFrame({"index": [0], "name": ["layer1_conv"],
+        ...     "op": ["call_module"], "target": ["layer1.conv"], "module_path": ["layer1.conv"],
+        ...     "module_type": ["Conv2d"], "module_stack": [()]}), np.array([[5]]), np.array([5]))
+        >>> node_row(prof, "layer1.conv")["name"]
+        'layer1_conv'
+    """
     nodes = profile.nodes
     found = nodes[nodes["name"] == node]
     if found.empty:

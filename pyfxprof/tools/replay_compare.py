@@ -36,7 +36,15 @@ def _block_ns(call: Callable[[], Any], calls: int) -> float:
 def paired_blocks(base: Callable[[], Any], variant: VariantCall, budget: float,
                   per_call_ns: float) -> tuple[np.ndarray, np.ndarray]:
     """ns per call of the as-is and the variant call, block by block, their order alternating,
-    until `budget` seconds are spent (MIN_BLOCKS to MAX_BLOCKS pairs), one pair of warm-up."""
+    until `budget` seconds are spent (MIN_BLOCKS to MAX_BLOCKS pairs), one pair of warm-up.
+
+    Example:
+        >>> import contextlib
+        >>> same = VariantCall("same", lambda: None, contextlib.nullcontext, torch.float32)
+        >>> base, other = paired_blocks(lambda: None, same, 0.0, 100.0)
+        >>> len(base) == len(other) == MIN_BLOCKS
+        True
+    """
     calls = int(max(1, min(500, BLOCK_NS // max(per_call_ns, 1.0))))
     pairs: list[tuple[float, float]] = []
     deadline = time.monotonic() + budget

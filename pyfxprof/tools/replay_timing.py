@@ -45,7 +45,12 @@ def _bytes_of(values: Any) -> int:
 
 def cache_bytes(args: tuple) -> int:
     """The last-level cache the inputs go through: the GPU's L2 for CUDA tensors, else the
-    CPU's (last_level_cache_bytes)."""
+    CPU's (last_level_cache_bytes).
+
+    Example:
+        >>> cache_bytes((torch.zeros(2),)) == last_level_cache_bytes()
+        True
+    """
     device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
     if device is not None and device.type == "cuda":
         return int(torch.cuda.get_device_properties(device).L2_cache_size)

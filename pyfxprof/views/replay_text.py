@@ -79,5 +79,9 @@ def replay_table(result: ReplayResult) -> str:
 
 
 def replay_html(result: ReplayResult) -> str:
-    """The replay's text in a notebook cell."""
+    """The replay's text in a notebook cell.
+
+    >>> replay_html(ReplayResult("n", "call_function", "torch.relu", "")).startswith("<pre>")
+    True
+    """
     return f"<pre>{html.escape(replay_table(result))}</pre>"
