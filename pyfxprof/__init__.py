@@ -167,6 +167,8 @@ _METHODS = {
     "Profile.plot_tail": ("views.latency_plots", "plot_tail"),
     "Profile.advise": ("analyses.advisor", "advise"),
     "Profile.roofline": ("data.roofline", "roofline"),  # per node vs measured peaks
+    "Profile.replay": ("tools.replay", "replay"),  # a node alone, its variants
+    "Profile.replay_script": ("tools.replay_script", "replay_script"),  # torch alone
     "Profile.save": ("data.persist", "save_profile"),
     "Profile.python_outside": ("data.outside_graph", "python_functions"),
     "RankProfiles.save": ("data.rank_files", "save_rank_profiles"),
@@ -187,6 +189,9 @@ _METHODS = {
     "ProfileDiff.table": ("views.diff_text", "diff_table"),
     "ProfileDiff._repr_html_": ("views.diff_text", "diff_html"),
     "ProfileDiff.__repr__": ("views.diff_text", "diff_repr"),
+    "ReplayResult.table": ("views.replay_text", "replay_table"),
+    "ReplayResult.__str__": ("views.replay_text", "replay_table"),
+    "ReplayResult._repr_html_": ("views.replay_text", "replay_html"),
     "Measurement.__str__": ("views.bench_text", "render_measurement"),
     "Measurement.__repr__": ("views.bench_text", "measurement_repr"),
     "Measurement._repr_html_": ("views.bench_text", "measurement_html"),

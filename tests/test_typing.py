@@ -55,7 +55,7 @@ def class_node(owner: str) -> tuple[str, ast.ClassDef]:
     """(module, class definition) of the served class named ``owner``."""
     for module in ("data.profile", "data.rank_profiles", "data.sweep_fit", "data.latency",
                    "data.warmup", "data.measurement", "data.bench_compare", "data.advice",
-                   "analyses.diff", "analyses.compiled_diff"):
+                   "data.replay_result", "analyses.diff", "analyses.compiled_diff"):
         tree = ast.parse(inspect.getsource(importlib.import_module(f"pyfxprof.{module}")))
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and node.name == owner:

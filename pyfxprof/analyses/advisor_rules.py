@@ -233,7 +233,9 @@ def low_flops(profile, context: Context) -> list[Suggestion]:
         "low_flops", "medium" if context.pct(slow_ns) >= 10 else "low",
         f"{plural(len(slow), 'node')} with low achieved FLOP/s (likely memory-bound)", evidence,
         "they move more bytes than they compute: fuse them with their neighbours "
-        "(torch.compile), try channels_last memory format, or a lower-precision dtype",
+        "(torch.compile), try channels_last memory format, or a lower-precision dtype; "
+        f"measure it on one: prof.replay({context.names(slow)[0]!r}, "
+        "variants=['channels_last', 'bf16', 'compile']) (docs/replay.md)",
         None, context.names(slow))]
 
 

@@ -10,6 +10,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import PyfxprofError, first_line
+from .call_spec import call_spec
 from .flops import FlopMeter
 from .memory import allocator_events, cuda_device_of, cuda_node_memory, memory_wanted, node_range
 from .node_bytes import node_bytes
@@ -72,6 +73,7 @@ class ShapeRecorder(fx.Interpreter):
                 f"node {n.name!r} ({n.op} {target_name(n)}) failed on inputs {describe(args)}: "
                 f"{type(error).__name__}: {first_line(error)} — check the input shapes") from None
         self.info[n.name] = {"input_shapes": describe(args), "output_shapes": describe(result),
+                             "call_args": call_spec(args, kwargs),
                              "out_bytes": tensor_bytes(result),
                              "flops": self.meter.total() - flops_before,
                              "vector_flops": self.meter.vector_total() - vector_before,
@@ -87,7 +89,7 @@ class ShapeRecorder(fx.Interpreter):
 
 def analyse(gm: fx.GraphModule, args: tuple) -> tuple[Any, dict[str, dict[str, Any]]]:
     """Run `gm` once untimed; return (output, per-node info keyed by node name): input_shapes,
-    output_shapes, out_bytes, flops, and for the roofline vector_flops, unknown_ops and the
+    output_shapes, call_args (capture.call_spec: the call as JSON), out_bytes, flops, and for the roofline vector_flops, unknown_ops and the
     bytes of capture.node_bytes; on CUDA also alloc_delta_bytes, peak_bytes (above the
     allocation at the node's start) and model_peak_bytes (the allocator's peak so far); inside
     memory.profiling_memory() also the ALLOCATOR_COLUMNS from torch.profiler's allocator events.

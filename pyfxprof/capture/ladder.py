@@ -494,8 +494,8 @@ def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFram
             frame[column] = pd.Series([info.get(column, empty) for info in infos], dtype=object)
     for column in ("out_bytes", "flops"):
         frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
-    blanks: dict[str, object] = {"unknown_ops": "", "bytes_by_dtype": "", "dtype": "",
-                                 "aliases_input": False}  # the roofline's, when measured
+    blanks: dict[str, object] = {"call_args": "", "unknown_ops": "", "bytes_by_dtype": "",
+                                 "dtype": "", "aliases_input": False}  # when measured
     for column, blank in blanks.items():
         if any(column in info for info in infos):
             frame[column] = [info.get(column, blank) for info in infos]

@@ -26,7 +26,8 @@ from .spec import add_from_spec
 #: that registers its parser and sets ``func=run`` where ``run(args) -> int`` returns the exit
 #: code. After adding one or changing a parser, run `python -m pyfxprof.cli.spec_writer`
 #: (docs/architecture.md, "Add a CLI command").
-COMMAND_MODULES = ("profile", "report", "diff", "ab", "bench", "fuse", "overhead", "sweep")
+COMMAND_MODULES = ("profile", "report", "diff", "ab", "bench", "fuse", "overhead", "sweep",
+                   "replay")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..views.key_averages import KeyAverages
     from .files import PathLike
     from .latency import LatencySummary
+    from .replay_result import ReplayResult
     from .warmup import WarmupReport
 
 #: Identity columns every ``nodes`` frame has, in order.
@@ -117,7 +118,8 @@ class Profile:
     ``table``, ``tree``, ``export`` (and the ``export_*`` wrappers), ``plot``, ``plot_latency``,
     ``plot_tail``, ``advise``, the notebook's ``_repr_html_``, ``save`` (data.persist),
     torch.profiler's ``key_averages``, ``events`` and ``export_memory_timeline``, and
-    ``python_outside`` (data.outside_graph: the functions of the Python outside the graph).
+    ``python_outside`` (data.outside_graph: the functions of the Python outside the graph),
+    ``replay`` and ``replay_script`` (tools.replay*: a node rebuilt and timed alone).
 
     Args:
         nodes: one row per timed node in execution order with the columns NODE_COLUMNS
@@ -177,6 +179,10 @@ class Profile:
         def advise(self, rules: Iterable[str] | None = None) -> Advice: ...
         def roofline(self, group_by: str | None = None, depth: int = 1,
                      peaks: dict | None = None) -> pd.DataFrame: ...
+        def replay(self, node: str, model: Any = None,
+                   variants: Sequence[str] | str | None = None, budget: float = 2.0,
+                   cache: str = "warm") -> ReplayResult: ...
+        def replay_script(self, node: str, model: Any = None) -> str: ...
         def save(self, path: PathLike) -> None: ...
         def python_outside(self, top: int | None = None) -> pd.DataFrame: ...
 

@@ -1,10 +1,11 @@
 """`pyfxprof.profile`: one call's steps in order: arguments checked and placed
 (run/arguments.py), capture (run/capture_cache.py), instrument (timing/executors.py), timed
 runs with the user's own call between them (run/timed_runs.py), metadata (run/metadata.py)
-and the Profile (build_profile here)."""
+and the Profile (build_profile here), whose model is remembered by weak reference (live_model)."""
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
@@ -94,7 +95,7 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
     """
     given = checked(**locals())  # the arguments as given, grouped
     if given.compiled:
-        return _profile_compiled(given)
+        return remember_model(_profile_compiled(given), given.model)
     own, given = placed(given)
     given_training, clock = own.training, StepClock()
     with evaluation_mode(given.model, not backward), grad_context(grad or backward):
@@ -106,8 +107,8 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
         runs_measured = measured(executor, drops_before, prepared, given, clock)
         modes = modes_meta(given.model, given_training, given.example_inputs)
     meta = profile_meta(given, prepared, runs_measured, modes, clock)
-    return with_user_call(_built(prepared.frame, runs_measured, meta,
-                                 given.model if backward else None), runs_measured.call)
+    built = _built(prepared.frame, runs_measured, meta, given.model if backward else None)
+    return remember_model(with_user_call(built, runs_measured.call), given.model)
 
 
 def _built(frame: pd.DataFrame, measured: Measured, meta: dict,
@@ -188,3 +189,41 @@ def build_profile(frame: pd.DataFrame, timings: RunTimings, meta: dict,
         run_noise = None  # a run lost records: its noise row cannot be matched to it
     return Profile(frame, samples, totals, meta, device_samples=device_samples,
                    run_starts=timings.run_starts, run_noise=run_noise)
+
+
+#: The profiled model of each live Profile, held weakly outside the Profile's data
+#: (Profile.replay finds it; a Profile never keeps a model alive): id(profile) -> weak
+#: reference to the model; an entry leaves with its profile.
+_LIVE: dict[int, weakref.ref] = {}
+
+
+def remember_model(profile: Any, model: Any) -> Any:
+    """Keep a weak reference to `model` for `profile` (returned as given).
+
+    Example:
+        >>> import torch
+        >>> class P: pass
+        >>> net, prof = torch.nn.ReLU(), P()
+        >>> remember_model(prof, net) is prof and live_model(prof) is net
+        True
+    """
+    try:
+        reference = weakref.ref(model)
+    except TypeError:  # an object without weak references (a builtin): nothing to find later
+        return profile
+    key = id(profile)
+    _LIVE[key] = reference
+    weakref.finalize(profile, _LIVE.pop, key, None)
+    return profile
+
+
+def live_model(profile: Any) -> Any:
+    """The model `profile` was taken of while it is alive in this process, else None.
+
+    Example:
+        >>> class P: pass
+        >>> live_model(P()) is None
+        True
+    """
+    reference = _LIVE.get(id(profile))
+    return None if reference is None else reference()

@@ -142,6 +142,7 @@ def test_low_flops_flags_slow_nodes_worth_one_percent():
     assert item.severity == "medium"
     assert item.evidence[0] == "best: conv (Conv2d) at 1 TFLOP/s"
     assert item.evidence[2].endswith("2 GFLOP/s (0.2% of best)")
+    assert "prof.replay('bn', variants=['channels_last', 'bf16', 'compile'])" in item.action
 
 
 def test_no_flops_column_means_no_flops_advice():

@@ -29,7 +29,7 @@ def test_the_parser_built_from_the_table_is_the_modules_parser(name):
     built = build_parser(name)
     assert _sub_parser(built, name).format_help() == _sub_parser(direct, name).format_help()
     argv = {"report": ["p.json"], "diff": ["a.json", "b.json"], "ab": ["m:a", "m:b"],
-            "bench": ["x + 1"]}.get(name, [])
+            "bench": ["x + 1"], "replay": ["m:a", "conv"]}.get(name, [])
     expected, parsed = vars(direct.parse_args([name, *argv])), vars(built.parse_args([name,
                                                                                       *argv]))
     assert parsed.pop("func").resolve() is expected.pop("func") is module.run

@@ -186,3 +186,40 @@ def test_any_number_of_runs_profiles_and_reports(runs):
     call = prof.meta["call"]
     assert call["outside_low_ns"] <= call["outside_median_ns"] <= call["outside_high_ns"]
     assert "add" in prof.table() and len(prof.to_dataframe()) == prof.n_nodes
+
+
+# The profiled model, remembered by weak reference outside the Profile (Profile.replay).
+
+def test_profile_finds_its_model_while_alive_and_never_keeps_it_alive():
+    import gc
+    from pyfxprof.run.capture_cache import CAPTURES
+    from pyfxprof.run.runner import live_model
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    prof = pyfxprof.profile(model, (torch.randn(2, 4),), runs=3, warmup=1)
+    assert live_model(prof) is model
+    del model
+    CAPTURES.clear()  # the process's capture cache holds its last models (run/capture_cache.py)
+    gc.collect()
+    assert live_model(prof) is None
+
+
+def test_the_model_entry_leaves_with_its_profile_and_a_loaded_profile_has_none(tmp_path):
+    import gc
+    from pyfxprof.run.runner import _LIVE, live_model
+    prof = pyfxprof.profile(torch.nn.Sequential(torch.nn.ReLU()), (torch.randn(2, 4),),
+                            runs=3, warmup=1)
+    prof.save(tmp_path / "p.json")
+    assert live_model(pyfxprof.load(tmp_path / "p.json")) is None
+    key = id(prof)
+    del prof
+    gc.collect()
+    assert key not in _LIVE
+
+
+def test_a_model_without_weak_references_is_not_kept():
+    from pyfxprof.run.runner import live_model, remember_model
+
+    class P:
+        pass
+    prof = P()
+    assert remember_model(prof, object()) is prof and live_model(prof) is None

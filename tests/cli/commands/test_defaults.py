@@ -12,7 +12,7 @@ from pyfxprof.cli.main import COMMAND_MODULES, build_parser
 #: Words that would spell a count of timed runs another way than --runs.
 OTHER_RUN_WORDS = ("round", "iteration", "iters", "repeat", "number", "times", "reps")
 #: The commands that time a model several times, and so take --runs.
-TIMING_COMMANDS = {"profile", "sweep", "fuse", "overhead"}
+TIMING_COMMANDS = {"profile", "sweep", "fuse", "overhead", "replay"}
 #: Each command's function, the arguments it needs, and (option dest -> parameter) renames.
 FUNCTIONS = {
     "profile": ("pyfxprof.run.runner:profile", [], {}),

@@ -1,0 +1,164 @@
+"""A profiled node's call rebuilt alone: the module (the model's own, with its weights) or
+function it targets, and fresh inputs of its recorded shapes, dtypes and strides; a node that
+cannot be rebuilt is refused in one line that says why."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from ..capture.call_spec import decode, opaque_types
+from ..data.profile import Profile
+from ..errors import ArgumentError, PyfxprofError
+from ..run.runner import live_model
+
+#: The node ops a replay rebuilds (graph nodes calling something).
+REPLAYED_OPS = ("call_module", "call_function", "call_method")
+#: What the other rows are, for the refusal (any other op: not a graph node's call).
+NOT_REPLAYED = {
+    "outside_graph": "the Python outside the graph (the user's call around it), not an op",
+    "between_graphs": "the time between a graph break's graphs, not an op",
+    "outside_kernels": "a compiled model's time outside its kernels, not an op",
+    "range": "a user range, not an op",
+    **{op: "a compiled kernel row: replay its source nodes in an eager profile of the model"
+       for op in ("fused_kernel", "extern_kernel", "fallback_op")},
+}
+
+
+@dataclass
+class Rebuilt:
+    """A node's call alone: ``target(*args, **kwargs)`` runs it; ``module`` is the module it
+    calls (call_module), else None."""
+
+    name: str
+    op: str
+    target_name: str
+    target: Callable
+    spec: dict
+    module: torch.nn.Module | None
+    in_graph_ns: float
+
+    def inputs(self, seed: int = 0) -> tuple[tuple, dict]:
+        """Fresh random inputs of the recorded shapes, dtypes and strides."""
+        generator = torch.Generator().manual_seed(seed)
+        return (tuple(decode(self.spec["args"], generator)),
+                decode({"dict": self.spec["kwargs"]}, generator))
+
+
+def node_row(profile: Profile, node: str) -> Any:
+    """The nodes-table row of `node` (a node name or a module path), or a one-line error.
+
+    Example:
+        >>> import pandas as pd, numpy as np
+        >>> prof = Profile(pd.DataFrame({"index": [0], "name": ["layer1_conv"],
+        ...     "op": ["call_module"], "target": ["layer1.conv"], "module_path": ["layer1.conv"],
+        ...     "module_type": ["Conv2d"], "module_stack": [()]}), np.array([[5]]), np.array([5]))
+        >>> node_row(prof, "layer1.conv")["name"]
+        'layer1_conv'
+    """
+    nodes = profile.nodes
+    found = nodes[nodes["name"] == node]
+    if found.empty:
+        found = nodes[nodes["module_path"] == node]
+    if found.empty:
+        close = [n for n in nodes["name"] if node.replace(".", "_") in n][:5]
+        raise ArgumentError(f"no node {node!r} in this profile"
+                            + (f"; did you mean {close}?" if close else
+                               "; pass a name from prof.table()'s name column"))
+    return found.iloc[0]
+
+
+def _refusal(row: Any) -> str | None:
+    """Why `row` cannot be replayed, or None when it can."""
+    if row["op"] not in REPLAYED_OPS:
+        what = NOT_REPLAYED.get(row["op"], "not a graph node's call")
+        return (f"node {row['name']!r} is a {row['op']!r} row, {what} (only "
+                f"{', '.join(REPLAYED_OPS)} nodes replay)")
+    if bool(row.get("communication", False)):
+        return f"node {row['name']!r} is a collective: it needs its process group and peers"
+    if not isinstance(row.get("call_args", ""), str) or not row.get("call_args", ""):
+        return (f"node {row['name']!r} has no recorded call (a hooks capture, or a profile "
+                f"saved before call_args was recorded): profile the model again")
+    opaque = opaque_types(json.loads(row["call_args"]))
+    if opaque:
+        return (f"node {row['name']!r} takes {', '.join(opaque)} objects that a replay "
+                f"cannot rebuild")
+    return None
+
+
+def function_of(name: str) -> Callable:
+    """The function a call_function node's dotted target names ("torch.ops.aten.mm.default",
+    "torch._C._nn.linear", "_operator.add").
+
+    Example:
+        >>> function_of("torch.ops.aten.mm.default") is torch.ops.aten.mm.default
+        True
+    """
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attribute in parts[cut:]:
+                found = getattr(found, attribute)
+        except AttributeError:
+            continue
+        if callable(found):
+            return found
+    raise PyfxprofError(f"cannot find the function {name!r} in this process to replay it")
+
+
+def _method_call(name: str) -> Callable:
+    def call(receiver, *args, **kwargs):
+        return getattr(receiver, name)(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
+def _module_of(model: Any, row: Any) -> torch.nn.Module:
+    """The model's submodule a call_module row calls (by module path, then by target)."""
+    if model is None:
+        raise PyfxprofError(f"node {row['name']!r} calls a module and the profiled model is "
+                            f"gone: pass it as replay(..., model=model) (CLI: --model)")
+    for path in (row["module_path"], row["target"]):
+        try:
+            return model.get_submodule(str(path))
+        except (AttributeError, TypeError):
+            continue
+    raise PyfxprofError(f"the model given has no submodule {row['module_path']!r} (node "
+                        f"{row['name']!r}): pass the model that was profiled")
+
+
+def rebuild(profile: Profile, node: str, model: Any = None) -> Rebuilt:
+    """`node`'s call alone, on the model given or, by default, the profiled model if alive.
+
+    Example:
+        >>> import pyfxprof
+        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 2))
+        >>> prof = pyfxprof.profile(net, (torch.randn(3, 4),), runs=3, warmup=1)
+        >>> built = rebuild(prof, "0")
+        >>> args, kwargs = built.inputs()
+        >>> built.target(*args, **kwargs).shape
+        torch.Size([3, 2])
+    """
+    row = node_row(profile, node)
+    refused = _refusal(row)
+    if refused:
+        raise PyfxprofError(f"cannot replay: {refused}")
+    model = live_model(profile) if model is None else model
+    module = _module_of(model, row) if row["op"] == "call_module" else None
+    if module is not None:
+        target: Callable = module
+    elif row["op"] == "call_method":
+        target = _method_call(str(row["target"]))
+    else:
+        target = function_of(str(row["target"]))
+    median = float(profile.stats()["median"].iloc[int(row["index"])])
+    return Rebuilt(str(row["name"]), str(row["op"]), str(row["target"]), target,
+                   json.loads(row["call_args"]), module, median)

@@ -1,0 +1,144 @@
+"""Variants of a replayed node against its as-is call: interleaved blocks of calls (order
+alternating), paired log ratios judged with the stats stage's signed-rank test, Hodges–Lehmann
+interval, Benjamini–Hochberg q-values and verdict rule; and the outputs' numeric difference."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ..data.replay_result import VariantRow
+from ..errors import first_line
+from ..stats.rank_tests import benjamini_hochberg, hodges_lehmann, signed_rank_p
+from ..stats.verdict_rule import adjusted_confidence, verdicts
+from ..timing.native import _C
+from .replay_variants import TOLERANCE, VariantCall
+
+#: The smallest change (fraction) a verdict calls slower or faster, and the false discovery
+#: rate over a replay's variants (as pyfxprof.compare's defaults).
+MIN_CHANGE, FDR = 0.02, 0.05
+#: Time per block of back-to-back calls (ns), and the blocks' bounds.
+BLOCK_NS, MIN_BLOCKS, MAX_BLOCKS = 500_000, 8, 400
+
+
+def _block_ns(call: Callable[[], Any], calls: int) -> float:
+    """ns per call of `calls` back-to-back calls."""
+    start = _C.now_ns()
+    for _ in range(calls):
+        call()
+    return (_C.now_ns() - start) / calls
+
+
+def paired_blocks(base: Callable[[], Any], variant: VariantCall, budget: float,
+                  per_call_ns: float) -> tuple[np.ndarray, np.ndarray]:
+    """ns per call of the as-is and the variant call, block by block, their order alternating,
+    until `budget` seconds are spent (MIN_BLOCKS to MAX_BLOCKS pairs), one pair of warm-up.
+
+    Example:
+        >>> import contextlib
+        >>> same = VariantCall("same", lambda: None, contextlib.nullcontext, torch.float32)
+        >>> base, other = paired_blocks(lambda: None, same, 0.0, 100.0)
+        >>> len(base) == len(other) == MIN_BLOCKS
+        True
+    """
+    calls = int(max(1, min(500, BLOCK_NS // max(per_call_ns, 1.0))))
+    pairs: list[tuple[float, float]] = []
+    deadline = time.monotonic() + budget
+    for index in range(MAX_BLOCKS + 1):
+        timings: dict[str, float] = {}
+        for side in (("base", "variant") if index % 2 == 0 else ("variant", "base")):
+            if side == "base":
+                timings[side] = _block_ns(base, calls)
+            else:
+                with variant.context():
+                    timings[side] = _block_ns(variant.call, calls)
+        if index:  # the first pair is the warm-up
+            pairs.append((timings["base"], timings["variant"]))
+        if len(pairs) >= MIN_BLOCKS and time.monotonic() > deadline:
+            break
+    found = np.array(pairs, dtype=np.float64)
+    return found[:, 0], found[:, 1]
+
+
+def output_error(reference: Any, output: Any) -> tuple[float, float]:
+    """Max absolute difference of two outputs' tensors and that over the reference's largest
+    magnitude (NaN when they hold no tensor or differ in shape).
+
+    Example:
+        >>> output_error(torch.tensor([1.0, -4.0]), torch.tensor([1.5, -4.0]))
+        (0.5, 0.125)
+    """
+    pairs = list(zip(_tensors(reference), _tensors(output)))
+    if not pairs or any(a.shape != b.shape for a, b in pairs):
+        return math.nan, math.nan
+    absolute = max(float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
+                   for a, b in pairs)
+    scale = max(float(a.double().abs().max()) if a.numel() else 0.0 for a, _ in pairs)
+    return absolute, absolute / scale if scale > 0 else (0.0 if absolute == 0 else math.inf)
+
+
+def _snapshot(value: Any) -> list[torch.Tensor]:
+    """Copies of an output's tensors (a later in-place call must not change them)."""
+    return [t.clone() for t in _tensors(value)]
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value.detach()]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+def _judged(name: str, base: np.ndarray, other: np.ndarray, confidence: float, q: float,
+            errors: tuple[float, float], tolerance: float) -> VariantRow:
+    """A variant's row from its paired blocks against the as-is ones."""
+    estimate, low, high = hodges_lehmann(np.log(other / base), confidence)
+    change, low, high = math.expm1(estimate), math.expm1(low), math.expm1(high)
+    verdict = verdicts([change], [low], [high], [q], MIN_CHANGE, FDR)[0]
+    return VariantRow(name, float(np.median(other)), change, low, high, float(q), str(verdict),
+                      errors[0], errors[1], bool(errors[1] > tolerance))
+
+
+def compare_variants(base: Callable[[], Any], variants: list[VariantCall], budget: float,
+                     per_call_ns: float) -> tuple[VariantRow, ...]:
+    """One row per variant against the as-is `base` call, `budget` seconds each. The outputs
+    are compared on the first call of each, before its timing: give each its own inputs of
+    equal values (an in-place op changes its inputs at every call).
+
+    Example:
+        >>> from pyfxprof.tools.replay_variants import VariantCall
+        >>> import contextlib
+        >>> x = torch.randn(256)
+        >>> same = VariantCall("same", lambda: torch.relu(x), contextlib.nullcontext,
+        ...                    torch.float32)
+        >>> row, = compare_variants(lambda: torch.relu(x), [same], 0.05, 1000.0)
+        >>> row.name, row.max_abs_error
+        ('same', 0.0)
+    """
+    reference = _snapshot(base())  # before any timing: an in-place op changes its inputs
+    measured, failed = {}, {}
+    for variant in variants:
+        try:
+            with variant.context():
+                errors = output_error(reference, variant.call())
+            measured[variant.name] = (paired_blocks(base, variant, budget, per_call_ns), errors,
+                                      TOLERANCE.get(variant.dtype, 1e-4))
+        except Exception as error:  # a variant this machine or op does not run: a row saying so
+            failed[variant.name] = f"{type(error).__name__}: {first_line(error)}"
+    names = list(measured)
+    q_values: Any = benjamini_hochberg([signed_rank_p(np.log(measured[n][0][1] / measured[n][0][0]))
+                                   for n in names]) if names else []
+    confidence = adjusted_confidence(q_values, FDR) if names else 0.0
+    rows = {}
+    for name, q in zip(names, q_values):
+        (base_ns, variant_ns), errors, tolerance = measured[name]
+        rows[name] = _judged(name, base_ns, variant_ns, confidence, q, errors, tolerance)
+    rows.update({n: VariantRow(n, error=text) for n, text in failed.items()})
+    return tuple(rows[v.name] for v in variants)

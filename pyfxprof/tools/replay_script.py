@@ -1,0 +1,150 @@
+"""Profile.replay_script: a standalone Python script that rebuilds a profiled node with torch
+alone (torch.nn modules from their constructor arguments, torch functions and tensor methods)
+and times it with torch.utils.benchmark, for a bug report that needs no pyfxprof."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+from ..data.profile import Profile
+from ..errors import PyfxprofError
+from .replay_build import Rebuilt, rebuild
+
+#: The script's frame: a tensor maker, the node's call, its inputs and the timing.
+TEMPLATE = '''"""Replay of node {name!r} ({op} {target}) alone, written by pyfxprof's replay_script.
+Recorded inputs: {shapes}. Needs torch only."""
+import operator  # noqa: F401  (operator targets)
+
+import torch
+import torch.utils.benchmark as benchmark
+
+
+def make(shape, stride, dtype, device, low=0, high=0):
+    """A tensor of this shape, stride, dtype and device with random values."""
+    out = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+    if dtype == torch.bool:
+        return out.copy_(torch.rand(shape) < 0.5)
+    if out.is_floating_point() or out.is_complex():
+        return out.copy_(torch.randn(shape, dtype=dtype))
+    return out.copy_(torch.randint(low, high + 1, shape))
+
+
+torch.manual_seed(0)
+torch.set_num_threads({threads})  # as profiled
+{builder}
+args = {args}
+kwargs = {kwargs}
+with torch.set_grad_enabled({grad}):
+    out = fn(*args, **kwargs)
+    timer = benchmark.Timer(stmt="fn(*args, **kwargs)",
+                            globals={{"fn": fn, "args": args, "kwargs": kwargs}})
+    measurement = timer.blocked_autorange(min_run_time=1.0)
+print("torch", torch.__version__, "threads", torch.get_num_threads())
+print("inputs:", [(tuple(a.shape), a.dtype, a.stride()) for a in args if isinstance(a, torch.Tensor)])
+print("output:", [(tuple(o.shape), o.dtype) for o in (out if isinstance(out, (tuple, list)) else [out])
+                  if isinstance(o, torch.Tensor)])
+print(f"median {{measurement.median * 1e6:.2f}} us over {{len(measurement.times)}} blocks")
+'''
+
+
+def source_of(value: Any) -> str:
+    """Python source rebuilding a recorded argument (capture.call_spec's encoding).
+
+    Example:
+        >>> source_of({"tensor": [2, 3], "dtype": "float32", "stride": [3, 1], "device": "cpu"})
+        "make((2, 3), (3, 1), torch.float32, 'cpu')"
+        >>> source_of({"tuple": [1, {"torch": "float16"}]})
+        '(1, torch.float16,)'
+    """
+    if isinstance(value, list):
+        return "[" + ", ".join(source_of(v) for v in value) + "]"
+    if not isinstance(value, dict):
+        return repr(value)
+    if "tensor" in value:
+        extra = "".join(f", {v}" for v in value.get("range", []))
+        return (f"make({tuple(value['tensor'])}, {tuple(value['stride'])}, "
+                f"torch.{value['dtype']}, {value['device']!r}{extra})")
+    if "tuple" in value:
+        return "(" + "".join(source_of(v) + ", " for v in value["tuple"]).rstrip(" ") + ")"
+    if "dict" in value:
+        return "{" + ", ".join(f"{k!r}: {source_of(v)}" for k, v in value["dict"].items()) + "}"
+    if "torch" in value:
+        return f"torch.{value['torch']}"
+    if "device" in value:
+        return f"torch.device({value['device']!r})"
+    if "slice" in value:
+        return "slice(" + ", ".join(source_of(v) for v in value["slice"]) + ")"
+    return "Ellipsis"
+
+
+def _literal(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_literal(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def constructor_source(module: torch.nn.Module) -> str:
+    """`torch.nn.X(...)` rebuilding a torch.nn module from its __init__ parameters' values.
+
+    Example:
+        >>> constructor_source(torch.nn.Conv2d(3, 8, 3, stride=2, bias=False))
+        "torch.nn.Conv2d(in_channels=3, out_channels=8, kernel_size=(3, 3), stride=(2, 2), padding=(0, 0), dilation=(1, 1), groups=1, bias=False, padding_mode='zeros')"
+    """
+    kind = type(module)
+    if (not kind.__module__.startswith("torch.nn.")
+            or getattr(torch.nn, kind.__name__, None) is not kind):
+        raise PyfxprofError(f"cannot write a script for a {kind.__module__}.{kind.__name__} "
+                            f"module: only torch.nn modules are rebuilt from their arguments")
+    parts = []
+    for name, parameter in inspect.signature(kind.__init__).parameters.items():
+        if name in ("self", "device", "dtype") or parameter.kind in (
+                parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD) or not hasattr(module, name):
+            continue
+        value = getattr(module, name)
+        if name == "bias" and (value is None or isinstance(value, torch.Tensor)):
+            value = value is not None
+        if _literal(value):
+            parts.append(f"{name}={value!r}")
+    return f"torch.nn.{kind.__name__}({', '.join(parts)})"
+
+
+def _builder(built: Rebuilt, training: bool) -> str:
+    """The script's lines that define `fn`, the node's call (a module in the profiled mode)."""
+    if built.module is not None:
+        dtype = next((p.dtype for p in built.module.parameters()), torch.float32)
+        device = next((p.device for p in built.module.parameters()), torch.device("cpu"))
+        return (f"fn = {constructor_source(built.module)}.to({str(device)!r}, {dtype})"
+                f".train({training})  # weights random, mode as profiled")
+    if built.op == "call_method":
+        return f"fn = lambda self, *a, **k: self.{built.target_name}(*a, **k)"
+    name = built.target_name.replace("_operator.", "operator.", 1)
+    if not name.startswith(("torch.", "operator.")):
+        raise PyfxprofError(f"cannot write a script for node {built.name!r}: it calls "
+                            f"{name}, neither a torch function nor an operator")
+    return f"fn = {name}"
+
+
+def replay_script(profile: Profile, node: str, model: Any = None) -> str:
+    """A standalone script (torch and torch.utils.benchmark only) that rebuilds `node` on
+    inputs of its recorded shapes, dtypes and strides and prints them and its median.
+
+    Example:
+        >>> import pyfxprof
+        >>> prof = pyfxprof.profile(torch.nn.Sequential(torch.nn.Linear(4, 2)),
+        ...                         (torch.randn(3, 4),), runs=3, warmup=1)
+        >>> "torch.nn.Linear(in_features=4, out_features=2" in prof.replay_script("0")
+        True
+    """
+    built = rebuild(profile, node, model)
+    training = bool(profile.meta.get("training", False))
+    return TEMPLATE.format(
+        name=built.name, op=built.op, target=built.target_name,
+        builder=_builder(built, training),
+        shapes=str(profile.nodes.loc[profile.nodes["name"] == built.name, "input_shapes"]
+                   .iloc[0]) if "input_shapes" in profile.nodes else "?",
+        args=source_of({"tuple": built.spec["args"]}), kwargs=source_of(
+            {"dict": built.spec["kwargs"]}), grad=bool(profile.meta.get("grad", False)),
+        threads=int(profile.meta.get("threads") or torch.get_num_threads()))

@@ -1,0 +1,105 @@
+"""A rebuilt node timed alone with bench(): warm (the same inputs each call) or cold (inputs,
+and a module's weights, rotated through copies larger than the last-level cache)."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..data.measurement import Measurement
+from ..run.bench import bench
+from .replay_build import Rebuilt
+
+#: Copies a cold replay rotates through: at least this many, and at most the cap.
+MIN_COPIES, MAX_COPIES = 2, 256
+#: The last-level cache assumed where the machine does not say (bytes).
+DEFAULT_LLC_BYTES = 64 << 20
+
+
+def last_level_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The largest CPU cache's size in bytes (Linux sysfs), else DEFAULT_LLC_BYTES.
+
+    Example:
+        >>> last_level_cache_bytes() > 0
+        True
+    """
+    sizes = []
+    for entry in Path(root).glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=DEFAULT_LLC_BYTES)
+
+
+def _bytes_of(values: Any) -> int:
+    leaves = values if isinstance(values, (list, tuple)) else [values]
+    return sum(v.numel() * v.element_size() for v in leaves if isinstance(v, torch.Tensor))
+
+
+def cache_bytes(args: tuple) -> int:
+    """The last-level cache the inputs go through: the GPU's L2 for CUDA tensors, else the
+    CPU's (last_level_cache_bytes).
+
+    Example:
+        >>> cache_bytes((torch.zeros(2),)) == last_level_cache_bytes()
+        True
+    """
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+    if device is not None and device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).L2_cache_size)
+    return last_level_cache_bytes()
+
+
+def copies_for_cold(built: Rebuilt, args: tuple) -> int:
+    """How many copies of the inputs (and weights) exceed the last-level cache twice over."""
+    weights = 0 if built.module is None else _bytes_of(
+        list(built.module.parameters()) + list(built.module.buffers()))
+    one = max(1, _bytes_of(list(args)) + weights)
+    return int(min(MAX_COPIES, max(MIN_COPIES, math.ceil(2 * cache_bytes(args) / one))))
+
+
+def rotating_call(built: Rebuilt, cache: str, seed: int = 0) -> Callable[[], Any]:
+    """A no-argument call of the node: warm on one input set; cold cycling through copies of
+    the inputs and, for a module, of the module (its own weights copied).
+
+    Example:
+        >>> from pyfxprof.tools.replay_build import Rebuilt
+        >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu,
+        ...     {"args": [{"tensor": [4], "dtype": "float32", "stride": [1], "device": "cpu"}],
+        ...      "kwargs": {}}, None, 1.0)
+        >>> rotating_call(built, "cold")().shape
+        torch.Size([4])
+    """
+    args, kwargs = built.inputs(seed)
+    count = 1 if cache == "warm" else copies_for_cold(built, args)
+    sets = [(args, kwargs)] + [built.inputs(seed + i) for i in range(1, count)]
+    targets = [built.target] + [copy.deepcopy(built.target) if built.module is not None
+                                else built.target for _ in range(1, count)]
+    turns = itertools.cycle(list(zip(targets, sets)))
+
+    def call():
+        target, (call_args, call_kwargs) = next(turns)
+        return target(*call_args, **call_kwargs)
+    return call
+
+
+def time_alone(built: Rebuilt, cache: str, budget: float) -> Measurement:
+    """bench() of the node alone, warm or cold, under `budget` seconds.
+
+    Example:
+        >>> from pyfxprof.tools.replay_build import Rebuilt
+        >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu,
+        ...     {"args": [{"tensor": [64], "dtype": "float32", "stride": [1], "device": "cpu"}],
+        ...      "kwargs": {}}, None, 1.0)
+        >>> time_alone(built, "warm", 0.1).median > 0
+        True
+    """
+    return bench(rotating_call(built, cache), budget=budget, profile=False,
+                 label=f"{built.name} ({cache})")
