@@ -27,25 +27,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pyfxprof  # noqa: E402
+from bench_ab import LeafBlock as Work  # noqa: E402  (one timed node: reps matmul + tanh)
 from machine import describe_machine  # noqa: E402
 from pyfxprof.cli.main import main as cli_main  # noqa: E402
 
 #: Matmuls per Work node of the control (the whole scenario: WHOLE_REPS; doubled: twice).
 REPS, WHOLE_REPS = 10, 12
-
-
-class Work(torch.nn.Module):
-    """One timed node (a leaf module): ``reps`` matmuls + tanh of a 64x128 input."""
-
-    def __init__(self, weight: torch.Tensor, reps: int) -> None:
-        super().__init__()
-        self.weight = torch.nn.Parameter(weight.clone())
-        self.reps = reps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for _ in range(self.reps):
-            x = torch.tanh(x @ self.weight)
-        return x
 
 
 class Model(torch.nn.Module):

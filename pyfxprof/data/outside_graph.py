@@ -11,6 +11,7 @@ rankings become shares of the call (docs/profile.md, "The user's call").
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -137,6 +138,23 @@ def rows_share(samples: np.ndarray, nodes: pd.DataFrame, call_median_ns: float) 
     return float(np.median(samples[:, _in_run(nodes)], axis=0).sum()) / float(call_median_ns)
 
 
+def _call_figures(profile: Profile, call_ns, around_ns, **extra: Any
+                  ) -> tuple[dict, np.ndarray, Any]:
+    """(a copy of the profile's meta with ``meta["call"]`` set (call_meta, `extra`), each
+    run's rows summed, `around_ns` or None when it does not hold one call per run: then
+    ``meta["call"]["not_per_run"]`` says why)."""
+    meta = dict(profile.meta)
+    rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
+    not_per_run = None
+    if around_ns is not None and len(around_ns) != profile.n_runs:
+        not_per_run = f"{len(around_ns)} calls around {profile.n_runs} runs"
+        around_ns = None
+    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns), **extra}
+    if not_per_run is not None:
+        meta["call"]["not_per_run"] = not_per_run
+    return meta, rows, around_ns
+
+
 def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
                        around_ns=None) -> Profile:
     """`profile` (the graph's runs) measured against the user's plain calls `call_ns` and,
@@ -160,15 +178,8 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
     >>> with_outside_graph(graph, calls).samples[:, 1].tolist()  # one figure: not per run
     [212, 212, 212, 212, 212, 212]
     """
-    meta = dict(profile.meta)
-    rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
-    if around_ns is not None and len(around_ns) != profile.n_runs:
-        meta["not_per_run"] = f"{len(around_ns)} calls around {profile.n_runs} runs"
-        around_ns = None
-    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns),
-                    "functions": list(functions or [])}
-    if "not_per_run" in meta:
-        meta["call"]["not_per_run"] = meta.pop("not_per_run")
+    meta, rows, around_ns = _call_figures(profile, call_ns, around_ns,
+                                          functions=list(functions or []))
     if not meta["call"]["resolved"]:
         meta["call"]["rows_share"] = rows_share(profile.samples, profile.nodes,
                                                 meta["call"]["median_ns"])
@@ -207,15 +218,7 @@ def with_compiled_call(profile: Profile, call_ns, around_ns=None) -> Profile:
     >>> prof.samples[0].tolist(), int(prof.run_totals[0]), prof.meta["call"]["level_ns"]
     ([60, 90], 150, 20.0)
     """
-    meta = dict(profile.meta)
-    rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
-    if around_ns is not None and len(around_ns) != profile.n_runs:
-        meta["not_per_run"] = f"{len(around_ns)} calls around {profile.n_runs} runs"
-        around_ns = None
-    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns),
-                    "compiled": True}
-    if "not_per_run" in meta:
-        meta["call"]["not_per_run"] = meta.pop("not_per_run")
+    meta, rows, around_ns = _call_figures(profile, call_ns, around_ns, compiled=True)
     beyond = np.rint(outside_runs(call_ns, rows, around_ns)).astype(np.int64)
     samples = profile.samples.copy()
     samples[:, -1] = np.maximum(samples[:, -1] + beyond, 0)
