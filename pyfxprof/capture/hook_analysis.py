@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..errors import PyfxprofError, first_line
-from .analysis import describe, tensor_bytes
+from .shape_run import describe, tensor_bytes
 from .flops import FlopMeter
 from .memory import allocator_events, cuda_device_of, memory_wanted, node_range
 from .source import call_source

@@ -25,7 +25,7 @@ import torch.fx as fx
 import torch.utils._pytree as pytree
 
 from ..errors import ArgumentError, PyfxprofError, first_line
-from .analysis import analyse
+from .shape_run import analyse
 from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, check_granularity
 from .dynamo_frame import DynamoFrame, LiveCall, LiveCapture, frame_capture, graphs_capture
@@ -486,7 +486,7 @@ def warn_fallback(captured: Capture, capture_mode: str) -> None:
 def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFrame:
     """`frame` plus the analysis columns: input_shapes, output_shapes, out_bytes, flops, and
     the source lines and memory figures of a hooks capture's calls and the roofline's
-    columns (capture.analysis) when measured."""
+    columns (capture.shape_run) when measured."""
     for column in ("input_shapes", "output_shapes"):
         frame[column] = [info.get(column, "") for info in infos]
     for column, empty in (("source", ""), ("source_stack", ())):

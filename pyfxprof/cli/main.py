@@ -1,7 +1,7 @@
 """The `pyfxprof` command line: one sub-command per module in pyfxprof.cli.commands.
 
-The parser is built from data (cli/spec_table.py, written from the command modules by
-`python -m pyfxprof.cli.spec_writer`), so `--help` and parsing import no command module, and
+The parser is built from data (cli/parser_table.py, written from the command modules by
+`python -m pyfxprof.cli.parser_writer`), so `--help` and parsing import no command module, and
 only the module of the sub-command being run is imported, when it runs: `pyfxprof report FILE`
 needs neither torch nor the native extension.
 """
@@ -20,11 +20,11 @@ import warnings
 
 from ..errors import PyfxprofError
 from ..views.safe_text import TerminalStream
-from .spec import add_from_spec
+from .parsers import add_from_spec
 
 #: Sub-command modules, in the order --help lists them; each defines ``add_parser(subparsers)``
 #: that registers its parser and sets ``func=run`` where ``run(args) -> int`` returns the exit
-#: code. After adding one or changing a parser, run `python -m pyfxprof.cli.spec_writer`
+#: code. After adding one or changing a parser, run `python -m pyfxprof.cli.parser_writer`
 #: (docs/architecture.md, "Add a CLI command").
 COMMAND_MODULES = ("profile", "report", "diff", "ab", "bench", "fuse", "overhead", "sweep",
                    "replay")
@@ -42,11 +42,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="pyfxprof",
         description="Per-node profiler for PyTorch models (torch.fx + native timers).")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from .spec_table import COMMANDS
+    from .parser_table import COMMANDS
     for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         if name in COMMANDS:
             add_from_spec(subparsers, name, COMMANDS[name])
-        else:  # not in the table yet (tests/cli/test_spec.py says so): from its module, slowly
+        else:  # not in the table yet (tests/cli/test_parsers.py says so): from its module, slowly
             importlib.import_module(f"pyfxprof.cli.commands.{name}").add_parser(subparsers)
     return parser
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pandas as pd
 import torch
 
-from ..capture.analysis import describe
+from ..capture.shape_run import describe
 from ..capture.dynamo_frame import LiveCall, live_capture
 from ..capture.hook_analysis import Leaves
 from ..capture.inputs import BoundInputs, copied_alike

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..capture.analysis import describe
+from ..capture.shape_run import describe
 from ..capture.inductor import InductorCapture, compile_settings
 from ..capture.inputs import BoundInputs, input_tensors
 from ..capture.placement import device_of

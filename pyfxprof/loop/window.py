@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..capture.analysis import describe
+from ..capture.shape_run import describe
 from ..capture.inputs import BoundInputs
 from ..capture.model_state import autograd_mode, numeric_mode
 from ..data.rungs import INDUCTOR

@@ -10,7 +10,7 @@ from typing import Any, Callable, cast
 
 import torch
 
-from ..capture.analysis import describe
+from ..capture.shape_run import describe
 from ..capture.inductor import CompiledGraph
 from ..capture.inputs import split_inputs
 from ..capture.provenance import kernels_frame

@@ -15,7 +15,7 @@ import torch
 from ..capture.inductor import CompileSettings, InductorCapture, is_compiled
 from ..capture.inputs import BoundInputs, split_inputs
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context, numeric_mode
-from ..capture.analysis import describe
+from ..capture.shape_run import describe
 from ..capture.node_table import between_graphs_row
 from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
 from ..capture.tracing import Capture

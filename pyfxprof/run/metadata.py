@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import __version__
-from ..capture.analysis import describe
+from ..capture.shape_run import describe
 from ..capture.exported import exported_name, is_exported
 from ..data.rungs import DYNAMO
 from ..capture.model_state import autograd_mode, numeric_mode

@@ -117,10 +117,10 @@ class _Parsed:
 
 
 def test_a_command_missing_from_the_table_is_registered_from_its_module(monkeypatch):
-    """A command merged without regenerating cli/spec_table.py still runs (test_spec.py fails
+    """A command merged without regenerating cli/parser_table.py still runs (test_parsers.py fails
     until the table is written)."""
-    from pyfxprof.cli import spec_table
-    monkeypatch.setattr(spec_table, "COMMANDS", {k: v for k, v in spec_table.COMMANDS.items()
+    from pyfxprof.cli import parser_table
+    monkeypatch.setattr(parser_table, "COMMANDS", {k: v for k, v in parser_table.COMMANDS.items()
                                                  if k != "report"})
     args = build_parser("report").parse_args(["report", "p.json", "--top", "3"])
     assert args.top == 3 and args.func is report_command.run

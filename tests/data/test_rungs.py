@@ -41,7 +41,7 @@ def test_the_detector_finds_each_spelling():
 def test_no_module_but_the_table_compares_a_mode_string():
     offenders = [f"{path.relative_to(PACKAGE)}:{line}: {name!r}"
                  for path in sorted(PACKAGE.rglob("*.py"))
-                 if path != Path(rungs.__file__) and path.name != "spec_table.py"
+                 if path != Path(rungs.__file__) and path.name != "parser_table.py"
                  for line, name in spelled_modes(path.read_text())]
     assert offenders == [], "compare with capture/rungs.py's names or properties:\n" + \
         "\n".join(offenders)

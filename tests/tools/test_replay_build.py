@@ -18,7 +18,7 @@ from pyfxprof.tools.replay_build import REPLAYED_OPS, function_of, rebuild
 
 
 def describe(value) -> str:
-    from pyfxprof.capture.analysis import describe as text
+    from pyfxprof.capture.shape_run import describe as text
     return text(value)
 
 

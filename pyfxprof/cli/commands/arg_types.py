@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class integer_at_least:  # noqa: N801 — used as a function: type=integer_at_least(2)
-    """An argparse type accepting ints >= `minimum` (a dataclass, so cli.spec can name it).
+    """An argparse type accepting ints >= `minimum` (a dataclass, so cli.parsers can name it).
 
     Example:
         >>> integer_at_least(2)("3")

@@ -70,7 +70,7 @@ def test_each_option_default_is_the_functions_default(name):
 
 def test_profile_arguments_of_no_flags_are_profiles_defaults():
     """What the CLI passes to profile() when the user gives no option is profile()'s own
-    default, for every keyword it passes (the parser is the one built from spec_table.py)."""
+    default, for every keyword it passes (the parser is the one built from parser_table.py)."""
     from pyfxprof.cli.commands.profile import profile_arguments
     from pyfxprof.run.runner import profile
     parameters = defaults_of(profile)  # flat, or profile()'s option groups flattened

@@ -1,7 +1,7 @@
-"""The sub-commands' parsers built from plain data (cli/spec_table.py), so `pyfxprof --help`,
+"""The sub-commands' parsers built from plain data (cli/parser_table.py), so `pyfxprof --help`,
 `pyfxprof COMMAND --help` and the parsing of any command import no command module (and so no
 torch, pandas or scipy); `run` and argument types are named by reference, ``"module:name"``,
-and imported on first call. cli/spec_writer.py writes the table from the command modules.
+and imported on first call. cli/parser_writer.py writes the table from the command modules.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Reference:
 
 
 def loaded(value: Any) -> Any:
-    """The inverse of spec_writer.table_value: references become Reference objects, imported
+    """The inverse of parser_writer.table_value: references become Reference objects, imported
     when called."""
     if isinstance(value, dict) and "ref" in value:
         return Reference(value["ref"], value["args"], value["name"])
@@ -60,7 +60,7 @@ def loaded(value: Any) -> Any:
 
 
 def add_from_spec(subparsers, name: str, spec: dict) -> argparse.ArgumentParser:
-    """Register sub-command `name` on `subparsers` as `spec` (spec_writer.describe's data)
+    """Register sub-command `name` on `subparsers` as `spec` (parser_writer.describe's data)
     says."""
     parser = subparsers.add_parser(name, help=spec["help"],
                                    **{field: spec[field] for field in PARSER_FIELDS})

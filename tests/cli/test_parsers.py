@@ -1,5 +1,5 @@
-"""Tests of pyfxprof.cli.spec and spec_writer: the sub-commands' parsers as data
-(cli/spec_table.py)."""
+"""Tests of pyfxprof.cli.parsers and parser_writer: the sub-commands' parsers as data
+(cli/parser_table.py)."""
 
 import argparse
 import dataclasses
@@ -7,14 +7,14 @@ import importlib
 
 import pytest
 
-from pyfxprof.cli import spec, spec_writer
+from pyfxprof.cli import parsers, parser_writer
 from pyfxprof.cli.main import COMMAND_MODULES, build_parser
-from pyfxprof.cli.spec_table import COMMANDS
+from pyfxprof.cli.parser_table import COMMANDS
 
 
 def test_the_table_is_what_the_command_modules_register():
-    assert spec_writer.command_specs(COMMAND_MODULES) == COMMANDS, \
-        "cli/spec_table.py is stale: run `python -m pyfxprof.cli.spec_writer` and commit the table"
+    assert parser_writer.command_specs(COMMAND_MODULES) == COMMANDS, \
+        "cli/parser_table.py is stale: run `python -m pyfxprof.cli.parser_writer` and commit the table"
 
 
 def _sub_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -37,12 +37,12 @@ def test_the_parser_built_from_the_table_is_the_modules_parser(name):
 
 
 def test_references_import_on_call_and_keep_argparse_messages():
-    threshold = spec.Reference("pyfxprof.cli.commands.arg_types:integer_at_least", (2,))
+    threshold = parsers.Reference("pyfxprof.cli.commands.arg_types:integer_at_least", (2,))
     assert threshold("3") == 3 and threshold.__name__ == "integer_at_least"
     with pytest.raises(argparse.ArgumentTypeError, match="expected an integer >= 2"):
         threshold("1")
     parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=spec.Reference("builtins:int", name="int"))
+    parser.add_argument("--n", type=parsers.Reference("builtins:int", name="int"))
     with pytest.raises(SystemExit):
         parser.parse_args(["--n", "x"])  # "invalid int value: 'x'", as with type=int
 
@@ -51,14 +51,14 @@ def test_types_that_cannot_be_named_are_refused():
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=lambda text: int(text))
     with pytest.raises(ValueError, match="not a module-level callable"):
-        spec_writer.describe(parser, None)
+        parser_writer.describe(parser, None)
 
 
 def test_a_dataclass_type_is_rebuilt_from_its_fields():
     from pyfxprof.cli.commands.arg_types import integer_at_least
-    value = spec_writer.table_value(integer_at_least(3))
+    value = parser_writer.table_value(integer_at_least(3))
     assert value["args"] == [3] and dataclasses.is_dataclass(integer_at_least(3))
-    assert spec.loaded(value).resolve() == integer_at_least(3)
+    assert parsers.loaded(value).resolve() == integer_at_least(3)
 
 
 @pytest.mark.parametrize("name", COMMAND_MODULES)

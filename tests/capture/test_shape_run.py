@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.fx as fx
 
-from pyfxprof.capture.analysis import analyse, describe, tensor_bytes
+from pyfxprof.capture.shape_run import analyse, describe, tensor_bytes
 from pyfxprof.errors import PyfxprofError
 
 
