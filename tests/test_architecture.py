@@ -168,13 +168,14 @@ def stage(module: str) -> str | None:
 
 def crosses_the_rule(item: Import) -> bool:
     """True when `item` imports a stage (or torch) its own stage may not use. Imports under
-    ``if TYPE_CHECKING:`` never run: they name types for annotations (e.g. Profile's served
-    methods return a views.KeyAverages) and may name any stage."""
+    ``if TYPE_CHECKING:`` follow the same stage rule (a type from a higher stage is a
+    dependency on it all the same); only torch may be named there by a torch-free stage, as
+    those imports never run."""
     own, other = stage(item.source), stage(item.target)
-    if own == "" or item.type_only:
+    if own == "":
         return False  # the package root serves the public names of every stage
     if other is None:
-        return own in NO_TORCH and item.target.split(".")[0] == "torch"
+        return own in NO_TORCH and not item.type_only and item.target.split(".")[0] == "torch"
     return other not in {own, "", "errors"} | ALLOWED[own]
 
 
@@ -185,29 +186,13 @@ def test_every_stage_is_known():
 
 
 def test_imports_point_one_way():
-    """Every import, at module level or inside a function, follows the stage rule."""
+    """Every import, at module level, inside a function or under TYPE_CHECKING, follows the
+    stage rule."""
     wrong = [f"{i.source}:{i.line} imports {i.target}" + (f" (in {i.function})" if i.function
                                                             else "")
              for i in IMPORTS if crosses_the_rule(i)]
     assert wrong == [], "imports against the stage rule (see this file's docstring):\n" + \
         "\n".join(wrong)
-
-
-#: Imports under TYPE_CHECKING that still name a higher stage (issue 47's remaining debt: the
-#: typed served methods of Profile and the diff results rendered by views). The list may only
-#: shrink: a new one fails below.
-TYPE_ONLY_UPWARD = {("pyfxprof.data.profile", "pyfxprof.views.key_averages"),
-                    ("pyfxprof.views.diff_text", "pyfxprof.analyses.diff"),
-                    ("pyfxprof.views.compiled_diff_text", "pyfxprof.analyses.compiled_diff")}
-
-
-def test_type_only_imports_point_one_way_but_the_known_few():
-    upward = {(i.source, i.target) for i in IMPORTS
-              if i.type_only and crosses_the_rule(Import(**{**vars(i), "type_only": False}))}
-    assert upward <= TYPE_ONLY_UPWARD, f"new upward imports under TYPE_CHECKING: " \
-        f"{sorted(upward - TYPE_ONLY_UPWARD)}"
-    assert upward == TYPE_ONLY_UPWARD, f"fixed, take them off TYPE_ONLY_UPWARD: " \
-        f"{sorted(TYPE_ONLY_UPWARD - upward)}"
 
 
 def test_no_import_cycle_within_a_stage_type_only_imports_included():

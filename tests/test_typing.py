@@ -52,14 +52,14 @@ def test_the_root_imports_every_public_name_for_static_tools():
 
 
 def class_node(owner: str) -> tuple[str, ast.ClassDef]:
-    """(module, class definition) of the served class named ``owner``."""
-    for module in ("data.profile", "data.rank_profiles", "data.sweep_fit", "data.latency",
-                   "data.warmup", "data.measurement", "data.bench_compare", "data.advice",
-                   "data.replay_result", "analyses.diff", "analyses.compiled_diff"):
-        tree = ast.parse(inspect.getsource(importlib.import_module(f"pyfxprof.{module}")))
+    """(module, class definition) of the served class named ``owner``: the class decorated
+    with ``@served_methods`` in any module of the package."""
+    for path in sorted((ROOT / "pyfxprof").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == owner:
-                return module, node
+            if isinstance(node, ast.ClassDef) and node.name == owner and any(
+                    ast.unparse(d) == "served_methods" for d in node.decorator_list):
+                return ".".join(path.relative_to(ROOT / "pyfxprof").with_suffix("").parts), node
     raise AssertionError(f"no served class {owner}")
 
 

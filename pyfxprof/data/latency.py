@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import served_methods
-from .units import format_ns
-
 from ..errors import ArgumentError
 from ..stats.order_statistics import quantile_interval, runs_needed
 
@@ -61,18 +59,6 @@ class LatencySummary:
         """The fields as a plain dict."""
         return asdict(self)
 
-    def line(self) -> str:
-        """One line for report headers: quantiles, the p99 interval, preempted runs."""
-        low, high = self.p99_ci
-        ci = f"[{format_ns(low) if low is not None else '?'}–" \
-             f"{format_ns(high) if high is not None else 'unbounded'}]"
-        text = (f"latency: p50 {format_ns(self.p50)} · p90 {format_ns(self.p90)} · "
-                f"p99 {format_ns(self.p99)} {ci} · max {format_ns(self.max)}")
-        if self.preempted is not None:
-            text += f" · {self.preempted} of {self.n + self.excluded} runs preempted"
-        if self.excluded:
-            text += f" (excluded: {self.n} runs left)"
-        return text
 
 
 
@@ -109,19 +95,3 @@ def latency_summary(run_totals, preempted: int | None = None,
                           max=int(totals.max()), p99_ci=p99_ci,
                           preempted=preempted, excluded=excluded,
                           warnings=too_few_runs(int(totals.size)))
-
-
-def latency_header(profile) -> list[str]:
-    """Header lines of a report: the latency line, and the warm-up line when the first timed
-    runs were still warming up or the steady runs drift (none for profiles without runs).
-
-    >>> latency_header(prof)  # doctest: +SKIP
-    ['latency: p50 1.21 ms · p90 1.30 ms · p99 1.52 ms [1.41 ms–unbounded] · max 1.55 ms · 0 of 50 runs preempted']
-    """
-    if profile.n_runs == 0:
-        return []
-    lines = [profile.latency().line()]
-    warmup = profile.warmup()
-    if warmup.runs or warmup.drift is not None:
-        lines.append(str(warmup))
-    return lines

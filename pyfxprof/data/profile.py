@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .advice import Advice
-    from ..views.key_averages import KeyAverages
     from .files import PathLike
+    from .key_averages import KeyAverages
     from .latency import LatencySummary
     from .replay_result import ReplayResult
     from .warmup import WarmupReport

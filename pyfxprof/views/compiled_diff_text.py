@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pandas as pd
 
@@ -17,7 +17,21 @@ from ..data.units import elide, format_ns, format_pct
 from .report_header import numeric_mode_difference
 
 if TYPE_CHECKING:
-    from ..analyses.compiled_diff import CompiledDiff
+    from ..data.profile import Profile
+
+
+class CompiledDiff(Protocol):
+    """What these views read of an eager-vs-compiled result (analyses/compiled_diff.py's
+    CompiledDiff, whose docstring says what each means): views sit below analyses, so they
+    name the shape they render, never the class."""
+
+    eager: Profile
+    compiled: Profile
+    labels: tuple[str, str]
+    frame: pd.DataFrame
+    ops: pd.DataFrame
+
+    def totals(self) -> dict: ...
 
 
 def compiled_table(diff: CompiledDiff, top: int | None = 20) -> str:

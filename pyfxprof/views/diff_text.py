@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,28 @@ from .diff_plots import node_label
 from .report_header import numeric_mode_difference
 
 if TYPE_CHECKING:
-    from ..analyses.diff import ProfileDiff
+    from ..data.profile import Profile
+    from ..stats.row_verdicts import Design
+
+
+class ProfileDiff(Protocol):
+    """What these views read of an A/B result (analyses/diff.py's ProfileDiff, whose
+    docstring says what each means): views sit below analyses, so they name the shape they
+    render, never the class."""
+
+    control: Profile
+    test: Profile
+    labels: tuple[str, str]
+    min_change: float
+    alpha: float
+    min_runs: int
+    testable: bool
+    design: Design
+    groups: tuple[np.ndarray, np.ndarray]
+
+    def judged_design(self) -> Design: ...
+    def changes(self, by: str = "node", depth: int | None = None) -> pd.DataFrame: ...
+    def totals(self) -> dict: ...
 
 #: Sort keys of ``ProfileDiff.table``; diff columns sort by absolute value, descending.
 SORT_KEYS = ("diff_duration", "rel_change", "diff_counts", "p_value", "q_value",

@@ -30,6 +30,41 @@ def _aligned(titles: list[str], rows: list[list[str]]) -> list[str]:
             for cells in [titles] + rows]
 
 
+def latency_line(summary: LatencySummary) -> str:
+    """One line for report headers: quantiles, the p99 interval, preempted runs.
+
+    >>> from pyfxprof.data.latency import latency_summary
+    >>> latency_line(latency_summary([100] * 20))
+    'latency: p50 100 ns · p90 100 ns · p99 100 ns [100 ns–unbounded] · max 100 ns'
+    """
+    low, high = summary.p99_ci
+    ci = f"[{format_ns(low) if low is not None else '?'}–" \
+         f"{format_ns(high) if high is not None else 'unbounded'}]"
+    text = (f"latency: p50 {format_ns(summary.p50)} · p90 {format_ns(summary.p90)} · "
+            f"p99 {format_ns(summary.p99)} {ci} · max {format_ns(summary.max)}")
+    if summary.preempted is not None:
+        text += f" · {summary.preempted} of {summary.n + summary.excluded} runs preempted"
+    if summary.excluded:
+        text += f" (excluded: {summary.n} runs left)"
+    return text
+
+
+def latency_header(profile) -> list[str]:
+    """Header lines of a report: the latency line, and the warm-up line when the first timed
+    runs were still warming up or the steady runs drift (none for profiles without runs).
+
+    >>> latency_header(prof)  # doctest: +SKIP
+    ['latency: p50 1.21 ms · p90 1.30 ms · p99 1.52 ms [1.41 ms–unbounded] · max 1.55 ms · 0 of 50 runs preempted']
+    """
+    if profile.n_runs == 0:
+        return []
+    lines = [latency_line(profile.latency())]
+    warmup = profile.warmup()
+    if warmup.runs or warmup.drift is not None:
+        lines.append(render_warmup(warmup))
+    return lines
+
+
 def render_latency(summary: LatencySummary) -> str:
     """``str(LatencySummary)``: runs, mean, quantiles, max, the p99 interval, preempted runs
     and the warnings, one per line.

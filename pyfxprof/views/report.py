@@ -16,6 +16,7 @@ from ..stats.node_statistics import (STAT_COLUMNS, STAT_UNITS, STATISTICS,
                                      node_statistics, noisy_mask, relative_iqr, with_flop_rate)
 from ..data.units import MISSING, elide, format_ns, format_pct, format_si
 from ..errors import ArgumentError, PyfxprofError
+from .module_tree import module_tree
 from .outside_rows import with_function_rows
 from .report_header import profile_header
 from .report_render import View, render_html, render_text, terminal_width
@@ -357,14 +358,14 @@ def profile_table(profile, sort_by: str | None = None, top: int | None = None,
 
 def profile_tree(profile, max_depth: int | None = None) -> str:
     """``Profile.tree``: the module hierarchy with each module's median inclusive time and
-    percent (rollup.module_tree), its names safe on a terminal.
+    percent (views/module_tree.py), its names safe on a terminal.
 
     >>> print(prof.tree(max_depth=1))  # doctest: +SKIP
     ResNet         1.21 ms  100.0%
     ├─ conv1       95.1 µs    7.9%
     └─ layer1       402 µs   33.2%
     """
-    return terminal_text(rollup.module_tree(profile, max_depth))
+    return terminal_text(module_tree(profile, max_depth))
 
 
 def profile_html(profile) -> str:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..data.latency import latency_header
 from ..data.outside_graph import call_figure
 from ..stats.node_statistics import summary_of_totals
 from ..data.units import format_flops, format_ns, format_pct, format_si
 from ..data.validate import model_nodes
+from .latency_text import latency_header
 
 
 def _meta(meta: dict, key: str) -> str:
@@ -24,7 +24,7 @@ def _clock_text(clock) -> str:
 
 def profile_header(profile) -> list[str]:
     """A Profile's header block: header_lines of its meta, runs, model nodes and run totals,
-    then its latency and warm-up lines (data/latency.py).
+    then its latency and warm-up lines (views/latency_text.py).
 
     >>> profile_header(prof)[0]  # doctest: +SKIP
     'pyfxprof — Net on cpu · 50 runs (10 warmup) · mode codegen · capture fx · eval, no grad'

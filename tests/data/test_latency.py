@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 from pyfxprof.cli.main import main
-from pyfxprof.data.latency import latency_header, latency_summary, too_few_runs
+from pyfxprof.data.latency import latency_summary, too_few_runs
 from pyfxprof.stats.order_statistics import runs_needed
 from pyfxprof.data.profile import Profile
+from pyfxprof.views.latency_text import latency_header, latency_line
 from tests.toy_profiles import toy_nodes
 
 
@@ -54,7 +55,7 @@ def test_profile_latency_counts_and_excludes_preempted_runs():
     assert prof.latency().preempted == 1 and prof.latency().max == 5000
     clean = prof.latency(exclude_preempted=True)
     assert (clean.n, clean.max, clean.excluded, clean.preempted) == (5, 1010, 1, 1)
-    assert "1 of 6 runs preempted" in prof.latency().line()
+    assert "1 of 6 runs preempted" in latency_line(prof.latency())
     assert prof.without_preempted().meta["excluded_runs"] == 1
     assert "1 of 6 runs preempted" in prof.table()
 

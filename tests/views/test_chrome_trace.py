@@ -277,7 +277,7 @@ def test_empty_profile_gives_metadata_only():
 
 
 def test_operator_slices_are_named_as_key_averages_names_them():
-    from pyfxprof.views.key_averages import key_averages
+    from pyfxprof.data.key_averages import key_averages
     nodes = make_nodes(input_shapes=["([1, 3] float32)", "([2] float32, [2] float32)", "(int)"])
     nodes["target"] = ["conv", "_operator.iadd", "view"]
     nodes["op"] = ["call_module", "call_function", "call_method"]

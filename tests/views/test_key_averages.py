@@ -156,7 +156,7 @@ class _Operators(torch.nn.Module):
 
 
 def test_python_operators_on_tensors_are_named_by_torchs_aten_ops():
-    from pyfxprof.views.key_averages import op_kinds
+    from pyfxprof.data.key_averages import op_kinds
     model, inputs = _Operators(), (torch.rand(3, 3) + 1, torch.arange(3))
     prof = pyfxprof.profile(model, inputs, runs=1, warmup=0, progress=False)
     with torch.profiler.profile() as theirs:
