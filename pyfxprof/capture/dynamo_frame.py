@@ -37,6 +37,7 @@ from ..errors import PyfxprofError, first_line
 from .dynamo import DynamoRun, break_reasons, graphs_of, one_graph, run_dynamo, with_module_stacks
 from .inputs import BoundInputs, input_tensors
 from .instances import locate, modules_of
+from .storage_writes import run_noting_writes, storage_key
 
 
 @dataclass(frozen=True)
@@ -434,6 +435,7 @@ class _Snapshots:
         self.runs: list[tuple[int, tuple]] = []
         self.versions: list[tuple[torch.Tensor, int]] = []
         self.untracked: list[torch.Tensor] = []  # inference tensors: no version counter
+        self.written: set[tuple[str, int]] = set()  # storages the graphs wrote, any path
         self.outside_effects = False
 
     def __call__(self, gm: fx.GraphModule, _example_inputs: list) -> _Relay:
@@ -451,15 +453,31 @@ class _Snapshots:
         if self.modules is not None:
             self.located.append((graph, locate(self.modules, live_capture.__code__,
                                                frozenset({__file__}))))
-        return gm(*flat)
+        output, written = run_noting_writes(lambda: gm(*flat))
+        self.written |= written
+        return output
 
 
 def _snapshot(value: Any) -> Any:
     """A copy of a graph input for the analysis (a parameter as it is: see live_capture)."""
     if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
         return value
-    with torch.no_grad(), torch.inference_mode(value.is_inference()):
-        return value.detach().clone()
+    return _copy(value)
+
+
+def _copy_written_parameters(runs: list[tuple[int, tuple]], changed: list) -> None:
+    """Parameters the call wrote (in place, through ``.data`` or a view) replaced in the
+    runs' inputs by copies of their values now, so that replaying a run (the analysis, the
+    timed run of this call) never writes the model's parameter again."""
+    written = {id(t) for t in changed if isinstance(t, torch.nn.Parameter)}
+    if written:
+        runs[:] = [(graph, tuple(_copy(v) if id(v) in written else v for v in flat))
+                   for graph, flat in runs]
+
+
+def _copy(tensor: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad(), torch.inference_mode(tensor.is_inference()):
+        return tensor.detach().clone()
 
 
 def _effects_on_arguments_only() -> bool:
@@ -489,22 +507,21 @@ def live_capture(live: LiveCall, bound: BoundInputs, name: str) -> LiveCapture:
     model's Python at graph breaks, a frame it cannot compile run as it is), each graph run
     as it is; with the graph(s) and Dynamo's code for the Profiler's later calls of the
     signature. Nothing of the model runs twice: the analysis replays the graphs on copies of
-    their inputs (`DynamoFrame.replay`). A graph that writes a parameter in place is not
-    kept (the analysis would write it again). The caller's own exception propagates."""
+    their inputs (`DynamoFrame.replay`; a parameter the call wrote, by any path, replaced by
+    a copy: _copy_written_parameters). The caller's own exception propagates."""
     snapshots = _Snapshots(modules_of(live.target))
     with _argument_ints_dynamic():
         found = run_dynamo(live.target, bound, snapshots, _dynamic_beyond_first, live.family,
                            isolated=True, live=True)
-    changed = [t for t, version in snapshots.versions if t._version != version]
+    changed = [t for t, version in snapshots.versions
+               if t._version != version or storage_key(t) in snapshots.written]
     changed += snapshots.untracked  # (may have been written: counted as written)
     if not found.graphs or len(found.cache_entries) != 1 or not snapshots.runs \
             or len(snapshots.relays) != len(found.graphs):
         why = "; ".join(break_reasons(found.breaks)[:2]) or "no graph ran"
         return LiveCapture(found.output, None, None, f"TorchDynamo made no graph of {name} "
                            f"it can run again ({why})", False)
-    if any(isinstance(t, torch.nn.Parameter) for t in changed):
-        return LiveCapture(found.output, None, None, f"{name}'s forward writes a parameter "
-                           "in place", False)
+    _copy_written_parameters(snapshots.runs, changed)
     split = bool(found.breaks) or len(snapshots.relays) != 1
     frame = _frame(found, live.target, snapshots.relays, nested=split)
     frame.replay = snapshots.runs

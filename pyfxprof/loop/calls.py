@@ -194,11 +194,13 @@ class CallRouting:
                            lambda _inputs: group.executor.run(flat))
         return made.output
 
-    def _not_timed(self, why: str) -> None:
-        """Count a call of a recording step that was not timed per node, and why."""
-        self._untimed[why] = self._untimed.get(why, 0) + 1
-        if self._window is not None:
-            self._window.untimed[why] = self._window.untimed.get(why, 0) + 1
+    def _not_timed(self, why: str, calls: int = 1, window: Window | None = None) -> None:
+        """Count `calls` calls of a recording step that were not timed per node, and why
+        (in `window`, default the open one)."""
+        self._untimed[why] = self._untimed.get(why, 0) + calls
+        window = window or self._window
+        if window is not None:
+            window.untimed[why] = window.untimed.get(why, 0) + calls
 
     def _own_call_beside(self, group: CallGroup, forward: Callable, args: tuple,
                          kwargs: dict, inputs: BoundInputs, entered: int) -> Any:
@@ -279,6 +281,8 @@ class CallRouting:
         before it stay in the window). pyfxprof's own errors pass as they are."""
         if isinstance(error, PyfxprofError):
             return
+        if self._window is not None:
+            self._window.failed[group.index] = self._window.failed.get(group.index, 0) + 1
         node = group.executor.failed_node(group.frame["name"].tolist())
         call = f"call {self._calls - self._first_call + 1} of {self.name} " \
                f"(step {self.step_num}, {self.current_action.name.lower()})"

@@ -371,6 +371,11 @@ class Profiler(CallRouting):
         ranges.stop_recording()
         collected = collect(list(self._groups.values()))
         records = ranges.collect()
+        for found in collected:  # incomplete runs but those of calls that raised
+            missed = found.timings.incomplete_runs - window.failed.get(found.group.index, 0)
+            if missed > 0:
+                self._not_timed("a graph of the call did not run (Dynamo's guards sent part of "
+                                "it to the model's own Python)", missed, window)
         if not deliver:
             return
         schedule_name = getattr(self.schedule, "__name__", None) or repr(self.schedule)

@@ -44,6 +44,7 @@ class Window:
     step_starts: list[int] = field(default_factory=list)
     first_calls: dict[int, dict] = field(default_factory=dict)
     untimed: dict[str, int] = field(default_factory=dict)  # calls not timed per node, by why
+    failed: dict[int, int] = field(default_factory=dict)  # per group: calls that raised
     own_ns: dict[int, int] = field(default_factory=dict)  # per group: own forward timed beside
     own_left: dict[int, int] = field(default_factory=dict)  # per group: own forwards to time
     own_times: dict[int, list] = field(default_factory=dict)  # per group: their times (ns)

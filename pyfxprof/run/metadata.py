@@ -162,7 +162,7 @@ def environment_meta() -> dict:
         "clock": {"name": clock["name"], "resolution_ns": clock["resolution_ns"],
                   "read_cost_ns": clock["read_cost_ns"], "tsc_hz": clock["tsc_hz"]},
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "argv": list(sys.argv[1:]) if sys.argv and "pyfxprof" in sys.argv[0] else [],
+        "argv": list(sys.argv[1:]) if sys.argv and "pyfxprof" in str(sys.argv[0]) else [],
         **rank_meta(),
     }
 

@@ -122,3 +122,50 @@ def test_outputs_and_state_equal_a_plain_twin(place, use):
     timed = sum(prof.n_runs for prof in p.profiles)
     untimed = sum(p._untimed.values())
     assert timed + untimed == len(changes)  # every call timed, or counted with its reason
+
+
+# Ways a forward writes its own tensors in place that bump no version counter the Profiler can
+# read (through `.data`, a view, under no_grad): each must happen once per call, as without
+# the Profiler (capture/storage_writes.py).
+WRITES = {
+    "parameter_data_add": lambda m: m.lin.bias.data.add_(0.1),
+    "parameter_no_grad_mul": lambda m: _no_grad(lambda: m.lin.weight.mul_(0.9)),
+    "parameter_view_write": lambda m: m.lin.bias.data[:1].add_(1.0),
+    "parameter_copy": lambda m: m.lin.bias.data.copy_(m.lin.bias.data * 2),
+    "buffer_data_add": lambda m: m.count.data.add_(1),
+    "buffer_index_put": lambda m: m.count.data.index_put_((torch.tensor([0]),),
+                                                           torch.tensor([5.0]), accumulate=True),
+}
+
+
+def _no_grad(write):
+    with torch.no_grad():
+        return write()
+
+
+class _Writer(torch.nn.Module):
+    def __init__(self, write):
+        super().__init__()
+        self.lin, self.write = torch.nn.Linear(3, 3), write
+        self.register_buffer("count", torch.zeros(2))
+
+    def forward(self, x):
+        y = self.lin(x) + self.count.sum()
+        self.write(self)
+        return y
+
+
+@pytest.mark.parametrize("how", WRITES)
+def test_state_written_in_place_without_a_version_bump_is_written_once_per_call(how):
+    torch.manual_seed(0)
+    plain = _Writer(WRITES[how]).eval()
+    profiled = copy.deepcopy(plain)
+    x = torch.randn(2, 3)
+    with pyfxprof.Profiler(profiled) as p:
+        for _ in range(4):
+            assert torch.equal(plain(x), profiled(x))
+            for a, b in zip(plain.state_dict().values(), profiled.state_dict().values()):
+                assert torch.equal(a, b)
+    timed = sum(prof.n_runs for prof in p.profiles)
+    assert timed + sum(p._untimed.values()) == 4
+    assert timed >= 3  # the first call makes the capture; the later ones are timed
