@@ -94,7 +94,7 @@ def test_compare_gives_a_verdict_per_node():
     control, test = Mlp().eval(), Mlp().eval()
     diff = pyfxprof.compare(control, test, (_inputs(),), blocks=4, runs_per_block=2, warmup=1,
                             check_outputs=False, progress=False)
-    frame = diff.compare()
+    frame = diff.changes()
     assert list(frame["name"]) == ["a", "relu", "b"]
     assert (frame["ci_low"] <= frame["ci_high"]).all() and "relu" in diff.table()
 

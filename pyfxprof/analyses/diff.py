@@ -37,7 +37,7 @@ from ..views.diff_text import regression_line
 from .compiled_diff import CompiledDiff, is_compiled_profile
 from .exported import ExportedDiff, is_exported_profile
 
-#: Views of :meth:`ProfileDiff.compare`: one row per node, or per value of a node column,
+#: Views of :meth:`ProfileDiff.changes`: one row per node, or per value of a node column,
 #: or per module (optionally cut at a depth).
 BY_CHOICES = ("node", "op", "target", "module_type", "module")
 #: TraceDiff's category of each ``change`` (``fused`` is pyfxprof's own).
@@ -279,7 +279,7 @@ class ProfileDiff:
 
     def _columns(self, control: _Side, test: _Side, whole: bool = False
                  ) -> dict[str, np.ndarray]:
-        """Per-side and difference columns of aligned sides (see :meth:`compare`)."""
+        """Per-side and difference columns of aligned sides (see :meth:`changes`)."""
         columns = {}
         for name, side in (("control", control), ("test", test)):
             columns[f"counts_{name}"] = side.calls
@@ -379,7 +379,7 @@ class ProfileDiff:
         return merged[~merged.index.duplicated()].reindex(keys)
 
     def totals(self) -> dict:
-        """End-to-end run time compared: the :meth:`compare` columns of one row, as a dict;
+        """End-to-end run time compared: the :meth:`changes` columns of one row, as a dict;
         for an interleaved comparison (design "paired") the medians are over the paired
         blocks (each side's median of its block medians), as the estimate pairs them.
 
@@ -398,7 +398,7 @@ class ProfileDiff:
     def ops_diff(self, by: str = "node", depth: int | None = None) -> dict[str, list]:
         """Keys per TraceDiff category: added, deleted, increased, decreased, unchanged, and
         fused (BNs folded into a conv), and unresolved (the interval too wide to tell). Increased /
-        decreased are the "+" / "-" verdicts of :meth:`compare`, so noise does not land there.
+        decreased are the "+" / "-" verdicts of :meth:`changes`, so noise does not land there.
 
         >>> d.ops_diff()["increased"]       # doctest: +SKIP
         ['layer1.0.conv1/layer1_0_conv1']
@@ -410,7 +410,7 @@ class ProfileDiff:
         return result
 
     def regressions(self, threshold: float, min_share: float = 1.0) -> list[str]:
-        """One line per "slower" verdict (:meth:`compare`'s "+") of at least ``threshold``
+        """One line per "slower" verdict (:meth:`changes`'s "+") of at least ``threshold``
         (fraction): of the run total, or of a node worth >= ``min_share`` % of the control
         total. Without enough runs for a test, any slowdown of at least ``threshold``.
 

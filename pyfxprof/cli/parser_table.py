@@ -268,10 +268,9 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                          'metavar': 'PATH'},
                             'group': 2},
                            {'action': 'store',
-                            'options': ['--speedscope'],
-                            'keywords': {'dest': 'speedscope',
-                                         'help': "write a speedscope file (the median run's "
-                                                 'timeline, per-node metric weights)',
+                            'options': ['--csv'],
+                            'keywords': {'dest': 'csv',
+                                         'help': 'write the node table as CSV (ns)',
                                          'metavar': 'PATH'},
                             'group': 2},
                            {'action': 'store',
@@ -282,10 +281,10 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                          'metavar': 'PATH'},
                             'group': 2},
                            {'action': 'store',
-                            'options': ['--stacks'],
-                            'keywords': {'dest': 'stacks',
-                                         'help': 'write folded stacks (flamegraph.pl --countname '
-                                                 'ns; speedscope)',
+                            'options': ['--html'],
+                            'keywords': {'dest': 'html',
+                                         'help': 'write a standalone HTML report (table, module '
+                                                 'tree, flame graph, plot, advice)',
                                          'metavar': 'PATH'},
                             'group': 2},
                            {'action': 'store',
@@ -295,16 +294,17 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                          'metavar': 'PATH'},
                             'group': 2},
                            {'action': 'store',
-                            'options': ['--html'],
-                            'keywords': {'dest': 'html',
-                                         'help': 'write a standalone HTML report (table, module '
-                                                 'tree, flame graph, plot, advice)',
+                            'options': ['--speedscope'],
+                            'keywords': {'dest': 'speedscope',
+                                         'help': "write a speedscope file (the median run's "
+                                                 'timeline, per-node metric weights)',
                                          'metavar': 'PATH'},
                             'group': 2},
                            {'action': 'store',
-                            'options': ['--csv'],
-                            'keywords': {'dest': 'csv',
-                                         'help': 'write the node table as CSV (ns)',
+                            'options': ['--stacks'],
+                            'keywords': {'dest': 'stacks',
+                                         'help': 'write folded stacks (flamegraph.pl --countname '
+                                                 'ns; speedscope)',
                                          'metavar': 'PATH'},
                             'group': 2},
                            {'action': 'store',
@@ -312,8 +312,9 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                             'keywords': {'dest': 'metric',
                                          'default': 'median',
                                          'choices': ('median', 'mean', 'total', 'min', 'max'),
-                                         'help': 'per-node weight of the flame graph, stacks and '
-                                                 "speedscope's sampled profile (default: median)"},
+                                         'help': 'per-node weight of the flame graph, HTML '
+                                                 'report, speedscope file and folded stacks '
+                                                 '(default: median)'},
                             'group': 2},
                            {'action': 'store',
                             'options': ['--ranks-out'],
@@ -447,10 +448,9 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                         'metavar': 'PATH'},
                            'group': 1},
                           {'action': 'store',
-                           'options': ['--speedscope'],
-                           'keywords': {'dest': 'speedscope',
-                                        'help': "write a speedscope file (the median run's "
-                                                'timeline, per-node metric weights)',
+                           'options': ['--csv'],
+                           'keywords': {'dest': 'csv',
+                                        'help': 'write the node table as CSV (ns)',
                                         'metavar': 'PATH'},
                            'group': 1},
                           {'action': 'store',
@@ -461,10 +461,10 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                         'metavar': 'PATH'},
                            'group': 1},
                           {'action': 'store',
-                           'options': ['--stacks'],
-                           'keywords': {'dest': 'stacks',
-                                        'help': 'write folded stacks (flamegraph.pl --countname '
-                                                'ns; speedscope)',
+                           'options': ['--html'],
+                           'keywords': {'dest': 'html',
+                                        'help': 'write a standalone HTML report (table, module '
+                                                'tree, flame graph, plot, advice)',
                                         'metavar': 'PATH'},
                            'group': 1},
                           {'action': 'store',
@@ -474,16 +474,17 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                         'metavar': 'PATH'},
                            'group': 1},
                           {'action': 'store',
-                           'options': ['--html'],
-                           'keywords': {'dest': 'html',
-                                        'help': 'write a standalone HTML report (table, module '
-                                                'tree, flame graph, plot, advice)',
+                           'options': ['--speedscope'],
+                           'keywords': {'dest': 'speedscope',
+                                        'help': "write a speedscope file (the median run's "
+                                                'timeline, per-node metric weights)',
                                         'metavar': 'PATH'},
                            'group': 1},
                           {'action': 'store',
-                           'options': ['--csv'],
-                           'keywords': {'dest': 'csv',
-                                        'help': 'write the node table as CSV (ns)',
+                           'options': ['--stacks'],
+                           'keywords': {'dest': 'stacks',
+                                        'help': 'write folded stacks (flamegraph.pl --countname '
+                                                'ns; speedscope)',
                                         'metavar': 'PATH'},
                            'group': 1},
                           {'action': 'store',
@@ -491,8 +492,9 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                            'keywords': {'dest': 'metric',
                                         'default': 'median',
                                         'choices': ('median', 'mean', 'total', 'min', 'max'),
-                                        'help': 'per-node weight of the flame graph, stacks and '
-                                                "speedscope's sampled profile (default: median)"},
+                                        'help': 'per-node weight of the flame graph, HTML report, '
+                                                'speedscope file and folded stacks (default: '
+                                                'median)'},
                            'group': 1},
                           {'action': 'store',
                            'options': ['--rank-traces'],

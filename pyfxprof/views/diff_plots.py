@@ -1,4 +1,4 @@
-"""Bar charts of a :meth:`ProfileDiff.compare` frame: control and test side by side, and their
+"""Bar charts of a :meth:`ProfileDiff.changes` frame: control and test side by side, and their
 difference (red: test higher, green: test lower, grey: a duration change that is not
 significant, ``change`` "=" or "?"; every bar grey, and the title says so, when too few runs allowed
 no significance test). Labels name a node once: its module path when the node is that
@@ -38,7 +38,7 @@ def _top_rows(df: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
 
 
 def node_label(key) -> str:
-    """A compare() key shown once: "(root)" for "", and a "module/node" key whose node is that
+    """A changes() key shown once: "(root)" for "", and a "module/node" key whose node is that
     module's call (FX names it after the path: dots as "_", a leading "_" before a digit) as
     the module path alone.
 

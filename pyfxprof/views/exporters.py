@@ -1,84 +1,70 @@
-"""The export registry: every file format a Profile is written to, one row each.
+"""The export registry: every file format a Profile is written to, found in
+views/export_formats/ (one ExportFormat subclass per module).
 
-``Profile.export``, the CLI's export flags (``--chrome-trace PATH`` ...), ``pyfxprof report``
-and the table of outputs in docs/outputs.md all read FORMATS; adding a format is one view file
-plus one row here (see docs/architecture.md, "How to add a format").
+``Profile.export``, its help, the CLI's export flags (``--chrome-trace PATH`` ...) and their
+help, ``pyfxprof report`` and the table of outputs in docs/outputs.md all read FORMATS; adding a
+format is adding one file (docs/architecture.md, "Add an export format").
 
 Example:
     >>> [f.name for f in FORMATS][:3]
-    ['chrome_trace', 'speedscope', 'flamegraph']
+    ['chrome_trace', 'csv', 'flamegraph']
     >>> format_for_path("trace.json.gz").name
     'chrome_trace'
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from dataclasses import dataclass
+import pkgutil
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..data.files import PathLike
 from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError
-from .chrome_trace import export_chrome_trace
-from .csv_table import export_csv
-from .flamegraph import export_flamegraph
-from .html_report import export_html_report
-from .plot import plot
-from .rank_table import export_rank_report_html
-from .rank_trace import export_chrome_trace as export_ranks_chrome_trace
-from .speedscope import export_speedscope
-from .stacks import export_stacks
+from . import export_formats
+from .export_formats import ExportFormat
+
+#: A format class of views/export_formats/ (its fields are class attributes).
+Format = type[ExportFormat]
 
 
-@dataclass(frozen=True)
-class Format:
-    """One export format: ``name`` (``Profile.export(path, name)``, CLI flag ``--name``),
-    ``title`` (what a message says was written), the file ``suffixes`` that select it,
-    ``writer(profile, path, **options)``, a one-line ``help`` (a noun phrase), the CLI ``options`` it
-    takes (attributes of the parsed arguments passed on by name, e.g. ``metric``) and, for the
-    formats a gathered ranks file is written to too, ``rank_writer(ranks, path, ...)`` (None:
-    the format renders one rank's profile)."""
+def discover(package: str = export_formats.__name__) -> tuple[Format, ...]:
+    """The ExportFormat subclass of each module of ``package``, by module name; a TypeError
+    names a module defining none or several, and two formats sharing a name or a suffix.
 
-    name: str
-    title: str
-    suffixes: tuple[str, ...]
-    writer: Callable
-    help: str
-    options: tuple[str, ...] = ()
-    rank_writer: Callable | None = None
-
-    @property
-    def flag(self) -> str:
-        """The CLI flag, e.g. ``--chrome-trace``."""
-        return "--" + self.name.replace("_", "-")
+    >>> [f.__name__ for f in discover()][:2]
+    ['ChromeTrace', 'Csv']
+    """
+    found = []
+    for info in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__),
+                       key=lambda info: info.name):
+        module = importlib.import_module(f"{package}.{info.name}")
+        classes = [value for value in vars(module).values() if isinstance(value, type)
+                   and issubclass(value, ExportFormat) and value.__module__ == module.__name__]
+        if len(classes) != 1:
+            raise TypeError(f"{module.__name__} defines {len(classes)} export formats: a module "
+                            f"of {package} is one format (one ExportFormat subclass)")
+        found.append(classes[0])
+    _check_distinct(found)
+    return tuple(found)
 
 
-def _write_plot(profile, path, top: int = 20) -> None:
-    plot(profile, path, top=top)
+def _check_distinct(formats: list[Format]) -> None:
+    """TypeError naming two formats that share a name or a suffix."""
+    owner: dict[str, Format] = {}
+    for export_format in formats:
+        for key in (export_format.name, *export_format.suffixes):
+            if key in owner:
+                raise TypeError(f"export formats {owner[key].__module__} and "
+                                f"{export_format.__module__} both claim {key!r}")
+            owner[key] = export_format
 
 
-#: Every format, in the order the CLI writes them. Longer suffixes win (``.speedscope.json``
-#: over ``.json``); a suffix belongs to one format (tests/views/test_exporters.py checks it).
-FORMATS = (
-    Format("chrome_trace", "Chrome trace", (".json", ".json.gz"), export_chrome_trace,
-           "a Chrome/Perfetto trace (Trace Event Format JSON; Perfetto, HTA, TensorBoard)",
-           rank_writer=export_ranks_chrome_trace),
-    Format("speedscope", "speedscope file", (".speedscope.json",), export_speedscope,
-           "a speedscope file (the median run's timeline, per-node metric weights)",
-           ("metric",)),
-    Format("flamegraph", "flame graph", (".svg",), export_flamegraph,
-           "an interactive SVG flame graph by module hierarchy", ("metric",)),
-    Format("stacks", "folded stacks", (".folded", ".folded.gz", ".txt", ".txt.gz"),
-           export_stacks, "folded stacks (flamegraph.pl --countname ns; speedscope)",
-           ("metric",)),
-    Format("plot", "plot", (".png", ".pdf"), _write_plot, "a bar chart of the slowest nodes"),
-    Format("html", "HTML report", (".html", ".htm"), export_html_report,
-           "a standalone HTML report (table, module tree, flame graph, plot, advice)",
-           ("metric",), export_rank_report_html),
-    Format("csv", "node table", (".csv", ".csv.gz"), export_csv, "the node table as CSV (ns)"),
-)
+#: Every format, by module name. Longer suffixes win (``.speedscope.json`` over ``.json``);
+#: a name or suffix belongs to one format (discover refuses two).
+FORMATS = discover()
 BY_NAME = {f.name: f for f in FORMATS}
 
 
@@ -112,7 +98,7 @@ def export(profile: Profile, path: PathLike, format: str | None = None, **option
 
 
 def chosen_format(path: PathLike, format: str | None = None) -> Format:
-    """The FORMATS row ``export(path, format)`` writes: ``format`` by name, else the path's
+    """The format ``export(path, format)`` writes: ``format`` by name, else the path's
     suffix.
 
     >>> chosen_format("report.html").name, chosen_format("t.json", "chrome_trace").name

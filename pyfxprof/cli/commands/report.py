@@ -11,7 +11,6 @@ import argparse
 import inspect
 import sys
 
-from ...analyses.advisor import advise
 from ...data.rank_profiles import RankProfiles, load_profile_or_ranks
 from ...data.units import format_ns
 from ...errors import PyfxprofError, first_line
@@ -70,14 +69,16 @@ def print_ranks(ranks, args: argparse.Namespace) -> None:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """One ``--NAME PATH`` flag per export format (views.exporters.FORMATS), and --metric."""
+    """One ``--NAME PATH`` flag per export format (views.exporters.FORMATS), and --metric for
+    the formats that take it."""
     group = parser.add_argument_group("exports (gzip when a text file's name ends in .gz)")
     for export_format in FORMATS:
         group.add_argument(export_format.flag, metavar="PATH", dest=export_format.name,
                            help=f"write {export_format.help}")
+    weighted = [f.title for f in FORMATS if "metric" in f.options]
     group.add_argument("--metric", choices=METRICS, default="median",
-                       help="per-node weight of the flame graph, stacks and speedscope's "
-                            "sampled profile (default: median)")
+                       help=f"per-node weight of the {', '.join(weighted[:-1])} and "
+                            f"{weighted[-1]} (default: median)")
 
 
 def write_exports(profile, args: argparse.Namespace) -> None:
@@ -86,9 +87,7 @@ def write_exports(profile, args: argparse.Namespace) -> None:
         path = getattr(args, export_format.name, None)
         if path:
             options = {option: getattr(args, option) for option in export_format.options}
-            if export_format.name == "html":  # the page shows advice; views never run the advisor
-                options["advice"] = advise(profile)
-            profile.export(path, export_format.name, **options)
+            profile.export(path, export_format.name, **options)  # an HTML page with advice
             print(f"wrote {export_format.title} to {path}", file=sys.stderr)
 
 

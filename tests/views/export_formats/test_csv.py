@@ -1,4 +1,4 @@
-"""Tests of the CSV export of the node table (views.csv_table), through Profile.export."""
+"""Tests of the CSV export format (views/export_formats/csv.py), through Profile.export."""
 
 import pandas as pd
 
