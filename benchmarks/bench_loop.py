@@ -143,10 +143,14 @@ class Workload:
         self.new_twins()
         with self.profiler:  # the capture, outside every timed block
             self.profiled()
-        group = next(iter(self.profiler._groups.values()))
-        self.describe = f"capture {group.capture.mode}, {len(group.frame)} nodes"
+        group = next(iter(self.profiler._groups.values()), None)
+        if group is None:  # the loop refused the call: it runs the model itself, unprofiled
+            why = "; ".join(sorted(set(self.profiler._uncaptured.values()))) or "no call group"
+            self.describe = f"not captured ({why}): the loop's cost on a call it passes on"
+        else:
+            self.describe = f"capture {group.capture.mode}, {len(group.frame)} nodes"
         self.executor = self.alone = self.twin = None
-        if group.capture.mode == "fx":
+        if group is not None and group.capture.mode == "fx":
             self.executor = CodegenExecutor(group.capture.graph_module, len(group.frame))
             x = torch.zeros(1)
             self.alone = lambda: self.executor.run((x,))
@@ -225,6 +229,8 @@ def report(found: dict[str, Workload], in_loop: bool) -> None:
         for label, kind in (("the Profiler loop", "profiled"),
                             ("the codegen executor alone", "alone"),
                             ("a second plain twin (bias check)", "twin")):
+            if not (one.times[in_loop][kind] and chain.times[in_loop][kind]):
+                continue  # no executor alone (a capture other than fx): nothing to compare
             one_added = one.series(in_loop, kind) - one.series(in_loop, "plain")
             chain_added = chain.series(in_loop, kind) - chain.series(in_loop, "plain")
             per_node = paired_estimate(one_added, chain_added).scaled(299)

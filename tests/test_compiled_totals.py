@@ -172,6 +172,6 @@ def test_compiled_rows_add_up_to_the_compiled_call_fresh_and_after_an_eager_prof
         for prof in profiles:
             _compiled_rows(prof)
         # Issue 46 asks 10%; measured 0.81-0.89 of the call on an idle 2-core VM
-        # (benchmarks/README.md): 25% still refuses the 0.74x-1.77x that runs outside the
+        # (benchmarks/HISTORY.md): 25% still refuses the 0.74x-1.77x that runs outside the
         # user's call gave, and the 10% is left open in the issue's note.
         assert total == pytest.approx(call, rel=0.25), (order, total, call)

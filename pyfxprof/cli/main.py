@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 def _exit_now(code: int) -> None:
     """Ends the program with `code` once its atexit handlers have run and its output is
     flushed, without the interpreter's teardown of every module, which takes about a fifth of
-    `import torch` once torch is loaded (benchmarks/README.md, "Start-up"); returns when torch
+    `import torch` once torch is loaded (benchmarks/HISTORY.md, "Start-up"); returns when torch
     is not loaded or another non-daemon thread runs (the interpreter then joins it; a daemon
     thread, such as the monitor tqdm starts for the bar torch.fx.Interpreter makes in the
     analysis run, is stopped at exit either way)."""

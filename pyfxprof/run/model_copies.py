@@ -20,8 +20,9 @@ import torch
 
 from ..errors import PyfxprofError, first_line
 
-#: Copies of each side compare() times by default, when they fit in COPIES_MEMORY: ResNet-18
-#: A/A comparisons flagged a row in 4 of 50 with four copies, 8 of 36 with one (docs/ab.md).
+#: Copies of each side compare() times by default, when they fit in COPIES_MEMORY: A/A
+#: comparisons of ResNet-18 flag fewer rows with four copies than with one (docs/ab.md,
+#: "The paired analysis"; the counts measured: benchmarks/README.md, bench_ab.py).
 DEFAULT_COPIES = 4
 #: Bytes the extra copies' parameters and buffers (both sides) may take by default.
 COPIES_MEMORY = 1 << 30

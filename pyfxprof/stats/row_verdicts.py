@@ -231,9 +231,9 @@ def own_copy_spreads(departures: np.ndarray, errors: np.ndarray, prior) -> np.nd
     variance between the pairs less their errors, over K, moderated toward its ``prior``
     spread (the rows' by duration) with PRIOR_DF degrees of freedom, and never below that
     prior: a row whose pairs of copies disagree (a difference of the copies, not a change)
-    gets a wider noise, one whose pairs agree by chance no narrower one (on synthetic pairs
-    of copies, tests/stats/test_row_verdicts.py, the moderated spread alone flagged a row
-    in 4 of 40 A/A comparisons, at least the prior in 0 of 40).
+    gets a wider noise, one whose pairs agree by chance no narrower one (with it, at most
+    2 of 40 synthetic A/A comparisons of pairs of copies flag a row: the bound
+    tests/stats/test_row_verdicts.py checks).
 
     >>> d = np.array([[0.2, 0.01], [0.0, -0.01]])   # row 0: +20% in one pair only
     >>> own_copy_spreads(d, np.zeros((2, 2)), [0.01, 0.01]).round(3).tolist()
