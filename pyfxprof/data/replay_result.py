@@ -1,6 +1,6 @@
 """What Profile.replay found, as plain data: a node's isolated warm and cold medians beside its
-in-graph median, and each variant's change against the as-is replay with its numeric error.
-Its table and notebook repr are served by views/replay_text.py (docs/replay.md)."""
+in-graph median, each variant's change against the as-is replay with its numeric error, and a
+row per shape where the node saw several. Its table and notebook repr are served by views/replay_text.py (docs/replay.md)."""
 
 from __future__ import annotations
 
@@ -32,12 +32,28 @@ class VariantRow:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class ShapeRow:
+    """One recorded shape of a node replayed: the shapes, the nodes that called it so, and
+    its isolated warm and cold medians (ns, NaN when not timed) beside its in-graph median
+    (the mean of those nodes' medians)."""
+
+    input_shapes: str
+    nodes: tuple[str, ...]
+    warm_ns: float = math.nan
+    cold_ns: float = math.nan
+    in_graph_ns: float = math.nan
+
+
 @served_methods
 @dataclass(frozen=True)
 class ReplayResult:
     """A node replayed alone: ``warm_ns`` and ``cold_ns`` (medians of the isolated calls,
     NaN when not timed), ``in_graph_ns`` (the node's median in the profile), the shapes it
-    ran on, and the variants' rows.
+    ran on, and the variants' rows (on those shapes). ``shapes``: a row per recorded shape
+    when the node (a module path called at several nodes) saw more than one, the first being
+    the one above. ``fresh_inputs``: the node writes to its inputs, so each timed call ran on
+    a fresh copy of them (made untimed).
 
     >>> r = ReplayResult("conv1", "call_module", "Conv2d", "([1, 3, 8, 8] float32)",
     ...                  warm_ns=1000.0, cold_ns=2000.0, in_graph_ns=1900.0)
@@ -59,6 +75,8 @@ class ReplayResult:
     in_graph_ns: float = math.nan
     budget_s: float = 0.0
     variants: tuple[VariantRow, ...] = field(default_factory=tuple)
+    shapes: tuple[ShapeRow, ...] = field(default_factory=tuple)
+    fresh_inputs: bool = False
 
     def ratio(self, cache: str) -> float:
         """In-graph median over the isolated `cache` ("warm"/"cold") median."""

@@ -4,6 +4,7 @@ in-graph median, and the variants tried on it against the as-is call (docs/repla
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 from typing import Any, Sequence
 
@@ -11,11 +12,12 @@ import torch
 
 from ..capture.model_state import evaluation_mode
 from ..data.profile import Profile
-from ..data.replay_result import ReplayResult
+from ..data.replay_result import ReplayResult, ShapeRow, VariantRow
 from ..errors import ArgumentError
-from .replay_build import Rebuilt, node_row, rebuild
-from .replay_compare import compare_variants
-from .replay_timing import time_alone
+from .replay_build import Rebuilt, node_row, rebuild_shapes
+from .replay_compare import MAX_CALLS, compare_variants
+from .replay_inplace import bound, mutates_inputs, on_fresh_copies, pool_calls
+from .replay_timing import cache_bytes, time_alone
 from .replay_variants import variant_call
 
 #: The choices of replay's cache=.
@@ -37,8 +39,20 @@ def _timed(built: Rebuilt, cache: str, share: float) -> dict[str, float]:
     found = {"warm_ns": math.nan, "cold_ns": math.nan}
     for kind in ("warm", "cold"):
         if cache in (kind, "both"):
-            found[f"{kind}_ns"] = time_alone(built, kind, share).median
+            found[f"{kind}_ns"] = time_alone(built, kind, share)
     return found
+
+
+def _variant_rows(built: Rebuilt, names: list[str], share: float,
+                  per_call: float) -> tuple[VariantRow, ...]:
+    """Each variant against the as-is call, each on its own inputs of equal values (fresh
+    copies per timed call for an in-place node)."""
+    args, kwargs = built.inputs()
+    calls = [variant_call(name, built, *built.inputs()) for name in names]
+    fresh = on_fresh_copies(built.target, args, kwargs) if built.mutates else None
+    most = pool_calls(args, MAX_CALLS, cache_bytes(args)) if built.mutates else MAX_CALLS
+    return compare_variants(bound(built.target, args, kwargs), calls, share / len(calls),
+                            per_call, fresh, most)
 
 
 def replay(profile: Profile, node: str, model: Any = None,
@@ -48,38 +62,65 @@ def replay(profile: Profile, node: str, model: Any = None,
 
     The node's module (the model's own, weights included) or function runs on fresh random
     inputs of its recorded shapes, dtypes and strides, in the profile's grad mode and with
-    the module in eval mode as profiled (restored after). `model`: the profiled model
-    (default: the one profiled, while it is alive). `cache`: "warm" (the same inputs each
-    call), "cold" (inputs and weights rotated through copies larger than the last-level
-    cache) or "both". `variants` (replay_variants.VARIANTS, e.g. ["channels_last",
-    "threads=1"]) are each compared with the as-is call in interleaved blocks. `budget`:
-    seconds for the timing, shared between the caches and the variants.
+    the module in eval mode as profiled, on a copy of the module (the model is never changed). A node that writes to its
+    inputs (an in-place op) gets fresh copies at every timed call, made untimed. A module path
+    called at several nodes with different shapes is replayed once per shape (``shapes``).
+    `model`: the profiled model (default: the one profiled, while it is alive). `cache`:
+    "warm" (the same inputs each call), "cold" (inputs and weights rotated through copies
+    larger than the last-level cache) or "both". `variants` (replay_variants.VARIANTS, e.g.
+    ["channels_last", "threads=1"]) are each compared with the as-is call of the first shape
+    in interleaved blocks. `budget`: seconds for the timing, shared between the shapes, the
+    caches and the variants.
 
     Example:
         >>> import pyfxprof
-        >>> net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
+        >>> net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(inplace=True))
         >>> prof = pyfxprof.profile(net, (torch.randn(1, 3, 16, 16),), runs=5, warmup=1)
         >>> result = prof.replay("0", budget=0.2)
         >>> result.node, result.op, result.warm_ns > 0      # "0": the module path, node "_0"
         ('_0', 'call_module', True)
+        >>> prof.replay("1", budget=0.1).fresh_inputs       # ReLU(inplace=True)
+        True
     """
     names = _checked(cache, variants, budget)
-    built = rebuild(profile, node, model)
-    share = budget / (2 if cache == "both" else 1) / (2 if names else 1)
+    shapes = _on_a_copy(rebuild_shapes(profile, node, model))
+    share = budget / (2 if cache == "both" else 1) / (2 if names else 1) / len(shapes)
     grad, training = (bool(profile.meta.get(k, False)) for k in ("grad", "training"))
-    mode = (contextlib.nullcontext() if built.module is None
-            else evaluation_mode(built.module, not training))
+    module = shapes[0].module
+    mode = contextlib.nullcontext() if module is None else evaluation_mode(module, not training)
+    rows: list[ShapeRow] = []
     with mode, torch.set_grad_enabled(grad):
-        timed = _timed(built, cache, share)
-        rows: tuple = ()
-        if names:
-            args, kwargs = built.inputs()  # each variant on its own inputs of equal values
-            calls = [variant_call(name, built, *built.inputs()) for name in names]
-            per_call = timed["warm_ns"] if math.isfinite(timed["warm_ns"]) else timed["cold_ns"]
-            rows = compare_variants(lambda: built.target(*args, **kwargs), calls,
-                                    share / len(calls), per_call)
-    row = node_row(profile, node)
-    return ReplayResult(built.name, built.op, built.target_name, str(row.get("input_shapes", "")),
-                        in_graph_ns=built.in_graph_ns, budget_s=float(budget), variants=rows,
-                        **timed)
+        for built in shapes:
+            built.mutates = mutates_inputs(built.target, *built.inputs())
+            timed = _timed(built, cache, share)
+            rows.append(ShapeRow(_shapes_text(profile, built), built.nodes,
+                                 in_graph_ns=built.in_graph_ns, **timed))
+        first = shapes[0]
+        per_call = rows[0].warm_ns if math.isfinite(rows[0].warm_ns) else rows[0].cold_ns
+        found = _variant_rows(first, names, share * len(shapes), per_call) if names else ()
+    return ReplayResult(first.name, first.op, first.target_name, rows[0].input_shapes,
+                        warm_ns=rows[0].warm_ns, cold_ns=rows[0].cold_ns,
+                        in_graph_ns=first.in_graph_ns, budget_s=float(budget), variants=found,
+                        shapes=tuple(rows) if len(rows) > 1 else (),
+                        fresh_inputs=first.mutates)
 
+
+def _on_a_copy(shapes: list[Rebuilt]) -> list[Rebuilt]:
+    """The rebuilt calls on one copy of their module (its weights' values, the user's module
+    untouched by a forward that changes its own state); the module itself where it cannot be
+    copied (evaluation_mode then restores its buffers)."""
+    module = shapes[0].module
+    if module is None:
+        return shapes
+    try:
+        copied = copy.deepcopy(module)
+    except Exception:  # an uncopyable attribute: replay the module itself
+        return shapes
+    for built in shapes:
+        built.module = built.target = copied
+    return shapes
+
+
+def _shapes_text(profile: Profile, built: Rebuilt) -> str:
+    """The input_shapes the profile shows for the node of `built`."""
+    return str(node_row(profile, built.name).get("input_shapes", ""))

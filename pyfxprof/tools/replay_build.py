@@ -32,7 +32,8 @@ NOT_REPLAYED = {
 @dataclass
 class Rebuilt:
     """A node's call alone: ``target(*args, **kwargs)`` runs it; ``module`` is the module it
-    calls (call_module), else None."""
+    calls (call_module), else None; ``mutates``: the call writes to its inputs (an in-place
+    op: each timed call then gets fresh copies, replay_inplace.py)."""
 
     name: str
     op: str
@@ -41,6 +42,8 @@ class Rebuilt:
     spec: dict
     module: torch.nn.Module | None
     in_graph_ns: float
+    mutates: bool = False
+    nodes: tuple[str, ...] = ()
 
     def inputs(self, seed: int = 0) -> tuple[tuple, dict]:
         """Fresh random inputs of the recorded shapes, dtypes and strides."""
@@ -135,6 +138,27 @@ def _module_of(model: Any, row: Any) -> torch.nn.Module:
                         f"{row['name']!r}): pass the model that was profiled")
 
 
+def _rebuilt(profile: Profile, rows: list, model: Any) -> Rebuilt:
+    """The call of `rows` (nodes that made one call of the same shapes), on the model given;
+    its in-graph time: the mean of their medians (one call's)."""
+    row = rows[0]
+    refused = _refusal(row)
+    if refused:
+        raise PyfxprofError(f"cannot replay: {refused}")
+    module = _module_of(model, row) if row["op"] == "call_module" else None
+    if module is not None:
+        target: Callable = module
+    elif row["op"] == "call_method":
+        target = _method_call(str(row["target"]))
+    else:
+        target = function_of(str(row["target"]))
+    medians = profile.stats()["median"]
+    in_graph = sum(float(medians.iloc[int(r["index"])]) for r in rows) / len(rows)
+    return Rebuilt(str(row["name"]), str(row["op"]), str(row["target"]), target,
+                   json.loads(row["call_args"]), module, in_graph,
+                   nodes=tuple(str(r["name"]) for r in rows))
+
+
 def rebuild(profile: Profile, node: str, model: Any = None) -> Rebuilt:
     """`node`'s call alone, on the model given or, by default, the profiled model if alive.
 
@@ -147,18 +171,51 @@ def rebuild(profile: Profile, node: str, model: Any = None) -> Rebuilt:
         >>> built.target(*args, **kwargs).shape
         torch.Size([3, 2])
     """
-    row = node_row(profile, node)
-    refused = _refusal(row)
-    if refused:
-        raise PyfxprofError(f"cannot replay: {refused}")
     model = live_model(profile) if model is None else model
-    module = _module_of(model, row) if row["op"] == "call_module" else None
-    if module is not None:
-        target: Callable = module
-    elif row["op"] == "call_method":
-        target = _method_call(str(row["target"]))
-    else:
-        target = function_of(str(row["target"]))
-    median = float(profile.stats()["median"].iloc[int(row["index"])])
-    return Rebuilt(str(row["name"]), str(row["op"]), str(row["target"]), target,
-                   json.loads(row["call_args"]), module, median)
+    return _rebuilt(profile, [node_row(profile, node)], model)
+
+
+def shape_key(call_args: Any) -> str:
+    """What tells two recorded calls' shapes apart: the call with integer value ranges left
+    out (calls of one shape with other index values are one replay).
+
+    Example:
+        >>> a = '{"args": [{"tensor": [2], "dtype": "int64", "stride": [1], "range": [0, 3]}]}'
+        >>> shape_key(a) == shape_key(a.replace("[0, 3]", "[1, 9]"))
+        True
+    """
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "range"}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+    if not isinstance(call_args, str) or not call_args:
+        return ""
+    return json.dumps(strip(json.loads(call_args)), sort_keys=True)
+
+
+def rebuild_shapes(profile: Profile, node: str, model: Any = None) -> list[Rebuilt]:
+    """One rebuilt call per recorded shape of `node`: a module path gives one per distinct shape
+    among the nodes calling that module (a module called in a loop on growing inputs, e.g. a
+    decoder step over a growing cache), in graph order; any other node name its own call.
+
+    Example:
+        >>> import pyfxprof
+        >>> class Twice(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc = torch.nn.Linear(4, 4)
+        ...     def forward(self, x):
+        ...         return self.fc(x).sum() + self.fc(torch.cat([x, x])).sum()
+        >>> prof = pyfxprof.profile(Twice(), (torch.randn(2, 4),), runs=3, warmup=1)
+        >>> [(b.nodes, b.spec["args"][0]["tensor"]) for b in rebuild_shapes(prof, "fc")]
+        [(('fc',), [2, 4]), (('fc_1',), [4, 4])]
+    """
+    first, nodes = node_row(profile, node), profile.nodes
+    same = nodes[(nodes["module_path"] == node) & (nodes["op"] == first["op"])
+                 & (nodes["target"] == first["target"])]
+    rows = [r for _, r in same.iterrows()] or [first]
+    groups: dict[str, list] = {}
+    for row in rows:
+        groups.setdefault(shape_key(row.get("call_args", "")), []).append(row)
+    model = live_model(profile) if model is None else model
+    return [_rebuilt(profile, group, model) for group in groups.values()]

@@ -15,28 +15,23 @@ from ..data.replay_result import VariantRow
 from ..errors import first_line
 from ..stats.rank_tests import benjamini_hochberg, hodges_lehmann, signed_rank_p
 from ..stats.verdict_rule import adjusted_confidence, verdicts
-from ..timing.native import _C
+from .replay_inplace import block_ns
 from .replay_variants import TOLERANCE, VariantCall
 
 #: The smallest change (fraction) a verdict calls slower or faster, and the false discovery
 #: rate over a replay's variants (as pyfxprof.compare's defaults).
 MIN_CHANGE, FDR = 0.02, 0.05
-#: Time per block of back-to-back calls (ns), and the blocks' bounds.
-BLOCK_NS, MIN_BLOCKS, MAX_BLOCKS = 500_000, 8, 400
-
-
-def _block_ns(call: Callable[[], Any], calls: int) -> float:
-    """ns per call of `calls` back-to-back calls."""
-    start = _C.now_ns()
-    for _ in range(calls):
-        call()
-    return (_C.now_ns() - start) / calls
+#: Time per block of back-to-back calls (ns), the blocks' bounds, and the most calls a block.
+BLOCK_NS, MIN_BLOCKS, MAX_BLOCKS, MAX_CALLS = 500_000, 8, 400, 500
 
 
 def paired_blocks(base: Callable[[], Any], variant: VariantCall, budget: float,
-                  per_call_ns: float) -> tuple[np.ndarray, np.ndarray]:
+                  per_call_ns: float, base_fresh: Callable[[], Callable] | None = None,
+                  max_calls: int = MAX_CALLS) -> tuple[np.ndarray, np.ndarray]:
     """ns per call of the as-is and the variant call, block by block, their order alternating,
     until `budget` seconds are spent (MIN_BLOCKS to MAX_BLOCKS pairs), one pair of warm-up.
+    For an in-place node (`base_fresh` and ``variant.fresh`` given) each call of a block runs
+    on its own fresh copy of the inputs, made before the block; `max_calls` bounds a block.
 
     Example:
         >>> import contextlib
@@ -45,17 +40,17 @@ def paired_blocks(base: Callable[[], Any], variant: VariantCall, budget: float,
         >>> len(base) == len(other) == MIN_BLOCKS
         True
     """
-    calls = int(max(1, min(500, BLOCK_NS // max(per_call_ns, 1.0))))
+    calls = int(max(1, min(max_calls, BLOCK_NS // max(per_call_ns, 1.0))))
     pairs: list[tuple[float, float]] = []
     deadline = time.monotonic() + budget
     for index in range(MAX_BLOCKS + 1):
         timings: dict[str, float] = {}
         for side in (("base", "variant") if index % 2 == 0 else ("variant", "base")):
             if side == "base":
-                timings[side] = _block_ns(base, calls)
+                timings[side] = block_ns(base, calls, base_fresh)
             else:
                 with variant.context():
-                    timings[side] = _block_ns(variant.call, calls)
+                    timings[side] = block_ns(variant.call, calls, variant.fresh)
         if index:  # the first pair is the warm-up
             pairs.append((timings["base"], timings["variant"]))
         if len(pairs) >= MIN_BLOCKS and time.monotonic() > deadline:
@@ -107,10 +102,13 @@ def _judged(name: str, base: np.ndarray, other: np.ndarray, confidence: float, q
 
 
 def compare_variants(base: Callable[[], Any], variants: list[VariantCall], budget: float,
-                     per_call_ns: float) -> tuple[VariantRow, ...]:
+                     per_call_ns: float, base_fresh: Callable[[], Callable] | None = None,
+                     max_calls: int = MAX_CALLS) -> tuple[VariantRow, ...]:
     """One row per variant against the as-is `base` call, `budget` seconds each. The outputs
     are compared on the first call of each, before its timing: give each its own inputs of
-    equal values (an in-place op changes its inputs at every call).
+    equal values (an in-place op changes its inputs at every call); `base_fresh` (an in-place
+    node's) makes as-is calls on fresh copies of the inputs for the timed blocks, at most
+    `max_calls` a block (a pool of copies that stays in cache).
 
     Example:
         >>> from pyfxprof.tools.replay_variants import VariantCall
@@ -128,7 +126,8 @@ def compare_variants(base: Callable[[], Any], variants: list[VariantCall], budge
         try:
             with variant.context():
                 errors = output_error(reference, variant.call())
-            measured[variant.name] = (paired_blocks(base, variant, budget, per_call_ns), errors,
+            blocks = paired_blocks(base, variant, budget, per_call_ns, base_fresh, max_calls)
+            measured[variant.name] = (blocks, errors,
                                       TOLERANCE.get(variant.dtype, 1e-4))
         except Exception as error:  # a variant this machine or op does not run: a row saying so
             failed[variant.name] = f"{type(error).__name__}: {first_line(error)}"

@@ -1,24 +1,29 @@
 """A rebuilt node timed alone with bench(): warm (the same inputs each call) or cold (inputs,
-and a module's weights, rotated through copies larger than the last-level cache)."""
+and a module's weights, rotated through copies larger than the last-level cache); a node that
+writes to its inputs on fresh copies of them at every call, timed apart from the copying."""
 
 from __future__ import annotations
 
 import copy
 import itertools
 import math
+import time
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
-from ..data.measurement import Measurement
 from ..run.bench import bench
 from .replay_build import Rebuilt
+from .replay_inplace import block_ns, on_fresh_copies, pool_calls
 
 #: Copies a cold replay rotates through: at least this many, and at most the cap.
 MIN_COPIES, MAX_COPIES = 2, 256
 #: The last-level cache assumed where the machine does not say (bytes).
 DEFAULT_LLC_BYTES = 64 << 20
+#: An in-place node's blocks: about this long (ns), and at least this many after a warm-up.
+BLOCK_NS, MIN_BLOCKS = 500_000, 8
 
 
 def last_level_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
@@ -65,6 +70,12 @@ def copies_for_cold(built: Rebuilt, args: tuple) -> int:
     return int(min(MAX_COPIES, max(MIN_COPIES, math.ceil(2 * cache_bytes(args) / one))))
 
 
+def _targets(built: Rebuilt, count: int) -> list:
+    """The node's target, and for a module `count - 1` copies of it (its own weights)."""
+    return [built.target] + [copy.deepcopy(built.target) if built.module is not None
+                             else built.target for _ in range(1, count)]
+
+
 def rotating_call(built: Rebuilt, cache: str, seed: int = 0) -> Callable[[], Any]:
     """A no-argument call of the node: warm on one input set; cold cycling through copies of
     the inputs and, for a module, of the module (its own weights copied).
@@ -80,9 +91,7 @@ def rotating_call(built: Rebuilt, cache: str, seed: int = 0) -> Callable[[], Any
     args, kwargs = built.inputs(seed)
     count = 1 if cache == "warm" else copies_for_cold(built, args)
     sets = [(args, kwargs)] + [built.inputs(seed + i) for i in range(1, count)]
-    targets = [built.target] + [copy.deepcopy(built.target) if built.module is not None
-                                else built.target for _ in range(1, count)]
-    turns = itertools.cycle(list(zip(targets, sets)))
+    turns = itertools.cycle(list(zip(_targets(built, count), sets)))
 
     def call():
         target, (call_args, call_kwargs) = next(turns)
@@ -90,16 +99,49 @@ def rotating_call(built: Rebuilt, cache: str, seed: int = 0) -> Callable[[], Any
     return call
 
 
-def time_alone(built: Rebuilt, cache: str, budget: float) -> Measurement:
-    """bench() of the node alone, warm or cold, under `budget` seconds.
+def fresh_median(built: Rebuilt, cache: str, budget: float) -> float:
+    """Median ns per call of an in-place node, each call on its own fresh copy of the inputs
+    made before its block (untimed): warm, a pool of copies that fits in the cache; cold,
+    copies (and module copies) twice the cache, called in the order they were made, so each
+    one's inputs have left the cache by its turn. MIN_BLOCKS blocks at least, one warm-up.
+
+    Example:
+        >>> from pyfxprof.tools.replay_build import Rebuilt
+        >>> built = Rebuilt("relu_", "call_function", "torch.relu_", torch.relu_,
+        ...     {"args": [{"tensor": [64], "dtype": "float32", "stride": [1], "device": "cpu"}],
+        ...      "kwargs": {}}, None, 1.0, mutates=True)
+        >>> fresh_median(built, "warm", 0.05) > 0
+        True
+    """
+    args, kwargs = built.inputs()
+    if cache == "cold":
+        calls = copies_for_cold(built, args)
+    else:
+        per_call = built.in_graph_ns if math.isfinite(built.in_graph_ns) else 1.0
+        calls = pool_calls(args, int(max(1, BLOCK_NS // max(per_call, 1.0))),
+                           cache_bytes(args))
+    makers = itertools.cycle([on_fresh_copies(t, args, kwargs)
+                              for t in _targets(built, calls if cache == "cold" else 1)])
+    found: list[float] = []
+    deadline = time.monotonic() + budget
+    while len(found) <= MIN_BLOCKS or time.monotonic() < deadline:
+        found.append(block_ns(lambda: None, calls, lambda: next(makers)()))
+    return float(np.median(found[1:]))
+
+
+def time_alone(built: Rebuilt, cache: str, budget: float) -> float:
+    """Median ns per call of the node alone, warm or cold, under `budget` seconds: bench()'s,
+    or fresh_median's for a node that writes to its inputs.
 
     Example:
         >>> from pyfxprof.tools.replay_build import Rebuilt
         >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu,
         ...     {"args": [{"tensor": [64], "dtype": "float32", "stride": [1], "device": "cpu"}],
         ...      "kwargs": {}}, None, 1.0)
-        >>> time_alone(built, "warm", 0.1).median > 0
+        >>> time_alone(built, "warm", 0.1) > 0
         True
     """
+    if built.mutates:
+        return fresh_median(built, cache, budget)
     return bench(rotating_call(built, cache), budget=budget, profile=False,
-                 label=f"{built.name} ({cache})")
+                 label=f"{built.name} ({cache})").median

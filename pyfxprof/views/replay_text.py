@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import math
 
-from ..data.replay_result import ReplayResult, VariantRow
+from ..data.replay_result import ReplayResult, ShapeRow, VariantRow
 from ..data.units import format_ns
 
 #: What each verdict code says in the variants table.
@@ -51,6 +51,21 @@ def _variant_line(row: VariantRow) -> str:
             f"{error}")
 
 
+def _shape_lines(shapes: tuple[ShapeRow, ...]) -> list[str]:
+    """A line per recorded shape: its nodes, in-graph and isolated medians."""
+    lines = [f"{len(shapes)} recorded shapes (a replay each):"]
+    for row in shapes:
+        alone = row.warm_ns if math.isfinite(row.warm_ns) else row.cold_ns
+        nodes = ", ".join(row.nodes[:3]) + (f" +{len(row.nodes) - 3}" if len(row.nodes) > 3
+                                             else "")
+        lines.append(f"  {row.input_shapes}  [{nodes}]  in graph "
+                     f"{format_ns(row.in_graph_ns)}, warm {format_ns(row.warm_ns)}"
+                     + (f", cold {format_ns(row.cold_ns)}" if math.isfinite(row.cold_ns)
+                        else "")
+                     + f"  in graph / alone {_ratio_text(row.in_graph_ns / alone if alone > 0 else math.nan)}")
+    return lines
+
+
 def replay_table(result: ReplayResult) -> str:
     """The replay as text.
 
@@ -71,9 +86,15 @@ def replay_table(result: ReplayResult) -> str:
                          f"{_ratio_text(result.ratio(cache))}")
     if result.matches:
         lines.append(_match_line(result))
+    if result.fresh_inputs:
+        lines.append("in place: it writes to its inputs, so each timed call ran on a fresh "
+                     "copy of them (the copying not timed)")
+    if result.shapes:
+        lines.extend(_shape_lines(result.shapes))
     if result.variants:
-        lines.append("variants against the as-is replay (interleaved blocks; change "
-                     "[interval], verdict):")
+        lines.append("variants against the as-is replay" + (" of the first shape" if
+                     result.shapes else "") + " (interleaved blocks; change [interval], "
+                     "verdict):")
         lines.extend(_variant_line(row) for row in result.variants)
     return "\n".join(lines)
 

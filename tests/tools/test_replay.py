@@ -117,3 +117,34 @@ def test_an_in_place_nodes_variants_compare_outputs_of_equal_inputs():
                                                variants=["contiguous", "bf16"]).variants}
         assert rows["contiguous"].max_abs_error == 0
         assert 0 < rows["bf16"].max_rel_error <= TOLERANCE[torch.bfloat16]
+
+
+class Steps(nn.Module):
+    """A module called in a loop on inputs of the lengths given (a decoder over a growing
+    cache): one node per call, all with module path "step"."""
+
+    def __init__(self, lengths):
+        super().__init__()
+        self.step, self.lengths = nn.Linear(16, 16), lengths
+
+    def forward(self, x):
+        return sum(self.step(x[:n]).sum() for n in self.lengths)
+
+
+@pytest.mark.parametrize("lengths", [(2, 4, 4, 8), (1, 3, 2), (5, 5), (6,)])
+def test_a_module_called_with_several_shapes_replays_once_per_shape(lengths):
+    prof = pyfxprof.profile(Steps(lengths), (torch.randn(8, 16),), runs=3, warmup=1)
+    result = prof.replay("step", budget=0.3)
+    distinct = list(dict.fromkeys(lengths))
+    nodes = prof.nodes[prof.nodes["module_path"] == "step"]
+    medians = prof.stats()["median"]
+    rows = result.shapes if len(distinct) > 1 else ()
+    assert len(rows) == (len(distinct) if len(distinct) > 1 else 0)
+    for row, n in zip(rows, distinct):
+        assert row.input_shapes == f"([{n}, 16] float32)" and row.warm_ns > 0
+        mine = nodes[nodes["input_shapes"] == row.input_shapes]
+        assert row.nodes == tuple(mine["name"])
+        assert row.in_graph_ns == pytest.approx(medians.iloc[list(mine["index"])].mean())
+    assert result.input_shapes == f"([{lengths[0]}, 16] float32)"
+    assert ("recorded shapes" in result.table()) is (len(distinct) > 1)
+    assert prof.replay(nodes["name"].iloc[-1], budget=0.1).shapes == ()  # a node: its own
