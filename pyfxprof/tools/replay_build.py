@@ -24,9 +24,22 @@ NOT_REPLAYED = {
     "between_graphs": "the time between a graph break's graphs, not an op",
     "outside_kernels": "a compiled model's time outside its kernels, not an op",
     "range": "a user range, not an op",
-    **{op: "a compiled kernel row: replay its source nodes in an eager profile of the model"
-       for op in ("fused_kernel", "extern_kernel", "fallback_op")},
 }
+#: The rows of a compiled profile's kernels.
+KERNEL_OPS = ("fused_kernel", "extern_kernel", "fallback_op")
+
+
+def _kernel_refusal(row: Any) -> str:
+    """Why a compiled kernel row does not replay, and the eager replay that reproduces it."""
+    modules = [str(m) for m in row.get("source_modules", ()) or ()]
+    ops = ", ".join(str(o) for o in (row.get("aten_ops", ()) or ())[:4]) or "its ops"
+    where = (f"an eager pyfxprof.profile(model, inputs).replay({modules[0]!r}, "
+             f"variants=['compile'])" if len(modules) == 1 else
+             "an eager pyfxprof.profile(model, inputs) of the modules it came from "
+             f"({', '.join(repr(m) for m in modules[:4]) or 'unrecorded'}), "
+             "with variants=['compile']")
+    return (f"node {row['name']!r} is a compiled kernel ({ops}); a compiled profile records "
+            f"no call of its source nodes to rebuild: replay them in {where}")
 
 
 @dataclass
@@ -77,6 +90,8 @@ def node_row(profile: Profile, node: str) -> Any:
 
 def _refusal(row: Any) -> str | None:
     """Why `row` cannot be replayed, or None when it can."""
+    if row["op"] in KERNEL_OPS:
+        return _kernel_refusal(row)
     if row["op"] not in REPLAYED_OPS:
         what = NOT_REPLAYED.get(row["op"], "not a graph node's call")
         return (f"node {row['name']!r} is a {row['op']!r} row, {what} (only "

@@ -1,10 +1,10 @@
 """Profile.replay_script: a standalone Python script that rebuilds a profiled node with torch
-alone (torch.nn modules from their constructor arguments, torch functions and tensor methods)
-and times it with torch.utils.benchmark, for a bug report that needs no pyfxprof."""
+alone (modules from their constructor arguments, replay_script_module.py; torch functions and
+tensor methods) and times it with torch.utils.benchmark, for a bug report that needs no
+pyfxprof."""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
@@ -12,6 +12,7 @@ import torch
 from ..data.profile import Profile
 from ..errors import PyfxprofError
 from .replay_build import Rebuilt, rebuild
+from .replay_script_module import constructor_source, import_lines
 
 #: The script's frame: a tensor maker, the node's call, its inputs and the timing.
 TEMPLATE = '''"""Replay of node {name!r} ({op} {target}) alone, written by pyfxprof's replay_script.
@@ -80,44 +81,15 @@ def source_of(value: Any) -> str:
     return "Ellipsis"
 
 
-def _literal(value: Any) -> bool:
-    if isinstance(value, (tuple, list)):
-        return all(_literal(v) for v in value)
-    return value is None or isinstance(value, (bool, int, float, str))
-
-
-def constructor_source(module: torch.nn.Module) -> str:
-    """`torch.nn.X(...)` rebuilding a torch.nn module from its __init__ parameters' values.
-
-    Example:
-        >>> constructor_source(torch.nn.Conv2d(3, 8, 3, stride=2, bias=False))
-        "torch.nn.Conv2d(in_channels=3, out_channels=8, kernel_size=(3, 3), stride=(2, 2), padding=(0, 0), dilation=(1, 1), groups=1, bias=False, padding_mode='zeros')"
-    """
-    kind = type(module)
-    if (not kind.__module__.startswith("torch.nn.")
-            or getattr(torch.nn, kind.__name__, None) is not kind):
-        raise PyfxprofError(f"cannot write a script for a {kind.__module__}.{kind.__name__} "
-                            f"module: only torch.nn modules are rebuilt from their arguments")
-    parts = []
-    for name, parameter in inspect.signature(kind.__init__).parameters.items():
-        if name in ("self", "device", "dtype") or parameter.kind in (
-                parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD) or not hasattr(module, name):
-            continue
-        value = getattr(module, name)
-        if name == "bias" and (value is None or isinstance(value, torch.Tensor)):
-            value = value is not None
-        if _literal(value):
-            parts.append(f"{name}={value!r}")
-    return f"torch.nn.{kind.__name__}({', '.join(parts)})"
-
-
 def _builder(built: Rebuilt, training: bool) -> str:
     """The script's lines that define `fn`, the node's call (a module in the profiled mode)."""
     if built.module is not None:
         dtype = next((p.dtype for p in built.module.parameters()), torch.float32)
         device = next((p.device for p in built.module.parameters()), torch.device("cpu"))
-        return (f"fn = {constructor_source(built.module)}.to({str(device)!r}, {dtype})"
-                f".train({training})  # weights random, mode as profiled")
+        imports, _ = import_lines(type(built.module))
+        return (imports + "\n" if imports else "") + (
+            f"fn = {constructor_source(built.module)}.to({str(device)!r}, {dtype})"
+            f".train({training})  # weights random, mode as profiled")
     if built.op == "call_method":
         return f"fn = lambda self, *a, **k: self.{built.target_name}(*a, **k)"
     name = built.target_name.replace("_operator.", "operator.", 1)

@@ -111,7 +111,7 @@ def tiny_profile(**row) -> Profile:
 @pytest.mark.parametrize("row, words", [
     ({"op": "outside_graph"}, "the Python outside the graph"),
     ({"op": "between_graphs"}, "graph break"),
-    ({"op": "fused_kernel"}, "compiled kernel row: replay its source nodes"),
+    ({"op": "fused_kernel"}, "compiled kernel (its ops); a compiled profile records no call"),
     ({"op": "get_attr"}, "not a graph node's call"),
     ({"op": "call_function", "communication": True}, "collective"),
     ({"call_args": ""}, "no recorded call"),
@@ -168,3 +168,21 @@ def test_a_graph_breaks_nodes_replay_and_its_between_graphs_row_is_refused():
         else:
             with pytest.raises(PyfxprofError, match=re.escape(f"cannot replay: node '{name}'")):
                 rebuild(prof, name)
+
+
+def test_a_compiled_profiles_kernel_rows_are_refused_naming_the_eager_replay(inductor_cache):
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8)).eval()
+    x = torch.randn(4, 16)
+    prof = pyfxprof.profile(torch.compile(model), (x,), runs=2, warmup=1)
+    kernels = prof.nodes[prof.nodes["op"].isin(["fused_kernel", "extern_kernel"])]
+    assert len(kernels) >= 2
+    eager = pyfxprof.profile(model, (x,), runs=2, warmup=1)
+    for _, row in kernels.iterrows():
+        with pytest.raises(PyfxprofError, match="is a compiled kernel") as error:
+            rebuild(prof, row["name"])
+        text = str(error.value)
+        assert "\n" not in text and all(op in text for op in row["aten_ops"][:4])
+        path = row["source_modules"][0]
+        assert f".replay({path!r}, variants=['compile'])" in text
+        replayed_matches_record(eager, eager.nodes.loc[eager.nodes["module_path"] == path,
+                                                       "name"].iloc[0])

@@ -10,8 +10,6 @@ import torch
 from torch import nn
 
 import pyfxprof
-from pyfxprof.errors import PyfxprofError
-from pyfxprof.tools.replay_script import constructor_source
 
 
 class Net(nn.Module):
@@ -27,6 +25,8 @@ class Net(nn.Module):
 
 
 def run_fresh(script: str, tmp_path) -> str:
+    """Run the script in an isolated interpreter (-I: no PYTHONPATH, no user site, so not the
+    repository) in which importing pyfxprof fails."""
     path = tmp_path / "node.py"
     path.write_text(script)
     env = {"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(tmp_path)}
@@ -52,19 +52,3 @@ def test_the_script_runs_without_pyfxprof_and_prints_shapes_and_a_median(prof, n
     row = prof.nodes[prof.nodes["name"] == node].iloc[0]
     shape = row["input_shapes"].strip("()").split("]")[0].strip("[")
     assert f"(({shape})" in out, (shape, out)
-
-
-@pytest.mark.parametrize("module", [nn.Conv2d(3, 8, 3, stride=2, bias=False), nn.Linear(4, 5),
-                                    nn.BatchNorm2d(6, eps=1e-3, momentum=None),
-                                    nn.LayerNorm((4, 5)), nn.Embedding(9, 3, padding_idx=0),
-                                    nn.MaxPool2d(3, stride=2), nn.GELU(approximate="tanh")],
-                         ids=lambda m: type(m).__name__)
-def test_constructor_source_rebuilds_an_equal_torch_nn_module(module):
-    rebuilt = eval(constructor_source(module), {"torch": torch})
-    assert type(rebuilt) is type(module) and repr(rebuilt) == repr(module)
-    assert [p.shape for p in rebuilt.parameters()] == [p.shape for p in module.parameters()]
-
-
-def test_a_user_module_is_refused_in_one_line():
-    with pytest.raises(PyfxprofError, match="only torch.nn modules"):
-        constructor_source(Net())
