@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..stats.node_statistics import summary_of_totals
 from ..data.advice import Suggestion
+from ..data.replay_result import REPLAYED_OPS
 from ..data.units import format_ns, format_pct
 from ..errors import ArgumentError
 
@@ -66,6 +67,22 @@ class Context:
     def names(self, rows) -> list[str]:
         """Node names of ``rows``."""
         return self.stats.loc[list(rows), "name"].astype(str).tolist()
+
+    def replay_try(self, row: Hashable, variants: list[str], cache: str = "",
+                   why: str = "measure it on one") -> str:
+        """How to measure a suggestion on node ``row`` alone: ``; <why>:
+        prof.replay('name', variants=[...])`` (docs/replay.md), or "" for a row a replay does
+        not rebuild (a compiled kernel, the Python outside the graph).
+
+        Example: ``context.replay_try(3, ["compile"])`` ->
+        ``"; measure it on one: prof.replay('add', variants=['compile']) (docs/replay.md)"``
+        """
+        if self.cell(row, "op") not in REPLAYED_OPS:
+            return ""
+        options = (f", variants={variants!r}" if variants else "") + (
+            f", cache={cache!r}" if cache else "")
+        return (f"; {why}: prof.replay({str(self.cell(row, 'name'))!r}{options}) "
+                "(docs/replay.md)")
 
 
 def build_context(profile) -> Context:

@@ -142,7 +142,9 @@ def overhead_bound(profile, context: Context) -> list[Suggestion]:
     return [Suggestion(
         "overhead_bound", severity, "Overhead-bound: many tiny nodes", evidence,
         "torch.compile(model) to fuse small ops and drop per-op dispatch; or give each call "
-        "more work (larger batches)", ESTIMATE_FRACTION * tiny_ns, context.names(tiny))]
+        "more work (larger batches)" + context.replay_try(_by_median(stats, tiny)[0],
+                                                          ["compile"]),
+        ESTIMATE_FRACTION * tiny_ns, context.names(tiny))]
 
 
 def _launch_bound(context: Context) -> list[Suggestion]:
@@ -166,7 +168,8 @@ def _launch_bound(context: Context) -> list[Suggestion]:
         "overhead_bound", severity, "Launch-bound: host time above device time", evidence,
         "capture the model in CUDA graphs (torch.compile(model, mode='reduce-overhead') or "
         "torch.cuda.CUDAGraph), or torch.compile to fuse kernels; larger batches amortise "
-        "launches", ESTIMATE_FRACTION * (host_ns - device_ns), context.names(bound))]
+        "launches" + (context.replay_try(bound[0], ["cuda_graph", "compile"]) if bound else ""),
+        ESTIMATE_FRACTION * (host_ns - device_ns), context.names(bound))]
 
 
 @register_rule("hotspots")
@@ -194,7 +197,9 @@ def hotspots(profile, context: Context) -> list[Suggestion]:
     return [Suggestion(
         "hotspots", "info", f"{count} of {len(stats)} nodes take {share[count - 1]:.0%} of the "
         "time", evidence, f"optimise these first; prof.table(sort_by='median', top={count}) "
-        "lists them", None, context.names(rows))]
+        "lists them" + context.replay_try(
+            rows[0], [], cache="both", why="whether the first costs in the graph what it "
+            "costs alone, warm or cold"), None, context.names(rows))]
 
 
 def _format_rate(flops_per_s: float) -> str:
@@ -233,9 +238,8 @@ def low_flops(profile, context: Context) -> list[Suggestion]:
         "low_flops", "medium" if context.pct(slow_ns) >= 10 else "low",
         f"{plural(len(slow), 'node')} with low achieved FLOP/s (likely memory-bound)", evidence,
         "they move more bytes than they compute: fuse them with their neighbours "
-        "(torch.compile), try channels_last memory format, or a lower-precision dtype; "
-        f"measure it on one: prof.replay({context.names(slow)[0]!r}, "
-        "variants=['channels_last', 'bf16', 'compile']) (docs/replay.md)",
+        "(torch.compile), try channels_last memory format, or a lower-precision dtype"
+        + context.replay_try(slow[0], ["channels_last", "bf16", "compile"]),
         None, context.names(slow))]
 
 

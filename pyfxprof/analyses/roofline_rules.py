@@ -94,7 +94,8 @@ def roofline_fuse(profile, context: Context) -> list[Suggestion]:
             "roofline_fuse", "medium" if context.pct(saving) >= MIN_PCT else "low",
             f"Fuse {len(run)} memory-bound element-wise nodes from "
             f"{part['name'].iloc[0]}", evidence,
-            "torch.compile(model) fuses them into one kernel; or write the chain as one op",
+            "torch.compile(model) fuses them into one kernel; or write the chain as one op"
+            + context.replay_try(int(part["row"].iloc[0]), ["compile"]),
             saving, part["name"].tolist()))
     return found
 
@@ -125,24 +126,33 @@ def roofline_overhead(profile, context: Context) -> list[Suggestion]:
         f"{plural(len(bound), 'overhead-bound node')}: per-call cost, not work", evidence,
         "give each call more work (batch inputs together), torch.compile(model) to fuse the "
         "small ops" + ("; CUDA graphs (torch.compile(mode='reduce-overhead')) to drop launch "
-                       "costs" if gpu else ""), saving, bound["name"].tolist())]
+                       "costs" if gpu else "")
+        + context.replay_try(int(bound["row"].iloc[0]), ["cuda_graph"] if gpu else ["compile"]),
+        saving, bound["name"].tolist())]
 
 
-def _kernel_hint(entry, peaks: dict) -> str:
+#: The replay variant that tries each 16-bit dtype.
+VARIANT_OF_DTYPE = {"bfloat16": "bf16", "float16": "fp16"}
+
+
+def _kernel_hint(entry, peaks: dict) -> tuple[str, list[str]]:
     """What may raise a compute-bound node's efficiency: channels_last for a convolution, a
-    16-bit dtype where the machine measured a faster GEMM, else a better kernel."""
+    16-bit dtype where the machine measured a faster GEMM, else a better kernel; and the
+    replay variants that try each."""
     rates = peaks.get("flops", {})
-    hints = []
+    hints, variants = [], []
     if entry.kind == "conv":
         hints.append("channels_last (model.to(memory_format=torch.channels_last) and the "
                      "inputs)")
+        variants.append("channels_last")
     fast = max((name for name in ("bfloat16", "float16") if rates.get(name)),
                key=lambda name: rates[name], default=None)
     if entry.dtype == "float32" and fast and rates[fast] > 1.5 * rates.get("float32", 0):
         hints.append(f"{fast} (this machine's GEMM peak: {format_flops(rates[fast], 'FLOP/s')} "
                      f"vs float32 {format_flops(rates['float32'], 'FLOP/s')}; autocast)")
+        variants.append(VARIANT_OF_DTYPE[fast])
     return "; ".join(hints + ["a better kernel for these shapes (torch.compile "
-                              "max-autotune, or a library kernel)"])
+                              "max-autotune, or a library kernel)"]), variants + ["compile"]
 
 
 @register_rule("roofline_low_efficiency")
@@ -163,9 +173,10 @@ def roofline_low_efficiency(profile, context: Context) -> list[Suggestion]:
                     f"interval) of the {entry.dtype} GEMM peak "
                     f"{format_flops(frame.attrs['peaks']['flops'].get(entry.dtype), 'FLOP/s')}",
                     f"saving: its headroom, {format_ns(entry.headroom_ns)} above the roof"]
+        hint, variants = _kernel_hint(entry, frame.attrs["peaks"])
         found.append(Suggestion(
             "roofline_low_efficiency", "medium" if context.pct(headroom) >= 5
             else "low", f"{entry.name}: compute-bound at {entry.efficiency:.0%} of the peak",
-            evidence, "try " + _kernel_hint(entry, frame.attrs["peaks"]),
+            evidence, "try " + hint + context.replay_try(int(entry.row), variants),
             float(headroom), [str(entry.name)]))
     return found

@@ -13,11 +13,10 @@ import torch
 
 from ..capture.call_spec import decode, opaque_types
 from ..data.profile import Profile
+from ..data.replay_result import REPLAYED_OPS
 from ..errors import ArgumentError, PyfxprofError
 from ..run.runner import live_model
 
-#: The node ops a replay rebuilds (graph nodes calling something).
-REPLAYED_OPS = ("call_module", "call_function", "call_method")
 #: What the other rows are, for the refusal (any other op: not a graph node's call).
 NOT_REPLAYED = {
     "outside_graph": "the Python outside the graph (the user's call around it), not an op",

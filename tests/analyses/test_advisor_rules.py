@@ -201,3 +201,29 @@ def test_fusion_fix_says_to_call_eval_first_when_the_model_is_in_train_mode(meta
                 "fusible_conv_bn")
     assert item.action.startswith("call model.eval() first") == says_eval
     assert "pyfxprof.fuse_conv_bn(model)" in item.action
+
+
+# ---------------------------------------------------------------------------------------------
+# links to a replay
+
+
+@pytest.mark.parametrize("rule, specs, device, expected", [
+    ("overhead_bound", [node(f"op{i}", (2 + i % 3) * US) for i in range(30)], None,
+     "prof.replay('op2', variants=['compile'])"),
+    ("overhead_bound", [node("a", 30 * US), node("b", 40 * US)], [5 * US, 10 * US],
+     "prof.replay('b', variants=['cuda_graph', 'compile'])"),
+    ("hotspots", [node("a", 5 * US), module("big", 50 * US, "Conv2d")], None,
+     "costs alone, warm or cold: prof.replay('big', cache='both')"),
+    ("low_flops", flops_specs(), None,
+     "prof.replay('bn', variants=['channels_last', 'bf16', 'compile'])"),
+])
+def test_suggestions_link_to_a_replay_of_their_first_node(rule, specs, device, expected):
+    item = only(advise(make_profile(specs, device=device), [rule]), rule)
+    assert expected in item.action and "(docs/replay.md)" in item.action
+
+
+@pytest.mark.parametrize("op", ["fused_kernel", "outside_graph", "range"])
+def test_a_row_a_replay_cannot_rebuild_gets_no_replay_link(op):
+    specs = [node("a", 5 * US), node("big", 50 * US, op=op)]
+    item = only(advise(make_profile(specs), ["hotspots"]), "hotspots")
+    assert item.nodes[0] == "big" and "prof.replay" not in item.action

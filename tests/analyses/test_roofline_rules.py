@@ -23,6 +23,7 @@ def test_memory_bound_elementwise_runs_are_to_fuse():
     assert fuse[0].expected_saving_ns == 4_000_000 * (1 - 1 / 3)
     assert any("memory-bound, efficiency" in line for line in fuse[0].evidence)
     assert "torch.compile" in fuse[0].action
+    assert "prof.replay('bias', variants=['compile'])" in fuse[0].action
 
 
 def test_overhead_bound_nodes_are_to_batch_or_compile():
@@ -34,6 +35,7 @@ def test_overhead_bound_nodes_are_to_batch_or_compile():
     assert item.nodes == [f"add_{i}" for i in range(5)]
     assert any("fixed cost 1.00 µs" in line for line in item.evidence)
     assert "batch" in item.action and "CUDA graphs" not in item.action  # a CPU profile
+    assert "prof.replay('add_0', variants=['compile'])" in item.action
 
 
 def test_compute_bound_nodes_at_low_efficiency_get_layout_dtype_and_kernel_hints():
@@ -47,6 +49,8 @@ def test_compute_bound_nodes_at_low_efficiency_get_layout_dtype_and_kernel_hints
     advice = advise(profile, rules=["roofline_low_efficiency"])
     assert [item.nodes for item in advice] == [["conv"]]  # fast runs at 0.91 of the peak
     assert "channels_last" in advice[0].action and "bfloat16" in advice[0].action
+    assert ("prof.replay('conv', variants=['channels_last', 'bf16', 'compile'])"
+            in advice[0].action)
     assert advice[0].expected_saving_ns == 18_000_000
 
 
