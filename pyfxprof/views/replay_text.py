@@ -99,10 +99,75 @@ def replay_table(result: ReplayResult) -> str:
     return "\n".join(lines)
 
 
-def replay_html(result: ReplayResult) -> str:
-    """The replay's text in a notebook cell.
+#: The notebook repr's style: compact, numbers right-aligned, verdicts coloured.
+STYLE = ("<style>.pyfxprof-replay table{border-collapse:collapse;margin:4px 0 8px}"
+         ".pyfxprof-replay th,.pyfxprof-replay td{padding:2px 10px;text-align:right;"
+         "border-bottom:1px solid #ddd;white-space:nowrap}"
+         ".pyfxprof-replay th:first-child,.pyfxprof-replay td:first-child{text-align:left}"
+         ".pyfxprof-replay .faster{color:#107010}.pyfxprof-replay .slower{color:#b01010}"
+         ".pyfxprof-replay .beyond{color:#b01010;font-weight:bold}"
+         ".pyfxprof-replay p{margin:4px 0}</style>")
 
-    >>> replay_html(ReplayResult("n", "call_function", "torch.relu", "")).startswith("<pre>")
+
+def _html_table(titles: list[str], rows: list) -> str:
+    """A table of already escaped cells (a cell may carry markup); a row given as a string
+    is a whole ``<tr>`` already."""
+    head = "".join(f"<th>{html.escape(t)}</th>" for t in titles)
+    body = "".join(row if isinstance(row, str) else
+                   "<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>"
+                   for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _time_rows(result: ReplayResult) -> list[list[str]]:
+    rows = [["in graph", format_ns(result.in_graph_ns), ""]]
+    for cache, alone in (("warm", result.warm_ns), ("cold", result.cold_ns)):
+        if math.isfinite(alone):
+            rows.append([cache, format_ns(alone), _ratio_text(result.ratio(cache))])
+    return rows
+
+
+def _variant_html(row: VariantRow) -> list[str] | str:
+    name = html.escape(row.name)
+    if row.error:  # one cell over the figures' columns, wrapped
+        return (f'<tr><td>{name}</td><td colspan="6" class="slower" style="text-align:left;'
+                f'white-space:normal">could not run: {html.escape(row.error)}</td></tr>')
+    word = VERDICT_WORDS.get(row.verdict, "?")
+    error = "" if not math.isfinite(row.max_abs_error) else f"{row.max_rel_error:.2e}"
+    flag = ' class="beyond"' if row.beyond_tolerance else ""
+    return [name, format_ns(row.median_ns), _pct(row.change),
+            f"[{_pct(row.low)}, {_pct(row.high)}]", f'<span class="{word}">{word}</span>',
+            "-" if not error else f"{row.max_abs_error:.2e}",
+            f"<span{flag}>{error or '-'}{' beyond tolerance' if flag else ''}</span>"]
+
+
+def replay_html(result: ReplayResult) -> str:
+    """The replay in a notebook cell: the times with their ratios, what the row matches, the
+    shapes and the variants as tables.
+
+    >>> page = replay_html(ReplayResult("n", "call_function", "torch.relu", "([4] float32)",
+    ...                                 warm_ns=1000.0, in_graph_ns=1500.0))
+    >>> "<table>" in page and "1.50x" in page
     True
     """
-    return f"<pre>{html.escape(replay_table(result))}</pre>"
+    notes = ([_match_line(result)] if result.matches else []) + (
+        ["in place: it writes to its inputs, so each timed call ran on a fresh copy of them "
+         "(the copying not timed)"] if result.fresh_inputs else [])
+    parts = [STYLE, '<div class="pyfxprof-replay">',
+             f"<b>replay of {html.escape(result.node)}</b> ({html.escape(result.op)} "
+             f"{html.escape(result.target)}) on <code>{html.escape(result.input_shapes)}</code>",
+             _html_table(["", "median", "in graph / replay"], _time_rows(result))]
+    parts += [f"<p>{html.escape(note)}</p>" for note in notes]
+    if result.shapes:
+        parts.append(_html_table(
+            ["recorded shape", "nodes", "in graph", "warm", "cold"],
+            [[html.escape(r.input_shapes), html.escape(", ".join(r.nodes)),
+              format_ns(r.in_graph_ns), format_ns(r.warm_ns), format_ns(r.cold_ns)]
+             for r in result.shapes]))
+    if result.variants:
+        parts.append("<p>variants against the as-is replay" + (" of the first shape" if
+                     result.shapes else "") + " (interleaved blocks):</p>")
+        parts.append(_html_table(["variant", "median", "change", "interval", "verdict",
+                                  "max abs err", "max rel err"],
+                                 [_variant_html(row) for row in result.variants]))
+    return "".join(parts) + "</div>"
