@@ -1200,7 +1200,7 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                            'keywords': {'dest': 'variants',
                                         'help': 'variants to compare, among channels_last, bf16, '
                                                 'fp16, threads=N, contiguous, inference_mode, '
-                                                'compile',
+                                                'compile, cuda_graph',
                                         'metavar': 'V[,V...]'},
                            'group': None},
                           {'action': 'store',
