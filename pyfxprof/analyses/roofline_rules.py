@@ -177,6 +177,6 @@ def roofline_low_efficiency(profile, context: Context) -> list[Suggestion]:
         found.append(Suggestion(
             "roofline_low_efficiency", "medium" if context.pct(headroom) >= 5
             else "low", f"{entry.name}: compute-bound at {entry.efficiency:.0%} of the peak",
-            evidence, "try " + hint + context.replay_try(int(entry.row), variants),
+            evidence, "try " + hint + context.replay_try(cast(int, entry.row), variants),
             float(headroom), [str(entry.name)]))
     return found

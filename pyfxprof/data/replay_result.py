@@ -1,6 +1,7 @@
 """What Profile.replay found, as plain data: a node's isolated warm and cold medians beside its
 in-graph median, each variant's change against the as-is replay with its numeric error, and a
-row per shape where the node saw several. Its table and notebook repr are served by views/replay_text.py (docs/replay.md)."""
+row per shape where the node saw several. Its table and notebook repr are served by
+views/replay_text.py (docs/replay.md)."""
 
 from __future__ import annotations
 

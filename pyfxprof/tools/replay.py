@@ -60,17 +60,17 @@ def replay(profile: Profile, node: str, model: Any = None,
            cache: str = "warm") -> ReplayResult:
     """Rebuild `node` (a node name or module path) alone and time it with bench().
 
-    The node's module (the model's own, weights included) or function runs on fresh random
-    inputs of its recorded shapes, dtypes and strides, in the profile's grad mode and with
-    the module in eval mode as profiled, on a copy of the module (the model is never changed). A node that writes to its
-    inputs (an in-place op) gets fresh copies at every timed call, made untimed. A module path
-    called at several nodes with different shapes is replayed once per shape (``shapes``).
-    `model`: the profiled model (default: the one profiled, while it is alive). `cache`:
-    "warm" (the same inputs each call), "cold" (inputs and weights rotated through copies
-    larger than the last-level cache) or "both". `variants` (replay_variants.VARIANTS, e.g.
-    ["channels_last", "threads=1"]) are each compared with the as-is call of the first shape
-    in interleaved blocks. `budget`: seconds for the timing, shared between the shapes, the
-    caches and the variants.
+    The node's module (the model's own weights) or function runs on fresh random inputs of
+    its recorded shapes, dtypes and strides, in the profile's grad mode and with the module in
+    eval mode as profiled, on a copy of the module (the model is never changed). A node that
+    writes to its inputs (an in-place op) gets fresh copies at every timed call, made untimed.
+    A module path called at several nodes with different shapes is replayed once per shape
+    (``shapes``). `model`: the profiled model (default: the one profiled, while it is alive).
+    `cache`: "warm" (the same inputs each call), "cold" (inputs and weights rotated through
+    copies larger than the last-level cache) or "both". `variants`
+    (replay_variants.VARIANTS, e.g. ["channels_last", "threads=1"]) are each compared with
+    the as-is call of the first shape in interleaved blocks. `budget`: seconds for the
+    timing, shared between the shapes, the caches and the variants.
 
     Example:
         >>> import pyfxprof

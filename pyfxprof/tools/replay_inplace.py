@@ -34,7 +34,11 @@ def map_tensors(value: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> A
 def tensors_in(value: Any) -> list[torch.Tensor]:
     """The tensors in `value` (nested tuples, lists, dicts), in order."""
     found: list[torch.Tensor] = []
-    map_tensors(value, lambda t: found.append(t) or t)
+
+    def seen(tensor: torch.Tensor) -> torch.Tensor:
+        found.append(tensor)
+        return tensor
+    map_tensors(value, seen)
     return found
 
 

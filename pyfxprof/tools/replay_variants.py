@@ -1,6 +1,7 @@
 """The variants a replay tries on a rebuilt node (channels_last, bf16, fp16, threads=N,
-contiguous, inference_mode, compile, and on a GPU cuda_graph): each one a no-argument call built beside the as-is call,
-with the context it runs in (threads restored after each block)."""
+contiguous, inference_mode, compile, and on a GPU cuda_graph): each one a no-argument call
+built beside the as-is call, with the context it runs in (threads restored after each
+block)."""
 
 from __future__ import annotations
 
@@ -130,10 +131,10 @@ def cuda_graph_call(built: Rebuilt, target: Callable, args: tuple,
         >>> spec = {"args": [{"tensor": [2], "dtype": "float32", "stride": [1],
         ...                   "device": "cpu"}], "kwargs": {}}
         >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu, spec, None, 1.0)
-        >>> cuda_graph_call(built, torch.relu, *built.inputs())()
+        >>> cuda_graph_call(built, torch.relu, *built.inputs())()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        pyfxprof.errors.PyfxprofError: cuda_graph replays CUDA work: node 'relu' runs on cpu (profile it with device='cuda')
+        pyfxprof.errors.PyfxprofError: cuda_graph replays CUDA work: node 'relu' runs on cpu ...
     """
     device = next((t.device for t in tensors_in((args, kwargs))), torch.device("cpu"))
     why = (f"cuda_graph replays CUDA work: node {built.name!r} runs on {device.type} "

@@ -56,13 +56,14 @@ def _shape_lines(shapes: tuple[ShapeRow, ...]) -> list[str]:
     lines = [f"{len(shapes)} recorded shapes (a replay each):"]
     for row in shapes:
         alone = row.warm_ns if math.isfinite(row.warm_ns) else row.cold_ns
+        ratio = row.in_graph_ns / alone if alone > 0 else math.nan
         nodes = ", ".join(row.nodes[:3]) + (f" +{len(row.nodes) - 3}" if len(row.nodes) > 3
                                              else "")
         lines.append(f"  {row.input_shapes}  [{nodes}]  in graph "
                      f"{format_ns(row.in_graph_ns)}, warm {format_ns(row.warm_ns)}"
                      + (f", cold {format_ns(row.cold_ns)}" if math.isfinite(row.cold_ns)
                         else "")
-                     + f"  in graph / alone {_ratio_text(row.in_graph_ns / alone if alone > 0 else math.nan)}")
+                     + f"  in graph / alone {_ratio_text(ratio)}")
     return lines
 
 
