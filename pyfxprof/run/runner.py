@@ -62,21 +62,16 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
         runs, warmup: timed runs kept, and untimed runs before them: a count, or "auto" (until
             settled, at most 10: docs/profile.md, "Warm-up"). compile: docs/compiled.md.
         backward, loss_fn: training steps (docs/profile.md).
-        capture_options: how the model is captured and what its untimed analysis run
-            records, a pyfxprof.CaptureOptions: capture ("auto", the ladder of
-            docs/capture.md, or one forced rung: "fx", "dynamo", "hooks", "whole"),
-            granularity ("function" or "aten"), leaf_modules, autowrap_functions,
-            concrete_args (the FX tracer's), library_frames (keep torch's and transformers'
-            frames in `source` lines), profile_memory (each node's allocated, freed and peak
-            bytes, untimed).
-        timing_options: how the nodes are timed, a pyfxprof.TimingOptions: mode ("codegen",
-            one native mark per node boundary, recompiled, or "interpreter"), device (run on
-            "cuda", "cuda:1", "cpu": a model elsewhere is profiled as a copy moved there;
-            None: where it is), device_events (also time each node with CUDA events; default
-            on for CUDA models; docs/gpu.md), nvtx (an NVTX range per node).
-        options: any field of the two groups as a keyword (``mode="interpreter"``,
-            ``capture="fx"``, ...), and torch.profiler's keywords (record_shapes, with_stack,
-            with_flops, with_modules, profile_memory, activities: run/profiler_keywords.py).
+        capture_options: a pyfxprof.CaptureOptions: capture ("auto", the ladder of
+            docs/capture.md, or a rung: "fx", "dynamo", "hooks", "whole"), granularity
+            ("function" or "aten"), leaf_modules, autowrap_functions, concrete_args (the FX
+            tracer's), library_frames (torch's frames in `source`), profile_memory.
+        timing_options: a pyfxprof.TimingOptions: mode ("codegen": a native mark per node
+            boundary, recompiled; "interpreter"), device (run on "cuda", "cpu", ...: a copy
+            moved there; None: where it is), device_events (CUDA events per node; None: on
+            for CUDA models), nvtx (an NVTX range per node): docs/profile.md.
+        options: the groups' fields as keywords (``mode="interpreter"``), and torch.profiler's
+            (record_shapes, with_stack, with_flops, with_modules, profile_memory, activities).
 
     Example:
         >>> prof = profile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()),
