@@ -27,6 +27,7 @@ from ..capture.placement import device_of
 from ..capture.source import keeping_library_frames
 from ..data.rungs import DYNAMO, HOOKS
 from ..capture.tracing import Capture
+from ..run.arguments import CAPTURE, CaptureOptions
 from ..errors import PyfxprofError, first_line
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import Executor, executor_for
@@ -224,9 +225,8 @@ class CallGroup:
 
 
 def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
-                  call_target: Callable | None = None,
-                  tracer_options: tuple = ((), (), None), refusal: str | None = None,
-                  analysis: tuple = (False, False),
+                  call_target: Callable | None = None, refusal: str | None = None,
+                  options: CaptureOptions = CAPTURE, device_events: bool | None = None,
                   capture_mode: str = "auto") -> CallGroup:
     """Capture ``model`` for calls like ``model(*args, **kwargs)`` as
     ``pyfxprof.profile(capture="auto")`` does, run the untimed analysis on copies of the
@@ -235,9 +235,10 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
     signature (its guard variants) share Dynamo's automatic-dynamic state (capture/dynamo.py
     _entry): a Python int the first capture's guards pinned (a sliding-window cache's
     length) is captured dynamic by the second. `refusal`: the guard that refused the call
-    a variant is captured for, named in the warning of the last variant. `analysis`:
-    (profile_memory, library_frames) of the analysis run, as profile() takes them, and
-    device_events (torch.profiler's activities: False times a CUDA model on the host only).
+    a variant is captured for, named in the warning of the last variant. `options`: the
+    tracer's and the analysis run's (profile_memory, library_frames), as profile() takes
+    them; `device_events`: False times a CUDA model on the host only (None, True: with CUDA
+    events).
     `capture_mode`: "auto" (the ladder) or "hooks" (the model's own code, for a forward
     that changes Python state).
 
@@ -257,17 +258,18 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
             live = replace(live, refused=f"Dynamo's guards refused calls of this "
                                        f"signature {key[-1][1] - 1} times (the last time: "
                                        f"{refusal or 'an unnamed guard'})")
-    with evaluation_mode(model), torch.inference_mode(), profiling_memory(analysis[0]), \
-            keeping_library_frames(analysis[1]):
+    with evaluation_mode(model), torch.inference_mode(), \
+            profiling_memory(options.profile_memory), \
+            keeping_library_frames(options.library_frames):
         prepared = prepare(model, BoundInputs(*analysis_copy((args, kwargs))), capture_mode,
-                           tracer_options, exact_outputs=live)
+                           options.tracer, exact_outputs=live)
     warn_fallback(prepared.captured, capture_mode)
     device = device_of(model, prepared.args)
     on_cuda = device.startswith("cuda")
     if on_cuda and prepared.analysis is None:
         ensure_cuda_runtime()
     executor = _group_executor(model, prepared, call_target,
-                               on_cuda and analysis[2:] != (False,))
+                               on_cuda and device_events is not False)
     return CallGroup(index, key, label, prepared.captured,
                      prepared.frame, prepared.flops, executor, model.training,
                      device, time.perf_counter_ns() - started,
@@ -276,7 +278,7 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
 
 def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundInputs,
                key: tuple, index: int, target: Callable, refusal: str | None = None,
-               analysis: tuple = (False, False)
+               options: CaptureOptions = CAPTURE, device_events: bool | None = None
                ) -> tuple[Any, CallGroup | None, str, tuple | None]:
     """The caller's call ``target(*args, **kwargs)`` (`bound`: bound to it) made by Dynamo
     (dynamo_frame.live_capture: the program torch.compile would run, so its output, Python
@@ -307,13 +309,14 @@ def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundIn
     devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
     try:
         with torch.random.fork_rng(devices=devices), torch.inference_mode(), \
-                profiling_memory(analysis[0]), keeping_library_frames(analysis[1]):
+                profiling_memory(options.profile_memory), \
+                keeping_library_frames(options.library_frames):
             prepared = live_prepared(model, found, bound)
     except PyfxprofError as error:
         return found.output, None, first_line(error), None
     device = device_of(model, prepared.args)
     on_cuda = device.startswith("cuda")
-    executor = _group_executor(model, prepared, target, on_cuda and analysis[2:] != (False,))
+    executor = _group_executor(model, prepared, target, on_cuda and device_events is not False)
     group = CallGroup(index, key, label, prepared.captured, prepared.frame, prepared.flops,
                       executor, model.training, device, time.perf_counter_ns() - started,
                       pure=found.pure)

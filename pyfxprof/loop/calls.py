@@ -29,6 +29,7 @@ from ..timing.failures import node_kind, note_failure
 from ..timing.nvtx import name_ranges
 from .call_groups import (MAX_CALL_GROUPS, CallGroup, analysis_copy, args_key, capture_group,
                           live_group, next_variant, signature_key, too_many_groups_warning)
+from ..run.arguments import CaptureOptions, TimingOptions
 from ..run.capture_cache import CAPTURES
 from .compiled_groups import compiled_group
 from .training_calls import wrap_for_backward
@@ -93,9 +94,8 @@ class CallRouting:
     # the number of the block's first call
     _first_call: _KeptInHotForward = _KeptInHotForward()
     _backward: bool
-    _tracer_options: tuple
-    _analysis: tuple  # (profile_memory, library_frames, device_events)
-    _nvtx: bool
+    _capture: CaptureOptions  # the Profiler's option groups (run/arguments.py)
+    _timing: TimingOptions
     _recording: bool
 
     def _forward(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
@@ -354,27 +354,29 @@ class CallRouting:
         inputs made before it). A torch.compile'd model is captured on copies (its own
         guards serve its calls). `refusal`: the Dynamo guard that refused the call."""
         started = time.perf_counter_ns()
-        leaves, autowrap, concrete = self._tracer_options
-        cache_key = ("loop", key, tuple(leaves), tuple(autowrap), repr(concrete),
-                     torch.is_grad_enabled(), torch.is_inference_mode_enabled(), self._analysis)
+        options = self._capture
+        cache_key = ("loop", key, tuple(options.leaf_modules), tuple(options.autowrap_functions),
+                     repr(options.concrete_args), options.profile_memory,
+                     options.library_frames, self._timing.device_events,
+                     torch.is_grad_enabled(), torch.is_inference_mode_enabled())
         group = CAPTURES.lookup(self.module, cache_key)
         if group is not None and group.accepts(bound):
-            name_ranges(group.executor, range_names(group.frame) if self._nvtx else None,
+            name_ranges(group.executor, range_names(group.frame) if self._timing.nvtx else None,
                         strict=False)
             return replace(group, index=len(self._groups), cached=True,
                            capture_ns=time.perf_counter_ns() - started)
         if is_compiled(self.module):  # (Dynamo's guards check the compiled model's calls)
             try:
                 group = compiled_group(self.module, args, kwargs, key, len(self._groups),
-                                       forward, self._tracer_options, refusal)
+                                       refusal)
             except PyfxprofError as error:
                 made.why = str(error)
                 return None
         elif is_exported(self.module):  # its graph is the program, its input checks its
             try:                          # guards: no Python state to guard (the ladder's
                 group = capture_group(    # exported rung, on copies)
-                    self.module, args, kwargs, key, len(self._groups), forward,
-                    self._tracer_options, refusal, self._analysis)
+                    self.module, args, kwargs, key, len(self._groups), forward, refusal,
+                    self._capture, self._timing.device_events)
             except PyfxprofError as error:
                 made.why = str(error)
                 return None
@@ -382,10 +384,10 @@ class CallRouting:
             made.done = True
             made.output, group, made.why, made.alone = live_group(
                 self.module, args, kwargs, bound, key, len(self._groups), forward, refusal,
-                self._analysis)
+                self._capture, self._timing.device_events)
             if group is None:
                 return None
-        name_ranges(group.executor, range_names(group.frame) if self._nvtx else None,
+        name_ranges(group.executor, range_names(group.frame) if self._timing.nvtx else None,
                     strict=False)
         CAPTURES.keep(self.module, cache_key, group)
         return group

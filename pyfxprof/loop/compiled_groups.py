@@ -5,7 +5,7 @@ every kernel call timed; calls run the timed compiled wrapper and get its output
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -59,7 +59,6 @@ class CompiledCalls:
 
 
 def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple, index: int,
-                   call_target: Callable | None = None, tracer_options: tuple = ((), (), None),
                    refusal: str | None = None) -> CallGroup:
     """capture_group (loop/call_groups.py) for a torch.compile'd `model`: its `_orig_mod`
     compiled with its settings on copies of the call, in the current autograd mode, the

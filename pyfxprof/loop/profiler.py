@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections import deque
-from typing import Any, Callable, Iterable, cast
+from typing import Any, Callable, cast
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ from ..capture.inputs import split_inputs
 from ..capture.ladder import check_model
 from ..data.profile import Profile
 from ..data.units import format_ns
-from ..errors import PyfxprofError, whole_number
+from ..errors import ArgumentError, PyfxprofError, whole_number
 from ..timing.nvtx import check_nvtx
 from ..timing.recorder import RECORDER
 from . import ranges
@@ -45,7 +45,7 @@ from .generation import CallLog, format_latency, generation_latency
 from .calls import CallRouting, binder_of
 from .training_calls import optimizer_hooks
 from ..run.metadata import model_name
-from ..run.profiler_keywords import torch_profiler_keywords
+from ..run.arguments import CAPTURE, TIMING, CaptureOptions, TimingOptions, option_groups
 from .model_patch import ForwardPatch
 from .schedule import ProfilerAction, checked_action, record_every_step
 from .window import Window, collect, window_profiles
@@ -90,17 +90,20 @@ class Profiler(CallRouting):
         on_trace_ready: called with each Profile of each completed active window.
         example_inputs: capture now from these (tuple, dict of keywords or one value);
             None captures at the first call of the model.
-        leaf_modules, autowrap_functions, concrete_args: as for pyfxprof.profile.
         name: the model name in the Profiles (default: its class name).
         keep_profiles: how many of the latest Profiles ``profiles`` keeps (None: all).
         backward: also time each recorded call's backward per node and the optimizer steps
             after it (loop/training_calls.py; docs/loop.md "Training loops").
-        profile_memory, library_frames: as for pyfxprof.profile, measured in each call
-            group's untimed analysis run (never in timed calls).
-        nvtx: an NVTX range per timed call, as for pyfxprof.profile (docs/gpu.md).
-        record_shapes, with_stack, with_flops, with_modules, activities: torch.profiler's
-            keywords, as pyfxprof.profile takes them (run/profiler_keywords.py): the first
-            four are always recorded; ``activities`` without CUDA times the host only.
+        capture_options, timing_options, options: profile()'s option groups
+            (pyfxprof.CaptureOptions, pyfxprof.TimingOptions; their fields also as keywords)
+            and torch.profiler's keywords, as pyfxprof.profile takes them: leaf_modules,
+            autowrap_functions, concrete_args; profile_memory and library_frames, measured in
+            each call group's untimed analysis run (never in timed calls); device_events
+            (False: host timing only; torch.profiler's ``activities`` without CUDA says the
+            same); nvtx, an NVTX range per timed call (docs/gpu.md); record_shapes,
+            with_stack, with_flops, with_modules, always recorded. The loop captures each
+            call where the model is, as it runs: capture, granularity, mode and device keep
+            their defaults.
 
     Example:
         >>> from pyfxprof.loop.schedule import schedule
@@ -116,18 +119,17 @@ class Profiler(CallRouting):
     def __init__(self, model: torch.nn.Module | Callable[..., Any], *,
                  schedule: Callable | None = None,
                  on_trace_ready: Callable[[Profile], Any] | None = None,
-                 example_inputs: Any = None, leaf_modules: Iterable = (),
-                 autowrap_functions: Iterable = (), concrete_args: dict | None = None,
-                 name: str | None = None, keep_profiles: int | None = 100,
-                 backward: bool = False, profile_memory: bool = False,
-                 library_frames: bool = False, nvtx: bool = False,
-                 **torch_profiler_options: Any) -> None:
+                 example_inputs: Any = None, name: str | None = None,
+                 keep_profiles: int | None = 100, backward: bool = False,
+                 capture_options: CaptureOptions | None = CAPTURE,
+                 timing_options: TimingOptions | None = TIMING, **options: Any) -> None:
         check_model(model)
         # a torch.nn.Module (check_model refuses anything else); the parameter also takes
         # what torch.compile(model) returns, which torch's stubs type as a plain Callable
         module = cast(torch.nn.Module, model)
-        device_events = torch_profiler_keywords(torch_profiler_options, None, loop=True)
-        for option, value in (("backward", backward), ("profile_memory", profile_memory)):
+        self._capture, self._timing = loop_options(options, capture_options, timing_options)
+        for option, value in (("backward", backward),
+                              ("profile_memory", self._capture.profile_memory)):
             if value and is_compiled(module):
                 raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
                                     f"profile the loop of model._orig_mod with {option}=True")
@@ -143,9 +145,7 @@ class Profiler(CallRouting):
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
         self._example_inputs = example_inputs
-        self._tracer_options = (leaf_modules, autowrap_functions, concrete_args)
-        self._analysis = (bool(profile_memory), bool(library_frames), device_events)
-        self._nvtx = check_nvtx(nvtx)
+        check_nvtx(self._timing.nvtx)
         keep = whole_number("keep_profiles", keep_profiles, none=True)
         self._profiles: deque[Profile] = deque(  # more than memory holds keeps them all
             maxlen=None if keep is None or keep > 2**62 else keep)
@@ -388,6 +388,33 @@ class Profiler(CallRouting):
             self._profiles.append(profile)
             if self.on_trace_ready is not None:
                 self.on_trace_ready(profile)
+
+
+#: The option fields the loop leaves at their defaults: it captures each call as it runs
+#: (the ladder of docs/loop.md), one node per function, with native marks, where the model is.
+_PROFILE_ONLY = ("capture", "granularity", "mode", "device")
+
+
+def loop_options(options: dict, capture_options: CaptureOptions | None,
+                 timing_options: TimingOptions | None) -> tuple[CaptureOptions, TimingOptions]:
+    """The Profiler's option groups (run/arguments.py option_groups, as profile() takes
+    them), or one line for a field the loop has no choice of (_PROFILE_ONLY).
+
+    Example:
+        >>> loop_options({"capture": "fx"}, None, None)
+        Traceback (most recent call last):
+        ...
+        pyfxprof.errors.ArgumentError: pyfxprof.Profiler captures each call as it runs, where the model is: leave capture at its default 'auto' (docs/loop.md)
+    """
+    capture, timing = option_groups(options, capture_options, timing_options,
+                                    taker="pyfxprof.Profiler", stacklevel=4)
+    for name in _PROFILE_ONLY:
+        group, default = (capture, CAPTURE) if hasattr(CAPTURE, name) else (timing, TIMING)
+        if getattr(group, name) != getattr(default, name):
+            raise ArgumentError(f"pyfxprof.Profiler captures each call as it runs, where the "
+                                f"model is: leave {name} at its default "
+                                f"{getattr(default, name)!r} (docs/loop.md)")
+    return capture, timing
 
 
 def _own_shift(own_ns: dict[int, list], groups: np.ndarray, graph_ns: np.ndarray

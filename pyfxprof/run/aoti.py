@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 from types import SimpleNamespace
-from typing import Any, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -19,24 +19,26 @@ from ..data.profile import Profile
 from ..timing.compiled_executor import CompiledExecutor, GraphPlan
 from .compiled_profile import outside_row, timed_profile
 
+if TYPE_CHECKING:
+    from .arguments import Arguments
+
 #: The capture note of an AOTInductor profile.
 AOTI_NOTE = ("AOTInductor model: its C++ wrapper calls every kernel with no Python between "
              "them, so it is timed whole (one row); per-kernel rows need torch.compile "
              "(docs/compiled.md)")
 
 
-def profile_aoti(model: Any, example_inputs: Any, runs: int, warmup: int | str, *,
-                 name: str | None, progress: bool, timed_runs: Callable) -> Profile:
-    """pyfxprof.profile() of an AOTInductor model: each call timed whole (a "compiled graph
-    0" row) plus the time around it (the outside row), under inference_mode. `timed_runs`
-    is run/timed_runs.py's loop of warm-up and timed runs.
+def profile_aoti(given: Arguments) -> Profile:
+    """pyfxprof.profile() of an AOTInductor model (``given.model``; `given`: profile()'s
+    checked arguments): each call timed whole (a "compiled graph 0" row) plus the time
+    around it (the outside row), under inference_mode.
 
     Example:
         >>> model = torch._inductor.aoti_load_package("model.pt2")   # doctest: +SKIP
-        >>> profile_aoti(model, (x,), 20, 5, name=None, progress=False,
-        ...              timed_runs=timed_runs).nodes["name"].tolist()  # doctest: +SKIP
+        >>> pyfxprof.profile(model, (x,)).nodes["name"].tolist()      # doctest: +SKIP
         ['AOTInductor model', '(outside kernels)']
     """
+    model, example_inputs = given.model, given.example_inputs
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))
     graph = SimpleNamespace(index=0, output=SimpleNamespace(current_callable=model))
 
@@ -51,9 +53,10 @@ def profile_aoti(model: Any, example_inputs: Any, runs: int, warmup: int | str, 
     # (the namespace stands in for a CompiledGraph: a whole-graph plan reads index and output)
     executor = CompiledExecutor(call, kwargs, [GraphPlan(cast(CompiledGraph, graph), [], [])])
     with torch.inference_mode():
-        return timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
-                             dict(name=name or "AOTInductor model", device=_device(args, kwargs),
-                                  grad=False, input_shapes=describe(example_inputs),
+        return timed_profile(executor, frame, args, given,
+                             dict(name=given.name or "AOTInductor model",
+                                  device=_device(args, kwargs), grad=False,
+                                  input_shapes=describe(example_inputs),
                                   captured=Capture(None, "inductor", [AOTI_NOTE])))
 
 

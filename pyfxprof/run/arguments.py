@@ -1,6 +1,7 @@
-"""profile()'s arguments: its option groups (CaptureOptions, TimingOptions, whose defaults are
-profile()'s), checked in one place and resolved into what the run needs (the model to run,
-placed on its device, and whether to time on the device)."""
+"""The option groups (CaptureOptions, TimingOptions) that profile(), compare() and the Profiler
+take, with their fields also as flat keywords (option_groups routes them), and profile()'s
+arguments checked in one place and resolved into what the run needs (the model to run, placed
+on its device, and whether to time on the device)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..capture.placement import device_of, place_on_device
 from ..errors import PyfxprofError
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import MODES
-from .profiler_keywords import torch_profiler_keywords
+from .profiler_keywords import KEYWORDS, torch_profiler_keywords, unknown_keywords
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,12 @@ class CaptureOptions:
     library_frames: bool = False
     profile_memory: bool = False
 
+    @property
+    def tracer(self) -> tuple:
+        """(leaf_modules, autowrap_functions, concrete_args): the FX tracer's options, as
+        capture.ladder.prepare takes them."""
+        return self.leaf_modules, self.autowrap_functions, self.concrete_args
+
 
 @dataclass(frozen=True)
 class TimingOptions:
@@ -72,13 +79,71 @@ class TimingOptions:
     nvtx: bool = False
 
 
-#: The groups' defaults, which profile()'s signature reads (each default spelled once).
+#: The groups' defaults (each default spelled once): profile()'s, compare()'s and the Profiler's.
 CAPTURE, TIMING = CaptureOptions(), TimingOptions()
+#: The option keywords: each group field's name -> its group's defaults.
+FIELDS = {field.name: group for group in (CAPTURE, TIMING) for field in fields(group)}
+
+
+def option_groups(keywords: dict, capture_options: CaptureOptions | None = None,
+                  timing_options: TimingOptions | None = None, *,
+                  taker: str = "pyfxprof.profile()", stacklevel: int = 3
+                  ) -> tuple[CaptureOptions, TimingOptions]:
+    """The option groups of a call of `taker` (profile(), compare() or the Profiler): the
+    groups given (None: the defaults) with `keywords` set in them: each group field by its
+    name (FIELDS), torch.profiler's KEYWORDS by their meaning (``activities`` sets
+    device_events: run/profiler_keywords.py, its note pointing `stacklevel` frames up). A
+    keyword neither of these, or one a given group sets otherwise, is a one-line error. A
+    group given with no keyword for it is returned as it is (the same object).
+
+    Example:
+        >>> capture, timing = option_groups({"capture": "fx", "mode": "interpreter"})
+        >>> capture.capture, timing.mode, timing == TimingOptions(mode="interpreter")
+        ('fx', 'interpreter', True)
+    """
+    unknown = sorted(set(keywords) - set(FIELDS) - set(KEYWORDS))
+    if unknown:
+        raise unknown_keywords(taker, unknown, FIELDS)
+    capture = _grouped(CAPTURE, capture_options, keywords)
+    timing = _grouped(TIMING, timing_options, keywords)
+    device_events = torch_profiler_keywords({key: keywords[key] for key in KEYWORDS
+                                             if key in keywords}, timing.device_events,
+                                            stacklevel + 1)
+    if device_events is not timing.device_events:
+        timing = replace(timing, device_events=device_events)
+    return capture, timing
+
+
+def _grouped(group: Any, given: Any, keywords: dict) -> Any:
+    """`given` (a group of `group`'s type; None: `group`, the defaults) with `keywords` of its
+    fields set; one line when a keyword and `given` set a field differently."""
+    if given is None:
+        given = group
+    elif not isinstance(given, type(group)):
+        raise PyfxprofError(f"expected a pyfxprof.{type(group).__name__}, got "
+                            f"{type(given).__name__}")
+    mine = {f.name: keywords[f.name] for f in fields(group) if f.name in keywords}
+    if _same(given, group):
+        return replace(given, **mine) if mine else given
+    both = [name for name, value in mine.items() if not _same(value, getattr(group, name))
+            and not _same(value, getattr(given, name))]
+    if both:
+        raise PyfxprofError(f"give {', '.join(both)} either as a keyword or in "
+                            f"{type(group).__name__}, not both")
+    return given
+
+
+def _same(value: Any, other: Any) -> bool:
+    """Whether two option values are the same (False where == has no truth value: tensors)."""
+    try:
+        return value is other or bool(value == other)
+    except (RuntimeError, TypeError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
 class Arguments:
-    """profile()'s arguments after checking: the option groups and the rest as given."""
+    """profile()'s arguments: the option groups and the rest as given."""
 
     model: Any
     example_inputs: Any
@@ -100,54 +165,29 @@ class Arguments:
                 or self.compile not in (None, False))
 
 
-def _grouped(group: Any, given: Any, keywords: dict) -> Any:
-    """`given` (a group of `group`'s type, or None) with `keywords` (profile()'s keywords of
-    the group's fields) set where they differ from the defaults; one line when both say."""
-    if given is None:
-        return replace(group, **{f.name: keywords[f.name] for f in fields(group)})
-    if not isinstance(given, type(group)):
-        raise PyfxprofError(f"expected a pyfxprof.{type(group).__name__}, got "
-                            f"{type(given).__name__}")
-    both = [f.name for f in fields(group) if keywords[f.name] is not getattr(group, f.name)
-            and keywords[f.name] != getattr(group, f.name)]
-    if both:
-        raise PyfxprofError(f"give {', '.join(both)} either as a keyword or in "
-                            f"{type(group).__name__}, not both")
-    return given
-
-
-def checked(model: Any, example_inputs: Any, runs: int, warmup: int | str, *, grad: bool,
-            name: str | None, progress: bool, compile: bool | dict | None, backward: bool,
-            loss_fn: Callable | None, capture_options: CaptureOptions | None,
-            timing_options: TimingOptions | None, torch_profiler_options: dict,
-            **keywords: Any) -> Arguments:
-    """profile()'s arguments grouped (the groups' fields from its keywords, torch.profiler's
-    ``activities`` setting device_events: run/profiler_keywords.py) and the model to run (an
-    ExportedProgram's module, docs/capture.md), or a one-line error for arguments profile()
-    cannot take."""
+def checked(given: Arguments) -> Arguments:
+    """`given` with the model to run (an ExportedProgram's module, docs/capture.md), or a
+    one-line error for arguments profile() cannot take."""
+    model, timing = given.model, given.timing
     if model is None:  # a torch.profiler habit: `with profile(...) as p:`
         raise PyfxprofError("pyfxprof.profile(model, inputs) times a model and returns a "
                             "Profile (no model); for `with ... as p:` loops like torch.profiler "
                             "use `with pyfxprof.Profiler(model, schedule=...) as p:`")
-    capture = _grouped(CAPTURE, capture_options, keywords)
-    timing = _grouped(TIMING, timing_options, keywords)
     model = exported_module(model)
-    timing = replace(timing, device_events=torch_profiler_keywords(torch_profiler_options,
-                                                                   timing.device_events))
-    if backward and is_exported(model):
+    if given.backward and is_exported(model):
         raise PyfxprofError("backward=True needs the eager model: an exported program is an "
                             "inference graph; profile the nn.Module it was exported from")
     if not is_aoti_model(model):
         check_model(model)
     if timing.mode not in MODES:
         raise PyfxprofError(f"mode must be one of {', '.join(MODES)}, got {timing.mode!r}")
+    runs, warmup = given.runs, given.warmup
     if not isinstance(runs, int) or runs < 1:
         raise PyfxprofError(f"runs must be a positive integer, got {runs!r}")
     if warmup != "auto" and (not isinstance(warmup, int) or warmup < 0):
         raise PyfxprofError(f"warmup must be a non-negative integer or \"auto\", got "
                             f"{warmup!r}")
-    return Arguments(model, example_inputs, runs, warmup, grad, name, progress, compile,
-                     backward, loss_fn, capture, timing)
+    return replace(given, model=model)
 
 
 def placed(given: Arguments) -> tuple[torch.nn.Module, Arguments]:

@@ -208,7 +208,7 @@ def captured(given: Arguments, own: torch.nn.Module,
     the device asked for) or with device events, profile_memory, backward (a train-mode
     capture) or library_frames on."""
     model, options, capture = given.model, given.capture, given.capture.capture
-    tracer = (options.leaf_modules, options.autowrap_functions, options.concrete_args)
+    tracer = options.tracer
     flags = (given.timing.device_events, options.profile_memory, given.backward,
              options.library_frames)
     key = cache_key(given.example_inputs, model is own and not any(flags), (

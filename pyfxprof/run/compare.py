@@ -29,6 +29,7 @@ from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError, first_line, margin, whole_number
 from .capture_cache import CAPTURES
 from .model_copies import copies_of_sides
+from .arguments import CAPTURE, TIMING, CaptureOptions, TimingOptions, option_groups
 from .progress import Progress
 from .runner import profile
 from .user_call import graph_runs_only
@@ -39,6 +40,9 @@ MORE_BLOCKS = 3
 
 #: compare()'s own arguments that profile() options must not repeat.
 _OWN = ("runs", "warmup", "name", "progress")
+#: profile()'s named keywords (grad, compile, ...) that compare() passes on as they are.
+_PROFILE_KEYWORDS = [name for name, parameter in inspect.signature(profile).parameters.items()
+                     if parameter.kind is parameter.KEYWORD_ONLY]
 
 
 class CallableModel(torch.nn.Module):
@@ -107,7 +111,8 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
             alpha: float = 0.05, labels=("control", "test"), check_outputs: bool = True,
             copies: int | None = None, seed: int | None = None, max_blocks: int | None = None,
             precision: float | None = None, progress: bool = True,
-            **profile_options) -> ProfileDiff:
+            capture_options: CaptureOptions | None = CAPTURE,
+            timing_options: TimingOptions | None = TIMING, **profile_options) -> ProfileDiff:
     """Time `control` and `test` (modules or callables) interleaved on the same inputs and
     return their ProfileDiff: per node and module the ratio test / control with a 95%
     Hodges–Lehmann interval over blocks, a test of each row against the blocks' common shift
@@ -125,8 +130,10 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     copies: each side timed as that many copies in turn (the model and deep copies), each
     row judged against the spread between the pairs (docs/ab.md); default 4, fewer past
     1 GiB of weights, 1 when a model cannot be copied (run/model_copies.py).
-    seed: the block order (own random generator; the global RNG is untouched). Other
-    keywords go to profile().
+    seed: the block order (own random generator; the global RNG is untouched).
+    capture_options, timing_options and the other keywords: as profile() takes them (the
+    same option groups, their fields also as keywords; grad=, compile=, backward=), for
+    both sides.
 
     >>> d = compare(torch.nn.ReLU(), lambda x: x.clamp(min=0), (torch.randn(64),),
     ...             blocks=6, runs_per_block=1, warmup=1, max_blocks=6, progress=False)
@@ -137,6 +144,7 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     max_blocks = MORE_BLOCKS * blocks if max_blocks is None else max_blocks
     precision = min_change / 2 if precision is None else precision
     _check(blocks, runs_per_block, warmup, profile_options, copies, max_blocks, precision)
+    profile_options = _grouped_options(profile_options, capture_options, timing_options)
     models = (as_model(control, "control"), as_model(test, "test"))
     if check_outputs:
         check_same_outputs(*models, example_inputs)
@@ -153,6 +161,18 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
                                      alpha)
     bar.close()
     return result
+
+
+def _grouped_options(options: dict, capture_options: CaptureOptions | None,
+                     timing_options: TimingOptions | None) -> dict:
+    """profile()'s keywords for compare()'s `options`: its option groups (the groups given,
+    with the keywords of their fields and torch.profiler's set: run/arguments.py) and the
+    rest as given (profile() checks them)."""
+    own = {key: value for key, value in options.items() if key in _PROFILE_KEYWORDS}
+    capture, timing = option_groups({key: value for key, value in options.items()
+                                     if key not in own}, capture_options, timing_options,
+                                    taker="pyfxprof.compare()", stacklevel=4)
+    return dict(own, capture_options=capture, timing_options=timing)
 
 
 def _warmed(sides: list, names: list, example_inputs: Any, warmup: int,

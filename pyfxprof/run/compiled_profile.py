@@ -6,7 +6,7 @@ their source nodes and modules, plus the time outside kernels up to that call.""
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -15,6 +15,7 @@ import torch
 from ..capture.inductor import CompileSettings, InductorCapture, is_compiled
 from ..capture.inputs import BoundInputs, split_inputs
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context, numeric_mode
+from ..capture.placement import device_of
 from ..capture.shape_run import describe
 from ..capture.node_table import between_graphs_row
 from ..capture.provenance import CallSite, kernel_row, kernels_frame, provenance_mapping
@@ -30,11 +31,13 @@ from ..timing.device_events import ensure_cuda_runtime
 from ..timing.durations import RunTimings
 from ..timing.nvtx import name_ranges
 from ..timing.recorder import RECORDER
-from ..timing.run_table import check_fits_in_memory
-from .capture_cache import CAPTURES
+from .capture_cache import CAPTURES, cache_key
 from .metadata import run_meta
+from .timed_runs import timed_runs
 from .user_call import UserCall, user_call_timed, with_user_call
 
+if TYPE_CHECKING:
+    from .arguments import Arguments
 
 
 def graph_rows(plan: GraphPlan, root_type: str) -> list[dict]:
@@ -90,29 +93,29 @@ def notes(settings: CompileSettings, plans: list[GraphPlan]) -> list[str]:
     return found
 
 
-def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: CompileSettings,
-                     example_inputs: Any, runs: int, warmup: int | str, *, name: str | None,
-                     progress: bool, grad: bool, placement: tuple = (None, None),
-                     timed_runs: Callable, device: str = "cpu",
-                     cache_key: tuple | None = None, nvtx: bool = False) -> Profile:
+def profile_compiled(given: Arguments, module: torch.nn.Module,
+                     settings: CompileSettings) -> Profile:
     """pyfxprof.profile() for a compiled model (`module`: the eager module compiled with
-    `settings`; `model`: what the user passed). It runs where the model is (`device`):
-    `placement`, profile()'s (device, device_events), must be unset. `timed_runs` is
-    run/timed_runs.py's loop of warm-up and timed runs; `cache_key` (the inputs' signature, None:
-    not cached) keeps the compiled capture for the next profile() of this model
-    (compiled_capture()). `nvtx`: an NVTX range per kernel call (timing/nvtx.py). See
-    docs/compiled.md.
+    `settings`; ``given.model``: what the user passed), its arguments `given` (checked). It
+    runs where the model is: timing.device must be unset. The compiled capture is kept for
+    the next profile() of this model on inputs of this signature (compiled_capture()).
+    timing.nvtx: an NVTX range per kernel call (timing/nvtx.py). See docs/compiled.md.
 
     Example:
-        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        >>> from pyfxprof.run.arguments import CAPTURE, TIMING, Arguments
         >>> from pyfxprof.capture.inductor import compile_settings
-        >>> prof = profile_compiled(net, *compile_settings(net, True), (torch.ones(2, 4),),
-        ...     3, 1, name=None, progress=False, grad=False, timed_runs=timed_runs)  # doctest: +SKIP
+        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        >>> given = Arguments(net, (torch.ones(2, 4),), 3, 1, False, None, False, True, False,
+        ...                   None, CAPTURE, TIMING)
+        >>> prof = profile_compiled(given, *compile_settings(net, True))  # doctest: +SKIP
     """
-    if placement[0] is not None:
+    model, example_inputs, timing = given.model, given.example_inputs, given.timing
+    if timing.device is not None:
         raise PyfxprofError("compiled models are profiled where they are: move the model and "
                             "inputs first and leave device= unset")
-    device_events = device.startswith("cuda") if placement[1] is None else placement[1]
+    device = device_of(module, ())
+    device_events = (device.startswith("cuda") if timing.device_events is None
+                     else timing.device_events)
     if device_events:
         ensure_cuda_runtime()
     args, kwargs = copy.deepcopy(split_inputs(example_inputs))
@@ -120,19 +123,20 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
     # tensor, which a compiled model's guards tell from the user's (a recompile)
     own = BoundInputs(*copy.deepcopy((args, kwargs)))
     given_training = module.training
-    with evaluation_mode(module), grad_context(grad):
-        capture = compiled_capture(module, settings, BoundInputs(args, kwargs), cache_key)
+    with evaluation_mode(module), grad_context(given.grad):
+        capture = compiled_capture(module, settings, BoundInputs(args, kwargs),
+                                   cache_key(example_inputs, True, (given.grad,)))
         plans = [plan_graph(graph) for graph in capture.graphs]
         root_type = type(module).__name__
         frame = compiled_frame(plans, root_type)
         executor = CompiledExecutor(capture.compiled, kwargs, plans, device_events)
-        name_ranges(executor, range_names(frame) if nvtx else None)
+        name_ranges(executor, range_names(frame) if timing.nvtx else None)
         call = None if not user_call_timed() else UserCall(
             model if is_compiled(model) else capture.compiled, example_inputs, device,
             plainly=executor.uninstrumented, breakdown=False, bound=own)
-        prof = timed_profile(model, executor, frame, args, (runs, warmup, progress), timed_runs,
-                             dict(name=name or f"{root_type} (compiled)", device=device,
-                                  grad=grad, input_shapes=describe(example_inputs),
+        prof = timed_profile(executor, frame, args, given,
+                             dict(name=given.name or f"{root_type} (compiled)", device=device,
+                                  grad=given.grad, input_shapes=describe(example_inputs),
                                   captured=Capture(None, "inductor", notes(settings, plans)),
                                   training=False, given_training=given_training,
                                   autograd=autograd_mode(),
@@ -143,26 +147,22 @@ def profile_compiled(model: torch.nn.Module, module: torch.nn.Module, settings: 
     return prof
 
 
-def timed_profile(model: Any, executor: CompiledExecutor, frame: pd.DataFrame, args: tuple,
-                  loop: tuple, timed_runs: Callable, meta: dict,
-                  call: UserCall | None = None) -> Profile:
-    """The Profile of `executor`'s timed runs (`loop`: runs, warm-up runs, progress) with the
-    timed wrappers swapped in; `meta`: run_meta's name, device, grad, input_shapes and
-    captured. `call`: the user's compiled call (the model the user passed, or the model
-    profile(compile=...) compiled), each run made inside it and it timed plainly after them
-    (run/user_call.py), its figures in ``meta["call"]`` and the outside row
-    (data.outside_graph.with_compiled_call); None: the runs alone."""
-    runs, warmup, progress = loop
-    auto = warmup == "auto"
+def timed_profile(executor: CompiledExecutor, frame: pd.DataFrame, args: tuple,
+                  given: Arguments, meta: dict, call: UserCall | None = None) -> Profile:
+    """The Profile of `executor`'s timed runs of ``given.model`` (as `given` asks: runs,
+    warm-up runs, progress) with the timed wrappers swapped in; `meta`: run_meta's name,
+    device, grad, input_shapes and captured. `call`: the user's compiled call (the model the
+    user passed, or the model profile(compile=...) compiled), each run made inside it and it
+    timed plainly after them (run/user_call.py), its figures in ``meta["call"]`` and the
+    outside row (data.outside_graph.with_compiled_call); None: the runs alone."""
     drops_before = RECORDER.start()
-    check_fits_in_memory(runs, len(frame))
     with executor:
         timings, run_noise, warmup_totals, warmup, device_samples = timed_runs(
-            executor, args, runs, warmup, progress, frame, call)
+            executor, args, given.runs, given.warmup, given.progress, frame, call)
     name = meta.pop("name")
-    meta = run_meta(model, name, device_events=executor.device is not None,
+    meta = run_meta(given.model, name, device_events=executor.device is not None,
                     executor=executor, timings=timings,
-                    warmup=warmup, warmup_auto=auto, mode="inductor",
+                    warmup=warmup, warmup_auto=given.warmup == "auto", mode="inductor",
                     dropped_records=RECORDER.dropped_total - drops_before,
                     warmup_totals_ns=warmup_totals, flops=0, **meta)
     prof = with_outside(frame, timings, meta, run_noise, device_samples)

@@ -9,21 +9,39 @@ from __future__ import annotations
 import warnings
 from typing import Any, Iterable
 
-from ..errors import PyfxprofError
+from ..errors import ArgumentError, PyfxprofError
 
 #: torch.profiler keyword -> what pyfxprof always records in its place.
 RECORDED_ALWAYS = {"record_shapes": "input shapes", "with_stack": "source lines",
                    "with_flops": "FLOPs", "with_modules": "module paths"}
 
+#: torch.profiler's keywords that profile(), compare() and the Profiler take beside their option
+#: groups' fields (``profile_memory`` is CaptureOptions' own, run/arguments.py).
+KEYWORDS = (*RECORDED_ALWAYS, "activities")
+#: torch.profiler's keywords of its loop, which only the Profiler takes.
+LOOP_KEYWORDS = ("schedule", "on_trace_ready")
+
 _said: list[bool] = []  # the note was given in this process
-#: Why profile() refuses the loop's keywords (schedule, on_trace_ready, ...).
+#: Why profile() refuses the loop's keywords (schedule, on_trace_ready).
 _LOOP_ONLY = ("pyfxprof.profile(model, inputs) times a model and returns a Profile "
               "(unexpected arguments {}); for `with ... as p:` loops like torch.profiler use "
               "`with pyfxprof.Profiler(model, schedule=...) as p:`")
-#: Why the Profiler refuses the other torch.profiler keywords.
-_NOT_TAKEN = ("pyfxprof.Profiler takes torch.profiler's schedule, on_trace_ready, "
-              "record_shapes, with_stack, with_flops, with_modules, profile_memory and "
-              "activities; it has no {}")
+
+
+def unknown_keywords(taker: str, unknown: list[str], options: Iterable[str]) -> PyfxprofError:
+    """The one-line error for keywords `taker` (a name as users write it) does not take:
+    torch.profiler's loop keywords given to profile() point to the Profiler; any other names
+    the `options` it takes and torch.profiler's KEYWORDS.
+
+    Example:
+        >>> print(unknown_keywords("pyfxprof.profile()", ["runz"], ["mode"]))
+        pyfxprof.profile() takes the options mode (or capture_options=, timing_options=) and torch.profiler's record_shapes, with_stack, with_flops, with_modules, activities; it has no ['runz']
+    """
+    if taker.startswith("pyfxprof.profile") and set(unknown) & set(LOOP_KEYWORDS):
+        return ArgumentError(_LOOP_ONLY.format(unknown))
+    return ArgumentError(f"{taker} takes the options {', '.join(options)} (or "
+                         f"capture_options=, timing_options=) and torch.profiler's "
+                         f"{', '.join(KEYWORDS)}; it has no {unknown}")
 
 
 def _activity_names(activities: Any) -> set[str]:
@@ -40,28 +58,25 @@ def _activity_names(activities: Any) -> set[str]:
 
 
 def torch_profiler_keywords(options: dict, device_events: bool | None,
-                            loop: bool = False) -> bool | None:
-    """`device_events` as torch.profiler's `activities` in `options` sets it (CUDA: on, CPU
-    only: off; None when not given), after checking the other keywords of RECORDED_ALWAYS;
-    any other keyword is refused in one line: for profile() (``schedule``, ``on_trace_ready``...)
-    it belongs to the Profiler loop; for the loop (`loop`) it has no meaning in pyfxprof.
+                            stacklevel: int = 2) -> bool | None:
+    """`device_events` as torch.profiler's `activities` in `options` (a dict of KEYWORDS)
+    sets it (CUDA: on, CPU only: off; None when not given), after checking the keywords of
+    RECORDED_ALWAYS, which change nothing (said once per process, the warning pointing
+    `stacklevel` frames up: the user's call).
 
     Example:
         >>> import torch
         >>> torch_profiler_keywords({"activities": [torch.profiler.ProfilerActivity.CPU]}, None)
         False
     """
-    others = sorted(set(options) - set(RECORDED_ALWAYS) - {"activities"})
-    if others:
-        raise PyfxprofError((_NOT_TAKEN if loop else _LOOP_ONLY).format(others))
     given = [key for key in RECORDED_ALWAYS if key in options]
     for key in given:
         if not isinstance(options[key], bool):
-            raise PyfxprofError(f"{key} must be True or False, got {options[key]!r}")
+            raise ArgumentError(f"{key} must be True or False, got {options[key]!r}")
     if given and not _said:
         _said.append(True)
         warnings.warn(f"pyfxprof always records {', '.join(RECORDED_ALWAYS.values())}: "
-                      f"{', '.join(given)} change nothing", stacklevel=3 if loop else 4)
+                      f"{', '.join(given)} change nothing", stacklevel=stacklevel)
     if "activities" not in options:
         return device_events
     cuda = "cuda" in _activity_names(options["activities"])

@@ -6,7 +6,7 @@ and the Profile (build_profile here), whose model is remembered by weak referenc
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,6 @@ from ..capture.dynamo import GRANULARITIES
 from ..capture.exported import is_exported  # noqa: F401  (read by the CLI through run)
 from ..capture.inductor import compile_settings, is_aoti_model
 from ..capture.model_state import evaluation_mode, grad_context, keeping_rng_state
-from ..capture.placement import device_of
 from ..capture.tracing import fx_sources_released
 from ..data.device_summary import add_device_summary
 from ..data.rungs import CAPTURE_MODES
@@ -27,10 +26,11 @@ from ..errors import PyfxprofError
 from ..timing.durations import RunTimings
 from ..timing.executors import MODES, ready_executor
 from .aoti import profile_aoti
-from .arguments import CAPTURE, TIMING, Arguments, CaptureOptions, TimingOptions, checked, placed
-from .capture_cache import cache_key, captured
+from .arguments import (CAPTURE, TIMING, Arguments, CaptureOptions, TimingOptions, checked,
+                        option_groups, placed)
+from .capture_cache import captured
 from .metadata import modes_meta, profile_meta
-from .timed_runs import Measured, measured, timed_runs
+from .timed_runs import Measured, measured
 from .user_call import with_user_call
 from .wall_clock import StepClock
 
@@ -45,20 +45,12 @@ CHOICES = {"capture": CAPTURE_MODES, "granularity": GRANULARITIES, "mode": MODES
 @fx_sources_released()
 @keeping_rng_state
 def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None = None,
-            example_inputs: Any = (), runs: int = 50,
-            warmup: int | str = "auto", mode: str = TIMING.mode, *, grad: bool = False,
-            name: str | None = None, leaf_modules: Iterable = CAPTURE.leaf_modules,
-            autowrap_functions: Iterable = CAPTURE.autowrap_functions,
-            concrete_args: dict | None = CAPTURE.concrete_args, capture: str = CAPTURE.capture,
-            progress: bool = True, device: str | None = TIMING.device,
-            device_events: bool | None = TIMING.device_events,
-            granularity: str = CAPTURE.granularity,
-            profile_memory: bool = CAPTURE.profile_memory,
-            library_frames: bool = CAPTURE.library_frames, compile: bool | dict | None = None,
-            backward: bool = False, loss_fn: Callable | None = None, nvtx: bool = TIMING.nvtx,
-            capture_options: CaptureOptions | None = None,
-            timing_options: TimingOptions | None = None,
-            **torch_profiler_options) -> Profile:
+            example_inputs: Any = (), runs: int = 50, warmup: int | str = "auto", *,
+            grad: bool = False, name: str | None = None, progress: bool = True,
+            compile: bool | dict | None = None, backward: bool = False,
+            loss_fn: Callable | None = None,
+            capture_options: CaptureOptions | None = CAPTURE,
+            timing_options: TimingOptions | None = TIMING, **options: Any) -> Profile:
     """Time every node of `model` on `example_inputs` and return a Profile.
 
     Runs the model in eval mode under torch.inference_mode() (``grad=True``: autograd), never
@@ -69,31 +61,27 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
             pyfxprof.BoundInputs (both), or one tensor; copied, never run on themselves.
         runs, warmup: timed runs kept, and untimed runs before them: a count, or "auto" (until
             settled, at most 10: docs/profile.md, "Warm-up"). compile: docs/compiled.md.
-        mode: "codegen" (one native mark per node boundary, recompiled) or "interpreter".
-        capture: "auto" (the ladder of docs/capture.md) or one forced rung: "fx", "dynamo",
-            "hooks" or "whole". granularity: "function" (default) or "aten" (dynamo).
-        leaf_modules, autowrap_functions, concrete_args: passed to the FX tracer.
-        device: run on this device ("cuda", "cuda:1", "cpu"); a model elsewhere is profiled
-            as a copy moved there (the original stays put). None: where the model is.
-        device_events: also time each node on the GPU with CUDA events (default: on for
-            CUDA models). Needs a usable CUDA runtime (see docs/gpu.md).
-        profile_memory: each node's allocated, freed and peak bytes, untimed (docs/profile.md).
-        library_frames: keep torch's and transformers' frames in `source` lines (docs/profile.md).
-        backward, loss_fn: training steps (docs/profile.md). nvtx: NVTX ranges (docs/gpu.md).
-        capture_options, timing_options: the capture keywords (capture, granularity,
-            leaf_modules, autowrap_functions, concrete_args, library_frames, profile_memory)
-            or the timing ones (mode, device, device_events, nvtx) as one reusable
-            pyfxprof.CaptureOptions / pyfxprof.TimingOptions, instead of the keywords.
-        torch_profiler_options: torch.profiler's keywords (record_shapes, with_stack,
-            with_flops, with_modules, activities): run/profiler_keywords.py.
+        backward, loss_fn: training steps (docs/profile.md).
+        capture_options: a pyfxprof.CaptureOptions: capture ("auto", the ladder of
+            docs/capture.md, or a rung: "fx", "dynamo", "hooks", "whole"), granularity
+            ("function" or "aten"), leaf_modules, autowrap_functions, concrete_args (the FX
+            tracer's), library_frames (torch's frames in `source`), profile_memory.
+        timing_options: a pyfxprof.TimingOptions: mode ("codegen": a native mark per node
+            boundary, recompiled; "interpreter"), device (run on "cuda", "cpu", ...: a copy
+            moved there; None: where it is), device_events (CUDA events per node; None: on
+            for CUDA models), nvtx (an NVTX range per node): docs/profile.md.
+        options: the groups' fields as keywords (``mode="interpreter"``), and torch.profiler's
+            (record_shapes, with_stack, with_flops, with_modules, profile_memory, activities).
 
     Example:
         >>> prof = profile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()),
-        ...                (torch.randn(4, 8),), runs=5, warmup=1)
-        >>> prof.n_nodes, prof.n_runs
-        (2, 5)
+        ...                (torch.randn(4, 8),), runs=5, warmup=1, mode="interpreter")
+        >>> prof.n_nodes, prof.n_runs, prof.meta["mode"]
+        (2, 5, 'interpreter')
     """
-    given = checked(**locals())  # the arguments as given, grouped
+    capture, timing = option_groups(options, capture_options, timing_options, stacklevel=5)
+    given = checked(Arguments(model, example_inputs, runs, warmup, grad, name, progress,
+                              compile, backward, loss_fn, capture, timing))
     if given.compiled:
         return remember_model(_profile_compiled(given), given.model)
     own, given = placed(given)
@@ -102,7 +90,7 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
         prepared, executor, keep = captured(given, own, clock)
         executor, drops_before = ready_executor(
             executor, keep, given.model, prepared, given.timing.mode,
-            bool(given.timing.device_events), runs=runs, clock=clock,
+            bool(given.timing.device_events), clock=clock,
             range_names=range_names(prepared.frame) if given.timing.nvtx else None)
         runs_measured = measured(executor, drops_before, prepared, given, clock)
         modes = modes_meta(given.model, given_training, given.example_inputs)
@@ -142,16 +130,10 @@ def _profile_compiled(given: Arguments) -> Profile:
         if timing.nvtx:
             raise PyfxprofError("nvtx=True needs nodes timed one by one; an AOTInductor model "
                                 "is timed whole")
-        return profile_aoti(model, given.example_inputs, given.runs, given.warmup,
-                            name=given.name, progress=given.progress, timed_runs=timed_runs)
+        return profile_aoti(given)
     eager, settings = compile_settings(model, compile)
     assert settings is not None, "a compiled model, or compile= given, has its settings"
-    return profile_compiled(model, eager, settings, given.example_inputs, given.runs,
-                            given.warmup, name=given.name, progress=given.progress,
-                            grad=given.grad, placement=(timing.device, timing.device_events),
-                            timed_runs=timed_runs, device=device_of(eager, ()),
-                            nvtx=timing.nvtx,
-                            cache_key=cache_key(given.example_inputs, True, (given.grad,)))
+    return profile_compiled(given, eager, settings)
 
 
 def build_profile(frame: pd.DataFrame, timings: RunTimings, meta: dict,

@@ -19,6 +19,7 @@ from ..errors import PyfxprofError
 from ..timing.durations import RunTimings
 from ..timing.failures import node_kind, run_failure
 from ..timing.recorder import RECORDER
+from ..timing.run_table import check_fits_in_memory
 from .noise import RunMeter
 from .progress import Progress
 from .user_call import UserCall, user_call_timed
@@ -124,7 +125,9 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
     (warm-up ones too) is made (UserCall.around_runs: a run's call and its nodes are one
     invocation), then profiled by function and timed plainly after the runs
     (UserCall.after_runs). `clock` gets the wall time of the warm-up, the timed runs, the
-    call's preparation and the call's timing."""
+    call's preparation and the call's timing. First, a one-line error when `runs` rows
+    cannot fit in memory (timing.run_table; the executor's reset checks its exact need)."""
+    check_fits_in_memory(runs, len(frame))
     clock = clock or StepClock()
     meter = RunMeter()
     runner = None if call is None else call.around_runs(executor.run)

@@ -22,7 +22,7 @@ from .instrument import instrument
 from .interpreter import ProfilingInterpreter
 from .nvtx import name_ranges
 from .recorder import RECORDER
-from .run_table import RunTable, check_fits_in_memory
+from .run_table import RunTable
 
 if TYPE_CHECKING:
     from ..capture.ladder import Prepared
@@ -206,15 +206,13 @@ def executor_for(model: torch.nn.Module, prepared: Prepared, mode: str, device_e
 
 
 def ready_executor(cached: Any, keep: Callable[[Any], Any], model: torch.nn.Module,
-                   prepared: Prepared, mode: str, device_events: bool, *, runs: int,
+                   prepared: Prepared, mode: str, device_events: bool, *,
                    range_names: list[str] | None, clock: Any) -> tuple[Any, int]:
     """(the `cached` executor, else executor_for()'s, instrumented and calibrated, its wall
     time in `clock` (run/wall_clock.py's StepClock) as "instrument", handed to `keep` (the
     capture cache's); the recorder's drop count before it: RECORDER.start() empties the
     buffer first, so a profile counts its own drops only), its NVTX ranges named
-    `range_names` (None: none, a cached executor reset). First, a one-line error when `runs`
-    rows cannot fit in memory (run_table)."""
-    check_fits_in_memory(runs, len(prepared.frame), 2 if device_events else 1)
+    `range_names` (None: none, a cached executor reset)."""
     drops_before = RECORDER.start()
     executor = cached or keep(clock.timed("instrument", executor_for, model, prepared, mode,
                                           device_events))

@@ -25,6 +25,7 @@ def test_the_recipes_keywords_profile_as_usual_and_are_noted_once_per_process(mo
                          record_shapes=True)
     notes = [w for w in caught if "always records" in str(w.message)]
     assert len(notes) == 1 and "record_shapes, with_stack" in str(notes[0].message)
+    assert notes[0].filename == __file__  # the user's call, past profile()'s decorators
     assert prof.n_runs == 2 and prof.nodes["input_shapes"].str.len().gt(0).all()
     assert prof.meta["device_events"] is None  # CPU only: host timing
 
