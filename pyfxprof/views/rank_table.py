@@ -67,8 +67,7 @@ def _views(ranks: RankProfiles, sort_by: str, top: int | None) -> tuple:
     nodes = report_render.View(
         header=[], titles=[c[0] for c in columns], right_aligned=[c[2] for c in columns],
         rows=[[fmt(key, row) for _, fmt, _ in columns] for key, row in shown.iterrows()],
-        notes=([f"… {len(frame) - len(shown)} more nodes not shown (top={top})"]
-               if len(shown) < len(frame) else []))
+        notes=report_render.rows_left_out(len(frame), len(shown), "nodes", top))
     return _summary_view(ranks.rank_summary()), nodes
 
 

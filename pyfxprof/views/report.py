@@ -19,7 +19,7 @@ from ..errors import ArgumentError, PyfxprofError
 from .module_tree import module_tree
 from .outside_rows import with_function_rows
 from .report_header import profile_header
-from .report_render import View, render_html, render_text, terminal_width
+from .report_render import View, render_html, render_text, rows_left_out, terminal_width
 from .safe_text import terminal_text
 
 #: Row orders of table(): the statistics that are sort keys (STATISTICS), then name and order.
@@ -187,9 +187,7 @@ def _title(column: str, group_by: str | None) -> str:
 def _notes(frame: pd.DataFrame, shown: int, label: str, name_column: str, top) -> list[str]:
     """A truncation note, then one line naming the noisy rows among those shown (the noisiest
     first, at most NOISY_NAMES of them)."""
-    notes = []
-    if shown < len(frame):
-        notes.append(f"… {len(frame) - shown} more {label} not shown (top={top})")
+    notes = rows_left_out(len(frame), shown, label, top)
     visible = frame.iloc[:shown]
     noisy = noisy_mask(visible)
     if noisy.any():

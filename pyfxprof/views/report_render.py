@@ -30,6 +30,15 @@ class View:
     drop_order: list[int] = field(default_factory=list)
 
 
+def rows_left_out(total: int, shown: int, label: str, top: int | None) -> list[str]:
+    """The note under a table cut to its ``top`` rows ([] when every row is shown).
+
+    >>> rows_left_out(12, 10, "nodes", 10)
+    ['… 2 more nodes not shown (top=10)']
+    """
+    return [f"… {total - shown} more {label} not shown (top={top})"] if shown < total else []
+
+
 def terminal_width(stream=None) -> int | None:
     """Columns of the terminal ``stream`` (default stdout) writes to; None when it is not a
     terminal (a file, a pipe, a notebook), where tables keep their full width.

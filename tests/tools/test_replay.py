@@ -20,12 +20,20 @@ def conv_net():
 
 @pytest.mark.timing(attempts=3)
 def test_a_replayed_conv_takes_what_the_same_conv_takes_alone():
+    """The truth, the conv timed alone, is measured before and after the replay (a shared
+    machine's load moves both): the replay lies within 25% of the truth's range."""
     model, x = conv_net(), torch.randn(1, 16, 24, 24)
-    prof = pyfxprof.profile(model, (x,), runs=5, warmup=1)
-    with torch.no_grad():
-        alone = pyfxprof.bench(model[0], x, budget=0.5).median
-    warm = prof.replay("0", budget=0.5).warm_ns
-    assert 1 / 1.25 < warm / alone < 1.25, (warm, alone)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # (intra-op threads waiting at barriers on a busy machine)
+    try:
+        prof = pyfxprof.profile(model, (x,), runs=5, warmup=1)
+        with torch.no_grad():
+            alone = [pyfxprof.bench(model[0], x, budget=0.5).median]
+            warm = prof.replay("0", budget=0.5).warm_ns
+            alone.append(pyfxprof.bench(model[0], x, budget=0.5).median)
+    finally:
+        torch.set_num_threads(threads)
+    assert min(alone) / 1.25 < warm < max(alone) * 1.25, (warm, alone)
 
 
 def test_a_replay_shows_warm_cold_and_in_graph_and_says_which_matches():
