@@ -26,6 +26,7 @@ from .. import served_methods
 from ..errors import ArgumentError, PyfxprofError, fraction, margin, whole_number
 from . import persist, validate
 from .profile import Profile
+from ..stats.confidence import FALSE_DISCOVERY_RATE
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -210,7 +211,7 @@ class RankProfiles:
 
     # ---- stragglers ----------------------------------------------------------------------
 
-    def stragglers(self, alpha: float = 0.05, min_change: float = 0.2,
+    def stragglers(self, alpha: float = FALSE_DISCOVERY_RATE, min_change: float = 0.2,
                    min_runs: int = MIN_RUNS) -> pd.DataFrame:
         """Compute nodes on which a rank is slower than the other ranks beyond run-to-run noise.
 

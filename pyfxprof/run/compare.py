@@ -33,6 +33,7 @@ from .arguments import CAPTURE, TIMING, CaptureOptions, TimingOptions, option_gr
 from .progress import Progress
 from .runner import profile
 from .user_call import graph_runs_only
+from ..stats.confidence import FALSE_DISCOVERY_RATE
 
 #: compare()'s default max_blocks, in blocks: up to this many times ``blocks`` are timed
 #: until the whole model's interval is within the precision (docs/ab.md).
@@ -108,9 +109,9 @@ def as_model(candidate: Any, side: str) -> torch.nn.Module:
 
 def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 20,
             runs_per_block: int = 3, warmup: int = 10, min_change: float = 0.02,
-            alpha: float = 0.05, labels=("control", "test"), check_outputs: bool = True,
-            copies: int | None = None, seed: int | None = None, max_blocks: int | None = None,
-            precision: float | None = None, progress: bool = True,
+            alpha: float = FALSE_DISCOVERY_RATE, labels=("control", "test"),
+            check_outputs: bool = True, copies: int | None = None, seed: int | None = None,
+            max_blocks: int | None = None, precision: float | None = None, progress: bool = True,
             capture_options: CaptureOptions | None = CAPTURE,
             timing_options: TimingOptions | None = TIMING, **profile_options) -> ProfileDiff:
     """Time `control` and `test` (modules or callables) interleaved on the same inputs and

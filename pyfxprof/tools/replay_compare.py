@@ -17,10 +17,11 @@ from ..stats.rank_tests import benjamini_hochberg, hodges_lehmann, signed_rank_p
 from ..stats.verdict_rule import adjusted_confidence, verdicts
 from .replay_inplace import block_ns
 from .replay_variants import TOLERANCE, VariantCall
+from ..stats.confidence import FALSE_DISCOVERY_RATE
 
 #: The smallest change (fraction) a verdict calls slower or faster, and the false discovery
 #: rate over a replay's variants (as pyfxprof.compare's defaults).
-MIN_CHANGE, FDR = 0.02, 0.05
+MIN_CHANGE, FDR = 0.02, FALSE_DISCOVERY_RATE
 #: Time per block of back-to-back calls (ns), the blocks' bounds, and the most calls a block.
 BLOCK_NS, MIN_BLOCKS, MAX_BLOCKS, MAX_CALLS = 500_000, 8, 400, 500
 
