@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import served_methods
+from ..stats.node_statistics import iqr
 from ..stats.order_statistics import median_interval, relative_half_width
 
 
@@ -106,7 +107,7 @@ class Measurement:
     @property
     def iqr(self) -> float:
         """Interquartile range (ns) of the steady blocks' ns per call."""
-        return _or_nan(_iqr, self.per_call)
+        return _or_nan(iqr, self.per_call)
 
     @property
     def call_median(self) -> float:
@@ -116,7 +117,7 @@ class Measurement:
     @property
     def call_iqr(self) -> float:
         """Interquartile range (ns) of the steady calls alone."""
-        return _or_nan(_iqr, self.steady)
+        return _or_nan(iqr, self.steady)
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -170,11 +171,6 @@ class Measurement:
         """
         (low, high), (other_low, other_high) = self.interval, other.interval
         return high < other_low or other_high < low
-
-
-def _iqr(values: np.ndarray) -> float:
-    q25, q75 = np.percentile(values, [25, 75])
-    return float(q75 - q25)
 
 
 def _or_nan(statistic, values) -> float:

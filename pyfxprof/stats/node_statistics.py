@@ -133,6 +133,19 @@ def cumulative_pct(pct):
     return np.cumsum(np.asarray(pct, dtype=np.float64))
 
 
+def iqr(values: np.ndarray) -> float:
+    """Interquartile range, p75 − p25 (numpy's linear percentiles); 0.0 for fewer than two
+    values (no spread measurable).
+
+    >>> iqr(np.array([1, 2, 3, 4, 5])), iqr(np.array([7]))
+    (2.0, 0.0)
+    """
+    if len(values) < 2:
+        return 0.0
+    q25, q75 = np.percentile(values, [25, 75])
+    return float(q75 - q25)
+
+
 def relative_iqr(stats: pd.DataFrame) -> pd.Series:
     """IQR / median per row: NaN when both are 0, inf when only the median is 0.
 
