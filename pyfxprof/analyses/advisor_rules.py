@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats.node_statistics import noisy_mask, relative_iqr
-from ..data.units import format_ns, format_pct, plural
+from ..data.units import format_flops, format_ns, format_pct, plural
 from ..data.advice import Suggestion
 from .advice import Context, register_rule, what
 
@@ -202,12 +202,6 @@ def hotspots(profile, context: Context) -> list[Suggestion]:
             "costs alone, warm or cold"), None, context.names(rows))]
 
 
-def _format_rate(flops_per_s: float) -> str:
-    scale, prefix = next((u for u in ((1e12, "T"), (1e9, "G"), (1e6, "M")) if flops_per_s >= u[0]),
-                         (1.0, ""))
-    return f"{flops_per_s / scale:.3g} {prefix}FLOP/s"
-
-
 @register_rule("low_flops")
 def low_flops(profile, context: Context) -> list[Suggestion]:
     """Nodes >= 1% of the run at < 10% of the best node's FLOP/s (needs a ``flops`` column)."""
@@ -228,12 +222,12 @@ def low_flops(profile, context: Context) -> list[Suggestion]:
     slow = _by_median(stats, slow)
     slow_ns = float(median[slow].sum())
     evidence = [f"best: {context.cell(best, 'name')} ({what(stats.loc[best])}) at "
-                f"{_format_rate(rate[best])}",
+                f"{format_flops(rate[best], 'FLOP/s')}",
                 f"{len(slow)} nodes worth >= {MIN_NODE_PCT:g}% each run below "
                 f"{LOW_FLOPS_RATIO:.0%} of that, together {format_ns(slow_ns)} "
                 f"({format_pct(context.pct(slow_ns))}):"]
     evidence += context.cite_many(slow, lambda row: (
-        f"{context.cite(row)}: {_format_rate(rate[row])} ({rate[row] / rate[best]:.1%} of best)"))
+        f"{context.cite(row)}: {format_flops(rate[row], 'FLOP/s')} ({rate[row] / rate[best]:.1%} of best)"))
     return [Suggestion(
         "low_flops", "medium" if context.pct(slow_ns) >= 10 else "low",
         f"{plural(len(slow), 'node')} with low achieved FLOP/s (likely memory-bound)", evidence,

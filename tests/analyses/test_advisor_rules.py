@@ -140,8 +140,8 @@ def test_low_flops_flags_slow_nodes_worth_one_percent():
     item = only(advise(make_profile(flops_specs()), ["low_flops"]), "low_flops")
     assert item.nodes == ["bn"]
     assert item.severity == "medium"
-    assert item.evidence[0] == "best: conv (Conv2d) at 1 TFLOP/s"
-    assert item.evidence[2].endswith("2 GFLOP/s (0.2% of best)")
+    assert item.evidence[0] == "best: conv (Conv2d) at 1.00 TFLOP/s"
+    assert item.evidence[2].endswith("2.00 GFLOP/s (0.2% of best)")
     assert "prof.replay('bn', variants=['channels_last', 'bf16', 'compile'])" in item.action
 
 
