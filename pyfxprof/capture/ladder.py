@@ -500,7 +500,7 @@ def with_analysis_columns(frame: pd.DataFrame, infos: list[dict]) -> pd.DataFram
         if any(column in info for info in infos):
             frame[column] = [info.get(column, blank) for info in infos]
     for column in ("alloc_delta_bytes", "peak_bytes", "vector_flops", "in_bytes",
-                   "param_bytes") + ALLOCATOR_COLUMNS:  # when measured
+                   "param_bytes", "fresh_out_bytes", "fresh_out_largest") + ALLOCATOR_COLUMNS:  # when measured
         if any(column in info for info in infos):
             frame[column] = np.array([info.get(column, 0) for info in infos], dtype=np.int64)
     return frame

@@ -46,7 +46,25 @@ def _by_dtype(tensors: Iterator[torch.Tensor], seen: set[int]) -> Counter:
     return counts
 
 
-def node_bytes(module: torch.nn.Module | None, args: Any, result: Any) -> dict[str, Any]:
+def _storage_bytes(tensor: torch.Tensor) -> int:
+    """Bytes of the allocation `tensor` lives in (its storage's), else its own."""
+    try:
+        return int(tensor.untyped_storage().nbytes())
+    except (RuntimeError, NotImplementedError, TypeError):
+        return tensor.numel() * tensor.element_size()
+
+
+def _fresh(result: Any, held: set[int]) -> tuple[int, int]:
+    """(total, largest) bytes of the allocations `result`'s tensors live in that no key in
+    `held` names: the outputs the node allocated (each allocation once)."""
+    sizes = {storage_key(t): _storage_bytes(t) for t in _tensors(result)
+             if not t.is_meta and t.layout == torch.strided}
+    fresh = [size for key, size in sizes.items() if key not in held and key]
+    return sum(fresh), max(fresh, default=0)
+
+
+def node_bytes(module: torch.nn.Module | None, args: Any, result: Any,
+               kwargs: Any = None) -> dict[str, Any]:
     """The bytes columns of one node besides its outputs' (analysis' out_bytes): in_bytes (its
     tensor arguments, each storage once), param_bytes (the parameters and buffers of
     `module`, a call_module node's, not already among the arguments), bytes_by_dtype ("float32=1024, int64=64": read plus
@@ -54,6 +72,11 @@ def node_bytes(module: torch.nn.Module | None, args: Any, result: Any) -> dict[s
 
     aliases_input: every output shares storage with an input (a view, a getitem, or an op
     in place): without FLOPs such a node moves no data (data.roofline).
+
+    fresh_out_bytes, fresh_out_largest: the total and the largest allocation among the
+    outputs that share storage with no argument (`kwargs`' too: an ``out=`` buffer), nor
+    parameter or buffer: allocated by the node, whose first touch data.roofline charges
+    when the allocator maps them anew (run.first_touch).
 
     A lower bound: what a kernel reads and writes at least, once each (docs/roofline.md).
 
@@ -65,6 +88,8 @@ def node_bytes(module: torch.nn.Module | None, args: Any, result: Any) -> dict[s
         (48, 40, 'float32=112')
         >>> node_bytes(None, (x,), x.view(12))["aliases_input"]
         True
+        >>> [node_bytes(None, (x,), out)["fresh_out_bytes"] for out in (x + 1, x)]
+        [48, 0]
     """
     seen: set[int] = set()
     inputs = _by_dtype(_tensors(args), seen)
@@ -72,10 +97,12 @@ def node_bytes(module: torch.nn.Module | None, args: Any, result: Any) -> dict[s
     params = _by_dtype(iter([*module.parameters(), *module.buffers()]) if module is not None
                        else iter(()), seen)
     outputs = _by_dtype(_tensors(result), set())
+    fresh, largest = _fresh(result, seen | {storage_key(t) for t in _tensors(kwargs)})
     total = inputs + params + outputs
     storages = [storage_key(t) for t in _tensors(result)]
     return {"in_bytes": sum(inputs.values()), "param_bytes": sum(params.values()),
             "aliases_input": bool(storages) and all(p in aliased and p for p in storages),
+            "fresh_out_bytes": fresh, "fresh_out_largest": largest,
             "bytes_by_dtype": ", ".join(f"{name}={count}" for name, count in
                                         sorted(total.items(), key=lambda kv: -kv[1])),
             "dtype": max(total, key=lambda name: total[name]) if total else ""}

@@ -79,7 +79,8 @@ class ShapeRecorder(fx.Interpreter):
                              "vector_flops": self.meter.vector_total() - vector_before,
                              "unknown_ops": self.meter.unknown_since(unknown_before),
                              **node_bytes(self.module.get_submodule(str(n.target))
-                                          if n.op == "call_module" else None, args, result)}
+                                          if n.op == "call_module" else None, args, result,
+                                          kwargs)}
         if self.cuda_device is not None:
             self.info[n.name].update(alloc_delta_bytes=memory.alloc_delta_bytes,
                                      peak_bytes=memory.peak_bytes,

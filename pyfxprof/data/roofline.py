@@ -20,7 +20,8 @@ from .validate import model_nodes
 
 #: The columns of Profile.roofline, in order (docs/roofline.md says each one's unit).
 COLUMNS = ("name", "kind", "dtype", "flops", "bytes", "intensity", "median_ns", "flops_per_s",
-           "bytes_per_s", "attainable_flops_per_s", "roof_ns", "fixed_ns", "bound",
+           "bytes_per_s", "attainable_flops_per_s", "roof_ns", "first_touch_ns", "fixed_ns",
+           "bound",
            "efficiency", "efficiency_low", "efficiency_high", "headroom_ns", "unknown_ops")
 #: The ways to group: None (per node) or "module" (per module at `depth`).
 GROUP_BY = (None, "module")
@@ -73,7 +74,7 @@ def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
     get_attr, which hands over a reference, nor for a node without FLOPs whose outputs alias
     its inputs: a view), the time each
     takes at its roof (compute_ns at the dtype's GEMM peak, memory_ns at the triad
-    bandwidth) and the fixed cost of its op kind."""
+    bandwidth plus first_touch_ns) and the fixed cost of its op kind."""
     flops = np.nan_to_num(_column(nodes, "flops")) + np.nan_to_num(
         _column(nodes, "vector_flops"))
     moved = (_column(nodes, "in_bytes") + _column(nodes, "param_bytes", 0.0)
@@ -88,12 +89,35 @@ def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
     kinds = [op_kind(str(t), str(m) if op == "call_module" else "")  # a module call's type
              for t, m, op in zip(nodes["target"], nodes["module_type"], nodes["op"])]
     fixed = peaks.get("fixed_ns") or {}
-    compute, memory = flops / peak * 1e9, moved / float(peaks["bandwidth"]) * 1e9
+    touch = first_touch_ns(nodes, peaks)
+    compute = flops / peak * 1e9
+    memory = moved / float(peaks["bandwidth"]) * 1e9 + touch
     return {"flops": flops, "bytes": moved, "compute_ns": compute, "memory_ns": memory,
-            "roof_ns": np.fmax(compute, memory),
+            "first_touch_ns": touch, "roof_ns": np.fmax(compute, memory),
             "fixed_ns": np.array([float(fixed.get(k, 0.0)) for k in kinds]),
             "peak": peak, "kind": np.array(kinds, dtype=object),
             "dtype": np.array(dtypes, dtype=object)}
+
+
+def first_touch_ns(nodes: pd.DataFrame, peaks: dict) -> np.ndarray:
+    """Per node, what first touching its fresh outputs costs at least (docs/roofline.md):
+    ``fresh_out_bytes`` x the peaks' ``first_touch_ns_per_byte`` where its largest fresh
+    output (``fresh_out_largest``) reaches ``first_touch_bytes``, the smallest allocation
+    the machine maps anew on every call; 0 elsewhere, and for peaks or nodes without them.
+
+    Example:
+        >>> nodes = pd.DataFrame({"fresh_out_bytes": [64 << 20, 1 << 20],
+        ...                       "fresh_out_largest": [32 << 20, 1 << 20]})
+        >>> first_touch_ns(nodes, {"first_touch_bytes": 32 << 20,
+        ...                        "first_touch_ns_per_byte": 0.5}).tolist()
+        [33554432.0, 0.0]
+    """
+    threshold, cost = peaks.get("first_touch_bytes"), peaks.get("first_touch_ns_per_byte")
+    if not threshold or not cost:
+        return np.zeros(len(nodes))
+    largest = np.nan_to_num(_column(nodes, "fresh_out_largest", 0.0))
+    return np.where(largest >= float(threshold),
+                    np.nan_to_num(_column(nodes, "fresh_out_bytes", 0.0)) * float(cost), 0.0)
 
 
 def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, roof: np.ndarray,
@@ -107,7 +131,7 @@ def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, roof: np.ndarray,
     return bound
 
 
-def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray, bandwidth: float,
+def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray,
            unknown: list[str]) -> pd.DataFrame:
     """The COLUMNS of rows `names` from their `work` (_work, summed for groups) and their
     per-run `samples`."""
@@ -121,8 +145,10 @@ def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray, bandwi
             "flops": work["flops"], "bytes": work["bytes"], "intensity": intensity,
             "median_ns": median, "flops_per_s": work["flops"] / median * 1e9,
             "bytes_per_s": work["bytes"] / median * 1e9,
-            "attainable_flops_per_s": np.fmin(work["peak"], intensity * bandwidth),
-            "roof_ns": roof, "fixed_ns": work["fixed_ns"],
+            "attainable_flops_per_s": np.fmin(work["peak"],
+                                              work["flops"] / work["memory_ns"] * 1e9),
+            "roof_ns": roof, "first_touch_ns": work["first_touch_ns"],
+            "fixed_ns": work["fixed_ns"],
             "bound": _bound(work["compute_ns"], work["memory_ns"], roof, work["fixed_ns"]),
             "efficiency": _ratio(roof, median), "efficiency_low": _ratio(roof, high),
             "efficiency_high": np.where(low > 0, _ratio(roof, low), np.inf),
@@ -145,7 +171,8 @@ def _grouped(keys: list, work: dict[str, np.ndarray], samples: np.ndarray,
     names, summed = group_samples(samples, keys)
     codes = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=False)[0]
     add = {name: np.bincount(codes, weights=np.nan_to_num(work[name], nan=0.0))
-           for name in ("flops", "bytes", "compute_ns", "memory_ns", "roof_ns", "fixed_ns")}
+           for name in ("flops", "bytes", "compute_ns", "memory_ns", "first_touch_ns", "roof_ns",
+                        "fixed_ns")}
     missing = np.bincount(codes, weights=np.isnan(work["bytes"]).astype(float)) > 0
     add["bytes"][missing] = add["memory_ns"][missing] = add["roof_ns"][missing] = np.nan
     first = [int(np.argmax(codes == code)) for code in range(len(names))]
@@ -164,17 +191,24 @@ def _joined(texts) -> str:
 
 
 def peaks_text(peaks: dict) -> str:
-    """One line naming the peaks: GEMM FLOP/s per dtype, triad bandwidth, when measured.
+    """One line naming the peaks: GEMM FLOP/s per dtype, triad bandwidth, the first touch of
+    fresh outputs (when measured), when measured.
 
     Example:
         >>> peaks_text({"flops": {"float32": 1.5e11}, "bandwidth": 2e10,
         ...             "measured_at": "2026-12-07T06:00:00+00:00", "threads": 2})
         'peaks measured 2026-12-07T06:00:00+00:00 (2 threads): GEMM float32 150 GFLOP/s · triad 20.0 GB/s'
+        >>> peaks_text({"flops": {}, "bandwidth": 2e10, "first_touch_bytes": 32 << 20,
+        ...             "first_touch_ns_per_byte": 0.9}).split(" · ")[-1]
+        'first touch of fresh outputs from 33.6 MB 0.9 ns/byte'
     """
     rates = " · ".join(f"GEMM {name} {format_flops(rate, 'FLOP/s')}"
                        for name, rate in peaks["flops"].items() if rate)
+    touch = (f" · first touch of fresh outputs from {format_flops(peaks['first_touch_bytes'], 'B')}"
+             f" {peaks['first_touch_ns_per_byte']:.2g} ns/byte"
+             if peaks.get("first_touch_bytes") and peaks.get("first_touch_ns_per_byte") else "")
     return (f"peaks measured {peaks.get('measured_at', '?')} ({peaks.get('threads', '?')} "
-            f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}")
+            f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}{touch}")
 
 
 def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
@@ -183,7 +217,9 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
     machine's measured roofs: ``flops`` (matrix and vector FLOPs), ``bytes`` (a lower bound:
     inputs, parameters and outputs once each), ``intensity`` (FLOP/byte), ``median_ns``,
     ``flops_per_s``, ``bytes_per_s``, ``attainable_flops_per_s`` (min(peak, intensity x
-    bandwidth)), ``roof_ns`` (its time at the roof), ``fixed_ns`` (its op kind's fixed
+    bandwidth, the first touch of fresh outputs included)), ``roof_ns`` (its time at the
+    roof), ``first_touch_ns`` (the part of it spent first touching fresh outputs the machine
+    maps anew on every call: what writing into a kept buffer saves), ``fixed_ns`` (its op kind's fixed
     cost), ``bound`` (compute, memory or overhead), ``efficiency`` (roof_ns / median, with
     ``efficiency_low``/``_high`` from the median's 95% interval), ``headroom_ns`` (median
     minus roof_ns) and ``unknown_ops`` (ops whose FLOPs are not counted). A training step's
@@ -226,15 +262,14 @@ def _rows(nodes: pd.DataFrame, samples: np.ndarray, peaks: dict, group_by: str |
     if group_by == "module":
         names, work, samples, unknown = _grouped(module_keys(nodes, depth), work, samples,
                                                  unknown)
-    return _frame([f"{name}{suffix}" for name in names], work, samples,
-                  float(peaks["bandwidth"]), unknown)
+    return _frame([f"{name}{suffix}" for name in names], work, samples, unknown)
 
 
 def backward_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     """`nodes` with the work of their backward (a convention, docs/roofline.md): twice the
     matrix FLOPs (the gradients of the input and of the weights), the vector FLOPs once;
     reading the output's gradient, the saved inputs and the parameters, writing the inputs'
-    and the parameters' gradients, each once.
+    and the parameters' gradients, each once; no first touch charged.
 
     Example:
         >>> nodes = pd.DataFrame({"flops": [10], "vector_flops": [3], "in_bytes": [8],
@@ -242,7 +277,7 @@ def backward_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
         >>> backward_nodes(nodes).iloc[0].tolist()
         [20, 3, 16, 8, 2]
     """
-    work = nodes.copy()
+    work = nodes.drop(columns=["fresh_out_bytes", "fresh_out_largest"], errors="ignore")
     for column in ("flops", "in_bytes", "param_bytes"):
         if column in work:
             work[column] = 2 * pd.to_numeric(work[column], errors="coerce")

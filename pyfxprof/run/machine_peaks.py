@@ -15,8 +15,9 @@ import torch
 
 from ..data.roofline_ops import KINDS
 from ..errors import PyfxprofError
+from .first_touch import first_touch_cost, first_touch_threshold
 from .metadata import cpu_name
-from .peaks_cache import CACHE_ENV, cache_path, machine_key, read_cache
+from .peaks_cache import CACHE_ENV, CACHE_VERSION, cache_path, machine_key, read_cache
 
 #: Dtypes whose GEMM peak is measured.
 GEMM_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -84,16 +85,34 @@ def last_level_cache_bytes(device: torch.device) -> int:
     return max(sizes, default=0)
 
 
+def triad_arrays(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The triad's two input arrays: float32, LLC_FACTOR x the last-level cache each, at
+    least MIN_ARRAY_BYTES."""
+    count = max(LLC_FACTOR * last_level_cache_bytes(device), MIN_ARRAY_BYTES) // 4
+    return torch.rand(count, device=device), torch.rand(count, device=device)
+
+
 def triad_bandwidth(device: torch.device) -> tuple[float, int]:
     """(bytes/s, bytes per array) of a = b + s·c (STREAM's triad: 2 reads and 1 write per
-    element, counted as 3 x 4 bytes) over float32 arrays of LLC_FACTOR x the last-level
-    cache, at least MIN_ARRAY_BYTES each; the best of 5 runs."""
-    size = max(LLC_FACTOR * last_level_cache_bytes(device), MIN_ARRAY_BYTES)
-    count = size // 4
-    b, c = (torch.rand(count, device=device) for _ in range(2))
+    element, counted as 3 x 4 bytes) over triad_arrays into a kept output; the best of 5
+    runs."""
+    b, c = triad_arrays(device)
     a = torch.empty_like(b)
     seconds = best_seconds(lambda: torch.add(b, c, alpha=3.0, out=a), device)
-    return 3.0 * 4 * count / seconds, 4 * count
+    return 3.0 * 4 * b.numel() / seconds, 4 * b.numel()
+
+
+def first_touch(device: torch.device) -> dict[str, Any]:
+    """The first touch of a fresh output (run.first_touch): ``first_touch_bytes``, the
+    smallest allocation mapped anew on every call (None: none is), and
+    ``first_touch_ns_per_byte``, what its first write adds per output byte to the triad
+    (0 when none is mapped anew)."""
+    threshold = first_touch_threshold(device)
+    cost = 0.0
+    if threshold is not None:
+        b, c = triad_arrays(device)
+        cost = first_touch_cost(b, c) if 4 * b.numel() >= threshold else 0.0
+    return {"first_touch_bytes": threshold, "first_touch_ns_per_byte": cost}
 
 
 def _minimal_calls(device: torch.device) -> dict[str, Callable[[], Any]]:
@@ -140,17 +159,19 @@ def _seconds(call: Callable[[], None]) -> float:
 def measure_peaks(device: torch.device,
                   dtypes: tuple[torch.dtype, ...] = GEMM_DTYPES) -> dict[str, Any]:
     """The peaks of `device` measured now (about ten seconds on a CPU): GEMM FLOP/s per
-    dtype of `dtypes`, the triad bandwidth, the op kinds' fixed costs, and how and when
+    dtype of `dtypes`, the triad bandwidth, the first touch of a fresh output (first_touch),
+    the op kinds' fixed costs, and how and when
     they were measured."""
     with torch.inference_mode():
         gemms = {str(dtype).replace("torch.", ""): gemm_peak(dtype, device)
                  for dtype in dtypes}
         bandwidth, array_bytes = triad_bandwidth(device)
+        touch = first_touch(device)
     timer = "CUDA events" if device.type == "cuda" else "perf_counter"
     return {
         "key": machine_key(device, cpu_name()), "device": str(device),
         "flops": {name: rate for name, (rate, _) in gemms.items()},
-        "bandwidth": bandwidth, "fixed_ns": fixed_costs(device),
+        "bandwidth": bandwidth, **touch, "fixed_ns": fixed_costs(device),
         "threads": torch.get_num_threads(),
         "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
@@ -158,8 +179,17 @@ def measure_peaks(device: torch.device,
                 f"{', '.join(f'{name} {n}' for name, (_, n) in gemms.items())}; triad: "
                 f"best of 5 a = b + 3c over float32 arrays of {array_bytes >> 20} MiB "
                 f"(last-level cache {last_level_cache_bytes(device) >> 20} MiB), 12 bytes "
-                f"per element; fixed costs: best of 5 loops of 200 minimal calls; {timer}; "
+                f"per element; first touch: {_first_touch_how(touch)}; fixed costs: best of 5 loops of 200 minimal calls; {timer}; "
                 f"{torch.get_num_threads()} threads")}
+
+
+def _first_touch_how(touch: dict[str, Any]) -> str:
+    """How the first touch was measured, in words."""
+    if touch["first_touch_bytes"] is None:
+        return "no allocation was mapped anew on every call (getrusage's page faults)"
+    return (f"allocations of {touch['first_touch_bytes'] >> 10} KiB and more are mapped anew "
+            "on every call (getrusage's page faults, sizes doubling from 64 KiB); best of 5 "
+            "triads with a fresh output less best of 5 into a kept one, interleaved")
 
 
 def machine_peaks(device: str | torch.device | None = None,
@@ -189,7 +219,7 @@ def machine_peaks(device: str | torch.device | None = None,
     machines[key] = peaks
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"version": 1, "machines": machines}, indent=1),
+        path.write_text(json.dumps({"version": CACHE_VERSION, "machines": machines}, indent=1),
                         encoding="utf-8")
     except OSError as error:
         raise PyfxprofError(f"cannot write the machine peaks cache {path}: {error.strerror}; "

@@ -11,6 +11,9 @@ from typing import Any
 
 import torch
 
+#: The cache file's format: a file of another version is measured again (its peaks lack
+#: what this version measures).
+CACHE_VERSION = 2
 #: Environment variable naming the cache directory (default ~/.cache/pyfxprof).
 CACHE_ENV = "PYFXPROF_CACHE_DIR"
 
@@ -43,12 +46,15 @@ def machine_key(device: torch.device, cpu: str) -> str:
 
 
 def read_cache(path: Path) -> dict[str, Any]:
-    """The cache file's machines (key -> peaks); empty when absent or unreadable."""
+    """The cache file's machines (key -> peaks); empty when absent, unreadable or of another
+    CACHE_VERSION."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    machines = data.get("machines") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+        return {}
+    machines = data.get("machines")
     return machines if isinstance(machines, dict) else {}
 
 

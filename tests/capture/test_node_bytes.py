@@ -85,3 +85,30 @@ def test_every_kind_of_tensor_is_counted_without_touching_a_storage_it_lacks(kin
     if size is not None:
         assert figures["in_bytes"] == expected_in
     assert figures["aliases_input"] is (place == "both" and kind not in ("empty",))
+
+
+def _buffered(x):
+    out = torch.empty_like(x)
+    return torch.add(x, x, out=out), {"out": out}
+
+
+@pytest.mark.parametrize("what, make, fresh", [
+    ("a new output", lambda x: (x + 1, {}), [96]),
+    ("an out= buffer", _buffered, []),
+    ("in place", lambda x: (x.mul_(2), {}), []),
+    ("a view of the input", lambda x: (x.t(), {}), []),
+    ("two new outputs", lambda x: (torch.max(x, dim=0), {}), [6 * 4, 6 * 8]),
+    ("a new output and the input", lambda x: ((x.clone(), x), {}), [96]),
+    ("a view of a new output", lambda x: ((x + 1)[1:], {}), [96]),
+])
+def test_fresh_outputs_are_the_allocations_no_argument_shares(what, make, fresh):
+    x = torch.ones(4, 6)
+    result, kwargs = make(x)
+    figures = node_bytes(None, (x,), result, kwargs)
+    assert figures["fresh_out_bytes"] == sum(fresh), what
+    assert figures["fresh_out_largest"] == max(fresh, default=0), what
+
+
+def test_a_module_returning_its_parameter_allocates_nothing():
+    linear = nn.Linear(3, 3)
+    assert node_bytes(linear, (torch.ones(3),), linear.weight)["fresh_out_bytes"] == 0

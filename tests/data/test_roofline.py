@@ -197,3 +197,51 @@ def test_too_few_runs_leave_the_efficiency_interval_open():
     frame = roofline(toy_profile(ROWS, SAMPLES[:3]))  # 3 runs cannot bound a median at 95%
     assert (frame["efficiency_low"] == 0).all() and np.isinf(frame["efficiency_high"]).all()
     assert frame["efficiency"].notna().all()
+
+
+TOUCH = {**PEAKS, "first_touch_bytes": 32 << 20, "first_touch_ns_per_byte": 0.5}
+
+
+@pytest.mark.parametrize("fresh, largest, charged", [
+    (32 << 20, 32 << 20, True),      # at the threshold: mapped anew
+    (48 << 20, 40 << 20, True),      # two outputs, the largest above: both charged
+    ((32 << 20) - 64, (32 << 20) - 64, False),  # just below: reused by the allocator
+    (0, 0, False),                   # into a buffer, in place, a view
+])
+def test_fresh_outputs_the_machine_maps_anew_are_charged_their_first_touch(fresh, largest,
+                                                                          charged):
+    rows = [dict(node("add", "torch.add", vector=8e6, read=64e6, written=32e6),
+                 fresh_out_bytes=fresh, fresh_out_largest=largest)]
+    samples = np.full((9, 1), 40_000_000)
+    row = roofline(toy_profile(rows, samples, peaks=TOUCH)).iloc[0]
+    touch = fresh * 0.5 if charged else 0.0
+    assert row["first_touch_ns"] == pytest.approx(touch)
+    assert row["roof_ns"] == pytest.approx(96e6 / 1e10 * 1e9 + touch)
+    assert row["bound"] == "memory" and row["bytes"] == 96e6  # bytes stay a lower bound
+    assert row["efficiency"] == pytest.approx(row["roof_ns"] / 40e6)
+    assert row["attainable_flops_per_s"] == pytest.approx(8e6 / row["roof_ns"] * 1e9)
+    without = roofline(toy_profile(rows, samples, peaks=PEAKS)).iloc[0]  # older peaks
+    assert without["first_touch_ns"] == 0 and without["roof_ns"] == pytest.approx(9.6e6)
+
+
+def test_first_touch_sums_per_module_and_is_named_in_the_header():
+    rows = [dict(node("a", "torch.add", vector=8e6, read=64e6, written=32e6, path="m"),
+                 fresh_out_bytes=32 << 20, fresh_out_largest=32 << 20),
+            dict(node("b", "torch.relu", vector=8e6, read=32e6, written=32e6, path="m"),
+                 fresh_out_bytes=0, fresh_out_largest=0)]
+    profile = toy_profile(rows, np.full((9, 2), 40_000_000), peaks=TOUCH)
+    nodes, modules = roofline(profile), roofline(profile, group_by="module")
+    assert modules["first_touch_ns"].tolist() == [pytest.approx(nodes["first_touch_ns"].sum())]
+    assert modules["roof_ns"].tolist() == [pytest.approx(nodes["roof_ns"].sum())]
+    assert "first touch of fresh outputs from 33.6 MB 0.5 ns/byte" in nodes.attrs["header"]
+
+
+def test_backward_rows_are_not_charged_a_first_touch():
+    rows = [dict(node("add", "torch.add", vector=8e6, read=64e6, written=32e6),
+                 fresh_out_bytes=32 << 20, fresh_out_largest=32 << 20)]
+    nodes = toy_profile(rows, np.full((3, 1), 1000), peaks=TOUCH).nodes
+    profile = pyfxprof.Profile(nodes, np.full((3, 1), 1000), np.full(3, 1000),
+                               {"machine_peaks": TOUCH}, backward_samples=np.full((3, 1), 10))
+    frame = roofline(profile).set_index("name")
+    assert frame.loc["add", "first_touch_ns"] > 0
+    assert frame.loc["add (backward)", "first_touch_ns"] == 0

@@ -36,11 +36,23 @@ def test_measured_once_cached_with_how_and_when_and_remeasured_on_demand(counted
     assert set(first["fixed_ns"]) == set(KINDS) and min(first["fixed_ns"].values()) > 0
     assert first["threads"] == torch.get_num_threads() and first["device"] == "cpu"
     assert "triad" in first["how"] and "GEMM" in first["how"] and first["measured_at"]
+    assert "first touch" in first["how"] and first["first_touch_ns_per_byte"] >= 0
+    assert first["first_touch_bytes"] is None or first["first_touch_bytes"] > 0
     stored = json.loads(cache_path().read_text())["machines"]
     assert stored == {first["key"]: first}
     assert pyfxprof.machine_peaks() == first and len(counted) == 1
     again = pyfxprof.machine_peaks(remeasure=True)
     assert len(counted) == 2 and again["key"] == first["key"]
+
+
+def test_a_cache_of_another_version_is_measured_again(counted):
+    first = pyfxprof.machine_peaks()
+    old = {key: {k: v for k, v in peaks.items() if not k.startswith("first_touch")}
+           for key, peaks in json.loads(cache_path().read_text())["machines"].items()}
+    cache_path().write_text(json.dumps({"version": 1, "machines": old}))
+    assert cached_peaks("cpu", first["key"].split(" | ")[1]) is None
+    again = pyfxprof.machine_peaks()
+    assert len(counted) == 2 and "first_touch_ns_per_byte" in again
 
 
 def test_profile_reads_the_cached_peaks_and_never_measures(counted, tmp_path):

@@ -1,0 +1,92 @@
+"""What a fresh output's first touch costs on this machine (docs/roofline.md): the smallest
+allocation the CPU allocator maps anew on every call (its pages faulted in and zeroed by the
+kernel at their first write), and the time per byte that first touch adds to a streaming op."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+
+try:  # Unix only: without it no allocation is known to be mapped anew
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
+
+#: The allocation sizes probed, doubling from the smallest to the largest (bytes).
+PROBE_BYTES = (64 << 10, 64 << 20)
+#: Calls of one size before those whose page faults are counted (the allocator's steady
+#: state: glibc raises its mmap threshold after the first free of a mapped block), and the
+#: calls counted.
+SETTLE_CALLS, COUNTED_CALLS = 2, 3
+#: A call maps its allocation anew when it faults in at least this share of its pages.
+FAULTED_SHARE = 0.5
+#: The page size the share is counted in.
+PAGE_BYTES = resource.getpagesize() if resource is not None else 4096
+
+
+def mapped_anew(size: int) -> bool:
+    """Whether every one of COUNTED_CALLS calls allocating `size` bytes and writing them
+    once (after SETTLE_CALLS such calls) faults in FAULTED_SHARE of its pages or more."""
+    for _ in range(SETTLE_CALLS):
+        torch.empty(size, dtype=torch.uint8).fill_(1)
+    for _ in range(COUNTED_CALLS):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        torch.empty(size, dtype=torch.uint8).fill_(1)
+        if resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < (
+                FAULTED_SHARE * size / PAGE_BYTES):
+            return False
+    return True
+
+
+def first_touch_threshold(device: torch.device) -> int | None:
+    """The smallest allocation (bytes) from which every probed size is mapped anew on every
+    call (mapped_anew: each call's first write faults its pages in; glibc: 32 MiB and more on
+    64-bit Linux), sizes doubling over PROBE_BYTES; None on a GPU (the caching allocator
+    keeps its blocks), without getrusage, or when the largest probed size is reused.
+    Sizes reused only sometimes (glibc below its mmap threshold, after trimming its heap)
+    lie below it.
+
+    Example:
+        >>> threshold = first_touch_threshold(torch.device("cpu"))
+        >>> threshold is None or PROBE_BYTES[0] <= threshold <= PROBE_BYTES[1]
+        True
+    """
+    if device.type != "cpu" or resource is None:
+        return None
+    threshold, size = None, PROBE_BYTES[0]
+    while size <= PROBE_BYTES[1]:
+        fresh = mapped_anew(size)
+        threshold = (threshold or size) if fresh else None
+        size *= 2
+    return threshold
+
+
+def _seconds(call: Callable[[], torch.Tensor], kept: list) -> float:
+    """Wall seconds of one call of `call`, its result appended to `kept` (kept alive until
+    the caller clears it: in a model an output is freed later, by another node)."""
+    begin = time.perf_counter()
+    kept.append(call())
+    return time.perf_counter() - begin
+
+
+def first_touch_cost(b: torch.Tensor, c: torch.Tensor, repeats: int = 5) -> float:
+    """ns per output byte that a fresh output adds to the triad a = b + 3c: its best time
+    with a fresh output less its best time into a kept buffer (the two interleaved, after
+    one untimed call of each), over the output's bytes; at least 0. `b` and `c` should be
+    large enough to be mapped anew (first_touch_threshold).
+
+    Example:
+        >>> b = c = torch.ones(1 << 10)
+        >>> first_touch_cost(b, c, repeats=2) >= 0
+        True
+    """
+    out, kept = torch.empty_like(b), [torch.add(b, c, alpha=3.0)]
+    torch.add(b, c, alpha=3.0, out=out)
+    buffered, fresh = [], []
+    for _ in range(repeats):
+        buffered.append(_seconds(lambda: torch.add(b, c, alpha=3.0, out=out), []))
+        kept.clear()
+        fresh.append(_seconds(lambda: torch.add(b, c, alpha=3.0), kept))
+    return max(min(fresh) - min(buffered), 0.0) * 1e9 / (out.numel() * out.element_size())
