@@ -194,3 +194,27 @@ def test_advice_cites_the_roofline(resnet_roofline):
                                            "roofline_low_efficiency"])
     for item in advice:
         assert any("efficiency" in line for line in item.evidence)
+
+
+@pytest.mark.usefixtures("inductor_cache")
+def test_a_compiled_model_has_the_columns_per_kernel(tmp_path):
+    """Kernel rows carry their own work: an extern addmm its 2mkn FLOPs and its operands, a
+    fused kernel its own inputs and outputs (not its intermediates)."""
+    model = nn.Sequential(nn.Linear(64, 96), nn.ReLU(), nn.Linear(96, 32), nn.GELU()).eval()
+    with torch.no_grad():
+        prof = pyfxprof.profile(model, (torch.randn(16, 64),), runs=5, warmup=1,
+                                progress=False, compile=True)
+    frame = prof.roofline(peaks=measure_peaks(torch.device("cpu"), (torch.float32,)))
+    kernels = frame[frame["unknown_ops"] == ""].set_index("name")
+    assert tuple(frame.columns) == COLUMNS and len(kernels) >= 3
+    assert set(kernels["bound"]) <= {"compute", "memory", "overhead"}
+    assert (kernels["bytes"] > 0).all() and kernels["efficiency"].notna().all()
+    matmuls = kernels[kernels["kind"] == "matmul"]
+    assert sorted(matmuls["flops"]) == [2 * 16 * 96 * 32, 2 * 16 * 64 * 96]
+    assert sorted(matmuls["bytes"]) == [4 * (16 * 96 + 96 * 32 + 32 + 16 * 32),
+                                        4 * (16 * 64 + 64 * 96 + 96 + 16 * 96)]
+    fused = kernels[kernels["kind"] == "elementwise"]
+    assert fused["bytes"].isin([2 * 4 * 16 * 96, 2 * 4 * 16 * 32]).all() and len(fused) >= 1
+    prof.save(tmp_path / "compiled.json")
+    loaded = pyfxprof.load(tmp_path / "compiled.json").roofline(peaks=frame.attrs["peaks"])
+    assert loaded["bytes"].tolist() == pytest.approx(frame["bytes"].tolist(), nan_ok=True)

@@ -97,6 +97,9 @@ VECTOR_FORMULAS: dict[str, Any] = {
     **{f"aten.{name}": _pooling for name in ("max_pool1d", "max_pool2d", "max_pool3d",
                                              "max_pool2d_with_indices", "avg_pool1d",
                                              "avg_pool2d", "avg_pool3d")},
+    # Inductor's post-grad max pooling (compiled kernels' work: capture.kernel_work)
+    **{f"prims.{name}": _pooling for name in ("_low_memory_max_pool_with_offsets",
+                                              "_low_memory_max_pool2d_with_offsets")},
 }
 #: aten ops that move or make data without arithmetic (0 FLOPs, known): views, copies,
 #: layout changes, indexing, embeddings (bytes only), factories.
@@ -114,7 +117,8 @@ ZERO_FLOP_OPS = frozenset(f"aten.{name}" for name in (
     "item", "rand", "randn", "randint", "bernoulli", "t_", "transpose_", "unsqueeze_",
     "squeeze_", "movedim", "split_copy", "slice_scatter", "select_scatter", "index_put",
     "index_put_", "masked_scatter", "tile", "diagonal", "clone_", "resize_", "set_",
-    "_assert_tensor_metadata", "sym_constrain_range_for_size", "_assert_async"))
+    "_assert_tensor_metadata", "sym_constrain_range_for_size", "_assert_async")) | {
+    "prim.device"}  # Inductor's post-grad graphs ask a tensor's device
 
 
 @contextlib.contextmanager

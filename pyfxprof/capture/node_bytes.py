@@ -9,16 +9,21 @@ from typing import Any, Iterator
 import torch
 
 
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    """Every tensor in `value` (nested tuples, lists, dicts)."""
+def tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in `value` (nested tuples, lists, dicts).
+
+    Example:
+        >>> [t.shape[0] for t in tensors({"a": (torch.ones(2), [torch.ones(3)]), "b": 1})]
+        [2, 3]
+    """
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (tuple, list)):
         for item in value:
-            yield from _tensors(item)
+            yield from tensors(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _tensors(item)
+            yield from tensors(item)
 
 
 def storage_key(tensor: torch.Tensor) -> int:
@@ -57,7 +62,7 @@ def _storage_bytes(tensor: torch.Tensor) -> int:
 def _fresh(result: Any, held: set[int]) -> tuple[int, int]:
     """(total, largest) bytes of the allocations `result`'s tensors live in that no key in
     `held` names: the outputs the node allocated (each allocation once)."""
-    sizes = {storage_key(t): _storage_bytes(t) for t in _tensors(result)
+    sizes = {storage_key(t): _storage_bytes(t) for t in tensors(result)
              if not t.is_meta and t.layout == torch.strided}
     fresh = [size for key, size in sizes.items() if key not in held and key]
     return sum(fresh), max(fresh, default=0)
@@ -92,14 +97,14 @@ def node_bytes(module: torch.nn.Module | None, args: Any, result: Any,
         [48, 0]
     """
     seen: set[int] = set()
-    inputs = _by_dtype(_tensors(args), seen)
+    inputs = _by_dtype(tensors(args), seen)
     aliased = seen.copy()
     params = _by_dtype(iter([*module.parameters(), *module.buffers()]) if module is not None
                        else iter(()), seen)
-    outputs = _by_dtype(_tensors(result), set())
-    fresh, largest = _fresh(result, seen | {storage_key(t) for t in _tensors(kwargs)})
+    outputs = _by_dtype(tensors(result), set())
+    fresh, largest = _fresh(result, seen | {storage_key(t) for t in tensors(kwargs)})
     total = inputs + params + outputs
-    storages = [storage_key(t) for t in _tensors(result)]
+    storages = [storage_key(t) for t in tensors(result)]
     return {"in_bytes": sum(inputs.values()), "param_bytes": sum(params.values()),
             "aliases_input": bool(storages) and all(p in aliased and p for p in storages),
             "fresh_out_bytes": fresh, "fresh_out_largest": largest,

@@ -13,6 +13,7 @@ import pandas as pd
 import torch.fx as fx
 
 from .inductor import CompiledGraph
+from .kernel_work import kernel_work, owned_nodes
 from .node_table import COLUMNS
 
 #: The comment Inductor writes before each kernel call when provenance tracking is on.
@@ -118,7 +119,8 @@ def _aten_ops(graph: CompiledGraph, handle: str, mapping: dict) -> tuple[str, ..
 def kernel_row(graph: CompiledGraph, site: CallSite, mapping: dict, root_type: str) -> dict:
     """The nodes-table row of one kernel call: identity plus provenance columns
     (source_nodes; source_modules, the module path of each source node; aten_ops;
-    source_lines; graph, the compiled graph's number)."""
+    source_lines; graph, the compiled graph's number) and the roofline's (capture.kernel_work:
+    its FLOPs and its own inputs' and outputs' bytes, from the post-grad nodes it covers)."""
     sources = _sources(graph, site.handle, mapping)
     stacks = [_node_stack(n) for n in sources]
     common = _common_stack(stacks)
@@ -133,7 +135,9 @@ def kernel_row(graph: CompiledGraph, site: CallSite, mapping: dict, root_type: s
             "source_nodes": tuple(n.name for n in sources),
             "source_modules": tuple(modules),
             "aten_ops": _aten_ops(graph, site.handle, mapping),
-            "source_lines": tuple(dict.fromkeys(lines)), "graph": graph.index}
+            "source_lines": tuple(dict.fromkeys(lines)), "graph": graph.index,
+            **kernel_work(graph.aten_gm, owned_nodes(mapping.get("cppCodeToPost", {}),
+                                                     site.handle))}
 
 
 def provenance_mapping(graph: CompiledGraph) -> dict:
@@ -144,11 +148,13 @@ def provenance_mapping(graph: CompiledGraph) -> dict:
 
 def kernels_frame(rows: list[dict]) -> pd.DataFrame:
     """The nodes table of a compiled profile: `rows` (kernel_row's, and whole-graph rows) in
-    order, indexed, names made unique ("mm", "mm#2").
+    order, indexed, names made unique ("mm", "mm#2"); the counts of kernel_work 0 where a
+    row has none (``in_bytes`` stays missing: work unknown, no roofline bound).
 
     Example:
-        >>> kernels_frame([{"name": "mm"}, {"name": "mm"}])["name"].tolist()
-        ['mm', 'mm#2']
+        >>> frame = kernels_frame([{"name": "mm", "flops": 8, "in_bytes": 4}, {"name": "mm"}])
+        >>> frame["name"].tolist(), frame["flops"].tolist(), frame["in_bytes"].isna().tolist()
+        (['mm', 'mm#2'], [8, 0], [False, True])
     """
     seen: dict[str, int] = {}
     for index, row in enumerate(rows):
@@ -157,6 +163,12 @@ def kernels_frame(rows: list[dict]) -> pd.DataFrame:
             row["name"] = f"{row['name']}#{seen[row['name']]}"
         row["index"] = index
     frame = pd.DataFrame(rows)
+    for column in ("flops", "vector_flops", "param_bytes", "out_bytes"):
+        if column in frame:
+            frame[column] = frame[column].fillna(0).astype("int64")
+    for column in ("dtype", "unknown_ops"):
+        if column in frame:
+            frame[column] = frame[column].fillna("")
     # (pandas-stubs type a frame indexed by a list of labels as a frame or a Series)
     return frame[[c for c in COLUMNS if c in frame]  # pyright: ignore[reportReturnType]
                  + [c for c in frame if c not in COLUMNS]]
