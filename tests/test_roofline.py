@@ -180,6 +180,11 @@ def test_the_roofline_png_shows_roofs_and_points_by_bound(resnet_roofline, tmp_p
     assert any(label.startswith("triad") for label in labels)
     slowest = resnet_roofline.roofline().sort_values("median_ns").iloc[-1]["name"]
     assert any(label.startswith(slowest + " (") for label in labels)
+    from matplotlib.text import Text
+    renderer = figure.canvas.get_renderer()
+    placed = [Text.get_window_extent(text, renderer) for text in axes.texts]
+    assert not any(box.overlaps(other) for i, box in enumerate(placed)
+                   for other in placed[:i]), "labels overlap"
 
 
 def test_the_html_report_has_the_roofline(resnet_roofline, tmp_path):

@@ -4,6 +4,7 @@ labelled (matplotlib)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,6 +14,7 @@ from ..data.profile import Profile
 from ..data.roofline import peaks_text, roofline
 from ..data.units import format_ns
 from .figures import MAX_LABEL, matplotlib_figure, save_figure
+from .label_placement import place_labels
 from .safe_text import figure_text
 
 if TYPE_CHECKING:
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 BOUND_COLOURS = {"compute": "#d9622b", "memory": "#2b7bd9", "overhead": "#888888"}
 #: Largest point area (points²): the slowest node's.
 MAX_AREA = 900.0
+#: Characters per line of the title's peaks.
+TITLE_WIDTH = 110
 
 
 def _roofs(axes, peaks: dict, low: float, high: float) -> None:
@@ -38,9 +42,11 @@ def _roofs(axes, peaks: dict, low: float, high: float) -> None:
         axes.plot([max(ridge, low), high], [rate, rate], color="#333333", linewidth=1.0,
                   linestyle="-" if rate == top else "--")
         axes.annotate(f"{name} GEMM {float(rate) / 1e9:.3g} GFLOP/s", (high, float(rate)),
-                      ha="right", va="bottom", fontsize=8)
+                      xytext=(-2, 2), textcoords="offset points", ha="right", va="bottom",
+                      fontsize=8, backgroundcolor="#ffffffcc")
     axes.annotate(f"triad {bandwidth / 1e9:.3g} GB/s", (low, low * bandwidth), fontsize=8,
-                  rotation=0, va="bottom")
+                  xytext=(2, 2), textcoords="offset points", va="bottom",
+                  backgroundcolor="#ffffffcc")
 
 
 def plot_roofline(profile: Profile, path: PathLike | None = None, top: int = 10) -> Figure:
@@ -68,7 +74,7 @@ def plot_roofline(profile: Profile, path: PathLike | None = None, top: int = 10)
     peaks = {**peaks, "flops": {name: rate for name, rate in peaks["flops"].items()
                                 if name in used or not used}}
     _roofs(axes, peaks, low, high)
-    _points(axes, drawn, top)
+    _points(axes, drawn)
     axes.set_xlabel("arithmetic intensity (FLOP per byte moved, bytes a lower bound)")
     axes.set_ylabel("achieved FLOP/s (FLOPs / median time)")
     axes.grid(which="major", alpha=0.3)
@@ -76,15 +82,15 @@ def plot_roofline(profile: Profile, path: PathLike | None = None, top: int = 10)
     axes.set_title(figure_text(
         f"{profile.meta.get('model', '?')} roofline — {len(drawn)} nodes"
         + (f" ({left_out} without FLOPs not drawn)" if left_out else ""))
-        + "\n" + figure_text(peaks_text(peaks)), fontsize=9)
+        + "\n" + textwrap.fill(figure_text(peaks_text(peaks)), TITLE_WIDTH), fontsize=9)
+    _labels(figure, axes, drawn, top)
     if path is not None:
         save_figure(figure, path, dpi=120)
     return figure
 
 
-def _points(axes, drawn, top: int) -> None:
-    """The nodes as points (area by median time, colour by bound), the `top` slowest
-    labelled with their name and median."""
+def _points(axes, drawn) -> None:
+    """The nodes as points (area by median time, colour by bound)."""
     if drawn.empty:
         return
     medians = drawn["median_ns"].to_numpy(dtype=np.float64)
@@ -95,10 +101,24 @@ def _points(axes, drawn, top: int) -> None:
             axes.scatter(drawn["intensity"][chosen], drawn["flops_per_s"][chosen],
                          s=areas[chosen], c=colour, alpha=0.55, edgecolors="#222222",
                          linewidths=0.5, label=f"{bound}-bound")
-    for row in drawn.iloc[np.argsort(-medians, kind="stable")[:top]].itertuples():
-        name = str(row.name)
-        label = name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…"
-        axes.annotate(figure_text(f"{label} ({format_ns(row.median_ns)})"),
-                      (row.intensity, row.flops_per_s), fontsize=7,
-                      xytext=(4, 4), textcoords="offset points")
     axes.legend(loc="lower right", fontsize=8, title="area: median time", title_fontsize=8)
+
+
+def _labels(figure, axes, drawn, top: int) -> None:
+    """The `top` slowest nodes labelled with their name and median, apart from one another
+    and from the roofs' labels (views.label_placement), once the layout is final."""
+    if drawn.empty:
+        return
+    figure.canvas.draw()  # the constrained layout settles the axes; then keep it
+    figure.set_layout_engine("none")
+    axes.set_autoscale_on(False)
+    medians = drawn["median_ns"].to_numpy(dtype=np.float64)
+    rows = drawn.iloc[np.argsort(-medians, kind="stable")[:top]].itertuples()
+    place_labels(axes, [((row.intensity, row.flops_per_s), figure_text(
+        f"{_short(str(row.name))} ({format_ns(row.median_ns)})")) for row in rows],
+        fontsize=7)
+
+
+def _short(name: str) -> str:
+    """`name` cut to MAX_LABEL characters."""
+    return name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…"
