@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 import torch.fx as fx
+from torch._guards import detect_fake_mode
+from torch.fx.node import map_arg
 
 from .flops import FlopMeter
 from .node_bytes import tensors
@@ -62,13 +64,13 @@ def _flops(nodes: list[fx.Node]) -> tuple[int, int, str]:
     """(matrix, vector FLOPs, ops without a formula) of `nodes` run again on their fake
     tensors under a FlopMeter (untimed, no data); an op that fails there is named too."""
     values = [n.meta["val"] for n in nodes]
-    fake_mode = torch._guards.detect_fake_mode(values)
+    fake_mode = detect_fake_mode(values)
     failed = []
     with FlopMeter() as meter:
         for n in nodes:
             if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
                 continue
-            args, kwargs = fx.node.map_arg((n.args, n.kwargs), lambda a: a.meta.get("val"))
+            args, kwargs = map_arg((n.args, n.kwargs), lambda a: a.meta.get("val"))
             try:
                 with fake_mode if fake_mode is not None else contextlib.nullcontext():
                     n.target(*args, **kwargs)

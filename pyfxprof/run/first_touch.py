@@ -4,15 +4,16 @@ kernel at their first write), and the time per byte that first touch adds to a s
 
 from __future__ import annotations
 
+import importlib.util
+import mmap
 import time
 from typing import Callable
 
 import torch
 
-try:  # Unix only: without it no allocation is known to be mapped anew
-    import resource
-except ImportError:  # pragma: no cover - Windows
-    resource = None  # type: ignore[assignment]
+#: Whether getrusage counts this process's page faults (Unix): without it no allocation is
+#: known to be mapped anew.
+HAS_GETRUSAGE = importlib.util.find_spec("resource") is not None
 
 #: The allocation sizes probed, doubling from the smallest to the largest (bytes).
 PROBE_BYTES = (64 << 10, 64 << 20)
@@ -23,7 +24,18 @@ SETTLE_CALLS, COUNTED_CALLS = 2, 3
 #: A call maps its allocation anew when it faults in at least this share of its pages.
 FAULTED_SHARE = 0.5
 #: The page size the share is counted in.
-PAGE_BYTES = resource.getpagesize() if resource is not None else 4096
+PAGE_BYTES = mmap.PAGESIZE
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far (getrusage; Unix only).
+
+    Example:
+        >>> minor_faults() >= 0  # doctest: +SKIP
+        True
+    """
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def mapped_anew(size: int) -> bool:
@@ -32,9 +44,9 @@ def mapped_anew(size: int) -> bool:
     for _ in range(SETTLE_CALLS):
         torch.empty(size, dtype=torch.uint8).fill_(1)
     for _ in range(COUNTED_CALLS):
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        before = minor_faults()
         torch.empty(size, dtype=torch.uint8).fill_(1)
-        if resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < (
+        if minor_faults() - before < (
                 FAULTED_SHARE * size / PAGE_BYTES):
             return False
     return True
@@ -53,7 +65,7 @@ def first_touch_threshold(device: torch.device) -> int | None:
         >>> threshold is None or PROBE_BYTES[0] <= threshold <= PROBE_BYTES[1]
         True
     """
-    if device.type != "cpu" or resource is None:
+    if device.type != "cpu" or not HAS_GETRUSAGE:
         return None
     threshold, size = None, PROBE_BYTES[0]
     while size <= PROBE_BYTES[1]:
