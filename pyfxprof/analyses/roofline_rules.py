@@ -1,7 +1,8 @@
 """The advisor's roofline rules (docs/advisor.md, docs/roofline.md): memory-bound runs of
-element-wise nodes (fuse or compile), overhead-bound nodes (batch, compile, CUDA graphs) and
-compute-bound nodes at low efficiency (channels_last, bf16, a better kernel). Silent on a
-profile without the machine's peaks."""
+element-wise nodes (fuse or compile), overhead-bound nodes (batch, compile, CUDA graphs),
+compute-bound nodes at low efficiency (channels_last, bf16, a better kernel) and fresh
+outputs first touched on every call (a kept buffer, in place). Silent on a profile without
+the machine's peaks."""
 
 from __future__ import annotations
 
@@ -180,3 +181,30 @@ def roofline_low_efficiency(profile, context: Context) -> list[Suggestion]:
             evidence, "try " + hint + context.replay_try(cast(int, entry.row), variants),
             float(headroom), [str(entry.name)]))
     return found
+
+
+@register_rule("roofline_first_touch")
+def roofline_first_touch(profile, context: Context) -> list[Suggestion]:
+    """Nodes whose fresh outputs the allocator maps anew on every call: part of their time
+    is the first touch of those pages (page faults, zeroing), which a kept buffer avoids."""
+    frame = _roofline(profile, context)
+    if frame is None:
+        return []
+    fresh = frame[frame["first_touch_ns"] > 0].sort_values("first_touch_ns", ascending=False,
+                                                            kind="stable")
+    touch = float(np.minimum(fresh["first_touch_ns"], fresh["median_ns"]).sum())
+    if fresh.empty or not context.pct(touch) >= MIN_PCT:
+        return []
+    peaks = frame.attrs["peaks"]
+    evidence = [f"{plural(len(fresh), 'node')} write fresh outputs of "
+                f"{format_flops(peaks['first_touch_bytes'], 'B')} or more, which this machine "
+                f"maps anew on every call; their first touch costs "
+                f"{peaks['first_touch_ns_per_byte']:.2g} ns per byte (measured with the peaks): "
+                f"{format_ns(touch)} ({format_pct(context.pct(touch))}) of the run"]
+    evidence += context.cite_many(fresh.itertuples(), lambda e: (
+        f"{_line(context, e)}, first touch {format_ns(e.first_touch_ns)}"))
+    return [Suggestion(
+        "roofline_first_touch", "medium" if context.pct(touch) >= 10 else "low",
+        f"{plural(len(fresh), 'node')} first-touch a fresh output on every call", evidence,
+        "write into a buffer kept between calls (torch.add(x, y, out=buffer)) or in place "
+        "(x.add_(y)) where the input is not needed again", touch, fresh["name"].tolist())]

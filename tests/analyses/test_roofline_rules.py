@@ -8,7 +8,8 @@ from pyfxprof.analyses.advisor import advise
 from pyfxprof.analyses.roofline_rules import memory_runs
 from tests.data.test_roofline import PEAKS, node, toy_profile
 
-RULES = ["roofline_fuse", "roofline_overhead", "roofline_low_efficiency"]
+RULES = ["roofline_fuse", "roofline_overhead", "roofline_low_efficiency",
+         "roofline_first_touch"]
 
 
 def test_memory_bound_elementwise_runs_are_to_fuse():
@@ -67,3 +68,19 @@ def test_memory_runs_need_two_consecutive_fusible_memory_bound_nodes():
                                    "elementwise", "softmax", "reduction"]})
     assert memory_runs(frame) == [[0, 1], [6, 7]]
     assert PEAKS["bandwidth"] > 0
+
+
+def test_fresh_outputs_first_touched_on_every_call_are_to_keep_in_a_buffer():
+    touch = {**PEAKS, "first_touch_bytes": 32 << 20, "first_touch_ns_per_byte": 0.5}
+    rows = [dict(node(name, "torch.add", vector=8e6, read=64e6, written=32e6),
+                 fresh_out_bytes=size, fresh_out_largest=size)
+            for name, size in (("fresh", 32 << 20), ("small", 1 << 20))]
+    profile = toy_profile(rows, np.array([[30_000_000, 10_000_000]] * 5), peaks=touch)
+    advice = [item for item in advise(profile, rules=RULES)
+              if item.rule == "roofline_first_touch"]
+    assert len(advice) == 1 and advice[0].nodes == ["fresh"]
+    assert advice[0].expected_saving_ns == (32 << 20) * 0.5
+    assert any("first touch 16.8 ms" in line for line in advice[0].evidence)
+    assert "out=" in advice[0].action
+    assert not [item for item in advise(toy_profile(rows, np.full((5, 2), 10**7)),
+                                        rules=RULES) if item.rule == "roofline_first_touch"]
