@@ -204,8 +204,9 @@ def peaks_text(peaks: dict) -> str:
     """
     rates = " · ".join(f"GEMM {name} {format_flops(rate, 'FLOP/s')}"
                        for name, rate in peaks["flops"].items() if rate)
-    touch = (f" · first touch of fresh outputs from {format_flops(peaks['first_touch_bytes'], 'B')}"
-             f" {peaks['first_touch_ns_per_byte']:.2g} ns/byte"
+    touch = (f" · first touch of fresh outputs from "
+             f"{format_flops(peaks['first_touch_bytes'], 'B')} "
+             f"{peaks['first_touch_ns_per_byte']:.2g} ns/byte"
              if peaks.get("first_touch_bytes") and peaks.get("first_touch_ns_per_byte") else "")
     return (f"peaks measured {peaks.get('measured_at', '?')} ({peaks.get('threads', '?')} "
             f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}{touch}")
@@ -219,10 +220,10 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
     ``flops_per_s``, ``bytes_per_s``, ``attainable_flops_per_s`` (min(peak, intensity x
     bandwidth, the first touch of fresh outputs included)), ``roof_ns`` (its time at the
     roof), ``first_touch_ns`` (the part of it spent first touching fresh outputs the machine
-    maps anew on every call: what writing into a kept buffer saves), ``fixed_ns`` (its op kind's fixed
-    cost), ``bound`` (compute, memory or overhead), ``efficiency`` (roof_ns / median, with
-    ``efficiency_low``/``_high`` from the median's 95% interval), ``headroom_ns`` (median
-    minus roof_ns) and ``unknown_ops`` (ops whose FLOPs are not counted). A training step's
+    maps anew on every call: what writing into a kept buffer saves), ``fixed_ns`` (its op
+    kind's fixed cost), ``bound`` (compute, memory or overhead), ``efficiency`` (roof_ns /
+    median, with ``efficiency_low``/``_high`` from the median's 95% interval),
+    ``headroom_ns`` (median minus roof_ns) and ``unknown_ops`` (ops whose FLOPs are not counted). A training step's
     profile (``backward=True``) has a row per node's backward too, named "NAME (backward)"
     (its work by the convention of backward_nodes).
 

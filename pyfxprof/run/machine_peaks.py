@@ -92,26 +92,28 @@ def triad_arrays(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.rand(count, device=device), torch.rand(count, device=device)
 
 
-def triad_bandwidth(device: torch.device) -> tuple[float, int]:
+def triad_bandwidth(device: torch.device, arrays: tuple[torch.Tensor, torch.Tensor] | None = None
+                    ) -> tuple[float, int]:
     """(bytes/s, bytes per array) of a = b + s·c (STREAM's triad: 2 reads and 1 write per
-    element, counted as 3 x 4 bytes) over triad_arrays into a kept output; the best of 5
-    runs."""
-    b, c = triad_arrays(device)
+    element, counted as 3 x 4 bytes) over `arrays` (default: triad_arrays) into a kept
+    output; the best of 5 runs."""
+    b, c = arrays if arrays is not None else triad_arrays(device)
     a = torch.empty_like(b)
     seconds = best_seconds(lambda: torch.add(b, c, alpha=3.0, out=a), device)
     return 3.0 * 4 * b.numel() / seconds, 4 * b.numel()
 
 
-def first_touch(device: torch.device) -> dict[str, Any]:
+def first_touch(device: torch.device, arrays: tuple[torch.Tensor, torch.Tensor]
+                ) -> dict[str, Any]:
     """The first touch of a fresh output (run.first_touch): ``first_touch_bytes``, the
     smallest allocation mapped anew on every call (None: none is), and
     ``first_touch_ns_per_byte``, what its first write adds per output byte to the triad
-    (0 when none is mapped anew)."""
+    (0 when none is mapped anew), timed with the triad's `arrays`."""
     threshold = first_touch_threshold(device)
+    b, c = arrays
     cost = 0.0
-    if threshold is not None:
-        b, c = triad_arrays(device)
-        cost = first_touch_cost(b, c) if 4 * b.numel() >= threshold else 0.0
+    if threshold is not None and 4 * b.numel() >= threshold:
+        cost = first_touch_cost(b, c)
     return {"first_touch_bytes": threshold, "first_touch_ns_per_byte": cost}
 
 
@@ -165,8 +167,10 @@ def measure_peaks(device: torch.device,
     with torch.inference_mode():
         gemms = {str(dtype).replace("torch.", ""): gemm_peak(dtype, device)
                  for dtype in dtypes}
-        bandwidth, array_bytes = triad_bandwidth(device)
-        touch = first_touch(device)
+        arrays = triad_arrays(device)
+        bandwidth, array_bytes = triad_bandwidth(device, arrays)
+        touch = first_touch(device, arrays)
+        del arrays
     timer = "CUDA events" if device.type == "cuda" else "perf_counter"
     return {
         "key": machine_key(device, cpu_name()), "device": str(device),
@@ -179,7 +183,8 @@ def measure_peaks(device: torch.device,
                 f"{', '.join(f'{name} {n}' for name, (_, n) in gemms.items())}; triad: "
                 f"best of 5 a = b + 3c over float32 arrays of {array_bytes >> 20} MiB "
                 f"(last-level cache {last_level_cache_bytes(device) >> 20} MiB), 12 bytes "
-                f"per element; first touch: {_first_touch_how(touch)}; fixed costs: best of 5 loops of 200 minimal calls; {timer}; "
+                f"per element; first touch: {_first_touch_how(touch)}; fixed costs: best of "
+                f"5 loops of 200 minimal calls; {timer}; "
                 f"{torch.get_num_threads()} threads")}
 
 
