@@ -162,8 +162,7 @@ def measure_peaks(device: torch.device,
                   dtypes: tuple[torch.dtype, ...] = GEMM_DTYPES) -> dict[str, Any]:
     """The peaks of `device` measured now (about ten seconds on a CPU): GEMM FLOP/s per
     dtype of `dtypes`, the triad bandwidth, the first touch of a fresh output (first_touch),
-    the op kinds' fixed costs, and how and when
-    they were measured."""
+    the op kinds' fixed costs, and how and when they were measured."""
     with torch.inference_mode():
         gemms = {str(dtype).replace("torch.", ""): gemm_peak(dtype, device)
                  for dtype in dtypes}
