@@ -15,7 +15,6 @@ from ..stats.order_statistics import order_ranks
 from .profile import Profile
 from .rollup import module_keys
 from .roofline_ops import op_kind
-from .units import format_flops, format_ns, format_si
 from .validate import model_nodes
 
 #: The columns of Profile.roofline, in order (docs/roofline.md says each one's unit).
@@ -190,28 +189,6 @@ def _joined(texts) -> str:
     return ", ".join(dict.fromkeys(op for text in texts for op in str(text).split(", ") if op))
 
 
-def peaks_text(peaks: dict) -> str:
-    """One line naming the peaks: GEMM FLOP/s per dtype, triad bandwidth, the first touch of
-    fresh outputs (when measured), when measured.
-
-    Example:
-        >>> peaks_text({"flops": {"float32": 1.5e11}, "bandwidth": 2e10,
-        ...             "measured_at": "2026-12-07T06:00:00+00:00", "threads": 2})
-        'peaks measured 2026-12-07T06:00:00+00:00 (2 threads): GEMM float32 150 GFLOP/s · triad 20.0 GB/s'
-        >>> peaks_text({"flops": {}, "bandwidth": 2e10, "first_touch_bytes": 32 << 20,
-        ...             "first_touch_ns_per_byte": 0.9}).split(" · ")[-1]
-        'first touch of fresh outputs from 33.6 MB 0.9 ns/byte'
-    """
-    rates = " · ".join(f"GEMM {name} {format_flops(rate, 'FLOP/s')}"
-                       for name, rate in peaks["flops"].items() if rate)
-    touch = (f" · first touch of fresh outputs from "
-             f"{format_flops(peaks['first_touch_bytes'], 'B')} "
-             f"{peaks['first_touch_ns_per_byte']:.2g} ns/byte"
-             if peaks.get("first_touch_bytes") and peaks.get("first_touch_ns_per_byte") else "")
-    return (f"peaks measured {peaks.get('measured_at', '?')} ({peaks.get('threads', '?')} "
-            f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}{touch}")
-
-
 def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
              peaks: dict | None = None) -> pd.DataFrame:
     """Each node's (``group_by="module"``: each module's, at `depth`) place under the
@@ -229,8 +206,9 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
 
     The peaks are `peaks`, else the profile's ``meta["machine_peaks"]`` (profile() stores
     them when pyfxprof.machine_peaks() has measured this machine). ``attrs`` holds
-    ``peaks``, ``header`` (a line naming them and the total headroom) and
-    ``total_headroom_ns`` / ``total_roof_ns`` / ``total_median_ns``. docs/roofline.md.
+    ``peaks``, ``total_headroom_ns`` / ``total_roof_ns`` / ``total_median_ns`` and
+    ``unknown_rows``; ``Profile.roofline`` (views/roofline_text.py) adds ``header``, a line
+    naming the peaks and the total headroom. docs/roofline.md.
 
     Example:
         >>> frame = prof.roofline()  # doctest: +SKIP
@@ -286,54 +264,10 @@ def backward_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
 
 
 def _with_totals(frame: pd.DataFrame, peaks: dict) -> pd.DataFrame:
-    """`frame` with its attrs: the peaks, the totals and the header line."""
+    """`frame` with its attrs: the peaks, the totals and the rows without a FLOP formula."""
     roof, median = float(np.nansum(frame["roof_ns"])), float(np.nansum(frame["median_ns"]))
     headroom = float(np.nansum(frame["headroom_ns"]))
     unknown = int((frame["unknown_ops"] != "").sum())
     frame.attrs.update(peaks=peaks, total_roof_ns=roof, total_median_ns=median,
-                       total_headroom_ns=headroom, header=(
-                           f"roofline: {peaks_text(peaks)}; at the roofs the rows would take "
-                           f"{format_ns(roof)} of their {format_ns(median)} (headroom "
-                           f"{format_ns(headroom)}); bytes are a lower bound"
-                           + (f"; {unknown} rows ran ops without a FLOP formula (unknown_ops)"
-                              if unknown else "")))
+                       total_headroom_ns=headroom, unknown_rows=unknown)
     return frame
-
-
-#: The roofline's columns a table shows (Profile.table's node view with them: the CLI's
-#: `pyfxprof profile --roofline`), as text.
-#: ``flops_all`` is the roofline's FLOP count (matrix and vector FLOPs), beside the table's
-#: ``flops`` (matrix FLOPs only).
-TABLE_COLUMNS = ("flops_all", "flops_per_s", "bytes", "intensity", "bytes_per_s", "bound",
-                 "efficiency", "headroom")
-
-
-def table_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """TABLE_COLUMNS of a roofline `frame` as text, with its ``name``: FLOPs, FLOP/s, bytes
-    and bytes/s with SI prefixes, intensity in FLOP/byte, efficiency with its 95% interval, headroom
-    as a duration.
-
-    Example:
-        >>> frame = pd.DataFrame({"name": ["mm"], "flops": [1.92e8], "flops_per_s": [9.6e10],
-        ...     "bytes": [2e6], "intensity": [96.0], "bytes_per_s": [1e9],
-        ...     "bound": ["compute"], "efficiency": [0.62], "efficiency_low": [0.55],
-        ...     "efficiency_high": [0.7], "headroom_ns": [1.2e6]})
-        >>> table_columns(frame).iloc[0].tolist()[:3]
-        ['mm', '192 MFLOP', '96.0 GFLOP/s']
-        >>> table_columns(frame).iloc[0].tolist()[3:]
-        ['2.00 MB', '96', '1.00 GB/s', 'compute', '0.62 [0.55, 0.70]', '1.20 ms']
-    """
-    def efficiency(row) -> str:
-        if not np.isfinite(row.efficiency):
-            return "-"
-        return f"{row.efficiency:.2f} [{row.efficiency_low:.2f}, {row.efficiency_high:.2f}]"
-    return pd.DataFrame({
-        "name": frame["name"],
-        "flops_all": [format_flops(v) for v in frame["flops"]],
-        "flops_per_s": [format_flops(v, "FLOP/s") for v in frame["flops_per_s"]],
-        "bytes": [format_flops(v, "B") for v in frame["bytes"]],
-        "intensity": [f"{v:.3g}" if np.isfinite(v) else "-" for v in frame["intensity"]],
-        "bytes_per_s": [format_flops(v, "B/s") for v in frame["bytes_per_s"]],
-        "bound": frame["bound"],
-        "efficiency": [efficiency(row) for row in frame.itertuples()],
-        "headroom": [format_ns(v) if np.isfinite(v) else "-" for v in frame["headroom_ns"]]})

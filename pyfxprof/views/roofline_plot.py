@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data.files import PathLike
 from ..data.profile import Profile
-from ..data.roofline import peaks_text, roofline
+from .roofline_text import peaks_text, profile_roofline
 from ..data.units import format_ns
 from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .label_placement import place_labels
@@ -57,7 +57,7 @@ def plot_roofline(profile: Profile, path: PathLike | None = None, top: int = 10)
 
     >>> fig = plot_roofline(prof, "roofline.png")  # doctest: +SKIP
     """
-    frame = roofline(profile)
+    frame = profile_roofline(profile)
     peaks = frame.attrs["peaks"]
     drawn = frame[(frame["flops"] > 0) & (frame["bytes"] > 0)
                   & np.isfinite(frame["flops_per_s"])].reset_index(drop=True)

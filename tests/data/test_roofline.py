@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import pyfxprof
 from pyfxprof.stats.order_statistics import median_interval
-from pyfxprof.data.roofline import COLUMNS, roofline, table_columns
+from pyfxprof.data.roofline import COLUMNS, roofline
+from pyfxprof.views.roofline_text import profile_roofline, table_columns
 from pyfxprof.errors import PyfxprofError
 
 PEAKS = {"flops": {"float32": 1e11, "bfloat16": 4e11}, "bandwidth": 1e10,
@@ -116,7 +117,7 @@ def test_modules_sum_their_nodes_and_per_run_times():
 
 
 def test_header_names_the_peaks_and_total_headroom():
-    header = roofline(toy_profile(ROWS, SAMPLES)).attrs["header"]
+    header = profile_roofline(toy_profile(ROWS, SAMPLES)).attrs["header"]
     assert "GEMM float32 100 GFLOP/s" in header and "GEMM bfloat16 400 GFLOP/s" in header
     assert "triad 10.0 GB/s" in header and "2026-12-07T06:00:00" in header
     assert "headroom" in header and "lower bound" in header
@@ -126,7 +127,7 @@ def test_unknown_ops_are_carried_and_counted_in_the_header():
     rows = [dict(node("nms", "torchvision.ops.nms", read=400, written=80),
                  unknown_ops="torchvision.nms"), dict(node("mm", "torch.mm", flops=10),
                                                       unknown_ops="")]
-    frame = roofline(toy_profile(rows, np.full((3, 2), 1000)))
+    frame = profile_roofline(toy_profile(rows, np.full((3, 2), 1000)))
     assert frame["unknown_ops"].tolist() == ["torchvision.nms", ""]
     assert "1 rows ran ops without a FLOP formula" in frame.attrs["header"]
 
@@ -230,7 +231,7 @@ def test_first_touch_sums_per_module_and_is_named_in_the_header():
             dict(node("b", "torch.relu", vector=8e6, read=32e6, written=32e6, path="m"),
                  fresh_out_bytes=0, fresh_out_largest=0)]
     profile = toy_profile(rows, np.full((9, 2), 40_000_000), peaks=TOUCH)
-    nodes, modules = roofline(profile), roofline(profile, group_by="module")
+    nodes, modules = profile_roofline(profile), profile_roofline(profile, group_by="module")
     assert modules["first_touch_ns"].tolist() == [pytest.approx(nodes["first_touch_ns"].sum())]
     assert modules["roof_ns"].tolist() == [pytest.approx(nodes["roof_ns"].sum())]
     assert "first touch of fresh outputs from 33.6 MB 0.5 ns/byte" in nodes.attrs["header"]

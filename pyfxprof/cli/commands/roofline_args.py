@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ...data.profile import Profile
-from ...data.roofline import TABLE_COLUMNS, roofline, table_columns
+from ...views.roofline_text import TABLE_COLUMNS, profile_roofline, table_columns
 from ...errors import PyfxprofError
 from ...run.machine_peaks import machine_peaks
 from .report import print_table
@@ -36,7 +36,7 @@ def with_peaks(prof: Profile) -> Profile:
 def print_roofline_table(prof: Profile, args: argparse.Namespace) -> None:
     """The node table with the roofline's columns (its header line first); with --group-by,
     the grouped table and a line saying where the module roofline is."""
-    frame = roofline(prof)
+    frame = profile_roofline(prof)
     print(frame.attrs["header"])
     if args.group_by is not None:
         print_table(prof, args)
