@@ -65,6 +65,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", nargs="+", choices=("same", "doubled", "whole"))
+    parser.add_argument("--keep", metavar="DIR",
+                        help="save the profiles in DIR (SCENARIO-TRIAL-a/b.json), to judge "
+                             "them again with other code")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(describe_machine())
@@ -76,9 +79,10 @@ def main() -> None:
     leaves = dict(leaf_modules=[Work], runs=args.runs, warmup=10, progress=False)
     for scenario in args.only or tests:
         started, counts = time.perf_counter(), Counter()
-        with tempfile.TemporaryDirectory() as root:
+        with (contextlib.nullcontext(args.keep) if args.keep
+              else tempfile.TemporaryDirectory()) as root:
             for trial in range(args.trials):
-                paths = [os.path.join(root, f"{trial}-{side}.json") for side in ("a", "b")]
+                paths = [os.path.join(root, f"{scenario}-{trial}-{side}.json") for side in ("a", "b")]
                 for path, model in zip(paths, (Model(weights), tests[scenario]())):
                     pyfxprof.profile(copy.deepcopy(model), inputs, **leaves).save(path)
                 code = gate(paths, "5%")

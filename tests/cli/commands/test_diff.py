@@ -154,3 +154,55 @@ def test_gate_catches_one_slower_row_in_shifted_sessions(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "  node blocks.4/block4: " in out
     assert out.count("\n  node ") == 1
+
+
+def with_outside(profile, share, rng):
+    """`profile` with a resolved (Python outside the graph) row worth `share` of its runs
+    (each run's own call around its graph; data.outside_graph.with_outside_graph)."""
+    from pyfxprof.data.outside_graph import with_outside_graph
+    calls = (profile.run_totals * (1.0 + share) * rng.lognormal(0.0, 0.01, profile.n_runs))
+    return with_outside_graph(profile, calls.astype(int), around_ns=calls.astype(int))
+
+
+@pytest.mark.parametrize("side, share", [("control", 0.3), ("test", 0.3), ("test", 0.08),
+                                         ("control", 0.6)])
+def test_gate_passes_unchanged_reruns_where_one_session_alone_resolved_an_outside_row(
+        tmp_path, capsys, side, share):
+    """Only one session resolved a (Python outside the graph) row: its run totals are the
+    user's call, the other's the graph's; compared as they were, an unchanged rerun's total
+    moved by the whole row (a false +30% or -23%). Both are compared as graphs."""
+    import numpy as np
+    rng = np.random.default_rng(41)
+    codes = []
+    for trial in range(20):
+        control, test = session_profiles(rng, shift=1.01)
+        if side == "control":
+            control = with_outside(control, share, rng)
+        else:
+            test = with_outside(test, share, rng)
+        save_profile(control, tmp_path / f"a{trial}.json")
+        save_profile(test, tmp_path / f"b{trial}.json")
+        codes.append(run_diff(tmp_path / f"a{trial}.json", tmp_path / f"b{trial}.json",
+                              "--fail-on-regression", "5%"))
+    assert codes.count(diff_command.PASSED) >= 19
+    label = "a" if side == "control" else "b"   # the file names' labels
+    assert f"only {label}19 resolved a (Python outside the graph) row" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("factors", [(1.0, 1.0), (1.0, 3.0), (2.0, 1.0)])
+def test_gate_names_no_row_that_is_not_a_node(tmp_path, capsys, factors):
+    """Both sessions resolved the outside row, the test's up to 3x (its figure is the call
+    of other invocations than the nodes' at a level that drifts between sessions): the gate
+    judges it through the run total, never as a node line, whatever the row does."""
+    import numpy as np
+    rng = np.random.default_rng(43)
+    control, test = session_profiles(rng, shift=1.0)
+    control = with_outside(control, 0.1 * factors[0], rng)
+    test = with_outside(test, 0.1 * factors[1], rng)
+    save_profile(control, tmp_path / "a.json")
+    save_profile(test, tmp_path / "b.json")
+    code = run_diff(tmp_path / "a.json", tmp_path / "b.json", "--fail-on-regression", "5%")
+    out = capsys.readouterr().out
+    assert "node (Python outside the graph)" not in out
+    grown = (1 + 0.1 * factors[1]) / (1 + 0.1 * factors[0]) - 1
+    assert (code != diff_command.PASSED) == (grown >= 0.05)
