@@ -1,6 +1,8 @@
 import argparse
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyfxprof.cli import main as cli
 from pyfxprof.cli.commands import diff as diff_command
@@ -206,3 +208,50 @@ def test_gate_names_no_row_that_is_not_a_node(tmp_path, capsys, factors):
     assert "node (Python outside the graph)" not in out
     grown = (1 + 0.1 * factors[1]) / (1 + 0.1 * factors[0]) - 1
     assert (code != diff_command.PASSED) == (grown >= 0.05)
+
+
+def shaped_sessions(rng, drift, factors, outside):
+    """Two saved-session-like profiles of a model of two 300 us nodes and eleven of 3-15 us:
+    the test session `drift` (log) slower on its short rows and 0.4 x `drift` on its long
+    ones (as between two sessions on a loaded machine, benchmarks/README.md), each row +-3%
+    of its own, 3% run noise, the test's rows times `factors`; `outside`: the side(s) that
+    resolved a (Python outside the graph) row (10-40% of the graph, the same on both)."""
+    import numpy as np
+    from pyfxprof.data.profile import Profile
+    durations = np.array([300e3, 300e3] + list(np.linspace(3e3, 15e3, 11)))
+    rows = len(durations)
+    nodes = session_profiles(rng, 1.0, rows=rows)[0].nodes
+    elasticity = np.where(durations > 100e3, 0.4, 1.0)
+    made = []
+    for factor, shift in ((np.ones(rows), 0.0), (np.asarray(factors), drift)):
+        level = durations * factor * np.exp(shift * elasticity) * rng.lognormal(0, 0.03, rows)
+        samples = (level * rng.lognormal(0.0, 0.03, (30, rows))).astype(np.int64)
+        made.append(Profile(nodes, samples, samples.sum(axis=1), {"model": "net"}))
+    share = rng.uniform(0.1, 0.4)   # of the graph's time, on both sides: unchanged
+    return [with_outside(prof, share, rng) if side in outside else prof
+            for prof, side in zip(made, ("control", "test"))]
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), drift=st.floats(-0.03, 0.03),
+       change=st.sampled_from(["none", "doubled", "long +20%", "all +20%"]),
+       outside=st.sampled_from([(), ("control",), ("test",), ("control", "test")]))
+def test_the_gate_decides_what_its_sessions_show(tmp_path_factory, seed, drift, change,
+                                                 outside):
+    """Generated pairs of sessions of a known change, drift and outside rows: an unchanged
+    rerun never fails as a regression; a node doubled or the long rows +20% never pass;
+    every row +20% alike (what a drift looks like too) never passes. (The sessions' own
+    noise, 3% per row, puts a +20% change at least 5 SDs above the threshold.)"""
+    import numpy as np
+    factors = {"none": np.ones(13), "doubled": np.r_[1.0, 2.0, np.ones(11)],
+               "long +20%": np.r_[1.2, 1.2, np.ones(11)], "all +20%": np.full(13, 1.2)}
+    control, test = shaped_sessions(np.random.default_rng(seed), drift, factors[change],
+                                    outside)
+    root = tmp_path_factory.mktemp("gate")
+    save_profile(control, root / "a.json")
+    save_profile(test, root / "b.json")
+    code = run_diff(root / "a.json", root / "b.json", "--fail-on-regression", "5%")
+    if change == "none":
+        assert code != diff_command.REGRESSION
+    else:
+        assert code in (diff_command.REGRESSION, diff_command.UNSEPARATED)
