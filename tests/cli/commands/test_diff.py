@@ -143,7 +143,7 @@ def test_gate_never_passes_a_whole_session_shift_it_cannot_separate(tmp_path, ca
     assert codes == [diff_command.UNSEPARATED] * 5
     out = capsys.readouterr().out
     assert "UNSEPARATED: the run total is +" in out
-    assert "cannot tell it from a drift between the two sessions" in out
+    assert "cannot tell a slowdown >= 5% from a drift between the two sessions" in out
     assert len(diff_command.GATE_CODES) == len(set(diff_command.GATE_CODES)) == 4
 
 
@@ -233,15 +233,16 @@ def shaped_sessions(rng, drift, factors, outside):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10 ** 6), drift=st.floats(-0.03, 0.03),
+@given(seed=st.integers(0, 10 ** 6), drift=st.floats(-0.5, 0.5),
        change=st.sampled_from(["none", "doubled", "long +20%", "all +20%"]),
        outside=st.sampled_from([(), ("control",), ("test",), ("control", "test")]))
 def test_the_gate_decides_what_its_sessions_show(tmp_path_factory, seed, drift, change,
                                                  outside):
-    """Generated pairs of sessions of a known change, drift and outside rows: an unchanged
-    rerun never fails as a regression; a node doubled or the long rows +20% never pass;
-    every row +20% alike (what a drift looks like too) never passes. (The sessions' own
-    noise, 3% per row, puts a +20% change at least 5 SDs above the threshold.)"""
+    """Generated pairs of sessions of a known change, a drift of up to ±50% (the short
+    rows; 0.4x that on the long ones) and outside rows: an unchanged rerun never fails as a
+    regression; a node doubled, the long rows +20% or every row +20% never pass, even where
+    the test session ran faster as a whole and its total reads less than the threshold (the
+    sessions' own noise, 3% per row, puts +20% 5 SDs above the threshold)."""
     import numpy as np
     factors = {"none": np.ones(13), "doubled": np.r_[1.0, 2.0, np.ones(11)],
                "long +20%": np.r_[1.2, 1.2, np.ones(11)], "all +20%": np.full(13, 1.2)}
