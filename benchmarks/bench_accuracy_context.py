@@ -29,7 +29,9 @@ context writing into an output allocated once (BatchNorm's eval kernel, ``out=``
 ReLUs work in place and allocate nothing).
 
 Run: .venv/bin/python benchmarks/bench_accuracy_context.py [--rounds N] [--calls M] [--runs R]
-     [--targets bn1,relu,...] [--whole] [--cold] [--torch-profiler]  (--whole: also A/B the whole call; on a
+     [--targets bn1,relu,...] [--whole] [--cold] [--torch-profiler] [--replay]
+     (--replay: also Profile.replay's warm and cold medians of each node alone, what every
+     report points to for the node alone; --whole: also A/B the whole call; on a
      loaded machine its interval is too wide to resolve a small node; --cold: only the
      BatchNorms in context with the caches flushed or not, fresh or preallocated outputs;
      --torch-profiler: only torch.profiler's figures, per call and averaged over calls)
@@ -210,6 +212,22 @@ def torch_profiler_experiment(gm, x, targets: list, steps: int) -> None:
                   f"{t} {medians[t]:.1f}" for t in targets if t in medians))
 
 
+def replay_lines(prof, targets: list, rows: dict, window: dict) -> None:
+    """Per target: its row (median over all profiles' runs), what removing it saves (the
+    window's median, when removable) and Profile.replay's warm and cold medians of it
+    alone (the report's pointer for the node alone), with row / warm and row / cold."""
+    print(f"{'node':<16}{'row':>8}{'saved':>8}{'replay warm':>13}{'replay cold':>13}"
+          f"{'row/warm':>10}{'row/cold':>10}")
+    for t in targets:
+        found = prof.replay(t, cache="both", budget=2.0)
+        row = np.median(rows[t]) / 1e3
+        saved = (np.median(np.asarray(window[t, 0]) - np.asarray(window[t, 1])) / 1e3
+                 if (t, 0) in window else np.nan)
+        warm, cold = found.warm_ns / 1e3, found.cold_ns / 1e3
+        print(f"{t:<16}{row:>8.1f}{saved:>8.1f}{warm:>13.1f}{cold:>13.1f}"
+              f"{row / warm:>10.2f}{row / cold:>10.2f}")
+
+
 def faults_per_call(call, calls: int = 200) -> float:
     """Minor page faults per call of `call()`."""
     call()
@@ -229,6 +247,10 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="only the cold-cache experiment")
     parser.add_argument("--torch-profiler", action="store_true",
                         help="only torch.profiler's per-call figures (--rounds steps)")
+    parser.add_argument("--replay", action="store_true",
+                        help="also, after the rounds, what the report points to for the "
+                             "node alone: Profile.replay(node, cache='both') of the last "
+                             "profile, warm and cold, beside the row and the saving")
     args = parser.parse_args()
     targets = args.targets.split(",")
     torch.set_num_threads(1)
@@ -320,6 +342,8 @@ def main() -> None:
         pre = f"{np.median(preallocated[t][1]) / 1e3:.1f}" if t in preallocated else "-"
         print(f"{t:<16}{row:>8.1f}{saved:>26}{whole:>28}{np.median(alone_ns[t]) / 1e3:>8.1f}"
               f"{ctx:>9.1f}{pre:>9}{ratio:>10}{faults:>9}  {shifted}")
+    if args.replay:
+        replay_lines(prof, targets, rows, window)
     print("minor page faults per call: whole graph "
           f"{faults_per_call(lambda: gm(x)):.1f}; " + "; ".join(
               f"{t} alone {faults_per_call(alone[t]):.2f}, in context "

@@ -1,7 +1,8 @@
 """The README's CI gate on one saved profile per side: `pyfxprof diff before.json after.json
 --fail-on-regression 5%` over trials of two fresh profile() sessions (issue 46).
 
-    python benchmarks/bench_gate.py --trials 20 --threads 1
+    python benchmarks/bench_gate.py --trials 20 --threads 1 [--keep DIR]
+    python benchmarks/bench_gate.py --judge DIR   # the kept profiles judged again by this code
 
 Scenarios (each trial: a fresh profile of the control and one of the test, 30 runs each,
 saved, then the gate run as the CLI runs it, in this process; counts of its exit codes):
@@ -59,13 +60,35 @@ def gate(paths, threshold: str) -> int:
             return int(stop.code or 0)
 
 
+def judge_kept(root: str, scenarios) -> None:
+    """The gate's exit codes on the profiles a --keep run saved in `root`, per scenario."""
+    for scenario in scenarios:
+        counts: Counter = Counter()
+        trial = 0
+        while os.path.exists(os.path.join(root, f"{scenario}-{trial}-a.json")):
+            paths = [os.path.join(root, f"{scenario}-{trial}-{side}.json") for side in "ab"]
+            counts[f"exit {gate(paths, '5%')}"] += 1
+            trial += 1
+        print(f"{scenario} ({trial} kept pairs, judged by {pyfxprof.__file__}): " + ", ".join(
+            f"{key} {value}" for key, value in sorted(counts.items())), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", nargs="+", choices=("same", "doubled", "whole"))
+    parser.add_argument("--keep", metavar="DIR",
+                        help="save the profiles in DIR (SCENARIO-TRIAL-a/b.json), to judge "
+                             "them again with other code")
+    parser.add_argument("--judge", metavar="DIR",
+                        help="only judge the profiles kept in DIR (--keep) with this checkout's "
+                             "gate: run it from another checkout to compare two versions on "
+                             "the same sessions")
     args = parser.parse_args()
+    if args.judge:
+        return judge_kept(args.judge, args.only or ("same", "doubled", "whole"))
     torch.set_num_threads(args.threads)
     print(describe_machine())
     generator = torch.Generator().manual_seed(0)
@@ -76,9 +99,10 @@ def main() -> None:
     leaves = dict(leaf_modules=[Work], runs=args.runs, warmup=10, progress=False)
     for scenario in args.only or tests:
         started, counts = time.perf_counter(), Counter()
-        with tempfile.TemporaryDirectory() as root:
+        with (contextlib.nullcontext(args.keep) if args.keep
+              else tempfile.TemporaryDirectory()) as root:
             for trial in range(args.trials):
-                paths = [os.path.join(root, f"{trial}-{side}.json") for side in ("a", "b")]
+                paths = [os.path.join(root, f"{scenario}-{trial}-{side}.json") for side in ("a", "b")]
                 for path, model in zip(paths, (Model(weights), tests[scenario]())):
                     pyfxprof.profile(copy.deepcopy(model), inputs, **leaves).save(path)
                 code = gate(paths, "5%")

@@ -26,7 +26,9 @@ import pandas as pd
 
 from .. import served_methods
 from ..data import torch_trace
+from ..data.outside_graph import graph_only, outside_column, summed_rows
 from ..data.sessions import merge_sessions, run_groups
+from ..data.validate import NOT_NODES
 from ..data.profile import Profile
 from ..stats.node_statistics import group_samples
 from ..errors import ArgumentError, PyfxprofError, fraction, margin, whole_number
@@ -179,6 +181,32 @@ def _check_view(by: str, depth) -> None:
             raise ArgumentError(f"depth must be None or a positive int, got {depth!r}")
 
 
+def like_totals(control: Profile, test: Profile, labels: tuple[str, str]
+                ) -> tuple[tuple[Profile, Profile], str | None]:
+    """The two sides with run totals of one kind, and the label of the side whose
+    ``(Python outside the graph)`` row was dropped (None: none). A side has that row only
+    when its session resolved it above the noise (data.outside_graph), and its run totals
+    are then the user's call, the other's the graph's: compared as they are, the totals of
+    two sessions of one model differ by the whole row (7-30% of a small model, either way).
+    When one side alone has it, both are compared as graphs: that row dropped
+    (data.outside_graph.graph_only), the run totals each run's rows summed (summed_rows).
+
+    >>> nodes = pd.DataFrame({"index": [0], "name": ["mm"], "op": ["call_function"],
+    ...     "target": ["mm"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
+    >>> from ..data.outside_graph import with_outside_graph
+    >>> graph = Profile(nodes, np.array([[90]] * 6), np.array([100] * 6), {})
+    >>> call = with_outside_graph(graph, [300, 310, 305, 290, 300, 320])
+    >>> (a, b), dropped = like_totals(graph, call, ("main", "pr"))
+    >>> dropped, b.run_totals.tolist()[:2]
+    ('pr', [90, 90])
+    """
+    has = [outside_column(side) is not None for side in (control, test)]
+    if has[0] == has[1]:
+        return (control, test), None
+    return ((summed_rows(graph_only(control)), summed_rows(graph_only(test))),
+            labels[0 if has[0] else 1])
+
+
 @served_methods
 class ProfileDiff:
     """Control vs test comparison; build it with :func:`diff`.
@@ -204,8 +232,9 @@ class ProfileDiff:
     def __init__(self, control: Profile, test: Profile, labels=("control", "test"),
                  min_change: float = 0.05, alpha: float = 0.05, min_runs: int = MIN_RUNS):
         _check_settings(min_change, alpha, min_runs)
-        self.control, self.test = control, test
         self.labels = distinct_labels(labels)
+        (self.control, self.test), self.outside_dropped = like_totals(control, test,
+                                                                      self.labels)
         self.min_change, self.alpha, self.min_runs = float(min_change), float(alpha), min_runs
         self.testable = min(control.n_runs, test.n_runs) >= min_runs
         self.groups = (run_groups(control.meta, control.n_runs, control.run_noise),
@@ -412,14 +441,18 @@ class ProfileDiff:
     def regressions(self, threshold: float, min_share: float = 1.0) -> list[str]:
         """One line per "slower" verdict (:meth:`changes`'s "+") of at least ``threshold``
         (fraction): of the run total, or of a node worth >= ``min_share`` % of the control
-        total. Without enough runs for a test, any slowdown of at least ``threshold``.
+        total (a model's node: the rows of data.validate.NOT_NODES, such as the Python
+        outside the graph, whose figure one session measures against another invocation,
+        count through the total). Without enough runs for a test, any slowdown of at least
+        ``threshold``.
 
         >>> d.regressions(0.05)            # doctest: +SKIP
         ['node layer1.0.conv1/layer1_0_conv1: 1.00 ms → 2.00 ms (+100.0%, p 0.00018)']
         """
         totals = pd.DataFrame([self.totals()], index=["total run time"])
         frame = self.changes()
-        nodes = frame[(frame["pct_control"] >= min_share) & frame["change"].isin(["+", "-", "="])]
+        nodes = frame[(frame["pct_control"] >= min_share) & ~frame["op"].isin(NOT_NODES)
+                      & frame["change"].isin(["+", "-", "="])]
         rows = pd.concat([totals, nodes[totals.columns].set_axis("node " + nodes.index)])
         slower = rows[(rows["rel_change"] >= threshold) & (rows["change"] == "+")]
         return [regression_line(str(what), row) for what, row in slower.iterrows()]

@@ -257,6 +257,22 @@ def graph_only(profile: Profile) -> Profile:
                    drop(profile.backward_samples))
 
 
+def summed_rows(profile: Profile) -> Profile:
+    """`profile` with run totals that are each run's rows summed (user ranges left out),
+    the totals graph_only leaves a profile that had the OUTSIDE_GRAPH row: two profiles
+    compared as graphs (analyses.diff.like_totals) then total the same way.
+
+    >>> nodes = pd.DataFrame({"index": [0], "name": ["mm"], "op": ["call_function"],
+    ...     "target": ["mm"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
+    >>> summed_rows(Profile(nodes, np.array([[90]] * 6), np.array([100] * 6), {})).run_totals[:2]
+    array([90, 90])
+    """
+    totals = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
+    return Profile(profile.nodes, profile.samples, totals, dict(profile.meta),
+                   profile.device_samples, profile.run_starts, profile.run_noise,
+                   profile.backward_samples)
+
+
 def call_figure(call, key: str) -> float | None:
     """``call[key]`` as a finite float, or None (a saved file's meta may hold anything).
 

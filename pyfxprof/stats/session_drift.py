@@ -81,3 +81,22 @@ def judge_total(log_ratio: float, error: float, noise: SessionNoise, drift: floa
                       shift=noise.shift)[0]
     return {"estimate": math.expm1(log_ratio), "low": low, "high": high, "p_value": p_value,
             "change": change}
+
+
+def may_hide_a_slowdown(estimate: float, change: str, shift: float, threshold: float) -> bool:
+    """One session per side: whether the whole model's change (its verdict ``change`` and
+    ``estimate``, a fraction) may be a slowdown of at least ``threshold`` that the two
+    sessions cannot tell from a drift: unresolved ("?") and at least ``threshold`` either as
+    measured (the rows' common shift ``shift``, log, a change of the whole model) or
+    against that shift (the shift a drift between sessions: the test session 40% faster
+    as a whole hides a node doubled inside a total of -2%).
+
+    >>> may_hide_a_slowdown(0.08, "?", 0.0, 0.05), may_hide_a_slowdown(-0.02, "?", -0.4, 0.05)
+    (True, True)
+    >>> may_hide_a_slowdown(-0.02, "?", 0.0, 0.05), may_hide_a_slowdown(0.2, "=", 0.2, 0.05)
+    (False, False)
+    """
+    if change != "?" or not math.isfinite(estimate):
+        return False
+    return estimate >= threshold or math.expm1(math.log1p(estimate) - shift) >= threshold
+

@@ -48,7 +48,12 @@ def verdicts(estimate, low, high, q_values, margin: float, fdr: float,
     at this precision, or a real change that may be smaller than the margin). ``shift``
     (log, one or per row): the part of each estimate its test takes out as common to all
     rows (a drift between two sessions, a block's common shift); an interval lies beyond
-    the margin only once it is taken out, as the test judges it.
+    the margin only once it is taken out, as the test judges it, and a q-value counts
+    only in the direction the row departs from it: a row +24% whose rows all moved +64%
+    departs downward, and its q-value says it is faster than the rest, not slower.
+
+    >>> verdicts([0.24], [0.09], [0.41], [0.0002], 0.05, 0.05, shift=np.log(1.64)).tolist()
+    ['?']
 
     >>> verdicts([0.1, 0.001, 0.0, -0.2, 0.015], [0.08, -0.01, -0.3, -0.25, 0.01],
     ...          [0.12, 0.01, 0.3, -0.15, 0.03], [0.001, 0.9, 0.9, 0.01, 0.001],
@@ -61,8 +66,11 @@ def verdicts(estimate, low, high, q_values, margin: float, fdr: float,
     significant = (q <= fdr) & ~inside
     with np.errstate(invalid="ignore"):
         beyond_low, beyond_high = np.expm1(np.log1p(low) - shift), np.expm1(np.log1p(high) - shift)
-    slower = significant & (estimate >= margin) & (low > 0) | (beyond_low >= margin) & (low > 0)
-    faster = significant & (estimate <= -margin) & (high < 0) | (beyond_high <= -margin) & (high < 0)
+        departure = np.log1p(estimate) - shift   # what the test found, in its direction
+    slower = (significant & (estimate >= margin) & (low > 0) & (departure > 0)
+              | (beyond_low >= margin) & (low > 0))
+    faster = (significant & (estimate <= -margin) & (high < 0) & (departure < 0)
+              | (beyond_high <= -margin) & (high < 0))
     result = np.full(estimate.shape, UNRESOLVED, dtype=object)
     result[inside] = SAME
     result[slower & ~inside] = SLOWER

@@ -153,8 +153,18 @@ def _header(diff: ProfileDiff, frame: pd.DataFrame, by: str, depth: int | None) 
         f"rows: {len(frame)} — {summary}",
         f"significance: {test}",
         *filter(None, [numeric_mode_difference(diff.control.meta, diff.test.meta,
-                                               diff.labels)]),
+                                               diff.labels), _outside_note(diff)]),
     ]
+
+
+def _outside_note(diff: ProfileDiff) -> str | None:
+    """The header's line when one side alone had the (Python outside the graph) row,
+    dropped so that both totals are the graph's (analyses.diff.like_totals)."""
+    dropped = getattr(diff, "outside_dropped", None)
+    if dropped is None:
+        return None
+    return (f"totals: the graphs' (the rows summed): only {dropped} resolved a (Python outside "
+            "the graph) row, left out so that both totals are of one kind")
 
 
 def _median_words(diff: ProfileDiff) -> str:

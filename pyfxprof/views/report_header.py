@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..data.outside_graph import call_figure
+from ..data.rungs import INDUCTOR
 from ..stats.node_statistics import summary_of_totals
 from ..data.units import format_flops, format_ns, format_pct, format_si
 from ..data.validate import model_nodes
@@ -70,10 +71,35 @@ def header_lines(meta: dict, n_runs: int, n_nodes: int, run_totals) -> list[str]
         f"cpu {_meta(meta, 'cpu')} · threads {_meta(meta, 'threads')} · versions {ver_text} · "
         f"at {_meta(meta, 'timestamp')}",
         *(f"capture: {note}" for note in meta.get("capture_notes") or ()),
+        *row_lines(meta),
         *_per_run_lines(meta),
         *_backward_lines(meta),
         *_loop_lines(meta),
     ]
+
+
+def row_lines(meta: dict) -> list[str]:
+    """What a row holds and where its other figures are. A node's row is its call where it
+    runs in the model (the timer around the node's call in the graph, or the hooks around a
+    module's): a small node after a large one reads several times its cost alone and can
+    read more than removing it saves (benchmarks/README.md, docs/accuracy.md). A compiled
+    profile's row is a kernel where it runs.
+
+    >>> row_lines({"capture_mode": "fx"})[0].split(" · ")[0]
+    "a row: the node's call where it runs in the model"
+    >>> row_lines({"capture_mode": "inductor"})[0].split(" · ")[0]
+    'a row: the kernel where it runs in the compiled call, launch included'
+    """
+    if meta.get("capture_mode") == INDUCTOR:
+        return ["a row: the kernel where it runs in the compiled call, launch included · "
+                "the call's rest: (outside kernels) · a kernel's source node alone: replay "
+                "it in an eager profile · docs/replay.md"]
+    return ["a row: the node's call where it runs in the model · its Python call, dispatch "
+            "and kernel · its output's allocation and page faults · the cache misses the "
+            "nodes before it left",
+            "a row is not the node alone: after a large node · a small one can cost several "
+            "times less alone · removing it can save less than its row · prof.replay(node) "
+            "or `pyfxprof replay` times it alone beside its row · docs/accuracy.md"]
 
 
 def _per_run_lines(meta: dict) -> list[str]:

@@ -56,11 +56,20 @@ def terminal_width(stream=None) -> int | None:
 
 
 def _wrap_line(line: str, width: int) -> list[str]:
-    """A header line cut at its " · " separators into lines of at most ``width`` (when it can)."""
+    """A header line cut at its " · " separators into lines of at most ``width`` (when it
+    can), a part longer than that cut at its spaces.
+
+    >>> _wrap_line("a row: the node · its call and kernel", 12)
+    ['a row: the', '  node', '  its call', '  and kernel']
+    """
     out: list[str] = []
     for part in line.split(" · "):
         if out and len(out[-1]) + 3 + len(part) <= width:
             out[-1] += " · " + part
+        elif len(part) + (2 if out else 0) > width:
+            pieces = textwrap.wrap(part, max(width - 2, 1), break_long_words=False)
+            out.extend(piece if not out and i == 0 else "  " + piece
+                       for i, piece in enumerate(pieces))
         else:
             out.append(part if not out else "  " + part)
     return out

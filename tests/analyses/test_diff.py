@@ -3,6 +3,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyfxprof.analyses.diff import ProfileDiff, diff, distinct_labels, load_input
 from pyfxprof.errors import PyfxprofError
@@ -290,3 +292,31 @@ def test_compare_is_a_deprecated_alias_of_changes(result, view):
                                                 r"use ProfileDiff\.changes\(\)$"):
         old = result.compare(**view)
     pd.testing.assert_frame_equal(old, result.changes(**view))
+
+
+@settings(max_examples=20, deadline=None)
+@given(share=st.floats(0.0, 2.0), outside_on=st.sampled_from(["control", "test", "both"]),
+       seed=st.integers(0, 1000))
+def test_totals_compare_one_kind_whichever_side_resolved_the_outside_row(share, outside_on,
+                                                                         seed):
+    """The run totals of a side with a resolved (Python outside the graph) row are the
+    user's call, of one without the graph's rows: where one side alone has it, both are
+    compared as graphs, so the total's change is the graphs' whatever the row's size."""
+    from pyfxprof.data.outside_graph import OUTSIDE_GRAPH, with_outside_graph
+    rng = np.random.default_rng(seed)
+    control, test = control_and_test(seed=seed)
+    graphs = diff(control, test).totals()["rel_change"]
+    rows = [(control.samples.sum(axis=1) * (1 + share)).astype(int),
+            (test.samples.sum(axis=1) * (1 + share)).astype(int)]
+    sides = [with_outside_graph(prof, calls + 1000, around_ns=calls + 1000)
+             if outside_on in (name, "both") else prof
+             for prof, calls, name in zip((control, test), rows, ("control", "test"))]
+    found = diff(*sides)
+    assert found.outside_dropped == (None if outside_on == "both" else outside_on)
+    if outside_on != "both":
+        summed = [prof.samples.sum(axis=1) for prof in (control, test)]
+        expected = np.median(summed[1]) / np.median(summed[0]) - 1
+        assert found.totals()["rel_change"] == pytest.approx(expected, abs=1e-3)
+        assert OUTSIDE_GRAPH not in found.changes().index
+    assert abs(found.totals()["rel_change"] - graphs) < 0.05 + (share if outside_on == "both"
+                                                                 else 0.0)

@@ -48,6 +48,8 @@ pyfxprof — toynet on cpu · 4 runs (2 warmup) · mode codegen · capture fx ·
 total: 2.55 ms median ± 350 µs IQR · 3 nodes · coverage 99.1%
 overhead: 52 ns/node, subtracted · clock tsc (resolution 1 ns) · dropped records: 0
 cpu Xeon · threads 2 · versions torch 2.5.1, python 3.12.3 · at 2025-01-02T03:04:05
+a row: the node's call where it runs in the model · its Python call, dispatch and kernel · its output's allocation and page faults · the cache misses the nodes before it left
+a row is not the node alone: after a large node · a small one can cost several times less alone · removing it can save less than its row · prof.replay(node) or `pyfxprof replay` times it alone beside its row · docs/accuracy.md
 latency: p50 2.55 ms · p90 2.84 ms · p99 2.90 ms [2.70 ms–unbounded] · max 2.90 ms
 rows: by median per run, descending
 """

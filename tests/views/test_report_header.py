@@ -1,6 +1,9 @@
 """Tests of views.report_header: the header block of every report."""
 
-from pyfxprof.views.report_header import header_lines
+import pytest
+
+from pyfxprof.data.rungs import INDUCTOR, TABLE
+from pyfxprof.views.report_header import header_lines, row_lines
 
 
 def test_header_shows_subtracted_overhead_per_node():
@@ -15,6 +18,7 @@ def test_header_with_missing_meta_renders_question_marks():
         "total: 200 ns median ± 100 ns IQR · 5 nodes · coverage ?",
         "overhead: ? · clock ? · dropped records: ?",
         "cpu ? · threads ? · versions ? · at ?",
+        *row_lines({}),
     ]
 
 
@@ -52,3 +56,21 @@ def test_profile_header_adds_the_latency_line_under_the_header_block():
     lines = profile_header(prof)
     assert lines[:-1] == header_lines(prof.meta, 20, len(nodes), prof.run_totals)
     assert lines[-1].startswith("latency: p50 50 ns")
+
+
+@pytest.mark.parametrize("mode", [rung.name for rung in TABLE] + [None, "elsewhere"])
+def test_every_header_says_what_a_row_includes_and_where_the_node_alone_is(mode):
+    """Every report (whatever its capture) says what its rows hold; a node's row where the
+    node alone may cost less (benchmarks/README.md, "Accuracy in context"), with the replay
+    that times it alone beside its row; a compiled profile's, a kernel where it runs."""
+    lines = header_lines({"capture_mode": mode}, 1, 1, [1])
+    meaning = [line for line in lines if line.startswith("a row")]
+    assert meaning == row_lines({"capture_mode": mode}) and meaning
+    assert max(len(part) for line in meaning for part in line.split(" · ")) <= 70  # wraps
+    if mode == INDUCTOR:
+        assert "kernel where it runs" in meaning[0] and "eager profile" in meaning[0]
+    else:
+        text = " ".join(meaning)
+        for part in ("where it runs in the model", "allocation and page faults",
+                     "cache misses", "prof.replay(node)", "beside its row", "docs/accuracy.md"):
+            assert part in text

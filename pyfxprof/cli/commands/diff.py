@@ -3,20 +3,22 @@
 
 With ``--fail-on-regression 5%`` it is a CI gate, its exit codes GATE_CODES: 1 when the run
 total, or a node worth >= 1% of the control total, has the verdict "slower" by at least 5%;
-3 when one session per side cannot tell the run total's slowdown of at least 5% from a
-drift between the two sessions (give several profiles per side); 0 otherwise; 2 for
-unreadable input or a bad argument.
+3 when one session per side cannot tell whether the run total is 5% slower or more (as
+measured, or against the rows' common shift, a drift between the two sessions: give several
+profiles per side); 0 otherwise; 2 for unreadable input or a bad argument.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from ...analyses.compiled_diff import CompiledDiff
 from ...analyses.diff import BY_CHOICES, MIN_RUNS, diff, distinct_labels
 from ...views.diff_text import SORT_KEYS
 from ...errors import PyfxprofError
+from ...stats.session_drift import may_hide_a_slowdown
 from .arg_types import integer_at_least, open_unit_interval, positive_int
 
 #: The gate's exit codes: passed, a regression found, bad input (every command), and a
@@ -143,10 +145,11 @@ def sides(args: argparse.Namespace) -> tuple:
 
 def gate(result, threshold: float | None) -> int:
     """The CI gate's exit code (GATE_CODES), its finding printed: REGRESSION (and one line
-    per finding) when result.regressions(threshold) finds any; UNSEPARATED (one line) when
-    the run total is at least ``threshold`` slower but unresolved with one session per
-    side, where a change of the whole model and a drift between sessions look alike;
-    PASSED otherwise.
+    per finding) when result.regressions(threshold) finds any; UNSEPARATED (one line) with
+    one session per side when the run total is unresolved and may be a slowdown of at
+    least ``threshold`` that a drift between the sessions mimics or hides (as measured, or
+    against the rows' common shift: stats.session_drift.may_hide_a_slowdown); PASSED
+    otherwise.
 
     >>> gate(None, None)
     0
@@ -160,10 +163,14 @@ def gate(result, threshold: float | None) -> int:
         print("\n".join(f"  {line}" for line in found))
         return REGRESSION
     total = result.totals()
-    if result.design.kind == "single" and total["change"] == "?" \
-            and total["rel_change"] >= threshold:
-        print(f"\nUNSEPARATED: the run total is {100 * total['rel_change']:+.1f}% but one "
-              "session per side cannot tell it from a drift between the two sessions; "
+    noise = result.judged_design().noise if result.design.kind == "single" else None
+    shift = noise.shift if noise is not None and noise.measured else 0.0
+    if noise is not None and may_hide_a_slowdown(total["rel_change"], total["change"], shift,
+                                                 threshold):
+        print(f"\nUNSEPARATED: the run total is {100 * total['rel_change']:+.1f}%, and "
+              f"{100 * math.expm1(math.log1p(total['rel_change']) - shift):+.1f}% against "
+              f"the rows' common shift ({100 * math.expm1(shift):+.1f}%); one session per "
+              f"side cannot tell a slowdown >= {text} from a drift between the two sessions; "
               "gate with several profiles per side (--control A1 A2 --test B1 B2) or "
               f"`pyfxprof ab` (exit {UNSEPARATED})")
         return UNSEPARATED
