@@ -30,6 +30,7 @@ from ..data.outside_graph import graph_only, outside_column, summed_rows
 from ..data.sessions import merge_sessions, run_groups
 from ..data.validate import NOT_NODES
 from ..data.profile import Profile
+from ..stats.confidence import FALSE_DISCOVERY_RATE
 from ..stats.node_statistics import group_samples
 from ..errors import ArgumentError, PyfxprofError, fraction, margin, whole_number
 from ..stats.row_verdicts import (Design, design_of, judge, paired_medians, row_spreads,
@@ -230,7 +231,8 @@ class ProfileDiff:
         def __repr__(self) -> str: ...
 
     def __init__(self, control: Profile, test: Profile, labels=("control", "test"),
-                 min_change: float = 0.05, alpha: float = 0.05, min_runs: int = MIN_RUNS):
+                 min_change: float = 0.05, alpha: float = FALSE_DISCOVERY_RATE,
+                 min_runs: int = MIN_RUNS):
         _check_settings(min_change, alpha, min_runs)
         self.labels = distinct_labels(labels)
         (self.control, self.test), self.outside_dropped = like_totals(control, test,
@@ -457,8 +459,10 @@ class ProfileDiff:
         slower = rows[(rows["rel_change"] >= threshold) & (rows["change"] == "+")]
         return [regression_line(str(what), row) for what, row in slower.iterrows()]
 
+
 def diff(control, test, labels=("control", "test"), min_change: float = 0.05,
-         alpha: float = 0.05, min_runs: int = MIN_RUNS) -> ProfileDiff | CompiledDiff:
+         alpha: float = FALSE_DISCOVERY_RATE,
+         min_runs: int = MIN_RUNS) -> ProfileDiff | CompiledDiff:
     """Compare a control and a test profile.
 
     control, test: Profile objects or paths (pyfxprof profile .json / .json.gz, torch.profiler

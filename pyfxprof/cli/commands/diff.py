@@ -18,6 +18,7 @@ from ...analyses.compiled_diff import CompiledDiff
 from ...analyses.diff import BY_CHOICES, MIN_RUNS, diff, distinct_labels
 from ...views.diff_text import SORT_KEYS
 from ...errors import PyfxprofError
+from ...stats.confidence import FALSE_DISCOVERY_RATE
 from ...stats.session_drift import may_hide_a_slowdown
 from .arg_types import integer_at_least, open_unit_interval, positive_int
 
@@ -94,7 +95,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--min-change", type=fraction, default=0.05, metavar="PCT",
                         help="equivalence margin: smaller changes are 'same', e.g. 5%% "
                              "(default 5%%)")
-    parser.add_argument("--alpha", type=open_unit_interval, default=0.05,
+    parser.add_argument("--alpha", type=open_unit_interval, default=FALSE_DISCOVERY_RATE,
                         help="false discovery rate across rows (Benjamini-Hochberg; "
                              "default 0.05)")
     parser.add_argument("--min-runs", type=integer_at_least(2), default=MIN_RUNS, metavar="N",
