@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from ..capture.node_bytes import tensors
 from ..data.replay_result import VariantRow
 from ..errors import first_line
 from ..stats.rank_tests import benjamini_hochberg, hodges_lehmann, signed_rank_p
@@ -68,7 +69,7 @@ def output_error(reference: Any, output: Any) -> tuple[float, float]:
         >>> output_error(torch.tensor([1.0, -4.0]), torch.tensor([1.5, -4.0]))
         (0.5, 0.125)
     """
-    pairs = list(zip(_tensors(reference), _tensors(output)))
+    pairs = list(zip(tensors(reference), tensors(output)))
     if not pairs or any(a.shape != b.shape for a, b in pairs):
         return math.nan, math.nan
     absolute = max(float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
@@ -79,17 +80,7 @@ def output_error(reference: Any, output: Any) -> tuple[float, float]:
 
 def _snapshot(value: Any) -> list[torch.Tensor]:
     """Copies of an output's tensors (a later in-place call must not change them)."""
-    return [t.clone() for t in _tensors(value)]
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value.detach()]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
+    return [t.detach().clone() for t in tensors(value)]
 
 
 def _judged(name: str, base: np.ndarray, other: np.ndarray, confidence: float, q: float,

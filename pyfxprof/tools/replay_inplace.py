@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..capture.node_bytes import tensors
 from ..timing.native import _C
 
 #: The most bytes of fresh input copies one warm block holds (a quarter of this is a pool
@@ -29,17 +30,6 @@ def map_tensors(value: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> A
     if isinstance(value, dict):
         return {k: map_tensors(v, change) for k, v in value.items()}
     return value
-
-
-def tensors_in(value: Any) -> list[torch.Tensor]:
-    """The tensors in `value` (nested tuples, lists, dicts), in order."""
-    found: list[torch.Tensor] = []
-
-    def seen(tensor: torch.Tensor) -> torch.Tensor:
-        found.append(tensor)
-        return tensor
-    map_tensors(value, seen)
-    return found
 
 
 def fresh_copy(value: Any) -> Any:
@@ -78,10 +68,10 @@ def mutates_inputs(target: Callable, args: tuple, kwargs: dict) -> bool:
         True
     """
     args, kwargs = fresh_copy(args), fresh_copy(kwargs)
-    tensors = tensors_in((args, kwargs))
-    before = _versions(tensors)
+    found = list(tensors((args, kwargs)))
+    before = _versions(found)
     target(*args, **kwargs)
-    return bool(before) and before != _versions(tensors)
+    return bool(before) and before != _versions(found)
 
 
 def bound(target: Callable, args: tuple, kwargs: dict) -> Callable[[], Any]:
@@ -109,7 +99,7 @@ def pool_calls(args: Any, calls: int, cache_bytes: int) -> int:
         >>> pool_calls((torch.zeros(1024),), 500, 64 << 10)   # 4 KiB each, 16 KiB of pool
         4
     """
-    one = sum(t.numel() * t.element_size() for t in tensors_in(args))
+    one = sum(t.numel() * t.element_size() for t in tensors(args))
     return int(max(1, min(calls, cache_bytes // POOL_SHARE // max(one, 1))))
 
 

@@ -14,7 +14,8 @@ import torch
 
 from ..errors import ArgumentError, PyfxprofError
 from .replay_build import Rebuilt
-from .replay_inplace import bound, map_tensors, on_fresh_copies, tensors_in
+from ..capture.node_bytes import tensors
+from .replay_inplace import bound, map_tensors, on_fresh_copies
 
 #: The variants by name ("threads=N" takes a count).
 VARIANTS = ("channels_last", "bf16", "fp16", "threads=N", "contiguous", "inference_mode",
@@ -39,7 +40,7 @@ class VariantCall:
 
 
 def _float_dtype(args: tuple, kwargs: dict) -> torch.dtype:
-    return next((t.dtype for t in tensors_in((args, kwargs)) if t.dtype.is_floating_point),
+    return next((t.dtype for t in tensors((args, kwargs)) if t.dtype.is_floating_point),
                 torch.float32)
 
 
@@ -136,7 +137,7 @@ def cuda_graph_call(built: Rebuilt, target: Callable, args: tuple,
         ...
         pyfxprof.errors.PyfxprofError: cuda_graph replays CUDA work: node 'relu' runs on cpu ...
     """
-    device = next((t.device for t in tensors_in((args, kwargs))), torch.device("cpu"))
+    device = next((t.device for t in tensors((args, kwargs))), torch.device("cpu"))
     why = (f"cuda_graph replays CUDA work: node {built.name!r} runs on {device.type} "
            f"(profile it with device='cuda')" if device.type != "cuda" else
            f"cuda_graph: node {built.name!r} writes to its inputs, and a graph replays on "
