@@ -15,6 +15,7 @@ import torch
 
 from ..data.roofline_ops import KINDS
 from ..errors import PyfxprofError
+from ..timing.call_timer import timed_calls
 from .first_touch import first_touch_cost, first_touch_threshold
 from .metadata import cpu_name
 from .peaks_cache import CACHE_ENV, CACHE_VERSION, cache_path, machine_key, read_cache
@@ -47,12 +48,7 @@ def best_seconds(call: Callable[[], Any], device: torch.device, repeats: int = 5
             end.synchronize()
             times.append(start.elapsed_time(end) / 1e3)
         return min(times)
-    times = []
-    for _ in range(repeats):
-        begin = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - begin)
-    return min(times)
+    return float(timed_calls(call, calls=repeats, clock=time.perf_counter).min())
 
 
 def gemm_peak(dtype: torch.dtype, device: torch.device) -> tuple[float, int]:
@@ -145,17 +141,10 @@ def fixed_costs(device: torch.device, calls: int = 200, repeats: int = 5) -> dic
                 call()
             wait()
         with torch.inference_mode():
-            best = min(_seconds(loop) for _ in range(repeats + 1))
+            best = float(timed_calls(loop, calls=repeats + 1, clock=time.perf_counter).min())
         costs[kind] = best / calls * 1e9
     assert set(costs) == set(KINDS), "every op kind has a minimal call"
     return costs
-
-
-def _seconds(call: Callable[[], None]) -> float:
-    """Wall seconds of one call of `call` (perf_counter)."""
-    begin = time.perf_counter()
-    call()
-    return time.perf_counter() - begin
 
 
 def measure_peaks(device: torch.device,
