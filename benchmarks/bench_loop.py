@@ -1,7 +1,12 @@
 """What the Profiler loop adds to each call of a model, from calls paired one by one: a model
 inside an open ``pyfxprof.Profiler`` block (recording) and an identical twin outside it,
-called alternately. Workloads: a one-node model (`x + 1`); 300-node chains of `x + 1` and
-of `x.flatten()` (about ten times cheaper per node, so per-call noise, which grows with a
+called alternately; beside them, in the same groups, the twin under
+``torch.compile(backend="eager")`` (what torch.compile itself adds to a call: Dynamo's guard
+check, its generated code, its wrappers; the loop runs the same guards and code) and a copy
+inside a second Profiler whose schedule never records (a NONE step: the Profiler's forward
+wrapper alone). Workloads: a one-node model (`x + 1`); one `nn.Linear`; a 10-node chain
+(five Linear + ReLU); a tiny ResNet-like block stack; 300-node chains of `x + 1` and of
+`x.flatten()` (about ten times cheaper per node, so per-call noise, which grows with a
 call's time, hides less), both written out as the graph runs them (no Python loop in the
 plain call either); a tiny GPT-2 decode step (one token on an 8-token cache, each model's
 cache cropped back after each call).
@@ -23,15 +28,20 @@ A round is a block of groups of each workload in turn (both orders); the Profile
 start/stop (window collection) stays outside the blocks.
 
 - Added per call: the median of (profiled - plain) over the pairs, with the sign test's
-  95% interval (pyfxprof.tools.overhead.paired_estimate).
+  95% interval (pyfxprof.tools.overhead.paired_estimate); the same for torch.compile's call
+  and for the NONE step, and the loop's cost beyond torch.compile's, (profiled - compiled)
+  (DESIGN.md's budget: <= 5 µs per call beyond the guard check torch.compile pays).
 - Added per node beyond the first: (a chain's added time - the one-node model's) / 299,
   over pairs matched by their place in the round, with its interval; beside it the same
   figure for the group's codegen executor run alone (what pyfxprof.profile() runs per
   timed run), and for a second plain twin (the measurement's own bias: two identical
   models; it should read "not resolved"), timed in the same groups.
 - Each figure is checked against issue 24's targets (<= 5 µs per call of the one-node
-  model, <= 80 ns per node): "met" / "not met" when the interval lies on one side of it,
-  "not resolved" when the interval holds it.
+  model, <= 80 ns per node) and the loop beyond torch.compile against <= 5 µs per call
+  (every workload): "met" / "not met" when the interval lies on one side of it, "not
+  resolved" when the interval holds it.
+- Per-call medians with quartiles of each kind's calls are printed too (wall time: on a
+  loaded machine they include preemptions, which the paired medians mostly cancel).
 
 Run: .venv/bin/python benchmarks/bench_loop.py [--rounds R] [--calls N] [--streak S]
      [--only NAME ...]
@@ -89,6 +99,23 @@ class FlattenChain(PlusOneChain):
         return x
 
 
+class TinyResNet(torch.nn.Module):
+    """Two residual blocks (conv, batch norm, ReLU) on an 8-channel 8x8 image."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = torch.nn.ModuleList(torch.nn.Sequential(
+            torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+            for _ in range(2))
+
+    def forward(self, x):
+        x = self.stem(x)
+        for block in self.blocks:
+            x = x + block(x)
+        return x
+
+
 class Unrolled(torch.nn.Module):
     """`chain`'s forward as torch.fx writes it out (a statement per node, no Python loop), so
     the plain call runs the code the Profiler's graph runs, without the loop's own time."""
@@ -118,12 +145,21 @@ def gpt2_decode():
     return model, decoder
 
 
-def tensor_workload(model: torch.nn.Module):
-    x = torch.zeros(1)
-    return model, lambda model: (lambda: model(x), None)
+def tensor_workload(model: torch.nn.Module, *shape: int):
+    x = torch.zeros(shape or (1,))
+    return model.eval(), lambda model: (lambda: model(x), None)
+
+
+def linear_chain(pairs: int) -> torch.nn.Module:
+    """`pairs` Linear + ReLU pairs (2 * pairs nodes), 16 wide."""
+    return torch.nn.Sequential(*(layer for _ in range(pairs)
+                                 for layer in (torch.nn.Linear(16, 16), torch.nn.ReLU())))
 
 
 WORKLOADS = {"one node": lambda: tensor_workload(PlusOne()),
+             "Linear": lambda: tensor_workload(torch.nn.Linear(16, 16), 4, 16),
+             "10 nodes": lambda: tensor_workload(linear_chain(5), 4, 16),
+             "tiny ResNet": lambda: tensor_workload(TinyResNet(), 1, 3, 8, 8),
              "300 nodes": lambda: tensor_workload(Unrolled(PlusOneChain(300))),
              "300 flattens": lambda: tensor_workload(Unrolled(FlattenChain(300))),
              "GPT-2 decode": gpt2_decode}
@@ -141,8 +177,17 @@ class Workload:
         self.name, self.profiler = name, pyfxprof.Profiler(model, keep_profiles=1)
         self.profiled, self.after_profiled = self.make(model)
         self.new_twins()
-        with self.profiler:  # the capture, outside every timed block
+        # torch.compile's twin and the NONE step's copy, kept for the whole run (a fresh
+        # compiled copy per block would recompile, up to Dynamo's recompile limit)
+        compiled_model = torch.compile(copy.deepcopy(self.pristine), backend="eager")
+        self.compiled, self.after_compiled = self.make(compiled_model)
+        never_model = copy.deepcopy(self.pristine)
+        self.never = pyfxprof.Profiler(never_model, schedule=lambda step: NONE)
+        self.none, self.after_none = self.make(never_model)
+        self.compiled()  # Dynamo's compilation, outside every timed block
+        with self.profiler, self.never:  # the captures, outside every timed block
             self.profiled()
+            self.none()
         group = next(iter(self.profiler._groups.values()), None)
         if group is None:  # the loop refused the call: it runs the model itself, unprofiled
             why = "; ".join(sorted(set(self.profiler._uncaptured.values()))) or "no call group"
@@ -156,8 +201,7 @@ class Workload:
             self.alone = lambda: self.executor.run((x,))
         self.order = np.random.default_rng(0)
         # times[in a loop?][kind]: the kept calls' times, block by block
-        self.times = {in_loop: {"profiled": [], "plain": [], "alone": [], "twin": []}
-                      for in_loop in (True, False)}
+        self.times = {in_loop: {kind: [] for kind in KINDS} for in_loop in (True, False)}
 
     def new_twins(self) -> None:
         """Fresh plain twins for each block: two copies of one model can differ in speed by
@@ -173,13 +217,16 @@ class Workload:
         a group drawn at random each time."""
         self.new_twins()
         kinds = [("profiled", self.profiled, self.after_profiled),
-                 ("plain", self.plain, self.after_plain)]
+                 ("plain", self.plain, self.after_plain),
+                 ("compiled", self.compiled, self.after_compiled),
+                 ("none", self.none, self.after_none)]
         if self.alone is not None:
             kinds += [("alone", self.alone, None), ("twin", self.twin, None)]
         times = np.empty((len(kinds), calls, streak), dtype=np.int64)
         # drawn before the block: no numpy code runs between the timed calls
         orders = [self.order.permutation(len(kinds)).tolist() for _ in range(calls)]
         self.profiler.start()
+        self.never.start()
         for k in range(calls):
             for which in orders[k]:
                 _, call, after = kinds[which]
@@ -190,6 +237,7 @@ class Workload:
                     slots[j] = _C.now_ns() - started
                     if after is not None:
                         after()
+        self.never.stop()
         self.profiler.stop()
         if self.executor is not None:
             self.executor.reset()
@@ -213,6 +261,44 @@ def verdict(estimate: Estimate, target: float) -> str:
 
 
 ORDERS = {True: "in a loop", False: "after the other model"}
+NONE = pyfxprof.ProfilerAction.NONE
+#: Every kind of call timed, in the order their figures are printed.
+KINDS = ("plain", "compiled", "profiled", "none", "alone", "twin")
+LABELS = {"plain": "plain call", "compiled": "torch.compile(backend='eager')",
+          "profiled": "Profiler loop, recording", "none": "Profiler loop, NONE step"}
+
+
+def spelled(estimate: Estimate) -> str:
+    """'+1.2 µs [+0.4 µs, +2.0 µs]': the median and its interval, resolved or not."""
+    if estimate.low is None or estimate.high is None:
+        return f"{format_ns(estimate.median)} [too few pairs]"
+    return "{} [{}, {}]".format(*(("+" if v >= 0 else "") + format_ns(v) for v in
+                                  (estimate.median, estimate.low, estimate.high)))
+
+
+def quartiles(work: Workload, in_loop: bool) -> None:
+    """Each kind's per-call median with its quartiles."""
+    for kind, label in LABELS.items():
+        q1, q2, q3 = np.percentile(work.series(in_loop, kind), [25, 50, 75])
+        print(f"    {label:32s} {format_ns(q2):>9s}  [{format_ns(q1)}, {format_ns(q3)}]")
+
+
+def beyond_compile(found: dict[str, Workload], in_loop: bool) -> None:
+    """The loop's cost beyond torch.compile's (DESIGN.md's budget), and each kind's cost
+    over the plain call, paired."""
+    print(f"  {'workload':14s} added per call over the plain call [95% interval]; the loop "
+          f"beyond torch.compile")
+    for name, work in found.items():
+        plain = work.series(in_loop, "plain")
+        added = {kind: spelled(paired_estimate(plain, work.series(in_loop, kind)))
+                 for kind in ("compiled", "profiled", "none")}
+        beyond = paired_estimate(work.series(in_loop, "compiled"),
+                                 work.series(in_loop, "profiled"))
+        print(f"  {name:14s} torch.compile {added['compiled']}; loop {added['profiled']}; "
+              f"NONE step {added['none']}")
+        print(f"  {'':14s} loop beyond torch.compile: {spelled(beyond)} — "
+              f"{verdict(beyond, TARGET_PER_CALL_NS)}")
+        quartiles(work, in_loop)
 
 
 def report(found: dict[str, Workload], in_loop: bool) -> None:
@@ -265,6 +351,7 @@ def main() -> None:
     print(describe_machine())
     for in_loop in (True, False):
         report(found, in_loop)
+        beyond_compile(found, in_loop)
 
 
 if __name__ == "__main__":
