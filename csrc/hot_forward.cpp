@@ -7,8 +7,10 @@
 // costs several times its warm cost, benchmarks/bench_loop_path.py). The checks skip what they
 // can for the same reason: torch.Tensor's own dtype and shape getters (no attribute lookup),
 // the training flag from the model's __dict__ (not through nn.Module's __getattr__ hook), and
-// Dynamo's callback asked for only while a frame evaluation hook is installed. Every other
-// call goes to `general`, the Profiler's Python path.
+// Dynamo's callback asked for only while a frame evaluation hook is installed. A group
+// captured by Dynamo is armed with its guards: Dynamo's own check runs on each call before
+// the run (Dynamo's generated code), as torch.compile checks them. Every other call goes to
+// `general`, the Profiler's Python path.
 #include "hot_forward.h"
 
 #include <descrobject.h>
@@ -20,7 +22,6 @@
 #include "clock.h"
 #include "heap_type.h"
 #include "logged_calls.h"
-#include "state_guard.h"
 
 namespace pyfxprof {
 
@@ -31,7 +32,7 @@ struct HotForward {
   vectorcallfunc vectorcall;
   PyObject* dict;          // __wrapped__, __name__, ... (functools.update_wrapper)
   PyObject* general;       // every call the hot path does not take: general(*args, **kwargs)
-  PyObject* armed;         // dict: args_key -> (group, run, training, index, guard)
+  PyObject* armed;         // dict: args_key -> (group, run, training, index, guards)
   PyObject* module;        // the model, whose `training` flag each call checks
   PyObject* tensor_type;   // torch.Tensor: one exact tensor's key is (dtype, shape)
   bool training_in_dict;   // the model's class does not define `training`: the flag is read
@@ -51,6 +52,7 @@ struct HotForward {
 PyObject* g_dtype = nullptr;
 PyObject* g_shape = nullptr;
 PyObject* g_training = nullptr;
+PyObject* g_args = nullptr;
 PyObject* g_dynamo_module = nullptr;
 
 PyObject* call_general(HotForward* self, PyObject* const* args, size_t nargsf,
@@ -122,9 +124,27 @@ PyObject* training_flag(HotForward* self) {
   return PyObject_GetAttr(self->module, g_training);
 }
 
+// Whether the Dynamo guards `guards` = (check, frame_locals) hold for `call`: check(frame_locals)
+// with frame_locals["args"] set to the call's arguments for the check only. An error in the
+// check (none set after it) counts as not holding: the general path judges the call.
+bool dynamo_guards_hold(PyObject* guards, PyObject* call) {
+  if (!PyTuple_CheckExact(guards) || PyTuple_GET_SIZE(guards) != 2) return false;
+  PyObject* frame_locals = PyTuple_GET_ITEM(guards, 1);
+  if (!PyDict_CheckExact(frame_locals) || PyDict_SetItem(frame_locals, g_args, call) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* verdict = PyObject_CallOneArg(PyTuple_GET_ITEM(guards, 0), frame_locals);
+  const int holds = verdict ? PyObject_IsTrue(verdict) : -1;
+  Py_XDECREF(verdict);
+  PyErr_Clear();
+  if (PyDict_SetItem(frame_locals, g_args, Py_None) != 0) PyErr_Clear();  // holds no call
+  return holds == 1;
+}
+
 // The armed entry (new reference) for this call, or null (no Python error) when the call
 // is not the hot path's: no armed group, the model's training flag is not the group's, or
-// the Python state its graph assumed changed (its StateGuard fails: the general path judges).
+// the group's Dynamo guards refuse the call (the general path judges it).
 PyObject* armed_entry(HotForward* self, PyObject* call) {
   PyObject* key = key_of(self, call);
   PyObject* entry = key ? PyDict_GetItemWithError(self->armed, key) : nullptr;
@@ -138,8 +158,8 @@ PyObject* armed_entry(HotForward* self, PyObject* call) {
   const int same = training ? PyObject_RichCompareBool(training, PyTuple_GET_ITEM(entry, 2), Py_EQ)
                             : -1;
   Py_XDECREF(training);
-  PyObject* guard = PyTuple_GET_ITEM(entry, 4);
-  if (same != 1 || (guard != Py_None && !(is_state_guard(guard) && state_guard_holds(guard)))) {
+  PyObject* guards = PyTuple_GET_ITEM(entry, 4);
+  if (same != 1 || (guards != Py_None && !dynamo_guards_hold(guards, call))) {
     PyErr_Clear();
     Py_DECREF(entry);
     return nullptr;
@@ -329,9 +349,10 @@ PyMethodDef g_hot_functions[] = {
     {"hot_forward", new_hot_forward, METH_VARARGS,
      "hot_forward(armed, module, tensor_type, log, args_key, on_failure) -> HotForward\n\n"
      "The forward a Profiler installs on its model: a call of `thread` whose key (args_key)\n"
-     "names an entry (group, run, training, index, guard) of the dict `armed`, with the\n"
-     "model's training flag equal to `training` and the StateGuard `guard` (or None) holding,\n"
-     "is run(args) and one row (start, end, index,\n"
+     "names an entry (group, run, training, index, guards) of the dict `armed`, with the\n"
+     "model's training flag equal to `training` and `guards` None or Dynamo's guards\n"
+     "(check, frame_locals) holding (check(frame_locals) true with frame_locals['args'] the\n"
+     "call's arguments), is run(args) and one row (start, end, index,\n"
      "own_ns, calls, first) of the LoggedCalls `log`; any other call is general(*args,\n"
      "**kwargs)."},
     {nullptr, nullptr, 0, nullptr}};
@@ -342,8 +363,9 @@ int add_hot_forward(PyObject* module) {
   g_dtype = PyUnicode_InternFromString("dtype");
   g_shape = PyUnicode_InternFromString("shape");
   g_training = PyUnicode_InternFromString("training");
+  g_args = PyUnicode_InternFromString("args");
   g_dynamo_module = PyUnicode_InternFromString("torch._dynamo");
-  if (!g_dtype || !g_shape || !g_training || !g_dynamo_module) return -1;
+  if (!g_dtype || !g_shape || !g_training || !g_args || !g_dynamo_module) return -1;
   g_hot_type = add_heap_type(module, &g_hot_spec);
   if (!g_hot_type) return -1;
   return PyModule_AddFunctions(module, g_hot_functions);

@@ -14,7 +14,6 @@
 #include "clock.h"
 #include "fast_calls.h"
 #include "hot_forward.h"
-#include "state_guard.h"
 #include "logged_calls.h"
 #include "python_table.h"
 #include "session_state.h"
@@ -208,5 +207,4 @@ PYBIND11_MODULE(_C, m) {
   if (add_fast_calls(m.ptr()) != 0) throw py::error_already_set();
   if (add_logged_calls(m.ptr()) != 0) throw py::error_already_set();
   if (add_hot_forward(m.ptr()) != 0) throw py::error_already_set();
-  if (add_state_guard(m.ptr()) != 0) throw py::error_already_set();
 }

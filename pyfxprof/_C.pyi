@@ -96,23 +96,12 @@ class TimedRun:
 def timed_run(table: SampleTable, forward: Callable[..., Any],
               busy_error: type[BaseException]) -> TimedRun: ...
 
-class StateGuard:
-    """The Python state a captured graph assumed: (dict, keys and the objects they held),
-    checked before each replay (a dict whose version tag is unchanged costs one load)."""
-
-    def holds(self) -> bool:
-        """Every watched key still holds the object expected (or is absent)."""
-    def rebase(self) -> None:
-        """Expect each watched key's current object from now on."""
-
-def state_guard(items: list[tuple[dict[Any, Any], tuple[tuple[Any, Any], ...]]],
-                absent: Any) -> StateGuard: ...
-
 class HotForward:
     """A profiled model's forward while a Profiler block is open: a call of `thread` whose
-    args_key names an entry (group, run, training, index, guard) of `armed`, with the model's
-    training flag equal to `training`, is run(args) and one row of its LoggedCalls; any
-    other call is general(*args, **kwargs)."""
+    args_key names an entry (group, run, training, index, guards) of `armed`, with the
+    model's training flag equal to `training` and `guards` None or Dynamo's guards
+    (check, frame_locals) holding for the call, is run(args) and one row of its LoggedCalls;
+    any other call is general(*args, **kwargs)."""
 
     @property
     def general(self) -> Callable[..., Any] | None: ...
@@ -137,7 +126,8 @@ class HotForward:
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 def hot_forward(armed: dict[Any, tuple[Any, Callable[[tuple], Any], bool, int,
-                                      StateGuard | None]], module: Any,
+                                      tuple[Callable[[dict[str, Any]], bool],
+                                            dict[str, Any]] | None]], module: Any,
                 tensor_type: type, log: LoggedCalls, args_key: Callable[[tuple], Any],
                 on_failure: Callable[[Any, Exception], Any]) -> HotForward: ...
 

@@ -12,15 +12,15 @@ TAKES_ARGUMENTS = {
     "mark": (5,), "mark_cuda": None, "_noop": (5,), "mark_kind": (5, 1), "_mark_pybind11": (5,),
     "configure_buffer": (1 << 12, 1 << 10), "_spin_ns": (10,), "_busy_loop": (10,),
     "cuda_set_stream": (0,), "cuda_load": None, "cuda_record": None, "timed_calls": None,
-    "timed_run": None, "hot_forward": None, "logged_calls": (4,), "state_guard": None,
-}  # None: no call that succeeds here (no CUDA; timed_calls, timed_run, hot_forward and state_guard have their own tests)
+    "timed_run": None, "hot_forward": None, "logged_calls": (4,),
+}  # None: no call that succeeds here (no CUDA; timed_calls, timed_run and hot_forward have their own tests)
 NO_ARGUMENTS = ["now_ns", "clock_info", "drain", "buffer_stats", "thread_number", "cuda_unload",
                 "cuda_available", "cuda_status", "cuda_resolve", "cuda_discard"]
 
 
 def test_the_lists_here_name_every_binding():
     functions = {n for n in dir(_C) if callable(getattr(_C, n)) and not n.startswith("__")}
-    classes = {"SampleTable", "TimedCalls", "TimedRun", "HotForward", "LoggedCalls", "StateGuard", "CudaError",
+    classes = {"SampleTable", "TimedCalls", "TimedRun", "HotForward", "LoggedCalls", "CudaError",
                "CudaUnavailable"}
     assert functions - classes == set(TAKES_ARGUMENTS) | set(NO_ARGUMENTS)
 

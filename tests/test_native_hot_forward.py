@@ -1,6 +1,7 @@
 """_C.hot_forward (csrc/hot_forward.cpp): the Profiler's forward with its hot path in C. An
-armed call of the set thread is run(args) and one log entry; every other call goes to the
-general path; a failing run is noted and re-raised as it is."""
+armed call of the set thread whose Dynamo guards (if any) hold is run(args) and one log
+entry; every other call goes to the general path; a failing run is noted and re-raised as
+it is."""
 
 import functools
 import inspect
@@ -33,13 +34,13 @@ class ClassFlagModel(Model):
         ClassFlagModel.flag = value
 
 
-def _hot(run=lambda call: call[0] + 1, model=None):
+def _hot(run=lambda call: call[0] + 1, model=None, guards=None):
     model, armed, log, failures, general = model or Model(), {}, _C.logged_calls(8), [], []
     hot = _C.hot_forward(armed, model, torch.Tensor, log, args_key,
                          lambda group, error: failures.append((group, error)))
     hot.general = lambda *args, **kwargs: general.append((args, kwargs)) or "general"
     x = torch.zeros(2)
-    armed[args_key((x,))] = ("group", run, model.training, 7, None)
+    armed[args_key((x,))] = ("group", run, model.training, 7, guards)
     return hot, model, x, log, failures, general
 
 
@@ -69,6 +70,44 @@ def test_every_other_call_goes_to_the_general_path(case):
     else:
         assert hot(torch.zeros(3) if case == "other key" else x) == "general"
     assert len(general) == 1 and not log and hot.calls == 0
+
+
+class Check:
+    """A stand-in for Dynamo's guard check: its verdict per call, with the frame locals it
+    saw (their "args" as they were during the check)."""
+
+    def __init__(self, verdict):
+        self.verdict, self.seen = verdict, []
+
+    def __call__(self, frame_locals):
+        self.seen.append(dict(frame_locals))
+        if isinstance(self.verdict, Exception):
+            raise self.verdict
+        return self.verdict
+
+
+@pytest.mark.parametrize("verdict", [True, 1, False, 0, None, RuntimeError("guard failed")])
+def test_dynamo_guards_are_checked_on_each_call_with_its_arguments(verdict):
+    check, frame_locals = Check(verdict), {"target": "forward", "args": None, "kwargs": {}}
+    hot, _, x, log, _, general = _hot(guards=(check, frame_locals))
+    hot.thread = threading.get_ident()
+    for _ in range(2):
+        out = hot(x)
+        if verdict and not isinstance(verdict, Exception):
+            assert torch.equal(out, x + 1)
+        else:
+            assert out == "general"
+    taken = 2 if verdict and not isinstance(verdict, Exception) else 0
+    assert len(log) == taken and len(general) == 2 - taken
+    assert [seen["args"][0] is x and seen["target"] == "forward" for seen in check.seen] == [True] * 2
+    assert frame_locals["args"] is None  # the call's arguments are not kept past the check
+
+
+@pytest.mark.parametrize("guards", [(print,), (Check(True), []), "check"])
+def test_malformed_guards_send_the_call_to_the_general_path(guards):
+    hot, _, x, log, _, general = _hot(guards=guards)
+    hot.thread = threading.get_ident()
+    assert hot(x) == "general" and len(general) == 1 and not log
 
 
 def test_a_training_flag_its_class_defines_is_read_through_the_class():

@@ -25,6 +25,7 @@ every decode step.
 
 from __future__ import annotations
 
+import functools
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -165,12 +166,38 @@ class DynamoFrame:
     #: ``call`` replays instead of running Dynamo's code (the analysis: no Python of the
     #: model runs again); None once replayed.
     replay: list[tuple[int, tuple]] | None = None
+    _positional: tuple | None = None  # what `positional` gives, made once
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether Dynamo's guards hold for this call (shapes, dtypes, flags, the cache's
         layout, the autograd mode...): only then is the captured code valid for it."""
-        return bool(self.guards.check({"target": self.target, "args": bound.args,
-                                       "kwargs": bound.kwargs}))
+        return bool(self.guards.root.check({"target": self.target, "args": bound.args,
+                                            "kwargs": bound.kwargs}))
+
+    def positional(self) -> tuple | None:
+        """(the call of a tuple of positional arguments made by Dynamo's code; Dynamo's
+        guards for such a call, (check, frame locals): check(frame locals) with "args" set to
+        the tuple is `accepts`): what the Profiler's hot path (C) checks and runs per call,
+        as `accepts` and `call` would. None where a call needs `call` (graph breaks, a graph
+        run several times in a call, a live capture's replay not made yet).
+
+        Example:
+            >>> relu = torch.nn.ReLU(); x = -torch.ones(2)
+            >>> _, frame = frame_capture(LiveCall.of(relu.forward, relu), BoundInputs((x,)), "R")
+            >>> run, (check, frame_locals) = frame.positional()
+            >>> check({**frame_locals, "args": (x,)}), run((x,)).tolist()
+            (True, [0.0, 0.0])
+        """
+        if self._positional is None and self.replay is None and not self._instances \
+                and len(self.relays) == 1 and type(self.function) is types.FunctionType:
+            keywords: dict = {}  # (the frame's kwargs: the guards read the one the code gets)
+            function = types.FunctionType(self.function.__code__, self.function.__globals__,
+                                          self.function.__name__, (keywords,),
+                                          self.function.__closure__)
+            self._positional = (functools.partial(function, self.target),
+                                (self.guards.root.check,
+                                 {"target": self.target, "args": None, "kwargs": keywords}))
+        return self._positional
 
     def refusal(self, bound: BoundInputs) -> str:
         """The first of Dynamo's guards that refuses this call, as Dynamo prints it

@@ -153,7 +153,7 @@ class CallRouting:
         if window.own_left[group.index]:
             window.own_left[group.index] -= 1
             return self._own_call_beside(group, forward, args, kwargs, inputs, entered)
-        self._arm(group, args, kwargs)
+        self._arm(group, args, kwargs, inputs)
         return self._recorded(group, inputs, entered)
 
     def _times_own_call(self, group: CallGroup) -> bool:
@@ -238,14 +238,24 @@ class CallRouting:
         if not on_cpu and len(tries) < OWN_CALL_RUNS:
             window.own_left[group] = 1
 
-    def _arm(self, group: CallGroup, args: tuple, kwargs: dict) -> None:
+    def _arm(self, group: CallGroup, args: tuple, kwargs: dict, inputs: BoundInputs) -> None:
         """Let the hot path take the group's later calls in this window (armed groups are
         forgotten when a window opens or closes): a group whose graph takes such a call as
-        it is (see _take_as_given)."""
-        key = None if kwargs else args_key(args)
-        if key is not None and self._direct.get(key) is group:
-            guard = None
-            self._armed[key] = (group, group.executor.run, group.training, group.index, guard)
+        it is (see _take_as_given), or a Dynamo group of one graph taking calls of positional
+        arguments bound as given (`inputs`: the call bound), with its guards, which the hot
+        path checks on each call (DynamoFrame.positional)."""
+        if kwargs:
+            return
+        key = args_key(args)
+        if self._direct.get(key) is group:
+            self._armed[key] = (group, group.executor.run, group.training, group.index, None)
+            return
+        frame = group.capture.frame
+        hot = (frame.positional() if frame is not None and not group.graphs
+               and inputs.args is args and not inputs.kwargs else None)
+        if hot is not None:
+            run, guards = hot
+            self._armed[key] = (group, run, group.training, group.index, guards)
 
     def _recorded(self, group: CallGroup, inputs: BoundInputs, entered: int,
                   run: Callable[[BoundInputs], Any] | None = None) -> Any:

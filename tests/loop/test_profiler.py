@@ -803,3 +803,46 @@ def test_each_window_notes_its_own_first_call_before_the_hot_path_takes_the_rest
     first, second = p.profiles
     assert (first.n_runs, second.n_runs) == (6, 6)
     assert first.meta["grad"] is True and second.meta["grad"] is False
+
+
+class _NegatedLinear(torch.nn.Module):
+    """A Linear whose output a Python flag of the model negates (a branch of Dynamo's
+    graph, guarded)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.negate = False
+
+    def forward(self, x):
+        y = self.lin(x)
+        return -y if self.negate else y
+
+
+@pytest.mark.parametrize("flags", ["FFFTTT", "FFTTF", "FTFTFT"])
+def test_the_hot_path_takes_a_dynamo_groups_calls_and_checks_its_guards_at_each(
+        monkeypatch, flags):
+    """After a window's first call of a one-graph Dynamo group, its recorded calls of
+    positional arguments run in C (no Python of the Profiler), Dynamo's guards checked on
+    each: a changed flag sends the call back to Python, to the group its guards accept, and
+    every output is the eager one."""
+    model, x = _NegatedLinear().eval(), torch.randn(2, 3)
+    negates = [flag == "T" for flag in flags]
+    seen, profiled_call = [], Profiler._profiled_call
+    monkeypatch.setattr(Profiler, "_profiled_call",
+                        lambda self, *args: seen.append(model.negate) or profiled_call(self, *args))
+    outputs = []
+    with torch.no_grad(), Profiler(model) as p:
+        for negate in negates:
+            model.negate = negate
+            outputs.append(model(x))
+    with torch.no_grad():
+        for out, negate in zip(outputs, negates):
+            torch.testing.assert_close(out, -model.lin(x) if negate else model.lin(x),
+                                       rtol=0, atol=0)
+    # in Python: each change of the flag (the armed group's guards refuse it) and the call
+    # after it (which arms the group it found); the others run in C
+    changes = [k for k in range(len(negates)) if k == 0 or negates[k] != negates[k - 1]]
+    expected = sorted({k for c in changes for k in (c, c + 1) if k < len(negates)})
+    assert seen == [negates[k] for k in expected]
+    assert sum(prof.n_runs for prof in p.profiles) == len(negates)
