@@ -9,8 +9,10 @@
 // the training flag from the model's __dict__ (not through nn.Module's __getattr__ hook), and
 // Dynamo's callback asked for only while a frame evaluation hook is installed. A group
 // captured by Dynamo is armed with its guards: Dynamo's own check runs on each call before
-// the run (Dynamo's generated code), as torch.compile checks them. Every other call goes to
-// `general`, the Profiler's Python path.
+// the run (Dynamo's generated code), as torch.compile checks them. In a step that records
+// nothing, a call of the `passing` thread is the model's own forward (`own`), counted, with no
+// Python of the Profiler (calls it makes of the model itself pass uncounted, as the Python path
+// passes nested calls). Every other call goes to `general`, the Profiler's Python path.
 #include "hot_forward.h"
 
 #include <descrobject.h>
@@ -32,6 +34,7 @@ struct HotForward {
   vectorcallfunc vectorcall;
   PyObject* dict;          // __wrapped__, __name__, ... (functools.update_wrapper)
   PyObject* general;       // every call the hot path does not take: general(*args, **kwargs)
+  PyObject* own;           // the model's own forward, which `passing`'s calls run
   PyObject* armed;         // dict: args_key -> (group, run, training, index, guards)
   PyObject* module;        // the model, whose `training` flag each call checks
   PyObject* tensor_type;   // torch.Tensor: one exact tensor's key is (dtype, shape)
@@ -44,6 +47,8 @@ struct HotForward {
   PyObject* on_failure;    // on_failure(group, error): the failure note, before the re-raise
   PyObject* dynamo;        // get_eval_frame_callback once torch._dynamo is loaded, else null
   unsigned long thread;    // the thread whose calls take the hot path; 0: none now
+  unsigned long passing;   // the thread whose calls run `own`, counted (a NONE step); 0: none
+  long long passed;        // calls of `own` in progress (a nested call passes uncounted)
   long long calls;         // calls of the model seen while open (numbers the logged ones)
   long long first_call;    // the number of the block's first call
   long long own_ns_after;  // the Profiler's own time after the last logged call's end
@@ -204,8 +209,29 @@ PyObject* recorded(HotForward* self, PyObject* entry, PyObject* call, int64_t en
   return result;
 }
 
+// A call of the `passing` thread: the model's own forward, counted unless nested in one.
+PyObject* passed_call(HotForward* self, PyObject* const* args, size_t nargsf,
+                      PyObject* kwnames) {
+  if (self->passed == 0) {
+    const int compiled = compiled_caller(self);
+    if (compiled != 0) return compiled < 0 ? nullptr : call_general(self, args, nargsf, kwnames);
+    self->calls += 1;
+  }
+  PyObject* own = self->own;
+  if (!own) return call_general(self, args, nargsf, kwnames);
+  Py_INCREF(own);  // (the call may set another)
+  self->passed += 1;
+  PyObject* result = PyObject_Vectorcall(own, args, nargsf, kwnames);
+  self->passed -= 1;
+  Py_DECREF(own);
+  return result;
+}
+
 PyObject* hot_call(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   HotForward* self = reinterpret_cast<HotForward*>(callable);
+  if (self->passing != 0 && PyThread_get_thread_ident() == self->passing) {
+    return passed_call(self, args, nargsf, kwnames);
+  }
   if (self->thread == 0 || (kwnames && PyTuple_GET_SIZE(kwnames) != 0) ||
       PyThread_get_thread_ident() != self->thread) {
     return call_general(self, args, nargsf, kwnames);
@@ -232,6 +258,7 @@ int hot_traverse(PyObject* callable, visitproc visit, void* arg) {
   HotForward* self = reinterpret_cast<HotForward*>(callable);
   Py_VISIT(self->dict);
   Py_VISIT(self->general);
+  Py_VISIT(self->own);
   Py_VISIT(self->armed);
   Py_VISIT(self->module);
   Py_VISIT(self->tensor_type);
@@ -246,6 +273,7 @@ int hot_clear(PyObject* callable) {
   HotForward* self = reinterpret_cast<HotForward*>(callable);
   Py_CLEAR(self->dict);
   Py_CLEAR(self->general);
+  Py_CLEAR(self->own);
   Py_CLEAR(self->armed);
   Py_CLEAR(self->module);
   Py_CLEAR(self->tensor_type);
@@ -267,8 +295,13 @@ void hot_dealloc(PyObject* callable) {
 PyMemberDef g_hot_members[] = {
     {"general", T_OBJECT, offsetof(HotForward, general), 0,
      "general(*args, **kwargs): the Profiler's Python path, for every other call"},
+    {"own", T_OBJECT, offsetof(HotForward, own), 0,
+     "the model's own forward, which the `passing` thread's calls run"},
     {"thread", T_ULONG, offsetof(HotForward, thread), 0,
      "the thread (threading.get_ident()) whose calls take the hot path; 0: none now"},
+    {"passing", T_ULONG, offsetof(HotForward, passing), 0,
+     "the thread whose calls run `own`, counted in `calls` (a step that records nothing); "
+     "0: none now"},
     {"calls", T_LONGLONG, offsetof(HotForward, calls), 0, "calls seen while open"},
     {"first_call", T_LONGLONG, offsetof(HotForward, first_call), 0, "the block's first call"},
     {"own_ns_after", T_LONGLONG, offsetof(HotForward, own_ns_after), 0,
@@ -326,7 +359,7 @@ PyObject* new_hot_forward(PyObject*, PyObject* args) {
   HotForward* self = PyObject_GC_New(HotForward, g_hot_type);
   if (!self) return nullptr;
   self->vectorcall = hot_call;
-  self->dict = self->general = self->dynamo = nullptr;
+  self->dict = self->general = self->own = self->dynamo = nullptr;
   // A class attribute or property `training` would take precedence over the instance's.
   self->training_in_dict = _PyType_Lookup(Py_TYPE(module), g_training) == nullptr;
   self->dtype_of = own_getter(tensor_type, g_dtype);
@@ -338,7 +371,8 @@ PyObject* new_hot_forward(PyObject*, PyObject* args) {
     Py_INCREF(given[i]);
     *fields[i] = given[i];
   }
-  self->thread = 0;
+  self->thread = self->passing = 0;
+  self->passed = 0;
   self->calls = self->own_ns_after = 0;
   self->first_call = 1;
   PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
@@ -353,8 +387,8 @@ PyMethodDef g_hot_functions[] = {
      "model's training flag equal to `training` and `guards` None or Dynamo's guards\n"
      "(check, frame_locals) holding (check(frame_locals) true with frame_locals['args'] the\n"
      "call's arguments), is run(args) and one row (start, end, index,\n"
-     "own_ns, calls, first) of the LoggedCalls `log`; any other call is general(*args,\n"
-     "**kwargs)."},
+     "own_ns, calls, first) of the LoggedCalls `log`; a call of `passing` is own(*args,\n"
+     "**kwargs), counted in `calls`; any other call is general(*args, **kwargs)."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace

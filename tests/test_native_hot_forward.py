@@ -110,6 +110,43 @@ def test_malformed_guards_send_the_call_to_the_general_path(guards):
     assert hot(x) == "general" and len(general) == 1 and not log
 
 
+def test_a_passing_threads_calls_run_the_models_own_forward_counted():
+    """A step that records nothing: the passing thread's calls (keywords too) are own(...),
+    each counted once, a call own makes of the model itself passing uncounted; other
+    threads' calls go to the general path; nothing is logged."""
+    hot, _, x, log, _, general = _hot()
+    seen = []
+
+    def own(x, scale=1.0, nested=False):
+        seen.append(hot.calls)
+        return hot(x, scale=scale) if nested else x * scale
+
+    hot.own, hot.passing = own, threading.get_ident()
+    assert torch.equal(hot(x), x) and torch.equal(hot(x, scale=2.0), 2 * x)
+    assert torch.equal(hot(x, scale=3.0, nested=True), 3 * x)
+    assert seen == [1, 2, 3, 3] and hot.calls == 3
+    worker = threading.Thread(target=hot, args=(x,))
+    worker.start()
+    worker.join()
+    assert len(general) == 1 and not log and hot.calls == 3
+    hot.passing = 0
+    assert hot(x) == "general" and hot.calls == 3
+
+
+def test_a_passing_threads_call_that_raises_leaves_it_passing():
+    hot, _, x, *_ = _hot()
+    error = ValueError("the model's own")
+
+    def own(x):
+        raise error
+
+    hot.own, hot.passing = own, threading.get_ident()
+    with pytest.raises(ValueError) as raised:
+        hot(x)
+    hot.own = lambda x: x + 2
+    assert raised.value is error and torch.equal(hot(x), x + 2) and hot.calls == 2
+
+
 def test_a_training_flag_its_class_defines_is_read_through_the_class():
     hot, model, x, log, _, general = _hot(model=ClassFlagModel())
     hot.thread = threading.get_ident()
@@ -122,9 +159,11 @@ def test_a_training_flag_its_class_defines_is_read_through_the_class():
         ClassFlagModel.flag = True
 
 
-def test_a_call_under_a_compiled_caller_goes_to_the_general_path():
+@pytest.mark.parametrize("path", ["thread", "passing"])
+def test_a_call_under_a_compiled_caller_goes_to_the_general_path(path):
     hot, _, x, log, _, general = _hot()
-    hot.thread = threading.get_ident()
+    hot.own = lambda x: x + 1
+    setattr(hot, path, threading.get_ident())
 
     @torch.compile(backend="eager")
     def caller(x):
@@ -133,10 +172,11 @@ def test_a_call_under_a_compiled_caller_goes_to_the_general_path():
         return hot(y)  # runs eagerly, with Dynamo's frame callback set
 
     try:
-        assert caller(x) == "general" and len(general) == 1 and not log
+        assert caller(x) == "general" and len(general) == 1 and not log and hot.calls == 0
     finally:
         torch._dynamo.reset()
-    assert torch.equal(hot(x), x + 1) and len(log) == 1  # no compiled caller: the hot path
+    assert torch.equal(hot(x), x + 1) and hot.calls == 1  # no compiled caller: the hot path
+    assert len(log) == (path == "thread")
 
 
 def test_a_failing_run_is_noted_and_its_error_goes_on_unchanged():

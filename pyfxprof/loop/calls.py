@@ -124,10 +124,14 @@ class CallRouting:
                 self._sync_hot()
 
     def _sync_hot(self) -> None:
-        """Let the hot path take the profiled thread's calls while a recording step is open
-        and no call is being handled here (its nested calls run the model itself)."""
-        hot = self._open and self._recording and self._holder is None and self._thread
-        self._hot.thread = self._thread if hot else 0
+        """Let the hot path take the profiled thread's calls while no call is being handled
+        here (its nested calls run the model itself): in a recording step, its armed groups'
+        calls; in a NONE step once a group is captured, every call, run as the model's own
+        (as `_forward` runs it, counted, without its Python)."""
+        idle = self._open and self._holder is None and self._thread or 0
+        self._hot.thread = idle if self._recording else 0
+        self._hot.passing = idle if (self.current_action == ProfilerAction.NONE
+                                     and self._groups) else 0
 
     def _profiled_call(self, forward: Callable, args: tuple, kwargs: dict, entered: int) -> Any:
         """One call of the model: itself in NONE steps, else its group's instrumented capture

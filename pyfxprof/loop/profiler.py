@@ -210,6 +210,7 @@ class Profiler(CallRouting):
         self._first_call = self._calls + 1
         self._thread = None
         self._patch = ForwardPatch(self.module, self._forward, front=self._hot)
+        self._hot.own = self._patch.original  # what NONE steps' calls run (_sync_hot)
         self._traceable = self._patch.traceable
         self._open = True
         optimizer_hooks(self._groups.values(), True)
@@ -311,6 +312,7 @@ class Profiler(CallRouting):
         self._open = self._recording = False
         self._sync_hot()
         optimizer_hooks(self._groups.values(), False)
+        self._hot.own = None
         if self._patch is not None:
             self._patch.restore()
             self._patch = None

@@ -846,3 +846,28 @@ def test_the_hot_path_takes_a_dynamo_groups_calls_and_checks_its_guards_at_each(
     expected = sorted({k for c in changes for k in (c, c + 1) if k < len(negates)})
     assert seen == [negates[k] for k in expected]
     assert sum(prof.n_runs for prof in p.profiles) == len(negates)
+
+
+def test_calls_of_a_none_step_run_the_models_own_forward_counted_without_python(monkeypatch):
+    """Once the first call made its group, a NONE step's calls are the model's own forward,
+    counted (the call numbers of later recorded calls), with no Python of the Profiler; the
+    other steps' calls reach it as before."""
+    model, x = torch.nn.Linear(3, 3).eval(), torch.randn(2, 3)
+    seen, forward = [], Profiler._forward
+    monkeypatch.setattr(Profiler, "_forward",
+                        lambda self, *args: seen.append(self.current_action) or forward(self, *args))
+    outputs, steps = [], 6
+    with torch.no_grad():
+        with Profiler(model, schedule=schedule(wait=2, warmup=1, active=1, repeat=1)) as p:
+            for _ in range(steps):
+                outputs.extend(p.model(x) for _ in range(3))
+                p.step()
+        for out in outputs:
+            torch.testing.assert_close(out, model(x), rtol=0, atol=0)
+    # the capture; the warm-up step; the window's first call (the model's own beside the
+    # graph) and the call that arms the group
+    assert seen == [ProfilerAction.NONE] + [ProfilerAction.WARMUP] * 3 + [
+        ProfilerAction.RECORD_AND_SAVE] * 2
+    assert p._calls == p._first_call + 3 * steps - 1  # every call counted, in C or Python
+    (prof,) = p.profiles
+    assert prof.n_runs == 3
