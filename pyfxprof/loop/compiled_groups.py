@@ -50,6 +50,11 @@ class CompiledCalls:
             return "Dynamo recompiled the model for a call (its guards changed)"
         return f"the autograd mode (grad, inference) {self.modes} changed"
 
+    def positional(self) -> None:
+        """None: no call of a compiled group takes the loop's hot path (each goes through
+        the compiled wrapper, whose recompiles `call` watches; DynamoFrame.positional)."""
+        return None
+
     def call(self, bound: BoundInputs) -> Any:
         """One timed call of the compiled model (the model's output)."""
         output = self.executor.run(bound.args, bound.kwargs)
