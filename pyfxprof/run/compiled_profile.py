@@ -117,9 +117,8 @@ def profile_compiled(given: Arguments, module: torch.nn.Module,
                      else timing.device_events)
     if device_events:
         ensure_cuda_runtime()
-    # copies whose tensors are inference tensors where the user's are, whatever mode the
-    # caller is in: Dynamo's guards tell an inference tensor from another, so a copy made
-    # under the caller's inference_mode recompiled the user's model for the plain calls
+    # inference tensors where the user's are (copied_alike): a copy made under the caller's
+    # inference_mode would recompile the user's model (Dynamo's guards tell them apart)
     args, kwargs = copied_alike(split_inputs(example_inputs))
     own = BoundInputs(*copied_alike((args, kwargs)))  # the user's calls' inputs
     given_training = module.training
