@@ -1,8 +1,10 @@
 """A compiled profile's total is the compiled model's own call, in any order of calls in a
-process: after an eager profile of the same model, after another compile of it, after
-torch._dynamo.reset(). Compiles on CPU (needs a C++ compiler)."""
+process (after an eager profile of the same model, after another compile of it, after
+torch._dynamo.reset()), and profiling never recompiles the user's compiled model. Compiles on
+CPU (needs a C++ compiler)."""
 
 import cProfile
+import itertools
 import pstats
 import time
 
@@ -11,6 +13,8 @@ import pytest
 import torch
 
 import pyfxprof
+from pyfxprof.run.user_call import AroundRuns
+from pyfxprof.stats.order_statistics import median_interval
 from pyfxprof.timing.compiled_executor import CompiledExecutor
 
 transformers = pytest.importorskip("transformers")
@@ -92,35 +96,6 @@ def test_the_profiled_run_is_the_users_compiled_call_in_any_order(monkeypatch):
     assert all(0 <= calls <= 15 for calls in extra.values()), extra  # the executor's own
 
 
-def _interleaved(compiled, rounds: int = 6, inputs: dict = INPUTS,
-                 profiles: list | None = None) -> tuple[float, float]:
-    """(median run total of profile(compiled), median of the compiled call timed alone),
-    short profiles and plain calls taken in turn; the profiles appended to `profiles`."""
-    totals, calls = [], []
-    with torch.inference_mode():
-        for _ in range(rounds):
-            prof = pyfxprof.profile(compiled, inputs, runs=10, warmup=2, progress=False)
-            totals += prof.run_totals.tolist()
-            if profiles is not None:
-                profiles.append(prof)
-            for _ in range(10):
-                begin = time.perf_counter_ns()
-                compiled(**inputs)
-                calls.append(time.perf_counter_ns() - begin)
-    return float(np.median(totals)), float(np.median(calls))
-
-
-@pytest.mark.timing(attempts=3)
-def test_a_compiled_profiles_total_is_the_compiled_call_after_an_eager_profile():
-    model = tiny_gpt2()
-    _orders(model)[1][1]()  # an eager profile of the same model first
-    compiled = torch.compile(model)
-    with torch.inference_mode():
-        compiled(**INPUTS)
-    total, call = _interleaved(compiled)
-    assert total == pytest.approx(call, rel=0.25), (total, call)  # see the test below
-
-
 def tiny_qwen2() -> torch.nn.Module:
     config = transformers.Qwen2Config(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                       num_key_value_heads=2, intermediate_size=128,
@@ -153,25 +128,82 @@ def _compiled_rows(prof) -> None:
     assert "your compiled call" in prof.table().splitlines()[1]
 
 
+#: Plain calls timed in one block before every BLOCK-th profiled run, and the runs compared.
+BLOCK, RUNS = 5, 100
+
+
+def _profile_beside_plain_calls(monkeypatch, compiled, inputs: dict) -> tuple:
+    """(profile(compiled), the compiled call timed plainly as the user makes it: BLOCK calls
+    in a row before every BLOCK-th run, so the truth and the runs take turns in blocks of a
+    few milliseconds and share the machine's phases (on a loaded machine a call's time moves
+    by half between phases of tens of milliseconds); the blocks beside the timed runs kept)."""
+    plain, around_run, runs = [], AroundRuns.run, itertools.count()
+
+    def run(self, args):
+        if next(runs) % BLOCK == 0:
+            for _ in range(BLOCK):
+                begin = time.perf_counter_ns()
+                compiled(**inputs)
+                plain.append(time.perf_counter_ns() - begin)
+        return around_run(self, args)
+    monkeypatch.setattr(AroundRuns, "run", run)
+    with torch.inference_mode():
+        prof = pyfxprof.profile(compiled, inputs, runs=RUNS, warmup=BLOCK, progress=False)
+    monkeypatch.undo()
+    return prof, np.asarray(plain[-RUNS:])
+
+
 @pytest.mark.timing(attempts=3)
+@pytest.mark.parametrize("order", ["fresh", "after an eager profile"])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_compiled_rows_add_up_to_the_compiled_call_fresh_and_after_an_eager_profile(name):
-    """Issue 46: the rows (kernels + outside kernels) of profile(compiled) sum to the
-    compiled call as the user makes it, within 10% of that call timed in turn with the
-    profiles, for a compile made first in the test and one made after an eager profile of the
-    same model (which measured 0.74x-1.77x before each run was made inside the user's call)."""
+def test_compiled_rows_add_up_to_the_compiled_call_fresh_and_after_an_eager_profile(
+        monkeypatch, name, order):
+    """Issue 46: the rows (kernels, outside kernels) of profile(compiled) sum to the compiled
+    call as the user makes it (guards, wrapper, kernels) within 10% (no 95% interval of the
+    ratio wholly beyond it), that call timed plainly in blocks taking turns with the
+    profiled runs, for a compile made first and one made after an eager profile of the same
+    model (0.74x-1.77x when the runs were made outside the user's call; 0.81-0.89 against
+    plain calls timed cold, right after each profile: benchmarks/README.md)."""
+    torch._dynamo.reset()  # every attempt compiles afresh (Dynamo's cache limit per code)
     build, inputs = MODELS[name]
     model = build()
-    for order in ("fresh", "after an eager profile"):
-        if order != "fresh":
-            pyfxprof.profile(model, inputs, runs=5, warmup=1, progress=False)
-        compiled, profiles = torch.compile(model), []
+    if order != "fresh":
+        pyfxprof.profile(model, inputs, runs=5, warmup=1, progress=False)
+    compiled = torch.compile(model)
+    with torch.inference_mode():
+        compiled(**inputs)
+    prof, plain = _profile_beside_plain_calls(monkeypatch, compiled, inputs)
+    _compiled_rows(prof)
+    # each block of runs against the block of plain calls just before it; the 95% interval
+    # of their median ratio must reach within 10% of 1: narrow on a quiet machine, wider
+    # where the machine's load moves calls by more than 10% within a block
+    ratios = (np.median(prof.run_totals.reshape(-1, BLOCK), axis=1)
+              / np.median(plain.reshape(-1, BLOCK), axis=1))
+    low, high = median_interval(ratios)
+    figures = (np.median(prof.run_totals), np.median(plain), np.median(ratios), low, high,
+               open("/proc/loadavg").read().split()[0])
+    print(f"{name}, {order}: total, call, ratio, its interval, load", figures)
+    assert low <= 1.10 and high >= 0.90, figures
+
+
+@pytest.mark.parametrize("inputs_in_inference_mode", [False, True])
+@pytest.mark.parametrize("caller_in_inference_mode", [False, True])
+def test_profiling_never_recompiles_the_users_compiled_model(inputs_in_inference_mode,
+                                                             caller_in_inference_mode):
+    """The plain calls' input copies are inference tensors exactly where the user's are,
+    whatever mode profile() is called in: Dynamo's guards tell the two apart, and a copy made
+    under the caller's inference_mode recompiled the user's model (its next call then paid a
+    failed guard check first)."""
+    torch._dynamo.reset()
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    with torch.inference_mode(inputs_in_inference_mode):
+        x = torch.randn(2, 8)
+    compiled = torch.compile(net)
+    with torch.inference_mode():  # the mode profile() runs the model in
+        compiled(x)
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        with torch.inference_mode(caller_in_inference_mode):
+            prof = pyfxprof.profile(compiled, (x,), runs=6, warmup=1, progress=False)
+        assert "error" not in prof.meta["call"], prof.meta["call"]
         with torch.inference_mode():
-            compiled(**inputs)
-        total, call = _interleaved(compiled, rounds=3, inputs=inputs, profiles=profiles)
-        for prof in profiles:
-            _compiled_rows(prof)
-        # Issue 46 asks 10%; measured 0.81-0.89 of the call on an idle 2-core VM
-        # (benchmarks/HISTORY.md): 25% still refuses the 0.74x-1.77x that runs outside the
-        # user's call gave, and the 10% is left open in the issue's note.
-        assert total == pytest.approx(call, rel=0.25), (order, total, call)
+            compiled(x)  # the user's next call: no recompile either

@@ -26,18 +26,22 @@ OUTSIDE_GRAPH = "(Python outside the graph)"
 SHOWN_FUNCTIONS = 5
 
 
-def outside_runs(call_ns, rows_ns, around_ns=None) -> np.ndarray:
+def outside_runs(call_ns, rows_ns, around_ns=None, leveled: bool = True) -> np.ndarray:
     """Per run, the Python outside the graph (float ns; negative: noise). With `around_ns`
     (each run's own call, made around its instrumented graph: run.user_call.AroundRuns):
-    that call minus the run's rows, plus the level ``median(call_ns) - median(around_ns)``
-    (what the plain calls spend beyond the calls made around the graph: the Python the
-    graph replaced, less the timers' cost), the same for every run: each run's figure
-    comes from its own invocation. Without: ``median(call_ns) - median(rows_ns)`` in every
-    run (one figure: the plain calls are other invocations than the runs, so no run's
-    figure is taken from them).
+    that call minus the run's rows, plus (`leveled`) the level ``median(call_ns) -
+    median(around_ns)`` (what the plain calls spend beyond the calls made around the graph:
+    the Python the graph replaced, less the timers' cost), the same for every run: each
+    run's figure comes from its own invocation. Not `leveled` (a compiled call, whose call
+    around the run is the user's whole call: with_compiled_call): that call minus the run's
+    rows alone. Without `around_ns`: ``median(call_ns) - median(rows_ns)`` in every run (one
+    figure: the plain calls are other invocations than the runs, so no run's figure is
+    taken from them).
 
     >>> outside_runs([500, 520, 510], [100, 300, 100], [200, 400, 210]).tolist()
     [400.0, 400.0, 410.0]
+    >>> outside_runs([500, 520, 510], [100, 300, 100], [200, 400, 210], leveled=False).tolist()
+    [100.0, 100.0, 110.0]
     >>> outside_runs([500, 520, 510], [100, 300, 100]).tolist()
     [410.0, 410.0, 410.0]
     """
@@ -46,18 +50,20 @@ def outside_runs(call_ns, rows_ns, around_ns=None) -> np.ndarray:
     if around_ns is None:
         return np.full(len(rows), float(np.median(call) - np.median(rows)))
     around = np.asarray(around_ns, dtype=np.float64)
-    return around - rows + float(np.median(call) - np.median(around))
+    level = float(np.median(call) - np.median(around)) if leveled else 0.0
+    return around - rows + level
 
 
-def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None) -> dict:
+def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = True) -> dict:
     """``meta["call"]`` of the user's plain calls `call_ns` against the graph's runs
     `graph_ns` (whose rows summed to `rows_ns` per run; default: the runs) and, when the runs
     were made inside the user's calls, those calls' `around_ns` (one per run): the call's and
     the graph's medians, the median of outside_runs (the Python outside the graph: every
-    part of the call no row of the graph holds) with its 95% interval (per run with
-    `around_ns`; else of each plain call against the rows' median), ``per_run`` (whether the
-    row is measured per run: `around_ns` given), ``level_ns`` (outside_runs' level term) and
-    ``resolved``: the interval lies above zero (stats/order_statistics.py; which takes at
+    part of the call no row of the graph holds; `leveled` as there) with its 95% interval
+    (per run with `around_ns`; else of each plain call against the rows' median),
+    ``per_run`` (whether the row is measured per run: `around_ns` given), ``level_ns`` (the
+    plain calls' median beyond the calls around the runs: outside_runs' level, in the row
+    only when `leveled`) and ``resolved``: the interval lies above zero (stats/order_statistics.py; which takes at
     least runs_needed(0.5) runs: with fewer, no order statistic bounds the median, and the
     low and high ends are the range).
 
@@ -71,7 +77,7 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None) -> dict:
     call = np.asarray(call_ns, dtype=np.int64)
     graph = np.asarray(graph_ns, dtype=np.int64)
     rows = graph if rows_ns is None else np.asarray(rows_ns, dtype=np.int64)
-    outside = outside_runs(call, rows, around_ns)
+    outside = outside_runs(call, rows, around_ns, leveled)
     spread = outside if around_ns is not None else call - float(np.median(rows))
     low, high = median_interval(spread)
     resolved = bool(low > 0)  # an unbounded interval (too few runs) is never above zero
@@ -138,18 +144,19 @@ def rows_share(samples: np.ndarray, nodes: pd.DataFrame, call_median_ns: float) 
     return float(np.median(samples[:, _in_run(nodes)], axis=0).sum()) / float(call_median_ns)
 
 
-def _call_figures(profile: Profile, call_ns, around_ns, **extra: Any
+def _call_figures(profile: Profile, call_ns, around_ns, leveled: bool = True, **extra: Any
                   ) -> tuple[dict, np.ndarray, Any]:
-    """(a copy of the profile's meta with ``meta["call"]`` set (call_meta, `extra`), each
-    run's rows summed, `around_ns` or None when it does not hold one call per run: then
-    ``meta["call"]["not_per_run"]`` says why)."""
+    """(a copy of the profile's meta with ``meta["call"]`` set (call_meta, `leveled`,
+    `extra`), each run's rows summed, `around_ns` or None when it does not hold one call per
+    run: then ``meta["call"]["not_per_run"]`` says why)."""
     meta = dict(profile.meta)
     rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
     not_per_run = None
     if around_ns is not None and len(around_ns) != profile.n_runs:
         not_per_run = f"{len(around_ns)} calls around {profile.n_runs} runs"
         around_ns = None
-    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns), **extra}
+    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns, leveled),
+                    **extra}
     if not_per_run is not None:
         meta["call"]["not_per_run"] = not_per_run
     return meta, rows, around_ns
@@ -203,12 +210,16 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
 
 def with_compiled_call(profile: Profile, call_ns, around_ns=None) -> Profile:
     """A compiled profile (kernels, the time between graphs, the `(outside kernels)` row
-    last) measured against the user's compiled calls `call_ns` (torch.compile's guards and
-    wrapper included), its runs made inside the user's calls `around_ns` (one per run;
-    None: not): ``meta["call"]`` (call_meta and rows_share), and the outside row widened to
-    each run's own call (outside_runs: that call beyond the run, at the plain call's
-    level), so the rows sum to the call; with `around_ns` every run's figures are one
-    invocation's. ``meta["call"]["compiled"]`` marks it (the header words it so).
+    last) measured against the user's compiled calls: each run made inside the user's call
+    (`around_ns`, one per run: torch.compile's guards, wrapper and kernels, all of the call
+    but its outer module call), the outside row widened to that run's own call beyond its
+    rows (outside_runs, not leveled), so each run's rows sum to its own call: no figure of a
+    run comes from another invocation. The plain calls `call_ns` (timed after the runs) are
+    the check: ``meta["call"]`` (call_meta: their median, ``level_ns`` their median beyond
+    the calls around the runs; rows_share: the rows' medians summed against them). Without
+    `around_ns` (the runs were not made inside the call) the row takes the plain calls'
+    median beyond the rows' median, one figure in every run. ``meta["call"]["compiled"]``
+    marks it (the header words it so).
 
     >>> nodes = pd.DataFrame({"index": [0, 1], "name": ["k0", "(outside kernels)"],
     ...     "op": ["call_function", "outside_kernels"], "target": "", "module_path": "",
@@ -216,10 +227,13 @@ def with_compiled_call(profile: Profile, call_ns, around_ns=None) -> Profile:
     >>> runs = Profile(nodes, np.array([[60, 40]] * 6), np.array([100] * 6), {})
     >>> prof = with_compiled_call(runs, [150] * 6, around_ns=[130] * 6)
     >>> prof.samples[0].tolist(), int(prof.run_totals[0]), prof.meta["call"]["level_ns"]
-    ([60, 90], 150, 20.0)
+    ([60, 70], 130, 20.0)
+    >>> with_compiled_call(runs, [150] * 6).samples[0].tolist()  # not per run: the plain level
+    [60, 90]
     """
-    meta, rows, around_ns = _call_figures(profile, call_ns, around_ns, compiled=True)
-    beyond = np.rint(outside_runs(call_ns, rows, around_ns)).astype(np.int64)
+    meta, rows, around_ns = _call_figures(profile, call_ns, around_ns, leveled=False,
+                                          compiled=True)
+    beyond = np.rint(outside_runs(call_ns, rows, around_ns, leveled=False)).astype(np.int64)
     samples = profile.samples.copy()
     samples[:, -1] = np.maximum(samples[:, -1] + beyond, 0)
     meta["call"]["rows_share"] = rows_share(samples, profile.nodes, meta["call"]["median_ns"])

@@ -5,7 +5,6 @@ their source nodes and modules, plus the time outside kernels up to that call.""
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +12,7 @@ import pandas as pd
 import torch
 
 from ..capture.inductor import CompileSettings, InductorCapture, is_compiled
-from ..capture.inputs import BoundInputs, split_inputs
+from ..capture.inputs import BoundInputs, copied_alike, split_inputs
 from ..capture.model_state import autograd_mode, evaluation_mode, grad_context, numeric_mode
 from ..capture.placement import device_of
 from ..capture.shape_run import describe
@@ -118,10 +117,10 @@ def profile_compiled(given: Arguments, module: torch.nn.Module,
                      else timing.device_events)
     if device_events:
         ensure_cuda_runtime()
-    args, kwargs = copy.deepcopy(split_inputs(example_inputs))
-    # the user's calls' inputs, copied out here: inside inference_mode a copy is an inference
-    # tensor, which a compiled model's guards tell from the user's (a recompile)
-    own = BoundInputs(*copy.deepcopy((args, kwargs)))
+    # inference tensors where the user's are (copied_alike): a copy made under the caller's
+    # inference_mode would recompile the user's model (Dynamo's guards tell them apart)
+    args, kwargs = copied_alike(split_inputs(example_inputs))
+    own = BoundInputs(*copied_alike((args, kwargs)))  # the user's calls' inputs
     given_training = module.training
     with evaluation_mode(module), grad_context(given.grad):
         capture = compiled_capture(module, settings, BoundInputs(args, kwargs),
