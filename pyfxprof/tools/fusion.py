@@ -15,8 +15,11 @@ Example:
 from __future__ import annotations
 
 import copy
+import inspect
+import typing
 from collections import Counter
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import torch
 import torch.fx
@@ -177,13 +180,35 @@ def _copy(model: nn.Module) -> nn.Module:
 
 def _trace(model: nn.Module) -> torch.fx.GraphModule:
     try:
-        return torch.fx.symbolic_trace(model)
+        return _with_typed_signature(torch.fx.symbolic_trace(model), model)
     except Exception as e:  # noqa: BLE001 - tracing fails in many ways, all mean the same
         raise FusionError(
             f"cannot trace {type(model).__name__} with torch.fx ({type(e).__name__}: "
             f"{first_line(e, empty='no message')}); fuse a traceable submodule instead, or make "
             "the untraceable part a leaf module"
         ) from e
+
+
+def _with_typed_signature(gm: torch.fx.GraphModule, model: nn.Module) -> torch.fx.GraphModule:
+    """`gm` with its inputs' and output's annotations written as text (a model module with
+    ``from __future__ import annotations``: fx keeps the text and its code names it as a global
+    string, which torch.jit.script cannot read) evaluated to the types they name in the model's
+    module; text that does not evaluate there is dropped (TorchScript then assumes a Tensor)."""
+    namespace = getattr(inspect.unwrap(type(model).forward), "__globals__", {})
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output") and isinstance(node.type, str):
+            node.type = _evaluated(node.type, namespace)
+    gm.recompile()
+    return gm
+
+
+def _evaluated(annotation: str, namespace: dict) -> object | None:
+    """The type the annotation text names in `namespace` (typing's own evaluation), or None."""
+    try:
+        return typing.get_type_hints(SimpleNamespace(__annotations__={"a": annotation}),
+                                     namespace)["a"]
+    except Exception:  # noqa: BLE001 - a name the module does not define, a syntax error
+        return None
 
 
 def _require_eval(gm: torch.fx.GraphModule, modules: dict[str, nn.Module]) -> None:

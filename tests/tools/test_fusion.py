@@ -1,9 +1,11 @@
 """Tests for pyfxprof.tools.fusion: the Conv/BatchNorm fusion pass."""
 
+import typing
+
 import pytest
 import torch
 import torchvision
-from torch import nn
+from torch import Tensor, nn
 from torch.fx.experimental.optimization import fuse as torch_fx_fuse
 from torch.nn.modules.batchnorm import _BatchNorm
 
@@ -260,3 +262,55 @@ def test_report_str_has_one_line_per_pair():
         "  fused    conv1 + bn1",
         "  skipped  conv + bn: why",
     ]
+
+
+
+class ConvBnWithTextAnnotations(nn.Module):
+    """A conv + BN; each test sets its forward's annotations as text, as a module written with
+    ``from __future__ import annotations`` has them (the CLI's default model's does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+
+    def forward(self, x, scale=2.0):
+        return self.bn(self.conv(x)) * scale
+
+
+class TupleOutput(ConvBnWithTextAnnotations):
+    """The same model returning a pair."""
+
+    def forward(self, x, scale=2.0):
+        y = self.bn(self.conv(x)) * scale
+        return y, y + 1
+
+
+#: Names the annotations below use, evaluated in this module (as a model's in its own).
+ANNOTATION_NAMES = (Tensor, typing.Tuple)
+
+
+@pytest.mark.parametrize("cls, annotations", [
+    (ConvBnWithTextAnnotations, {"x": "torch.Tensor", "scale": "float", "return": "torch.Tensor"}),
+    (ConvBnWithTextAnnotations, {"x": "Tensor", "scale": "float", "return": "Tensor"}),
+    (ConvBnWithTextAnnotations,
+     {"x": "torch.Tensor", "scale": "float", "return": "NotDefinedAnywhere"}),
+    (TupleOutput,
+     {"x": "torch.Tensor", "scale": "float", "return": "tuple[torch.Tensor, torch.Tensor]"}),
+    (TupleOutput, {"x": "Tensor", "scale": "float", "return": "typing.Tuple[Tensor, Tensor]"}),
+])
+def test_text_annotations_are_types_in_the_fused_model_so_it_scripts(cls, annotations,
+                                                                      monkeypatch):
+    """(A parameter left unannotated would be a Tensor to TorchScript: `scale` always is.)"""
+    monkeypatch.setattr(cls.forward, "__annotations__", dict(annotations))
+    model = randomize_bn(cls()).eval()
+    fused = fuse_conv_bn(model)
+    assert "_torch_" not in fused.code and "NotDefinedAnywhere" not in fused.code
+    assert_same_outputs(model, torch.jit.script(fused), torch.randn(1, 3, 8, 8))
+
+
+def test_the_cli_default_model_scripts_once_fused():
+    """The default model's module is written with ``from __future__ import annotations``."""
+    from pyfxprof.cli.default_model import resnet18
+    model = randomize_bn(resnet18()).eval()
+    scripted = torch.jit.script(fuse_conv_bn(model))
+    assert_same_outputs(model, scripted, torch.randn(1, 3, 32, 32))
