@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..stats.columns import column_medians, masked_row_sums
 from ..stats.order_statistics import median_interval
 from .profile import Profile
 from .validate import OUTSIDE_GRAPH_OP, model_nodes, run_coverage
@@ -141,7 +142,7 @@ def rows_share(samples: np.ndarray, nodes: pd.DataFrame, call_median_ns: float) 
     """
     if not call_median_ns or not samples.shape[0]:
         return None
-    return float(np.median(samples[:, _in_run(nodes)], axis=0).sum()) / float(call_median_ns)
+    return float(column_medians(samples, _in_run(nodes)).sum()) / float(call_median_ns)
 
 
 def _call_figures(profile: Profile, call_ns, around_ns, leveled: bool = True, **extra: Any
@@ -150,7 +151,7 @@ def _call_figures(profile: Profile, call_ns, around_ns, leveled: bool = True, **
     `extra`), each run's rows summed, `around_ns` or None when it does not hold one call per
     run: then ``meta["call"]["not_per_run"]`` says why)."""
     meta = dict(profile.meta)
-    rows = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
+    rows = masked_row_sums(profile.samples, _in_run(profile.nodes))
     not_per_run = None
     if around_ns is not None and len(around_ns) != profile.n_runs:
         not_per_run = f"{len(around_ns)} calls around {profile.n_runs} runs"
@@ -203,7 +204,7 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
     meta["call"]["rows_share"] = rows_share(samples, nodes, meta["call"]["median_ns"])
     if "coverage" in meta:
         meta["graph_coverage"] = meta["coverage"]
-        meta["coverage"] = run_coverage(samples[:, model_nodes(nodes)], totals)
+        meta["coverage"] = run_coverage(samples, totals, model_nodes(nodes))
     return Profile(nodes, samples, totals, meta, add(profile.device_samples),
                    profile.run_starts, profile.run_noise, add(profile.backward_samples))
 
@@ -237,9 +238,9 @@ def with_compiled_call(profile: Profile, call_ns, around_ns=None) -> Profile:
     samples = profile.samples.copy()
     samples[:, -1] = np.maximum(samples[:, -1] + beyond, 0)
     meta["call"]["rows_share"] = rows_share(samples, profile.nodes, meta["call"]["median_ns"])
-    totals = samples[:, _in_run(profile.nodes)].sum(axis=1)
+    totals = masked_row_sums(samples, _in_run(profile.nodes))
     if "coverage" in meta:
-        meta["coverage"] = run_coverage(samples[:, model_nodes(profile.nodes)], totals)
+        meta["coverage"] = run_coverage(samples, totals, model_nodes(profile.nodes))
     return Profile(profile.nodes, samples, totals, meta, profile.device_samples,
                    profile.run_starts, profile.run_noise, profile.backward_samples)
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import pandas as pd
 
+from ..stats.columns import masked_row_sums
+
 if TYPE_CHECKING:
     from typing import TypeGuard  # Python 3.10+, read by type checkers only
 
@@ -426,14 +428,20 @@ def model_nodes(nodes: pd.DataFrame) -> np.ndarray:
     return (~nodes["op"].isin(NOT_NODES)).to_numpy(dtype=bool)
 
 
-def run_coverage(samples: np.ndarray, run_totals: np.ndarray) -> float:
-    """Median over runs of (sum of node samples) / run total; 1.0 when a total is 0.
+def run_coverage(samples: np.ndarray, run_totals: np.ndarray,
+                 mask: np.ndarray | None = None) -> float:
+    """Median over runs of (sum of node samples, of the columns `mask` keeps: no copy of
+    them) / run total; 1.0 when a total is 0.
 
     >>> run_coverage(np.array([[40, 40], [50, 50]]), np.array([100, 200]))
     0.65
+    >>> run_coverage(np.array([[40, 40, 9], [50, 50, 9]]), np.array([100, 200]),
+    ...              np.array([True, True, False]))
+    0.65
     """
+    sums = samples.sum(axis=1) if mask is None else masked_row_sums(samples, mask)
     with np.errstate(divide="ignore", invalid="ignore"):
-        shares = samples.sum(axis=1) / run_totals
+        shares = sums / run_totals
     return float(np.median(shares)) if np.isfinite(shares).all() else 1.0
 
 
@@ -461,6 +469,6 @@ def recompute_derived(samples: np.ndarray, run_totals: np.ndarray, meta: dict,
                       mask: np.ndarray) -> None:
     """Replace the stored coverage (when there is one) by the one the samples give."""
     if "coverage" in meta:
-        meta["coverage"] = (run_coverage(samples[:, mask], run_totals)
+        meta["coverage"] = (run_coverage(samples, run_totals, mask)
                             if samples.shape[0] else None)
 

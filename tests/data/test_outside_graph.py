@@ -1,6 +1,8 @@
 """The (Python outside the graph) row: the interval, the row, coverage of the call, the
 breakdown's scaling, the tree and persistence (old files too)."""
 
+import tracemalloc
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +14,7 @@ from pyfxprof.data import persist
 from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, outside_column,
                                          python_functions, tree_rows, with_compiled_call,
                                          with_outside_graph)
+from pyfxprof.stats import columns
 from pyfxprof.stats.order_statistics import runs_needed
 from tests.outside_profiles import FUNCTIONS, graph_profile, outside_profile
 
@@ -185,3 +188,32 @@ def test_a_compiled_profiles_rows_sum_to_each_runs_own_compiled_call(runs, kerne
     assert (prof.run_totals == around).all()
     assert call["level_ns"] == np.median(plain) - np.median(around)
     assert "your compiled call" in prof.table().splitlines()[1]
+
+
+@pytest.mark.parametrize("runs, nodes", [(2000, 1000), (500, 4000), (8000, 250)])
+@pytest.mark.parametrize("resolved", [True, False])
+def test_the_row_costs_one_widened_copy_of_the_samples_at_most(runs, nodes, resolved):
+    """The samples are written once (a profile's memory is known before it runs): the row
+    may cost the one array that holds it, the samples plus a column, and no other copy of
+    them; its medians copy one block of columns at a time, its per-run figures are vectors.
+    Measured with tracemalloc (numpy's arrays are traced) against the samples' own bytes."""
+    rng = np.random.default_rng(runs + nodes)
+    names = [f"n{k}" for k in range(nodes)]
+    frame = pd.DataFrame({"index": range(nodes), "name": names, "op": ["call_function"] * nodes,
+                          "target": names, "module_path": "", "module_type": "Net",
+                          "module_stack": [()] * nodes})
+    samples = rng.integers(90, 110, size=(runs, nodes), dtype=np.int64)
+    graph = pyfxprof.Profile(frame, samples, samples.sum(axis=1), {"coverage": 1.0})
+    rows = samples.sum(axis=1)
+    calls = (rows + (10 * nodes if resolved else 0)).tolist()
+    tracemalloc.start()
+    try:
+        prof = with_outside_graph(graph, calls, around_ns=calls)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (prof.n_nodes == nodes + 1) is resolved
+    widened = runs * (nodes + 1) * 8 if resolved else 0
+    vectors = 32 * runs * 8 + 64 * nodes * 8  # per-run figures, per-node medians and frame
+    assert peak <= widened + columns.BLOCK_BYTES + vectors, (
+        f"peak {peak / samples.nbytes:.2f}x the samples")
