@@ -93,7 +93,8 @@ void set_ranges(SampleTable& table, std::optional<std::vector<std::string>> name
 void define_sample_table(py::module_& m) {
   py::class_<SampleTable>(m, "SampleTable",
                           "Runs x nodes table of node durations (ns), written by TimedCalls.timed.")
-      .def(py::init<uint32_t>(), py::arg("nodes"))
+      .def(py::init<uint32_t, uint32_t>(), py::arg("nodes"), py::arg("spare") = 0,
+           "`nodes` timed columns and `spare` more after them that no timed call writes.")
       .def_property_readonly("nodes", &SampleTable::nodes)
       .def_property_readonly("rows", &SampleTable::rows)
       .def_property_readonly("stray_calls", &SampleTable::stray_calls,

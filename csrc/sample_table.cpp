@@ -2,13 +2,18 @@
 #include "sample_table.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <stdexcept>
 #include <utility>
 
 #include "arguments.h"
 
 namespace pyfxprof {
 
-SampleTable::SampleTable(uint32_t nodes) : nodes_(nodes), last_node_(nodes ? nodes - 1 : 0) {}
+SampleTable::SampleTable(uint32_t nodes, uint32_t spare)
+    : nodes_(nodes + spare), last_node_(nodes ? nodes - 1 : 0) {
+  if (spare > UINT32_MAX - nodes) throw std::length_error("SampleTable: over 2^32 columns");
+}
 
 // The room is written now (-1), so the runs never meet the first-touch page faults of fresh
 // memory: measured 30-45 ns per node of a 300-node run on the 2-core VM (benchmarks/README.md).

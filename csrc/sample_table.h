@@ -35,10 +35,12 @@ struct TakenRuns {
 // hands over to ns.
 class SampleTable {
  public:
-  // `nodes` columns; node durations start as -1 (not recorded) in every new row.
-  explicit SampleTable(uint32_t nodes);
+  // `nodes` timed columns and `spare` more after them, which no timed call is expected to write
+  // (room for columns added after the runs: the last timed column is `nodes - 1`); every
+  // column starts as -1 (not recorded) in a new row. Throws std::length_error over 2^32 columns.
+  explicit SampleTable(uint32_t nodes, uint32_t spare = 0);
 
-  uint32_t nodes() const noexcept { return nodes_; }
+  uint32_t nodes() const noexcept { return nodes_; }  // every column, spare ones included
   uint64_t rows() const noexcept { return bounds_.size(); }
 
   // Allocates and writes memory for `runs` rows up front (throws std::bad_alloc /

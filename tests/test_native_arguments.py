@@ -117,6 +117,11 @@ def test_sample_table_out_of_order_and_huge_sizes():
     for bad in [None, -1, 2**32, "2"]:
         with pytest.raises(TypeError):
             _C.SampleTable(bad)
+        with pytest.raises(TypeError):
+            _C.SampleTable(2, bad)  # the spare columns
+    with pytest.raises(ValueError, match="over 2\\^32 columns"):
+        _C.SampleTable(2**32 - 1, 1)
+    assert _C.SampleTable(2, 3).nodes == 5
     table = _C.SampleTable(2)
     assert table.end_run() is False  # nothing open
     table.abandon_run()

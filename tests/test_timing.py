@@ -26,15 +26,22 @@ def _run(table, calls, raise_in=None):
     table.end()
 
 
-def test_complete_runs_are_kept_and_incomplete_ones_counted():
-    table = RunTable(3)
+@pytest.mark.parametrize("spare", [0, 1, 2])
+def test_complete_runs_are_kept_and_incomplete_ones_counted(spare):
+    table = RunTable(3, spare=spare)
     calls = _timed(table, [_C._busy_loop] * 3)
     _run(table, calls)
     _run(table, calls, raise_in=1)
+    assert table.failed_node(["a", "b", "c"]) == "b"  # (the spare columns are no node)
     _run(table, calls[:2])  # a node never ran
     _run(table, calls)
     t = table.take()
     assert t.intervals.shape == (2, 3) and t.incomplete_runs == 2
+    if spare:  # the samples are the spare array's first columns: a row added there is free
+        assert t.spare.shape == (2, 3 + spare) and np.shares_memory(t.spare, t.intervals)
+        assert np.array_equal(t.spare[:, :3], t.intervals)
+    else:
+        assert t.spare is None
     assert (t.run_totals >= t.intervals.sum(axis=1)).all()
     assert (t.between_nodes >= 0).all()
     assert np.all(np.diff(t.run_starts) > 0)

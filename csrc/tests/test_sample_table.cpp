@@ -1,4 +1,6 @@
 // Tests of the sample table: rows per run, in-place durations, strays, owners, take and clear.
+#include <cstdint>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -120,5 +122,26 @@ TEST(another_thread_never_writes_into_the_open_row) {
 }
 
 }  // namespace
+
+TEST(spare_columns_follow_the_timed_ones_and_the_last_timed_one_ends_the_calls) {
+  SampleTable table(2, 1);
+  CHECK_EQ(table.nodes(), 3u);
+  CHECK(table.begin_run(100, kMe));
+  table.record(0, 110, 115, kMe);
+  table.record(1, 120, 130, kMe);
+  CHECK(table.end_run(200, kMe));
+  TakenRuns taken = table.take();
+  const std::vector<int64_t> expected{5, 10, -1};
+  CHECK(taken.samples == expected);
+  CHECK_EQ(taken.bounds[0].first_call, 110);
+  CHECK_EQ(taken.bounds[0].last_call_end, 130);
+  bool refused = false;
+  try {
+    SampleTable too_wide(UINT32_MAX, 1);
+  } catch (const std::length_error&) {
+    refused = true;
+  }
+  CHECK(refused);
+}
 
 TEST_MAIN()

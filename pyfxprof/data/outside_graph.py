@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..stats.columns import column_medians, masked_row_sums
+from ..stats.columns import column_medians, masked_row_sums, widened
 from ..stats.order_statistics import median_interval
 from .profile import Profile
 from .validate import OUTSIDE_GRAPH_OP, model_nodes, run_coverage
@@ -164,7 +164,7 @@ def _call_figures(profile: Profile, call_ns, around_ns, leveled: bool = True, **
 
 
 def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
-                       around_ns=None) -> Profile:
+                       around_ns=None, spare: np.ndarray | None = None) -> Profile:
     """`profile` (the graph's runs) measured against the user's plain calls `call_ns` and,
     when its runs were made inside the user's calls, those calls (`around_ns`, one per run,
     in run order): ``meta["call"]`` (call_meta, plus the ``functions`` that spend the
@@ -175,6 +175,8 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
     run totals that are the rows plus that row, and coverage of the call
     (``meta["graph_coverage"]`` keeps the graph's). Without `around_ns` the row is one
     figure in every run: per-run analyses (tail, p99, drift, warm-up) see the graph's only.
+    The row is written into `spare` when the samples are its first columns (the run table
+    reserved it: stats.columns.widened), else into a copy of them.
 
     >>> nodes = pd.DataFrame({"index": [0], "name": ["mm"], "op": ["call_function"],
     ...     "target": ["mm"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
@@ -197,7 +199,7 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
     outside = np.maximum(np.rint(outside_runs(call_ns, rows, around_ns)), 0).astype(np.int64)
     add = lambda array: None if array is None else np.hstack(  # noqa: E731
         [array, np.zeros((array.shape[0], 1), np.int64)])
-    samples = np.hstack([profile.samples, outside[:, None]])
+    samples = widened(profile.samples, outside, spare)
     totals = rows + outside
     nodes = _with_row(profile.nodes, str(profile.nodes["module_type"].iloc[0])
                       if profile.n_nodes else "model")

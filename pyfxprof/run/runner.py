@@ -96,19 +96,22 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
         modes = modes_meta(given.model, given_training, given.example_inputs)
     meta = profile_meta(given, prepared, runs_measured, modes, clock)
     built = _built(prepared.frame, runs_measured, meta, given.model if backward else None)
-    return remember_model(with_user_call(built, runs_measured.call), given.model)
+    return remember_model(built, given.model)
 
 
 def _built(frame: pd.DataFrame, measured: Measured, meta: dict,
            trained: torch.nn.Module | None) -> Profile:
     """build_profile of the runs `measured`, and of a training run (`trained`: the model) its
-    backward too (run/training.py)."""
+    backward too (run/training.py), stated against the user's call (with_user_call; its row
+    goes into the column the run table reserved: RunTimings.spare)."""
     executor, samples = measured.executor, measured.device_samples
     if trained is None:
-        return build_profile(frame, measured.timings, meta, samples, measured.run_noise)
-    from .training import training_frame, with_backward  # late: loads AOTAutograd
-    return with_backward(build_profile(training_frame(frame, trained), measured.timings, meta,
-                                       samples, measured.run_noise), executor, trained)
+        built = build_profile(frame, measured.timings, meta, samples, measured.run_noise)
+    else:
+        from .training import training_frame, with_backward  # late: loads AOTAutograd
+        built = with_backward(build_profile(training_frame(frame, trained), measured.timings,
+                                            meta, samples, measured.run_noise), executor, trained)
+    return with_user_call(built, measured.call, spare=measured.timings.spare)
 
 
 def _profile_compiled(given: Arguments) -> Profile:

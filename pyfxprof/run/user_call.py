@@ -21,6 +21,7 @@ import contextvars
 import time
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import torch
 
 from ..capture.inputs import BoundInputs, split_inputs
@@ -248,12 +249,14 @@ class AroundRuns:
 
 
 def with_user_call(profile: Profile, call: UserCall | None,
-                   stated: Callable[..., Profile] | None = None) -> Profile:
+                   stated: Callable[..., Profile] | None = None,
+                   spare: np.ndarray | None = None) -> Profile:
     """`profile` stated against the user's call by `stated(profile, plain calls, ...,
     around_ns=each run's own call)` (default: data.outside_graph.with_outside_graph, with the
     breakdown's functions; None when the runs were not made inside the calls: AroundRuns,
     and ``meta["call"]["not_per_run"]`` says why): itself without a call (training steps),
-    with ``meta["call"]["error"]`` when the plain call failed."""
+    with ``meta["call"]["error"]`` when the plain call failed. `spare`: the run table's array
+    whose first columns are the samples (RunTimings.spare), which the row is written into."""
     if call is None:
         return profile
     if call.error is not None or not call.walls_ns:
@@ -262,7 +265,7 @@ def with_user_call(profile: Profile, call: UserCall | None,
     around = call.around
     failure = "the runs were not made inside your call" if around is None else around.failure
     walls = None if failure is not None or around is None else around.walls_ns
-    profile = (with_outside_graph(profile, call.walls_ns, call.functions, walls)
+    profile = (with_outside_graph(profile, call.walls_ns, call.functions, walls, spare)
                if stated is None else stated(profile, call.walls_ns, around_ns=walls))
     if failure is not None:
         profile.meta["call"]["not_per_run"] = failure

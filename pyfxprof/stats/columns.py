@@ -1,5 +1,5 @@
-"""Reductions over some columns of a runs x nodes array without copying it: row sums over the
-columns a mask keeps, and column medians a block of columns at a time."""
+"""Some columns of a runs x nodes array without copying it: row sums over the columns a mask
+keeps, column medians a block of columns at a time, and a column added in reserved room."""
 
 from __future__ import annotations
 
@@ -48,3 +48,25 @@ def column_medians(samples: np.ndarray, mask: np.ndarray | None = None) -> np.nd
     parts = [np.median(samples[:, block:min(block + width, stop)], axis=0)
              for start, stop in kept_spans(keep) for block in range(start, stop, width)]
     return np.concatenate(parts) if parts else np.empty(0)
+
+
+def widened(samples: np.ndarray, column: np.ndarray, spare: np.ndarray | None = None
+            ) -> np.ndarray:
+    """`samples` with `column` as one more last column: written into `spare` in place when
+    `samples` is exactly `spare`'s first columns (room reserved beside them before they were
+    written), else a new array (a copy of the samples).
+
+    Example:
+        >>> spare = np.array([[1, 2, -1], [3, 4, -1]])
+        >>> wide = widened(spare[:, :2], np.array([5, 6]), spare)
+        >>> wide.tolist(), wide is spare
+        ([[1, 2, 5], [3, 4, 6]], True)
+        >>> widened(np.array([[1], [3]]), np.array([5, 6])).tolist()
+        [[1, 5], [3, 6]]
+    """
+    if (spare is not None and spare.shape == (samples.shape[0], samples.shape[1] + 1)
+            and spare.dtype == samples.dtype and spare.strides == samples.strides
+            and spare.__array_interface__["data"][0] == samples.__array_interface__["data"][0]):
+        spare[:, -1] = column
+        return spare
+    return np.hstack([samples, np.asarray(column, dtype=samples.dtype)[:, None]])

@@ -23,3 +23,4 @@ class RunTimings:
     incomplete_runs: int     # runs that raised or missed a node, left out
     between_nodes: np.ndarray | None = None  # int64 (runs,): time no node's interval covers
     between_graphs: np.ndarray | None = None  # int64 (runs,): timing.graph_spans, several graphs
+    spare: np.ndarray | None = None  # int64 (runs, n + k): intervals are its first n columns

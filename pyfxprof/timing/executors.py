@@ -95,7 +95,7 @@ class CodegenExecutor:
 
     def __init__(self, gm: fx.GraphModule, n_nodes: int, device_events: bool = False) -> None:
         self.n_nodes = self.calls_per_run = n_nodes
-        self.table = RunTable(n_nodes)
+        self.table = RunTable(n_nodes, spare=1)  # the user's call's row (run/user_call.py)
         first_event = RECORDER.allocate(n_nodes + 1) if device_events else None
         self.module = instrument(gm, self.table.native, first_event)
         # the generated forward itself: the instrumented GraphModule is ours and has no

@@ -61,4 +61,6 @@ def name_ranges(executor: Any, names: list[str] | None, strict: bool = True) -> 
         table.native.set_ranges(None)
         return
     check_nvtx(True)
-    table.native.set_ranges([str(name) for name in names[:table.native.nodes]])
+    columns = table.native.nodes  # a spare column (RunTable's) has no node: no range name
+    table.native.set_ranges([str(name) for name in names[:columns]]
+                            + [""] * (columns - len(names[:columns])))

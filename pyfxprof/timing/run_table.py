@@ -59,6 +59,9 @@ def check_fits_in_memory(runs: int, nodes: int, arrays: int = 1) -> int:
 
 class RunTable:
     """A native SampleTable for `nodes` nodes: open a row per run, take the rows at the end.
+    `spare` more columns, which no timed call writes, are reserved beside them for rows a
+    Profile adds after the runs (the user's call: data/outside_graph.py), so adding one costs
+    no copy of the samples; take() hands them over as RunTimings.spare.
 
     Example:
         >>> table = RunTable(2)
@@ -69,14 +72,14 @@ class RunTable:
         (1, 2)
     """
 
-    def __init__(self, nodes: int) -> None:
+    def __init__(self, nodes: int, spare: int = 0) -> None:
         self.nodes = nodes
-        self.native = _C.SampleTable(nodes)
+        self.native = _C.SampleTable(nodes, spare)
         self._kept: list[dict] = []  # complete runs taken out by failed_node()
 
     def reserve(self, runs: int, arrays: int = 1) -> None:
         """Room for `runs` more runs, allocated now, or a one-line error when it cannot fit."""
-        check_fits_in_memory(runs, self.nodes, arrays)
+        check_fits_in_memory(runs, self.native.nodes, arrays)
         try:
             self.native.reserve(self.native.rows + runs)
         except MemoryError:
@@ -119,7 +122,7 @@ class RunTable:
             1
         """
         taken = self.native.take()
-        samples = taken["samples"]
+        samples = taken["samples"][:, :self.nodes]
         self._kept.append(taken)
         if not samples.shape[0]:
             return names[0] if names else None
@@ -135,20 +138,23 @@ class RunTable:
         if kept:
             taken = {key: np.concatenate([part[key] for part in kept] + [column])
                      for key, column in taken.items()}
-        samples = taken["samples"]
-        complete = _complete(taken)
+        wide = taken["samples"]
+        complete = _complete(taken, wide[:, :self.nodes])
         if not complete.all():
-            samples = samples[complete]
+            wide = wide[complete]
+        samples = wide[:, :self.nodes]
         begins = taken["begin_ns"][complete]
         between = (taken["last_call_end_ns"][complete] - taken["first_call_ns"][complete]
                    - samples.sum(axis=1))
         return RunTimings(samples, taken["end_ns"][complete] - begins, begins,
-                          int((~complete).sum()), between)
+                          int((~complete).sum()), between,
+                          spare=wide if wide.shape[1] > self.nodes else None)
 
 
-def _complete(taken: dict) -> np.ndarray:
-    """Mask of the taken runs that ended with every node timed."""
+def _complete(taken: dict, samples: np.ndarray) -> np.ndarray:
+    """Mask of the taken runs that ended with every node timed (`samples`: the nodes'
+    columns, without the spare ones)."""
     complete = taken["end_ns"] >= 0
-    if taken["samples"].size:
-        complete &= (taken["samples"] >= 0).all(axis=1)
+    if samples.size:
+        complete &= (samples >= 0).all(axis=1)
     return complete

@@ -192,28 +192,50 @@ def test_a_compiled_profiles_rows_sum_to_each_runs_own_compiled_call(runs, kerne
 
 @pytest.mark.parametrize("runs, nodes", [(2000, 1000), (500, 4000), (8000, 250)])
 @pytest.mark.parametrize("resolved", [True, False])
-def test_the_row_costs_one_widened_copy_of_the_samples_at_most(runs, nodes, resolved):
+@pytest.mark.parametrize("reserved", [True, False])
+def test_the_row_costs_no_copy_of_the_samples_but_where_no_room_was_reserved(
+        runs, nodes, resolved, reserved):
     """The samples are written once (a profile's memory is known before it runs): the row
-    may cost the one array that holds it, the samples plus a column, and no other copy of
-    them; its medians copy one block of columns at a time, its per-run figures are vectors.
-    Measured with tracemalloc (numpy's arrays are traced) against the samples' own bytes."""
+    goes into the column the run table reserved beside them (`spare`), or, without one, into
+    the one array that holds both; no other copy of them: its medians copy one block of
+    columns at a time, its per-run figures are vectors. Measured with tracemalloc (numpy's
+    arrays are traced) against the samples' own bytes; the samples are made before it starts."""
     rng = np.random.default_rng(runs + nodes)
     names = [f"n{k}" for k in range(nodes)]
     frame = pd.DataFrame({"index": range(nodes), "name": names, "op": ["call_function"] * nodes,
                           "target": names, "module_path": "", "module_type": "Net",
                           "module_stack": [()] * nodes})
-    samples = rng.integers(90, 110, size=(runs, nodes), dtype=np.int64)
+    spare = rng.integers(90, 110, size=(runs, nodes + 1), dtype=np.int64)
+    samples = spare[:, :nodes] if reserved else np.ascontiguousarray(spare[:, :nodes])
     graph = pyfxprof.Profile(frame, samples, samples.sum(axis=1), {"coverage": 1.0})
+    expected = samples.copy()
     rows = samples.sum(axis=1)
     calls = (rows + (10 * nodes if resolved else 0)).tolist()
     tracemalloc.start()
     try:
-        prof = with_outside_graph(graph, calls, around_ns=calls)
+        prof = with_outside_graph(graph, calls, around_ns=calls,
+                                  spare=spare if reserved else None)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert (prof.n_nodes == nodes + 1) is resolved
-    widened = runs * (nodes + 1) * 8 if resolved else 0
+    assert np.array_equal(prof.samples[:, :nodes], expected)
+    if resolved:
+        assert np.array_equal(prof.samples[:, nodes], np.full(runs, 10 * nodes))
+    widened = runs * (nodes + 1) * 8 if resolved and not reserved else 0
     vectors = 32 * runs * 8 + 64 * nodes * 8  # per-run figures, per-node medians and frame
     assert peak <= widened + columns.BLOCK_BYTES + vectors, (
         f"peak {peak / samples.nbytes:.2f}x the samples")
+
+
+@pytest.mark.parametrize("resolved", [True, False])
+def test_a_profile_on_reserved_room_saves_and_loads_its_own_columns(resolved, tmp_path):
+    """Without the row the samples stay the room's first columns (a strided view)."""
+    graph = graph_profile(10)
+    spare = np.hstack([graph.samples, np.full((10, 1), -1, np.int64)])
+    graph = pyfxprof.Profile(graph.nodes, spare[:, :2], graph.run_totals, graph.meta)
+    calls = (graph.samples.sum(axis=1) + (5000 if resolved else 0)).tolist()
+    prof = with_outside_graph(graph, calls, around_ns=calls, spare=spare)
+    assert (prof.samples is spare) is resolved and (-1 not in prof.samples)
+    prof.save(tmp_path / "p.json")
+    assert np.array_equal(pyfxprof.load(tmp_path / "p.json").samples, prof.samples)
