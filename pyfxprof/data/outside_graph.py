@@ -284,7 +284,7 @@ def summed_rows(profile: Profile) -> Profile:
     >>> summed_rows(Profile(nodes, np.array([[90]] * 6), np.array([100] * 6), {})).run_totals[:2]
     array([90, 90])
     """
-    totals = profile.samples[:, _in_run(profile.nodes)].sum(axis=1)
+    totals = masked_row_sums(profile.samples, _in_run(profile.nodes))
     return Profile(profile.nodes, profile.samples, totals, dict(profile.meta),
                    profile.device_samples, profile.run_starts, profile.run_noise,
                    profile.backward_samples)
