@@ -64,7 +64,7 @@ def verdicts(estimate, low, high, q_values, margin: float, fdr: float,
                               for a in (estimate, low, high, q_values))
     inside = (low >= -margin) & (high <= margin)
     significant = (q <= fdr) & ~inside
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # (a change of -100%: log1p -inf)
         beyond_low, beyond_high = np.expm1(np.log1p(low) - shift), np.expm1(np.log1p(high) - shift)
         departure = np.log1p(estimate) - shift   # what the test found, in its direction
     slower = (significant & (estimate >= margin) & (low > 0) & (departure > 0)

@@ -8,17 +8,21 @@ from typing import Any
 
 #: Offsets tried for a label's lower-left corner, in label heights from its point: beside it
 #: first (right, then left, above then below), then farther up and down the same sides.
-STEPS = (0.4, -1.3, 1.6, -2.5, 2.8, -3.7, 4.0, -4.9, 5.2, -6.1, 6.4, -7.3, 7.6, -8.5)
+STEPS = tuple(step for k in range(16) for step in (0.4 + 1.25 * k, -1.3 - 1.25 * k))
 #: Gap between a point and its label, in points.
 GAP = 5.0
+#: Clearance kept between labels, in points: text boxes grow by a pixel or two when the figure
+#: is saved at another dpi than it was laid out at (glyph metrics round per size).
+CLEARANCE = 1.0
 
 
-def _overlap(box, others) -> float:
-    """The area `box` shares with the boxes `others` (display pixels)."""
+def _overlap(box, others, pad: float = 0.0) -> float:
+    """The area `box`, grown by `pad` on each side, shares with the boxes `others` (display
+    pixels)."""
     total = 0.0
     for other in others:
-        width = min(box.x1, other.x1) - max(box.x0, other.x0)
-        height = min(box.y1, other.y1) - max(box.y0, other.y0)
+        width = min(box.x1 + pad, other.x1) - max(box.x0 - pad, other.x0)
+        height = min(box.y1 + pad, other.y1) - max(box.y0 - pad, other.y0)
         total += max(width, 0.0) * max(height, 0.0)
     return total
 
@@ -49,7 +53,7 @@ def _best_offset(axes, probe, renderer, taken: list) -> tuple[float, float]:
         probe.xyann = offset
         box = _text_box(probe, renderer)
         outside = not (inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1))
-        cost = _overlap(box, taken) + (1e9 if outside else 0.0)
+        cost = _overlap(box, taken, CLEARANCE / scale) + (1e9 if outside else 0.0)
         if best_cost is None or cost < best_cost:
             best, best_cost = offset, cost
         if cost == 0.0:
