@@ -163,7 +163,7 @@ def test_compiled_rows_add_up_to_the_compiled_call_fresh_and_after_an_eager_prof
     ratio wholly beyond it), that call timed plainly in blocks taking turns with the
     profiled runs, for a compile made first and one made after an eager profile of the same
     model (0.74x-1.77x when the runs were made outside the user's call; 0.81-0.89 against
-    plain calls timed cold, right after each profile: benchmarks/README.md)."""
+    plain calls timed cold, right after each profile: benchmarks/HISTORY.md)."""
     torch._dynamo.reset()  # every attempt compiles afresh (Dynamo's cache limit per code)
     build, inputs = MODELS[name]
     model = build()

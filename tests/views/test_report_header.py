@@ -61,7 +61,7 @@ def test_profile_header_adds_the_latency_line_under_the_header_block():
 @pytest.mark.parametrize("mode", [rung.name for rung in TABLE] + [None, "elsewhere"])
 def test_every_header_says_what_a_row_includes_and_where_the_node_alone_is(mode):
     """Every report (whatever its capture) says what its rows hold; a node's row where the
-    node alone may cost less (benchmarks/README.md, "Accuracy in context"), with the replay
+    node alone may cost less (benchmarks/README.md, `bench_accuracy_context.py`), with the replay
     that times it alone beside its row; a compiled profile's, a kernel where it runs."""
     lines = header_lines({"capture_mode": mode}, 1, 1, [1])
     meaning = [line for line in lines if line.startswith("a row")]
