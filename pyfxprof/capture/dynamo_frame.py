@@ -38,7 +38,6 @@ from ..errors import PyfxprofError, first_line
 from .dynamo import DynamoRun, break_reasons, graphs_of, one_graph, run_dynamo, with_module_stacks
 from .inputs import BoundInputs, input_tensors
 from .instances import locate, modules_of
-from .storage_writes import run_noting_writes, storage_key
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ class _Modes:
         self.outer.__exit__(*exc_info)
 
 
-class _Relay:
+class Relay:
     """Dynamo's compiled graph as its generated code calls it: hands the graph's flat inputs
     to `runner` (the graph itself until an instrumented executor takes over)."""
 
@@ -126,11 +125,11 @@ class _Instances:
         return self.runners[self.graphs[min(k, len(self.graphs) - 1)]](flat)
 
 
-def _relaying(relays: list[_Relay]) -> Callable:
+def _relaying(relays: list[Relay]) -> Callable:
     """A Dynamo backend returning, for each graph, a new relay (kept in `relays`) that runs
     the graph itself until run_graph_with says otherwise."""
-    def backend(gm: fx.GraphModule, _example_inputs: list) -> _Relay:
-        relay = _Relay(lambda flat: gm(*flat))
+    def backend(gm: fx.GraphModule, _example_inputs: list) -> Relay:
+        relay = Relay(lambda flat: gm(*flat))
         relays.append(relay)
         return relay
     return backend
@@ -154,7 +153,7 @@ class DynamoFrame:
     target: Callable
     function: Callable
     guards: Any
-    relays: list[_Relay]
+    relays: list[Relay]
     graphs: list[fx.GraphModule] = field(default_factory=list)
     breaks: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)
@@ -267,7 +266,7 @@ class DynamoFrame:
         instance's module paths and its own node names (`origins`).
 
         Example:
-            >>> frame = DynamoFrame(None, None, None, [_Relay(_left_out) for _ in "abc"],
+            >>> frame = DynamoFrame(None, None, None, [Relay(_left_out) for _ in "abc"],
             ...                     ["g0", "g1", "g2"])
             >>> frame.keep([2, 1, 2]); frame.graphs, frame.order
             (['g2', 'g1'], [0, 1, 0])
@@ -324,16 +323,16 @@ def frame_capture(live: LiveCall, bound: BoundInputs,
         >>> torch.equal(frame.call(BoundInputs((x,))), model(x)), frame.accepts(BoundInputs((x,)))
         (True, True)
     """
-    relays: list[_Relay] = []
+    relays: list[Relay] = []
     try:
-        with live.mode(), _argument_ints_dynamic():
-            found = run_dynamo(live.target, bound, _relaying(relays), _dynamic_beyond_first,
+        with live.mode(), argument_ints_dynamic():
+            found = run_dynamo(live.target, bound, _relaying(relays), dynamic_beyond_first,
                                live.family, isolated=True)
         if not found.graphs or len(found.cache_entries) != 1:
             raise PyfxprofError(f"TorchDynamo made no graph of {name} it can run again "
                                 f"({'; '.join(break_reasons(found.breaks)[:2])})")
         split = bool(found.breaks) or len(relays) != 1
-        frame = _frame(found, live.target, relays, nested=split)
+        frame = frame_of(found, live.target, relays, nested=split)
         if split:
             frame.graphs = graphs_of(found, name, "function")
     except PyfxprofError:
@@ -360,7 +359,7 @@ def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str
         (2, [4.0, 4.0])
     """
     name = type(model).__name__
-    relays: list[_Relay] = []
+    relays: list[Relay] = []
     try:
         found = run_dynamo(model, bound, _relaying(relays), isolated=True)
         if len(found.graphs) == 1:  # Python after a break (no other graph) stays out
@@ -368,7 +367,7 @@ def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str
         if not found.graphs or len(found.cache_entries) != 1:
             raise PyfxprofError(f"TorchDynamo made no graph of {name} it can run again "
                                 f"({'; '.join(break_reasons(found.breaks)[:2])})")
-        frame = _frame(found, model, relays, nested=True)
+        frame = frame_of(found, model, relays, nested=True)
         frame.graphs = graphs_of(found, name, granularity)
     except PyfxprofError:
         raise
@@ -377,7 +376,7 @@ def graphs_capture(model: torch.nn.Module, bound: BoundInputs, granularity: str
     return frame
 
 
-def _frame(found: DynamoRun, target: Callable, relays: list[_Relay],
+def frame_of(found: DynamoRun, target: Callable, relays: list[Relay],
            nested: bool) -> DynamoFrame:
     """The DynamoFrame of `found`'s one cache entry; `nested`: its calls run under Dynamo's
     frame hook in run-only mode, in the capture's isolate_recompiles region (resume
@@ -401,7 +400,7 @@ def _failed(name: str, error: Exception) -> PyfxprofError:
                          f"{first_line(error)[:200]}")
 
 
-def _dynamic_beyond_first(copied: BoundInputs) -> None:
+def dynamic_beyond_first(copied: BoundInputs) -> None:
     """Mark every dimension of every tensor of the call but the first top-level one
     dynamic, where Dynamo can keep it so (a cache's length, a growing attention mask)."""
     import torch._dynamo
@@ -419,7 +418,7 @@ def _dynamic_beyond_first(copied: BoundInputs) -> None:
 ARGUMENT_ATTRIBUTES = r"L\['(args|kwargs)'\]\[[^]]+\]\..+"
 
 
-def _argument_ints_dynamic() -> Any:
+def argument_ints_dynamic() -> Any:
     """Dynamo's config for one capture: Python ints read from attributes of the call's
     arguments are symbolic from the first capture (torch.compiler.config.dynamic_sources),
     where Dynamo would pin them and recompile once they change: a sliding-window cache
@@ -431,133 +430,3 @@ def _argument_ints_dynamic() -> Any:
     # (install_config_module adds patch at run time; torch.compiler.config's stubs lack it)
     return torch.compiler.config.patch(  # type: ignore[attr-defined]
         dynamic_sources=f"{current},{ARGUMENT_ATTRIBUTES}" if current else ARGUMENT_ATTRIBUTES)
-
-
-@dataclass
-class LiveCapture:
-    """What live_capture left: the call's own `output`; the graph with module stacks (None:
-    several graphs or none) and the DynamoFrame (None: Dynamo made no code to run again,
-    `note` says why), its `replay` set to the graph runs of the call (`runs`: those runs,
-    (graph, a copy of its flat inputs taken as it started)); `pure`: whether
-    Dynamo's code changes nothing but the call's arguments (its own record of side effects,
-    and no input of the graphs but the arguments' tensors written), so that running it on
-    copies of the arguments leaves every other object as it is."""
-
-    output: Any
-    graph: fx.GraphModule | None
-    frame: DynamoFrame | None
-    note: str
-    pure: bool
-    runs: list[tuple[int, tuple]] = field(default_factory=list)
-
-
-class _Snapshots:
-    """A Dynamo backend whose relays copy each graph's flat inputs at each run of the live
-    call (before the graph writes any) and record Dynamo's side effects of each frame."""
-
-    def __init__(self, modules: dict[int, str] | None) -> None:
-        self.modules = modules  # (instances.modules_of the call's target)
-        self.located: list = []  # (graph, Instance) of each run (DynamoFrame.locating's)
-        self.relays: list[_Relay] = []
-        self.runs: list[tuple[int, tuple]] = []
-        self.versions: list[tuple[torch.Tensor, int]] = []
-        self.untracked: list[torch.Tensor] = []  # inference tensors: no version counter
-        self.written: set[tuple[str, int]] = set()  # storages the graphs wrote, any path
-        self.outside_effects = False
-
-    def __call__(self, gm: fx.GraphModule, _example_inputs: list) -> _Relay:
-        self.outside_effects |= not _effects_on_arguments_only()
-        graph = len(self.relays)
-        relay = _Relay(lambda flat: self._run(graph, gm, flat))
-        self.relays.append(relay)
-        return relay
-
-    def _run(self, graph: int, gm: fx.GraphModule, flat: tuple) -> Any:
-        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
-        self.versions.extend((t, t._version) for t in tensors if not t.is_inference())
-        self.untracked.extend(t for t in tensors if t.is_inference())
-        self.runs.append((graph, tuple(_snapshot(value) for value in flat)))
-        if self.modules is not None:
-            self.located.append((graph, locate(self.modules, live_capture.__code__,
-                                               frozenset({__file__}))))
-        output, written = run_noting_writes(lambda: gm(*flat))
-        self.written |= written
-        return output
-
-
-def _snapshot(value: Any) -> Any:
-    """A copy of a graph input for the analysis (a parameter as it is: see live_capture)."""
-    if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
-        return value
-    return _copy(value)
-
-
-def _copy_written_parameters(runs: list[tuple[int, tuple]], changed: list) -> None:
-    """Parameters the call wrote (in place, through ``.data`` or a view) replaced in the
-    runs' inputs by copies of their values now, so that replaying a run (the analysis, the
-    timed run of this call) never writes the model's parameter again."""
-    written = {id(t) for t in changed if isinstance(t, torch.nn.Parameter)}
-    if written:
-        runs[:] = [(graph, tuple(_copy(v) if id(v) in written else v for v in flat))
-                   for graph, flat in runs]
-
-
-def _copy(tensor: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad(), torch.inference_mode(tensor.is_inference()):
-        return tensor.detach().clone()
-
-
-def _effects_on_arguments_only() -> bool:
-    """Whether the frame Dynamo is compiling changes Python objects only where they come
-    from the call's arguments (or are new), by Dynamo's own record of its side effects."""
-    from torch._dynamo.symbolic_convert import InstructionTranslator
-
-    try:
-        effects = InstructionTranslator.current_tx().output.side_effects
-        if effects.tensor_hooks or effects.save_for_backward:
-            return False
-        for variable in list(effects.id_to_variable.values()):
-            if effects.is_modified(variable):
-                source = getattr(variable, "source", None)
-                name = getattr(source, "name", "")
-                name = name() if callable(name) else name  # (a method before torch 2.10)
-                if source is not None and not name.startswith(("L['args']", "L['kwargs']")):
-                    return False
-    except Exception:  # (Dynamo's record cannot be read: say not)
-        return False
-    return True
-
-
-def live_capture(live: LiveCall, bound: BoundInputs, name: str) -> LiveCapture:
-    """The caller's call ``live.target(*bound.args, **bound.kwargs)`` made by Dynamo, as
-    torch.compile makes it (its guards, its code replaying the call's side effects, the
-    model's Python at graph breaks, a frame it cannot compile run as it is), each graph run
-    as it is; with the graph(s) and Dynamo's code for the Profiler's later calls of the
-    signature. Nothing of the model runs twice: the analysis replays the graphs on copies of
-    their inputs (`DynamoFrame.replay`; a parameter the call wrote, by any path, replaced by
-    a copy: _copy_written_parameters). The caller's own exception propagates."""
-    snapshots = _Snapshots(modules_of(live.target))
-    with _argument_ints_dynamic():
-        found = run_dynamo(live.target, bound, snapshots, _dynamic_beyond_first, live.family,
-                           isolated=True, live=True)
-    changed = [t for t, version in snapshots.versions
-               if t._version != version or storage_key(t) in snapshots.written]
-    changed += snapshots.untracked  # (may have been written: counted as written)
-    if not found.graphs or len(found.cache_entries) != 1 or not snapshots.runs \
-            or len(snapshots.relays) != len(found.graphs):
-        why = "; ".join(break_reasons(found.breaks)[:2]) or "no graph ran"
-        return LiveCapture(found.output, None, None, f"TorchDynamo made no graph of {name} "
-                           f"it can run again ({why})", False)
-    _copy_written_parameters(snapshots.runs, changed)
-    split = bool(found.breaks) or len(snapshots.relays) != 1
-    frame = _frame(found, live.target, snapshots.relays, nested=split)
-    frame.replay = snapshots.runs
-    frame._located = snapshots.located if snapshots.modules is not None else None
-    arguments = {id(t) for t in input_tensors(bound)}
-    pure = not (split or snapshots.outside_effects
-                or any(id(t) not in arguments for t in changed))
-    if split:
-        frame.graphs = graphs_of(found, name, "function")
-        return LiveCapture(found.output, None, frame, "", False, snapshots.runs)
-    return LiveCapture(found.output, with_module_stacks(found.graphs[0][0], name), frame, "",
-                       pure, snapshots.runs)

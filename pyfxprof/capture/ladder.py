@@ -28,7 +28,8 @@ from ..errors import ArgumentError, PyfxprofError, first_line
 from .shape_run import analyse
 from .collectives import with_explicit_waits
 from .dynamo import GRANULARITIES, check_granularity
-from .dynamo_frame import DynamoFrame, LiveCall, LiveCapture, frame_capture, graphs_capture
+from .dynamo_frame import DynamoFrame, LiveCall, frame_capture, graphs_capture
+from .live_capture import LiveCapture
 from .exported import check_exported_inputs, is_exported
 from .hook_analysis import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
@@ -360,7 +361,7 @@ def _frame_rung(live: LiveCall, model, bound: BoundInputs, _tracer_options,
 
 
 def live_prepared(model: torch.nn.Module, found: LiveCapture, bound: BoundInputs) -> Prepared:
-    """The Prepared of a live capture (dynamo_frame.live_capture, which made the caller's
+    """The Prepared of a live capture (capture/live_capture.py, which made the caller's
     call `bound`): its analysis replays the call's graph runs on copies of their inputs, so
     none of the model's Python runs again. A one-line PyfxprofError when there is no graph
     to time (its `note`) or the analysis fails."""

@@ -18,7 +18,8 @@ import pandas as pd
 import torch
 
 from ..capture.shape_run import describe
-from ..capture.dynamo_frame import LiveCall, live_capture
+from ..capture.dynamo_frame import LiveCall
+from ..capture.live_capture import live_capture
 from ..capture.hook_analysis import Leaves
 from ..capture.inputs import BoundInputs, copied_alike
 from ..capture.memory import profiling_memory
@@ -281,7 +282,7 @@ def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundIn
                options: CaptureOptions = CAPTURE, device_events: bool | None = None
                ) -> tuple[Any, CallGroup | None, str, tuple | None]:
     """The caller's call ``target(*args, **kwargs)`` (`bound`: bound to it) made by Dynamo
-    (dynamo_frame.live_capture: the program torch.compile would run, so its output, Python
+    (capture/live_capture.py: the program torch.compile would run, so its output, Python
     state, random state and autograd graph are the call's), and the call group of signature
     `key` built from it: (the call's output, the group or None, why there is none, the flat
     inputs of its one graph run, copied as it started: None for several runs). The

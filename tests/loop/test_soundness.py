@@ -1,5 +1,5 @@
-"""The Profiler loop is sound by construction (loop/calls.py, capture/dynamo_frame.py
-live_capture): generated forwards read and change state in every container and scope
+"""The Profiler loop is sound by construction (loop/calls.py,
+capture/live_capture.py): generated forwards read and change state in every container and scope
 Python has, the state changed between calls, and each output and the state after each call
 must equal a plain twin's given the same calls; nothing raises into the caller."""
 
