@@ -18,6 +18,7 @@ from .dynamo_frame import (DynamoFrame, LiveCall, Relay, argument_ints_dynamic,
 from .inputs import BoundInputs, input_tensors
 from .instances import locate, modules_of
 from .storage_writes import run_noting_writes, storage_key
+from .unguarded_stores import unguarded_stores
 
 
 @dataclass
@@ -51,9 +52,11 @@ class _Snapshots:
         self.untracked: list[torch.Tensor] = []  # inference tensors: no version counter
         self.written: set[tuple[str, int]] = set()  # storages the graphs wrote, any path
         self.outside_effects = False
+        self.unguarded: list[str] = []  # attributes Dynamo's code would store stale values in
 
     def __call__(self, gm: fx.GraphModule, _example_inputs: list) -> Relay:
         self.outside_effects |= not _effects_on_arguments_only()
+        self.unguarded += unguarded_stores()
         graph = len(self.relays)
         relay = Relay(lambda flat: self._run(graph, gm, flat))
         self.relays.append(relay)
@@ -135,6 +138,10 @@ def live_capture(live: LiveCall, bound: BoundInputs, name: str) -> LiveCapture:
         why = "; ".join(break_reasons(found.breaks)[:2]) or "no graph ran"
         return LiveCapture(found.output, None, None, f"TorchDynamo made no graph of {name} "
                            f"it can run again ({why})", False)
+    if snapshots.unguarded:
+        stores = ", ".join(snapshots.unguarded[:3])
+        return LiveCapture(found.output, None, None, f"TorchDynamo stores {stores} in {name} "
+                           "without a guard on it (its code would store a stale value)", False)
     _copy_written_parameters(snapshots.runs, changed)
     split = bool(found.breaks) or len(snapshots.relays) != 1
     frame = frame_of(found, live.target, snapshots.relays, nested=split)

@@ -16,7 +16,8 @@ import pyfxprof
 # Where a value lives: (how to make the holder on a model, read it, write it). Each place is
 # a container or scope: an attribute, a dict, a list, a set, a tuple in a list, a nested
 # module's attribute, a registered buffer (in place), a parameter (read), a closure cell,
-# another module's global, a class attribute, a default-argument object.
+# another module's global, a class attribute, a default-argument object, the instance's dict
+# written past __setattr__.
 _OTHER = types.ModuleType("pyfxprof_soundness_other")
 sys.modules[_OTHER.__name__] = _OTHER
 
@@ -57,6 +58,15 @@ PLACES = {
                         lambda m, v: setattr(type(m), "k", v)),
     "default_argument": (lambda m: None, lambda m: type(m).forward.__defaults__[0]["v"],
                          lambda m, v: type(m).forward.__defaults__[0].__setitem__("v", v)),
+    # the instance's own dict, past __setattr__: Dynamo does not repeat a store there
+    # (capture/unguarded_stores.py)
+    "instance_dict": (lambda m: m.__dict__.__setitem__("v", 1.0), lambda m: m.__dict__["v"],
+                      lambda m, v: m.__dict__.__setitem__("v", v)),
+    "vars": (lambda m: vars(m).update(v=1.0), lambda m: vars(m).get("v", 0.0),
+             lambda m, v: vars(m).update(v=v)),
+    "object_setattr": (lambda m: object.__setattr__(m, "v", 1.0),
+                       lambda m: m.__dict__.get("v", 0.0),
+                       lambda m, v: object.__setattr__(m, "v", v)),
 }
 # What the forward does with it: read it (a flag choosing a branch, a scale), or change it.
 USES = ("scale", "branch", "bump")
@@ -169,3 +179,43 @@ def test_state_written_in_place_without_a_version_bump_is_written_once_per_call(
     timed = sum(prof.n_runs for prof in p.profiles)
     assert timed + sum(p._untimed.values()) == 4
     assert timed >= 3  # the first call makes the capture; the later ones are timed
+
+
+# Ways a forward writes an attribute of its own module past __setattr__, the key absent until
+# the first call writes it and read back with a default: Dynamo neither guards the read nor
+# repeats the store with a new value (torch.compile returns stale outputs), so the Profiler
+# must not run such a call from Dynamo's code (capture/unguarded_stores.py).
+PAST_SETATTR = {
+    "instance_dict_item": lambda m, v: m.__dict__.__setitem__("n", v),
+    "vars_update": lambda m, v: vars(m).update(n=v),
+    "object_setattr": lambda m, v: object.__setattr__(m, "n", v),
+    "dict_setdefault_then_item": lambda m, v: (m.__dict__.setdefault("n", 0),
+                                               m.__dict__.__setitem__("n", v)),
+}
+
+
+class _Counter(torch.nn.Module):
+    def __init__(self, write):
+        super().__init__()
+        self.lin, self.write = torch.nn.Linear(3, 3), write
+
+    def forward(self, x):
+        self.write(self, self.__dict__.get("n", 0) + 1)
+        return self.lin(x) * self.__dict__["n"]
+
+
+@pytest.mark.parametrize("how", PAST_SETATTR)
+def test_a_counter_written_past_setattr_counts_every_call(how):
+    torch.manual_seed(0)
+    plain = _Counter(PAST_SETATTR[how]).eval()
+    profiled = copy.deepcopy(plain)
+    x = torch.randn(2, 3)
+    with pyfxprof.Profiler(profiled) as p:
+        for _ in range(4):
+            assert torch.equal(plain(x), profiled(x))
+            assert plain.n == profiled.n
+    assert profiled.n == 4
+    timed = sum(prof.n_runs for prof in p.profiles)
+    assert timed + sum(p._untimed.values()) == 4
+    if not timed:  # not run from Dynamo's code: the reason names the store
+        assert any("without a guard" in reason for reason in p._untimed)
