@@ -26,6 +26,7 @@ from ..capture.inputs import copied_inputs
 from ..capture.model_state import evaluation_mode
 from ..data.outside_graph import graph_only
 from ..data.profile import Profile
+from ..data.sessions import stacked_runs
 from ..errors import ArgumentError, PyfxprofError, first_line, margin, whole_number
 from .capture_cache import CAPTURES
 from .model_copies import copies_of_sides
@@ -257,15 +258,7 @@ def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int]
                                            for _ in range(p.n_runs)],
                   "runs_per_block": first.n_runs, "positions": list(positions),
                   "copies": list(copy_of_block or [0] * len(block_profiles))}
-    return Profile(first.nodes, np.vstack([p.samples for p in block_profiles]),
-                   np.concatenate([p.run_totals for p in block_profiles]), meta,
-                   device_samples=_stacked([p.device_samples for p in block_profiles]),
-                   backward_samples=_stacked([p.backward_samples for p in block_profiles]),
-                   run_noise=_stacked([p.run_noise for p in block_profiles]))
-
-
-def _stacked(arrays: list) -> np.ndarray | None:
-    return None if any(a is None for a in arrays) else np.vstack(arrays)
+    return stacked_runs(block_profiles, meta)
 
 
 def _block_order(blocks: int, rng: random.Random) -> list[tuple[int, int]]:
