@@ -1,6 +1,7 @@
 """Binding a call's inputs to a forward's signature: positional arguments, keyword arguments,
 both mixed, and forwards that take `*args` / `**kwargs`, as one canonical (args, kwargs) pair;
-and the tensors in a call's inputs, in a fixed order (how a Dynamo graph finds its inputs).
+the tensors in a call's inputs, in a fixed order (how a Dynamo graph finds its inputs); and
+deep copies of the inputs, for capture and analysis runs that never run on the caller's.
 
 Every capture and executor calls its target as ``target(*bound.args, **bound.kwargs)``: the
 named positional parameters (defaults filled in) and `*args` contents go in `args`; keyword-only
@@ -10,11 +11,13 @@ never passed on (not as a positional ``{}``, not at all).
 
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+import torch.utils._pytree as pytree
 
 from ..errors import PyfxprofError
 
@@ -209,11 +212,41 @@ def copied_alike(value: Any, memo: dict | None = None) -> Any:
         >>> copy.is_inference(), torch.equal(copy, x) and copy is not x
         (False, True)
     """
-    import copy
-
     memo = {} if memo is None else memo
     for tensor in input_tensors(BoundInputs((value,))):
         if id(tensor) not in memo:
             with torch.inference_mode(tensor.is_inference()):
                 memo[id(tensor)] = copy.deepcopy(tensor)
     return copy.deepcopy(value, memo)
+
+
+def copied_inputs(model: torch.nn.Module, example_inputs: Any) -> BoundInputs:
+    """`example_inputs` (as prepare() takes them) bound to `model`'s forward, as a deep copy.
+
+    Example:
+        >>> copied_inputs(torch.nn.ReLU(), torch.zeros(2)).args
+        (tensor([0., 0.]),)
+    """
+    return copied_bound(bind_inputs(model, *split_inputs(example_inputs)))
+
+
+def copied_bound(bound: BoundInputs) -> BoundInputs:
+    """A deep copy of the inputs for capture and analysis (caches and in-place state of the
+    caller's arguments stay untouched, `x += 1` in forward included). When the whole refuses
+    deepcopy, each value is copied on its own (see _copied_value)."""
+    try:
+        return BoundInputs(*copied_alike((bound.args, bound.kwargs)))
+    except Exception:  # e.g. a tensor autograd made: copy value by value
+        return BoundInputs(*pytree.tree_map(_copied_value, (bound.args, bound.kwargs)))
+
+
+def _copied_value(value: Any) -> Any:
+    """A deep copy of one input value; a tensor autograd made (which deepcopy refuses) as a
+    clone outside the caller's autograd graph, itself made by autograd as the original was;
+    anything else that refuses deepcopy as it is."""
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        if isinstance(value, torch.Tensor):
+            return value.detach().requires_grad_(value.requires_grad).clone()
+        return value

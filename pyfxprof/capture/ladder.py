@@ -11,7 +11,6 @@ caller's tensors and caches are never run on.
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import time
 import warnings
@@ -22,7 +21,6 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.fx as fx
-import torch.utils._pytree as pytree
 
 from ..errors import ArgumentError, PyfxprofError, first_line
 from .shape_run import analyse
@@ -32,7 +30,7 @@ from .dynamo_frame import DynamoFrame, LiveCall, frame_capture, graphs_capture
 from .live_capture import LiveCapture
 from .exported import check_exported_inputs, is_exported
 from .hook_analysis import HookAnalysis, analyse_hooks
-from .inputs import BoundInputs, bind_inputs, copied_alike, split_inputs
+from .inputs import BoundInputs, copied_bound, copied_inputs
 from .memory import ALLOCATOR_COLUMNS
 from .node_table import between_graphs_row, module_calls_frame, nodes_frame
 from .source import missing_source_notes
@@ -167,38 +165,6 @@ def _exported_rung(model, bound: BoundInputs, _tracer_options, _granularity) -> 
     return _graph_prepared(model, captured, bound)
 
 
-def copied_inputs(model: torch.nn.Module, example_inputs: Any) -> BoundInputs:
-    """`example_inputs` (as prepare() takes them) bound to `model`'s forward, as a deep copy.
-
-    Example:
-        >>> copied_inputs(torch.nn.ReLU(), torch.zeros(2)).args
-        (tensor([0., 0.]),)
-    """
-    return _copied(bind_inputs(model, *split_inputs(example_inputs)))
-
-
-def _copied(bound: BoundInputs) -> BoundInputs:
-    """A deep copy of the inputs for capture and analysis (caches and in-place state of the
-    caller's arguments stay untouched, `x += 1` in forward included). When the whole refuses
-    deepcopy, each value is copied on its own (see _copied_value)."""
-    try:
-        return BoundInputs(*copied_alike((bound.args, bound.kwargs)))
-    except Exception:  # e.g. a tensor autograd made: copy value by value
-        return BoundInputs(*pytree.tree_map(_copied_value, (bound.args, bound.kwargs)))
-
-
-def _copied_value(value: Any) -> Any:
-    """A deep copy of one input value; a tensor autograd made (which deepcopy refuses) as a
-    clone outside the caller's autograd graph, itself made by autograd as the original was;
-    anything else that refuses deepcopy as it is."""
-    try:
-        return copy.deepcopy(value)
-    except Exception:
-        if isinstance(value, torch.Tensor):
-            return value.detach().requires_grad_(value.requires_grad).clone()
-        return value
-
-
 def _graph_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInputs) -> Prepared:
     """The analysis run of a graph capture on `bound`; `_RungFailed` when it fails. A graph
     with functional collectives gets their waits as nodes of their own first."""
@@ -249,7 +215,7 @@ def _frame_analysis(captured: Capture, bound: BoundInputs) -> tuple[tuple, dict]
 
     captured.frame.run_graph_with(analysed)
     try:
-        captured.frame.call(_copied(bound))
+        captured.frame.call(copied_bound(bound))
     except PyfxprofError:
         raise
     except Exception as error:  # Dynamo's code around the graph failed on the copies
@@ -329,7 +295,7 @@ def _graphs_analysis(frame: DynamoFrame, bound: BoundInputs) -> dict:
         frame.run_graph_with(analysed, graph)
     try:
         with frame.locating():  # the module instance of each graph run (DynamoFrame.keep)
-            frame.call(_copied(bound))
+            frame.call(copied_bound(bound))
     except Exception as error:  # Dynamo's code around the graphs failed on the copies
         raise _RungFailed(f"Dynamo's code fails on the inputs ({type(error).__name__}: "
                           f"{first_line(error)})") from None
@@ -447,7 +413,7 @@ def hooks_prepared(model: torch.nn.Module, captured: Capture, bound: BoundInputs
 
 def _runs_eagerly(model: torch.nn.Module, bound: BoundInputs) -> bool:
     try:
-        _copied(bound).call(model)
+        copied_bound(bound).call(model)
     except Exception:  # the inputs do not fit the model itself: report the graph's error
         return False
     return True

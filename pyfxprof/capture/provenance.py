@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch.fx as fx
 
+from .dynamo import module_path
 from .inductor import CompiledGraph
 from .kernel_work import kernel_work, owned_nodes
 from .node_table import COLUMNS
@@ -23,8 +24,6 @@ CALL = re.compile(r"^(?P<head>\s*(?:[\w, ]+ = )?)(?P<callee>[A-Za-z_][\w.]*)\((?
 #: A stack trace's frame line.
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 #: Module path pieces Dynamo writes: L['self'] roots, ._modules['x'], ['x'] and [0] items.
-_ROOT = re.compile(r"^L\[['\"][^'\"]*['\"]\]\.?")
-_ITEM = re.compile(r"(?:\._modules)?\[['\"]?([^'\"\]]+)['\"]?\]")
 #: Op column of the kernel rows, by the callee's first name.
 KERNEL_OPS = {"extern_kernels": "extern_kernel", "aten": "fallback_op", "torch": "fallback_op"}
 
@@ -57,16 +56,6 @@ def call_sites(source: str) -> list[CallSite]:
         if call:
             sites.append(CallSite(number + 1, call["callee"], found["handle"]))
     return sites
-
-
-def module_path(dynamo_path: str) -> str:
-    """A module path as eager profiles write it, from Dynamo's nn_module_stack spelling.
-
-    Example:
-        >>> module_path("L['self'].layer1[0]._modules['conv1']")
-        'layer1.0.conv1'
-    """
-    return _ITEM.sub(r".\1", _ROOT.sub("", dynamo_path)).lstrip(".")
 
 
 def _node_stack(node: fx.Node) -> list[tuple[str, str]]:

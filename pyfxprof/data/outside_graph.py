@@ -97,8 +97,14 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     return meta
 
 
-def _blank(series: pd.Series):
-    """The value the outside row takes in an extra nodes column (nothing measured)."""
+def blank_cell(series: pd.Series) -> Any:
+    """The empty value of a nodes column (False, 0, NaN, () or "" as its type; else None):
+    what a row with nothing measured (the outside row, training's loss row) holds in it.
+
+    Example:
+        >>> [blank_cell(pd.Series(v)) for v in ([True], [3], [0.5], [("a",)], ["x"])]
+        [False, 0, nan, (), '']
+    """
     if pd.api.types.is_bool_dtype(series):
         return False
     if pd.api.types.is_integer_dtype(series):
@@ -114,7 +120,7 @@ def _with_row(nodes: pd.DataFrame, root_type: str) -> pd.DataFrame:
     row = {"index": len(nodes), "name": OUTSIDE_GRAPH, "op": OUTSIDE_GRAPH_OP,
            "target": "Python outside the graph (module calls, glue)",
            "module_path": "", "module_type": root_type, "module_stack": ()}
-    row.update({c: -1 if c == "graph" else _blank(nodes[c])  # -1: no graph's, as between
+    row.update({c: -1 if c == "graph" else blank_cell(nodes[c])  # -1: no graph's, as between
                 for c in nodes.columns if c not in row})
     extended = pd.concat([nodes, pd.DataFrame([row], columns=nodes.columns)],
                          ignore_index=True)

@@ -1,11 +1,7 @@
-"""The Profile: plain data (nodes table, raw int64 ns samples, run totals, metadata).
-
-Everything derived from it (statistics, tables, exports, diffs) is a pure function of it.
-This module imports no view or analysis: the convenience methods that render, analyse or
-save (table, tree, export, plot, plot_latency, plot_tail, advise, _repr_html_, save) are served by
-the modules that build on it, through the package root's ``_METHODS`` (``@served_methods``;
-docs/architecture.md).
-See docs/profile.md for the data model and every column with its unit.
+"""The Profile: plain data (nodes table, raw int64 ns samples, run totals, metadata) that
+imports no view or analysis; what renders, analyses or saves it is served by the stages above
+through the package root's ``_METHODS`` (docs/architecture.md). Columns and units:
+docs/profile.md.
 """
 
 from __future__ import annotations
@@ -114,12 +110,8 @@ def _arrays_equal(a: np.ndarray | None, b: np.ndarray | None) -> bool:
 class Profile:
     """Timings of every graph node of a model over several runs, as plain data.
 
-    Methods served by the modules that build on this class (imported on first use):
-    ``table``, ``tree``, ``export`` (and the ``export_*`` wrappers), ``plot``, ``plot_latency``,
-    ``plot_tail``, ``advise``, the notebook's ``_repr_html_``, ``save`` (data.persist),
-    torch.profiler's ``key_averages``, ``events`` and ``export_memory_timeline``, and
-    ``python_outside`` (data.outside_graph: the functions of the Python outside the graph),
-    ``replay`` and ``replay_script`` (tools.replay*: a node rebuilt and timed alone).
+    The methods that render, export, save, advise or replay (``table``, ``export``, ``save``,
+    ...) are served by the modules that build on it: declared in the block below.
 
     Args:
         nodes: one row per timed node in execution order with the columns NODE_COLUMNS

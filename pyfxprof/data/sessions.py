@@ -36,13 +36,31 @@ def merge_sessions(profiles: list[Profile]) -> Profile:
         if not first.nodes[_IDENTITY].equals(other.nodes[_IDENTITY]):
             raise ArgumentError(f"profile {number} of one side has other nodes than the first: "
                                 "profiles of one side must be of the same model and inputs")
-    backward = [p.backward_samples for p in profiles]
     meta = {key: value for key, value in first.meta.items() if key != "ab"}
     meta["sessions"] = [index for index, p in enumerate(profiles) for _ in range(p.n_runs)]
-    return Profile(first.nodes, np.vstack([p.samples for p in profiles]),
+    return stacked_runs(profiles, meta, ("backward_samples",))
+
+
+def stacked_runs(profiles: list[Profile], meta: dict, extras: tuple[str, ...] = (
+        "device_samples", "backward_samples", "run_noise")) -> Profile:
+    """One Profile of the runs of ``profiles`` (the same nodes), in order, with ``meta``;
+    each array named in ``extras`` stacked too where every profile has it.
+
+    >>> import pandas as pd
+    >>> nodes = pd.DataFrame({"index": [0], "name": ["a"], "op": ["call_function"],
+    ...     "target": ["f"], "module_path": [""], "module_type": ["M"], "module_stack": [()]})
+    >>> one = Profile(nodes, np.array([[5], [6]]), np.array([7, 8]))
+    >>> stacked_runs([one, one], {}).samples[:, 0].tolist()
+    [5, 6, 5, 6]
+    """
+    def stacked(name: str) -> np.ndarray | None:
+        arrays = [getattr(p, name) for p in profiles]
+        return None if name not in extras or any(a is None for a in arrays) else np.vstack(arrays)
+
+    return Profile(profiles[0].nodes, np.vstack([p.samples for p in profiles]),
                    np.concatenate([p.run_totals for p in profiles]), meta,
-                   backward_samples=None if any(b is None for b in backward)
-                   else np.vstack([b for b in backward if b is not None]))
+                   device_samples=stacked("device_samples"),
+                   backward_samples=stacked("backward_samples"), run_noise=stacked("run_noise"))
 
 
 def run_groups(meta: dict, n_runs: int, run_noise: np.ndarray | None = None) -> np.ndarray:

@@ -78,6 +78,19 @@ class ProfiledModel:
         return f"<pyfxprof profiled {type(self._profiler.module).__name__}>"
 
 
+def _check_arguments(module: torch.nn.Module, backward: bool, capture: CaptureOptions,
+                     schedule: Callable | None, on_trace_ready: Callable | None) -> None:
+    """Profiler's arguments refused in one line: training steps or memory of a compiled
+    model, a schedule or on_trace_ready that is not callable."""
+    for option, value in (("backward", backward), ("profile_memory", capture.profile_memory)):
+        if value and is_compiled(module):
+            raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
+                                f"profile the loop of model._orig_mod with {option}=True")
+    for label, given in (("schedule", schedule), ("on_trace_ready", on_trace_ready)):
+        if given is not None and not callable(given):
+            raise PyfxprofError(f"{label} must be callable, got {type(given).__name__}")
+
+
 class Profiler(CallRouting):
     """torch.profiler.profile's loop API, timing every graph node with native marks.
 
@@ -128,14 +141,7 @@ class Profiler(CallRouting):
         # what torch.compile(model) returns, which torch's stubs type as a plain Callable
         module = cast(torch.nn.Module, model)
         self._capture, self._timing = loop_options(options, capture_options, timing_options)
-        for option, value in (("backward", backward),
-                              ("profile_memory", self._capture.profile_memory)):
-            if value and is_compiled(module):
-                raise PyfxprofError(f"{option}=True is not supported for compiled models yet: "
-                                    f"profile the loop of model._orig_mod with {option}=True")
-        for label, given in (("schedule", schedule), ("on_trace_ready", on_trace_ready)):
-            if given is not None and not callable(given):
-                raise PyfxprofError(f"{label} must be callable, got {type(given).__name__}")
+        _check_arguments(module, backward, self._capture, schedule, on_trace_ready)
         self.module = module
         self.model = ProfiledModel(self)
         self.schedule = schedule or record_every_step

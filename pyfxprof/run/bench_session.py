@@ -13,6 +13,7 @@ import torch
 import torch.fx as fx
 
 from ..capture.flops import FlopMeter
+from ..capture.inputs import BoundInputs, input_tensors
 from ..capture.tracing import timed_nodes
 from ..data.measurement import Measurement
 from ..stats.order_statistics import median_interval, relative_half_width
@@ -136,13 +137,10 @@ def _first_calls(fn: Callable, args: tuple, kwargs: dict, budget: float, label: 
     return min(durations)
 
 
-def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    return [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
-
-
 def _device_of(args: tuple, kwargs: dict) -> str:
-    """Device of the first tensor argument ("cpu" without one)."""
-    tensors = _tensors(args, kwargs)
+    """Device of the first tensor in the arguments (capture.inputs.input_tensors' walk;
+    "cpu" without one)."""
+    tensors = input_tensors(BoundInputs(args, kwargs))
     return str(tensors[0].device) if tensors else "cpu"
 
 

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import torch
 
 from ..capture.inputs import split_inputs
-from ..capture.ladder import Prepared, copied_inputs, prepare, warn_fallback
+from ..capture.inputs import copied_inputs
+from ..capture.ladder import Prepared, prepare, warn_fallback
 from ..capture.memory import profiling_memory
 from ..capture.source import keeping_library_frames
 from ..timing.graph_spans import GraphsExecutor

@@ -22,10 +22,11 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from ..analyses.diff import ProfileDiff
-from ..capture.ladder import copied_inputs
+from ..capture.inputs import copied_inputs
 from ..capture.model_state import evaluation_mode
 from ..data.outside_graph import graph_only
 from ..data.profile import Profile
+from ..data.sessions import stacked_runs
 from ..errors import ArgumentError, PyfxprofError, first_line, margin, whole_number
 from .capture_cache import CAPTURES
 from .model_copies import copies_of_sides
@@ -121,20 +122,11 @@ def compare(control: Any, test: Any, example_inputs: Any = (), *, blocks: int = 
     control of the false discovery rate ``alpha`` across rows, and a verdict against the
     margin ``min_change``: slower, faster, same within ±margin, or unresolved.
 
-    blocks, runs_per_block: timed blocks per side (>= 6: fewer give no interval) and runs
-    in each; warmup: untimed runs of each side before the first block. max_blocks,
-    precision: after ``blocks``, more blocks are added, half as many at a time, until the
-    whole model's 95% interval is at most ± ``precision`` wide (default: half the margin)
-    or ``max_blocks`` (default ``3 * blocks``; ``blocks``: none added) are timed: a rule on
-    the interval's width alone, never on the estimate (docs/ab.md).
-    check_outputs: refuse models whose outputs differ in shape (False: time them anyway).
-    copies: each side timed as that many copies in turn (the model and deep copies), each
-    row judged against the spread between the pairs (docs/ab.md); default 4, fewer past
-    1 GiB of weights, 1 when a model cannot be copied (run/model_copies.py).
-    seed: the block order (own random generator; the global RNG is untouched).
-    capture_options, timing_options and the other keywords: as profile() takes them (the
-    same option groups, their fields also as keywords; grad=, compile=, backward=), for
-    both sides.
+    blocks, runs_per_block, warmup: timed blocks per side (>= 6 for an interval), runs in
+    each, untimed runs of each side first; max_blocks, precision: more blocks, half as many
+    at a time, until the whole model's interval is within ± ``precision`` (a rule on its
+    width alone); check_outputs, copies, seed, and profile()'s options (its option groups,
+    their fields as keywords; grad=, compile=, backward=) for both sides: docs/ab.md.
 
     >>> d = compare(torch.nn.ReLU(), lambda x: x.clamp(min=0), (torch.randn(64),),
     ...             blocks=6, runs_per_block=1, warmup=1, max_blocks=6, progress=False)
@@ -266,15 +258,7 @@ def merged_blocks(block_profiles: list[Profile], pair: str, positions: list[int]
                                            for _ in range(p.n_runs)],
                   "runs_per_block": first.n_runs, "positions": list(positions),
                   "copies": list(copy_of_block or [0] * len(block_profiles))}
-    return Profile(first.nodes, np.vstack([p.samples for p in block_profiles]),
-                   np.concatenate([p.run_totals for p in block_profiles]), meta,
-                   device_samples=_stacked([p.device_samples for p in block_profiles]),
-                   backward_samples=_stacked([p.backward_samples for p in block_profiles]),
-                   run_noise=_stacked([p.run_noise for p in block_profiles]))
-
-
-def _stacked(arrays: list) -> np.ndarray | None:
-    return None if any(a is None for a in arrays) else np.vstack(arrays)
+    return stacked_runs(block_profiles, meta)
 
 
 def _block_order(blocks: int, rng: random.Random) -> list[tuple[int, int]]:

@@ -36,7 +36,7 @@ from .timed_runs import timed_runs
 from .user_call import UserCall, user_call_timed, with_user_call
 
 if TYPE_CHECKING:
-    from .arguments import Arguments
+    from .arguments import Arguments, TimingOptions
 
 
 def graph_rows(plan: GraphPlan, root_type: str) -> list[dict]:
@@ -109,14 +109,7 @@ def profile_compiled(given: Arguments, module: torch.nn.Module,
         >>> prof = profile_compiled(given, *compile_settings(net, True))  # doctest: +SKIP
     """
     model, example_inputs, timing = given.model, given.example_inputs, given.timing
-    if timing.device is not None:
-        raise PyfxprofError("compiled models are profiled where they are: move the model and "
-                            "inputs first and leave device= unset")
-    device = device_of(module, ())
-    device_events = (device.startswith("cuda") if timing.device_events is None
-                     else timing.device_events)
-    if device_events:
-        ensure_cuda_runtime()
+    device, device_events = _where_timed(module, timing)
     # inference tensors where the user's are (copied_alike): a copy made under the caller's
     # inference_mode would recompile the user's model (Dynamo's guards tell them apart)
     args, kwargs = copied_alike(split_inputs(example_inputs))
@@ -144,6 +137,20 @@ def profile_compiled(given: Arguments, module: torch.nn.Module,
             raise PyfxprofError("the compiled model recompiled while it was profiled (inputs "
                                 "or guards changed between runs); profile it on fixed inputs")
     return prof
+
+
+def _where_timed(module: torch.nn.Module, timing: TimingOptions) -> tuple[str, bool]:
+    """(the compiled `module`'s device, whether its kernels are timed with CUDA events):
+    timing.device must be unset (a compiled model runs where it is)."""
+    if timing.device is not None:
+        raise PyfxprofError("compiled models are profiled where they are: move the model and "
+                            "inputs first and leave device= unset")
+    device = device_of(module, ())
+    device_events = (device.startswith("cuda") if timing.device_events is None
+                     else timing.device_events)
+    if device_events:
+        ensure_cuda_runtime()
+    return device, device_events
 
 
 def timed_profile(executor: CompiledExecutor, frame: pd.DataFrame, args: tuple,

@@ -62,14 +62,10 @@ def profile(model: torch.nn.Module | Callable[..., Any] | ExportedProgram | None
         runs, warmup: timed runs kept, and untimed runs before them: a count, or "auto" (until
             settled, at most 10: docs/profile.md, "Warm-up"). compile: docs/compiled.md.
         backward, loss_fn: training steps (docs/profile.md).
-        capture_options: a pyfxprof.CaptureOptions: capture ("auto", the ladder of
-            docs/capture.md, or a rung: "fx", "dynamo", "hooks", "whole"), granularity
-            ("function" or "aten"), leaf_modules, autowrap_functions, concrete_args (the FX
-            tracer's), library_frames (torch's frames in `source`), profile_memory.
-        timing_options: a pyfxprof.TimingOptions: mode ("codegen": a native mark per node
-            boundary, recompiled; "interpreter"), device (run on "cuda", "cpu", ...: a copy
-            moved there; None: where it is), device_events (CUDA events per node; None: on
-            for CUDA models), nvtx (an NVTX range per node): docs/profile.md.
+        capture_options, timing_options: a pyfxprof.CaptureOptions (capture, granularity,
+            leaf_modules, autowrap_functions, concrete_args, library_frames, profile_memory)
+            and a pyfxprof.TimingOptions (mode, device, device_events, nvtx): their fields'
+            meanings in help() of each and docs/profile.md's table.
         options: the groups' fields as keywords (``mode="interpreter"``), and torch.profiler's
             (record_shapes, with_stack, with_flops, with_modules, profile_memory, activities).
 

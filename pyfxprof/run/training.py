@@ -12,6 +12,7 @@ import torch
 
 from ..capture.inputs import split_inputs
 from ..capture.outputs import flatten
+from ..data.outside_graph import blank_cell
 from ..data.rungs import HOOKS, WHOLE
 from ..data.profile import Profile
 from ..data.validate import run_coverage
@@ -289,20 +290,8 @@ def extra_rows(frame: pd.DataFrame, model: torch.nn.Module, names, ops, targets
         "module_type": type(model).__name__, "module_stack": [()] * len(names)})
     for column, values in frame.items():
         if column not in extra.columns:
-            extra[column] = _blank(values, len(names))
+            extra[column] = [blank_cell(values)] * len(names)
     return pd.concat([frame, extra[frame.columns]], ignore_index=True)
-
-
-def _blank(column: pd.Series, rows: int) -> Any:
-    """The empty value of a nodes column: False, 0, NaN, () or "" as its type."""
-    if pd.api.types.is_bool_dtype(column):
-        return False
-    if pd.api.types.is_integer_dtype(column):
-        return 0
-    if pd.api.types.is_float_dtype(column):
-        return float("nan")
-    first = column.iloc[0] if len(column) else ""
-    return [()] * rows if isinstance(first, tuple) else ""
 
 
 def with_backward(profile: Profile, executor: TrainingExecutor,

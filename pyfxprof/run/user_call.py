@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ..capture.inputs import BoundInputs, split_inputs
-from ..capture.ladder import copied_inputs
+from ..capture.inputs import copied_inputs
 from ..data.outside_graph import with_outside_graph
 from ..data.profile import Profile
 from ..errors import first_line

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .confidence import CONFIDENCE
+from .ranks import average_ranks
 
 #: Fewest non-zero paired differences for which a finite 95% interval exists (2/2^6 < 0.05).
 MIN_PAIRS = 6
@@ -46,21 +47,12 @@ def signed_rank_p(differences) -> float:
     n = len(values)
     if n == 0:
         return math.nan
-    ranks = _average_ranks(np.abs(values))
+    ranks = average_ranks(np.abs(values))
     w_plus = float(ranks[values > 0].sum())
     cdf = signed_rank_cdf(n)
     lower = cdf[min(int(math.floor(w_plus)), len(cdf) - 1)]
     upper = 1.0 - (cdf[int(math.ceil(w_plus)) - 1] if math.ceil(w_plus) >= 1 else 0.0)
     return float(min(1.0, 2.0 * min(lower, upper)))
-
-
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of ``values``, ties sharing their average rank."""
-    order = np.argsort(values, kind="stable")
-    _, starts, counts = np.unique(values[order], return_index=True, return_counts=True)
-    ranks = np.empty(len(values))
-    ranks[order] = np.repeat(starts + (counts + 1) / 2.0, counts)
-    return ranks
 
 
 def hodges_lehmann(differences, confidence: float = CONFIDENCE) -> tuple[float, float, float]:

@@ -97,10 +97,6 @@ class Recorder:
         self.discarded_pending += len(pool) - len(keep)
         self._pending = pool.select(keep) if len(keep) else None
 
-    def discard(self, first_id: int, count: int) -> None:
-        """Drop the records of a range (e.g. warm-up runs)."""
-        self.collect(first_id, count)
-
 
 def runs_between_collects(records_per_run: int) -> int:
     """How many runs of `records_per_run` records (plus the two run marks) fill a quarter of

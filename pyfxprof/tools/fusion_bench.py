@@ -20,6 +20,7 @@ from torch import nn
 
 from ..data.units import time_unit
 from ..errors import ArgumentError, first_line
+from ..stats.node_statistics import iqr
 from ..timing.call_timer import gc_paused, timed_calls
 from .fusion import FusionReport, fuse_conv_bn, max_abs_difference
 
@@ -27,29 +28,6 @@ __all__ = ["FusionBenchmark", "benchmark_fusion"]
 
 UNFUSED, FUSED, SCRIPTED = "unfused", "fused", "fused+script"
 NOISY = 0.10  # relative IQR above which the table carries a warning
-
-
-def median(samples: np.ndarray) -> float:
-    """Median of `samples`; nan when there are none.
-
-    Example:
-        >>> median(np.array([3, 1, 2]))
-        2.0
-    """
-    return float(np.median(samples)) if len(samples) else float("nan")
-
-
-def iqr(samples: np.ndarray) -> float:
-    """Interquartile range (p75 - p25) of `samples`; 0.0 when n < 2 (no spread measurable).
-
-    Example:
-        >>> iqr(np.array([1, 2, 3, 4, 5]))
-        2.0
-    """
-    if len(samples) < 2:
-        return 0.0
-    q25, q75 = np.percentile(samples, [25, 75])
-    return float(q75 - q25)
 
 
 @dataclass
@@ -77,11 +55,14 @@ class FusionBenchmark:
     input_shapes: list[tuple[int, ...]] = field(default_factory=list)
 
     def median_ns(self, variant: str) -> float:
-        """Median time per run of `variant`, in ns. Example: `bench.median_ns("fused")`."""
-        return median(self.samples_ns[variant])
+        """Median time per run of `variant`, in ns (nan without runs). Example:
+        `bench.median_ns("fused")`."""
+        samples = self.samples_ns[variant]
+        return float(np.median(samples)) if len(samples) else float("nan")
 
     def iqr_ns(self, variant: str) -> float:
-        """IQR of the time per run of `variant`, in ns. Example: `bench.iqr_ns("fused")`."""
+        """IQR of the time per run of `variant`, in ns (0 with fewer than two runs). Example:
+        `bench.iqr_ns("fused")`."""
         return iqr(self.samples_ns[variant])
 
     def speedup(self, variant: str) -> float:

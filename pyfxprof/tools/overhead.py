@@ -28,7 +28,6 @@ from ..timing.interpreter import ProfilingInterpreter
 from ..timing.call_timer import gc_paused, timed_calls
 from .baseline import TimeTimeInterpreter
 
-PLAIN = "plain GraphModule"
 TORCH_PROFILER = "torch.profiler"
 #: Fewest paired rounds with which a 95% interval on the median difference exists (sign test).
 MIN_ROUNDS = runs_needed(0.5)

@@ -1,39 +1,14 @@
-"""Chrome / Perfetto trace export (Trace Event Format JSON, gzip when the name ends in .gz).
-
-The trace reads like a Kineto (torch.profiler) trace, so Perfetto, chrome://tracing,
-speedscope, Holistic Trace Analysis and torch-tb-profiler all open it:
-
-- one ``ProfilerStep#N`` slice (cat ``user_annotation``) per exported run, N the loop step it was
-  made in (as torch numbers its steps; the run's index outside a loop), on the host track,
-  lasting exactly from its first node's start to its last node's end, and a zero-length
-  ``ProfilerStep#<last+1>`` (cat ``trace_end``, args ``closes_trace``) after the last run: HTA
-  drops everything from the last step's start on, as Kineto's last step is incomplete, so every
-  run survives, and TensorBoard does not count it as a step;
-- inside it, one slice per module call level (cat ``python_function``, named by module path),
-  bracketing the contiguous nodes under that module;
-- inside those, one slice per node (cat ``cpu_op``; ``user_annotation`` for user ranges) named by
-  its op as profilers name ops (``aten::addmm``, ``Conv2d``, ``torch.addmm``, ``Tensor.view``:
-  `data.op_names.op_name`), so HTA, TensorBoard's operator view and Perfetto aggregate by op;
-  the node's name (``node``), op type, target, module path and type, shapes and every other node
-  column are its args, with Kineto's ``Input Dims`` / ``Input type`` lists;
-- a device track with the same layout (cat ``gpu_user_annotation``) when the Profile has
-  ``device_samples``;
-- ``distributedInfo`` (rank and world size) at the top level; the process id is the rank;
-- for training steps, a ``backward`` track with flow events from each forward slice to its
-  backward slice (views/backward_trace.py).
-
-Timeline (an approximation: the Profile keeps durations, not per-node timestamps): every slice
-starts on a whole µs and lasts exactly its measured duration (ns precision; steps and module
-levels, which bracket nodes, are written half a ns longer so that readers adding ts and dur in
-binary floating point still see their last node inside them). HTA rounds
-fractional timestamps to whole µs (start up, end down), which would turn sub-µs nodes into 0 or
-negative durations; integer starts leave its durations exact. Node i + 1 starts on the first
-whole µs at or after node i's end + ``meta["overhead_ns"]`` (the calibrated cost of one mark,
-subtracted from the samples), so the timeline stretches by less than 1 µs per node boundary;
-each step's args keep the measured ``run_total_ns``. Device nodes are laid out the same way from
-the run start (launch latency is not recorded). Runs are placed at ``run_starts`` (relative to
-the first exported run, rounded up to a whole µs) when the Profile has them, else back to back; a
-run never starts before the previous one ended on either track, so every slice nests strictly.
+"""Chrome / Perfetto trace export (Trace Event Format JSON, gzip when the name ends in .gz),
+laid out like a Kineto (torch.profiler) trace so that Perfetto, chrome://tracing, speedscope,
+Holistic Trace Analysis and torch-tb-profiler open it: ProfilerStep slices per run, module
+levels, one slice per node named by its op (`data.op_names.op_name`), a device track
+(``gpu_user_annotation``) when the Profile has ``device_samples``, ``distributedInfo``, and
+for training steps a backward track with flow events (views/backward_trace.py). The layout
+and its timeline (whole-µs starts, exact durations: docs/outputs.md, "Chrome / Perfetto
+trace"): device nodes are laid out like host nodes from the run start (launch latency is not
+recorded); runs are placed at ``run_starts`` (relative to the first exported run, rounded up
+to a whole µs) when the Profile has them, else back to back, a run never starting before the
+previous one ended on either track, so every slice nests strictly.
 """
 
 from __future__ import annotations

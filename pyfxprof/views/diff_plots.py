@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data.units import elide, time_unit
-from .figures import MAX_LABEL, matplotlib_figure, save_figure
-from .safe_text import figure_text
+from ..data.units import time_unit
+from .figures import figure_label, matplotlib_figure, save_figure
 
 from ..errors import ArgumentError
 
@@ -52,12 +51,6 @@ def node_label(key) -> str:
     return text
 
 
-def _label(key) -> str:
-    """A y-axis label: :func:`node_label`, long ones keep their tail (the node name)."""
-    text = node_label(key)
-    return figure_text(elide(text, MAX_LABEL, keep_tail=True))
-
-
 def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quantity: str,
                 unit: str, scale: float, title: str, changed: np.ndarray):
     """Grouped horizontal bars (control, test) of ``quantity`` on the left, the difference on
@@ -74,7 +67,7 @@ def _bar_figure(rows: pd.DataFrame, columns: tuple[str, str, str], labels, quant
     for offset, column, label in ((-height / 2, columns[0], labels[0]),
                                   (height / 2, columns[1], labels[1])):
         sides.barh(y + offset, rows[column].to_numpy() / scale, height, label=label)
-    sides.set_yticks(y, [_label(key) for key in rows.index])
+    sides.set_yticks(y, [figure_label(node_label(key), keep_tail=True) for key in rows.index])
     sides.invert_yaxis()
     sides.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, frameon=False)
     sides.set_xlabel(f"{quantity} ({unit})")

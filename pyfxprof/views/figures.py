@@ -7,11 +7,23 @@ import io
 from pathlib import Path
 
 from ..data.files import open_output
-from ..data.units import time_unit  # noqa: F401  (views/plot.py imports it from here)
+from ..data.units import elide, time_unit  # noqa: F401  (time_unit: views/plot.py's)
 from ..errors import PyfxprofError
+from .safe_text import figure_text
 
 #: Longest bar label in characters; longer ones are cut with '…'.
 MAX_LABEL = 40
+
+
+def figure_label(name, keep_tail: bool = False) -> str:
+    """`name` as a plot's label: cut to MAX_LABEL characters with '…' (at the start when
+    `keep_tail`), made safe for a figure.
+
+    Example:
+        >>> figure_label("x" * 50)[-3:], len(figure_label("x" * 50)), figure_label("ab")
+        ('xx…', 40, 'ab')
+    """
+    return figure_text(elide(str(name), MAX_LABEL, keep_tail=keep_tail))
 
 
 def matplotlib_figure():

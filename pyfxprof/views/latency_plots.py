@@ -14,9 +14,8 @@ import numpy as np
 from ..data.files import PathLike
 from ..data.latency import QUANTILES
 from ..errors import PyfxprofError
-from ..data.units import elide, time_unit
-from .figures import MAX_LABEL, matplotlib_figure, save_figure
-from .safe_text import figure_text
+from ..data.units import time_unit
+from .figures import figure_label, matplotlib_figure, save_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -38,10 +37,6 @@ def _finish(figure, path):
     if path is not None:
         save_figure(figure, path, dpi=120)
     return figure
-
-
-def _label(name) -> str:
-    return figure_text(elide(str(name), MAX_LABEL))
 
 
 def plot_latency(profile: Profile, path: PathLike | None = None) -> Figure:
@@ -97,7 +92,7 @@ def plot_tail(profile: Profile, path: PathLike | None = None, quantile: float = 
     axes = figure.add_subplot()
     positions = np.arange(len(frame))
     axes.barh(positions, frame["excess"] / scale, color="#d9622b")
-    axes.set_yticks(positions, [_label(n) for n in frame["name"]], fontsize=8)
+    axes.set_yticks(positions, [figure_label(n) for n in frame["name"]], fontsize=8)
     axes.invert_yaxis()
     for y, (excess, share) in enumerate(zip(frame["excess"] / scale, frame["share"])):
         axes.annotate(f" {100 * share:.1f}%", (max(excess, 0), y), va="center", fontsize=7)
@@ -124,7 +119,7 @@ def plot_sweep(result: SweepResult, path: PathLike | None = None, top: int = 15)
     axes.barh(positions, fixed / scale, color="#2b7bd9", label="fixed (per call)")
     axes.barh(positions, per_item / scale, left=fixed / scale, color="#d9622b",
               label="per item (x1)")
-    labels = [_label(n) + (" *" if bound else "")
+    labels = [figure_label(n) + (" *" if bound else "")
               for n, bound in zip(frame["name"], frame["overhead_bound"])]
     axes.set_yticks(positions, labels, fontsize=8)
     axes.invert_yaxis()

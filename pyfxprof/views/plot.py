@@ -10,7 +10,7 @@ import numpy as np
 from ..data.files import PathLike
 from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError
-from .figures import MAX_LABEL, matplotlib_figure, save_figure, time_unit
+from .figures import figure_label, matplotlib_figure, save_figure, time_unit
 from .roofline_plot import plot_roofline
 from .safe_text import figure_text
 
@@ -36,8 +36,7 @@ def top_nodes(profile: Profile, top: int = 20) -> dict:
     order = np.argsort(-medians, kind="stable")[:top]
     p25, median, p75 = np.percentile(profile.samples[:, order], (25, 50, 75), axis=0)
     names = profile.nodes["name"].to_numpy()[order].tolist()
-    labels = [figure_text(n if len(n) <= MAX_LABEL else n[:MAX_LABEL - 1] + "…")
-              for n in map(str, names)]
+    labels = [figure_label(name) for name in names]
     return {"labels": labels, "median": median, "p25": p25, "p75": p75}
 
 

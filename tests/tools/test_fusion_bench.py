@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from pyfxprof.tools.fusion_bench import FusionBenchmark, benchmark_fusion, iqr, median
+from pyfxprof.tools.fusion_bench import FusionBenchmark, benchmark_fusion
 from pyfxprof.tools.fusion import FusionReport
 
 
@@ -65,9 +65,10 @@ def test_script_failure_is_reported_and_row_left_out():
 
 
 def test_reducers_handle_small_n():
-    assert median(np.array([5])) == 5.0 and iqr(np.array([5])) == 0.0
-    assert np.isnan(median(np.array([], dtype=np.int64)))
-    assert iqr(np.array([1, 2, 3, 4, 5])) == 2.0
+    one, five = make_bench([5], []), make_bench([1, 2, 3, 4, 5], [3])
+    assert one.median_ns("unfused") == 5.0 and one.iqr_ns("unfused") == 0.0
+    assert np.isnan(one.median_ns("fused")) and one.iqr_ns("fused") == 0.0
+    assert five.iqr_ns("unfused") == 2.0 and five.median_ns("unfused") == 3.0
 
 
 def test_bad_arguments_raise():

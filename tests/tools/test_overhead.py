@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pyfxprof.cli import main as cli
-from pyfxprof.tools.overhead import (PLAIN, TORCH_PROFILER, AddChain, Estimate, OverheadReport,
+from pyfxprof.tools.overhead import (TORCH_PROFILER, AddChain, Estimate, OverheadReport,
                                      compare_overhead, paired_estimate, paired_rounds)
 
 METHODS = {"pyfxprof codegen", "pyfxprof interpreter", "time.time interpreter", TORCH_PROFILER}

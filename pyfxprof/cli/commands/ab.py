@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-
 from ...errors import PyfxprofError
 from ...analyses.diff import distinct_labels
 from ...run.compare import compare
@@ -15,7 +13,7 @@ from ..model_spec import DEFAULT_INPUT, load_model
 from .arg_types import integer_at_least, open_unit_interval, positive_int
 from .defaults import defaults_of
 from .diff import add_diff_table_arguments, add_gate_argument, fraction, gate
-from .model_args import MAX_THREADS, parse_inputs
+from .model_args import add_threads_argument, apply_threads, parse_inputs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -50,8 +48,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", action="append", metavar="[NAME=]SHAPE[:DTYPE]",
                         help=f"a random input (as for profile; default {DEFAULT_INPUT}); both "
                              "models get the same tensors")
-    parser.add_argument("--threads", type=integer_at_least(1), metavar="N",
-                        help="torch.set_num_threads(N) before running (default: torch's choice)")
+    add_threads_argument(parser)
     parser.add_argument("--blocks", type=integer_at_least(2), default=defaults["blocks"],
                         metavar="N", help=f"timed blocks per model (default {defaults['blocks']};"
                                           " >= 6 for an interval)")
@@ -87,10 +84,7 @@ def run(args: argparse.Namespace) -> int:
     """Load both models, compare them interleaved, print the table, apply the gate."""
     if args.depth is not None and args.group_by != "module":
         raise PyfxprofError("--depth needs --group-by module")
-    if args.threads is not None:
-        if args.threads > MAX_THREADS:
-            raise PyfxprofError(f"--threads {args.threads} is more than {MAX_THREADS}")
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     models = [load_model(spec) for spec in (args.control, args.test)]
     labels = args.labels or distinct_labels([s.rpartition(":")[2] for s in (args.control,
                                                                            args.test)])

@@ -37,8 +37,23 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"a random input of this shape, e.g. {DEFAULT_INPUT}, 8x128:int64 "
                              "(integers in [0, 100)) or input_ids=1x16:int64 (a keyword input); "
                              f"repeat for several inputs (default {DEFAULT_INPUT})")
+    add_threads_argument(parser)
+
+
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """Register --threads, which apply_threads applies."""
     parser.add_argument("--threads", type=integer_at_least(1), metavar="N",
                         help="torch.set_num_threads(N) before running (default: torch's choice)")
+
+
+def apply_threads(threads: int | None) -> None:
+    """torch.set_num_threads(threads) unless None; more than MAX_THREADS refused in one line."""
+    if threads is None:
+        return
+    if threads > MAX_THREADS:
+        raise PyfxprofError(f"--threads {threads} is more than {MAX_THREADS}; give at most the "
+                            f"cores to use (this machine has {os.cpu_count()})")
+    torch.set_num_threads(threads)
 
 
 @overload
@@ -63,11 +78,7 @@ def model_and_inputs(args: argparse.Namespace, programs: bool = False
         >>> name, inputs[0].shape
         ('ReLU', torch.Size([2, 3]))
     """
-    if args.threads is not None:
-        if args.threads > MAX_THREADS:
-            raise PyfxprofError(f"--threads {args.threads} is more than {MAX_THREADS}; give at "
-                                f"most the cores to use (this machine has {os.cpu_count()})")
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     model = load_model(args.model)
     if not programs and is_exported(model):
         raise PyfxprofError(f"{args.model!r} gives a torch.export program, which this command "
