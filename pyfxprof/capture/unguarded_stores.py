@@ -27,7 +27,7 @@ def unguarded_stores() -> list[str]:
         # a guard on an attribute's absence names its owner alone (hasattr(owner, name))
         guarded |= {f"{guard.name}.*" for guard in output.guards
                     if guard.create_fn_name() == "HASATTR"}
-        found = set()
+        found: set[str] = set()
         for variable, attributes in output.side_effects.store_attr_mutations.items():
             owner = _source_name(getattr(variable, "source", None))
             if owner is None or not isinstance(getattr(variable, "value", None), torch.nn.Module):
@@ -46,7 +46,7 @@ def _source_name(source) -> str | None:
         return None
     try:
         name = source.name
-        return name() if callable(name) else name
+        return str(name() if callable(name) else name)
     except NotImplementedError:
         return None
 
