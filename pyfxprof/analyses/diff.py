@@ -247,11 +247,17 @@ class ProfileDiff:
     def judged_design(self) -> Design:
         """The design, with the noise measured over the nodes both profiles have, whatever
         view is judged (group rows are too few to measure it; stats.row_verdicts.
-        with_node_noise): one session per side, or the blocks of an interleaved run."""
+        with_node_noise): one session per side, or the blocks of an interleaved run. The
+        rows of data.validate.NOT_NODES are left out: not nodes (the Python outside the
+        graph is the user's call less the nodes of another call, and moves between two
+        sessions by -90% to +2700% on a small model)."""
         if self.design.kind in ("single", "paired") and self.design.noise is None:
             sides = [_reduce(prof, _view_keys(prof.nodes, "node", None))[:2]
                      for prof in (self.control, self.test)]
-            common = [key for key in sides[0][0] if key in set(sides[1][0])]
+            skipped = {key for prof in (self.control, self.test) for key, op in
+                       zip(_view_keys(prof.nodes, "node", None), prof.nodes["op"])
+                       if op in NOT_NODES}
+            common = [key for key in sides[0][0] if key in set(sides[1][0]) - skipped]
             control, test = (_align(names, sums, np.zeros(len(names)), common).samples
                              for names, sums in sides)
             self.design = with_node_noise(self.design, control, test, *self.groups)
@@ -426,6 +432,24 @@ class ProfileDiff:
             columns["diff_duration"] = columns["median_test"] - columns["median_control"]
         return {name: value.tolist()[0] for name, value in columns.items()}
 
+    def graph_totals(self) -> dict | None:
+        """:meth:`totals` of the graph alone (each run's node rows summed, the ``(Python
+        outside the graph)`` row left out) when a side's run totals are the user's call
+        (that row is the call less the nodes of another call: between two sessions of a
+        small model it moved from 351 to 72 us while both long nodes were 15% slower, the
+        call's total -9%); None when the totals already are the graph's.
+
+        >>> d.graph_totals()["rel_change"]   # doctest: +SKIP
+        0.152
+        """
+        if all(outside_column(side) is None for side in (self.control, self.test)):
+            return None
+        graph = ProfileDiff(summed_rows(graph_only(self.control)),
+                            summed_rows(graph_only(self.test)), self.labels, self.min_change,
+                            self.alpha, self.min_runs)
+        graph.design, graph._node_keys = self.judged_design(), self._node_keys
+        return graph.totals()
+
     def ops_diff(self, by: str = "node", depth: int | None = None) -> dict[str, list]:
         """Keys per TraceDiff category: added, deleted, increased, decreased, unchanged, and
         fused (BNs folded into a conv), and unresolved (the interval too wide to tell). Increased /
@@ -442,7 +466,8 @@ class ProfileDiff:
 
     def regressions(self, threshold: float, min_share: float = 1.0) -> list[str]:
         """One line per "slower" verdict (:meth:`changes`'s "+") of at least ``threshold``
-        (fraction): of the run total, or of a node worth >= ``min_share`` % of the control
+        (fraction): of the run total (one session per side, also of the graph's:
+        :meth:`graph_totals`), or of a node worth >= ``min_share`` % of the control
         total (a model's node: the rows of data.validate.NOT_NODES, such as the Python
         outside the graph, whose figure one session measures against another invocation,
         count through the total). Without enough runs for a test, any slowdown of at least
@@ -452,6 +477,9 @@ class ProfileDiff:
         ['node layer1.0.conv1/layer1_0_conv1: 1.00 ms → 2.00 ms (+100.0%, p 0.00018)']
         """
         totals = pd.DataFrame([self.totals()], index=["total run time"])
+        graph = self.graph_totals() if self.design.kind == "single" else None
+        if graph is not None:
+            totals.loc["graph total (its nodes summed)"] = graph
         frame = self.changes()
         nodes = frame[(frame["pct_control"] >= min_share) & ~frame["op"].isin(NOT_NODES)
                       & frame["change"].isin(["+", "-", "="])]

@@ -63,19 +63,34 @@ def block_values(samples: np.ndarray, groups: np.ndarray, labels=None) -> np.nda
 
 def run_dispersion(samples: np.ndarray) -> np.ndarray:
     """Each column's own run-to-run dispersion: the robust SD (MAD) over the runs of its log
-    time's departure from its median, less the run's common departure (the median column's;
-    with 3 columns or more): a row that jitters by itself inside a session (e.g. one whose
-    data competes for a shared cache), not a run that was slow as a whole.
+    time's departure from its median, less the run's common departure where that narrows
+    it (with 3 columns or more): a row that jitters by itself inside a session (e.g. one
+    whose data competes for a shared cache), not a run that was slow as a whole. A run's
+    common departure is that of the sum of the *other* columns (each weighs by its time):
+    a short row's departure (a few us, jittering by 20-50% run to run) says nothing of the
+    run, and taken from a long row it would add that jitter to the long row's own.
 
     >>> run_dispersion(np.array([[100, 10], [110, 10], [90, 10], [100, 10]])).round(3).tolist()
     [0.071, 0.0]
     >>> run_dispersion(np.array([[100, 10, 1], [200, 20, 2], [100, 10, 1]])).round(3).tolist()
     [0.0, 0.0, 0.0]
+    >>> run_dispersion(np.array([[500, 9, 1], [510, 11, 1], [490, 10, 1], [500, 9, 1]])
+    ...                ).round(3).tolist()     # the 500 us row keeps its own 1.5%
+    [0.015, 0.078, 0.0]
     """
-    values = np.log(np.maximum(np.asarray(samples, dtype=np.float64), 1.0))
+    samples = np.maximum(np.asarray(samples, dtype=np.float64), 1.0)
+    values = np.log(samples)
     departures = values - np.median(values, axis=0)
-    if departures.shape[1] >= 3:
-        departures = departures - np.median(departures, axis=1, keepdims=True)
+    own = _mad(departures)
+    if departures.shape[1] < 3:
+        return own
+    others = np.log(np.maximum(samples.sum(axis=1, keepdims=True) - samples, 1.0))
+    common = others - np.median(others, axis=0)
+    return np.minimum(own, _mad(departures - common))
+
+
+def _mad(departures: np.ndarray) -> np.ndarray:
+    """The robust SD (MAD_SCALE x median absolute deviation) of each column."""
     return MAD_SCALE * np.median(np.abs(departures - np.median(departures, axis=0)), axis=0)
 
 
@@ -250,8 +265,36 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
         # df: the spread at a duration rests mostly on the rows of about that duration
         return SessionNoise(shift, float(np.median(curve.at(durations))), rows - 1,
                             curve=curve)
+    if durations is not None and per_row == 1:
+        return _left_out_noise(ratios - shift, errors, durations[usable], shift)
     spread, df = _spread(ratios - shift, errors)
     return SessionNoise(shift, spread, df)
+
+
+def _left_out_noise(departures: np.ndarray, errors: np.ndarray, durations: np.ndarray,
+                    shift: float) -> SessionNoise:
+    """The SessionNoise of fewer than CURVE_ROWS rows: each row's spread that of the *other*
+    rows around their own median (_spread), a row of another duration (a module summing nodes) the spread of the
+    rows nearest it in duration (SpreadCurve's floor, no fit). A row's own change must not
+    widen the noise it is tested against: with 13 rows, a node doubled (+0.5 to +0.7 log
+    against the common shift) was within OUTLIER_SDS of the small rows' robust SD and
+    widened the one spread from about 0.12 to 0.23, hiding itself (benchmarks/bench_gate.py).
+
+    >>> departures = np.array([0.1, -0.1] * 4 + [0.45])    # a 1 ms row +0.45, 8 short rows
+    >>> noise = _left_out_noise(departures, np.zeros(9), np.r_[np.arange(1, 9) * 1e3, 1e6], 0.0)
+    >>> noise.curve.at([1e6]).round(3).tolist(), round(_spread(departures, np.zeros(9))[0], 3)
+    ([0.107], 0.18)
+    """
+    others = [np.delete(departures, row) for row in range(len(departures))]
+    found = [_spread(rest - np.median(rest), np.delete(errors, row))
+             for row, rest in enumerate(others)]
+    spreads = np.array([spread for spread, _ in found])
+    order = np.argsort(durations, kind="stable")
+    curve = SpreadCurve((0.0, 0.0, 0.0), 1.0, float(durations.min()), float(durations.max()),
+                        len(departures), tuple(np.log(durations[order])),
+                        tuple(spreads[order]))
+    df = int(np.median([df for _, df in found]))
+    return SessionNoise(shift, float(np.median(spreads)), df, curve=curve)
 
 
 def _spread(departures: np.ndarray, errors: np.ndarray, local: bool = False
