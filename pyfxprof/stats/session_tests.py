@@ -274,8 +274,9 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
 def _left_out_noise(departures: np.ndarray, errors: np.ndarray, durations: np.ndarray,
                     shift: float) -> SessionNoise:
     """The SessionNoise of fewer than CURVE_ROWS rows: each row's spread that of the *other*
-    rows around their own median (_spread), and at least the departure of the other row
-    nearest it in duration (less its own error) where that row departs the same way; a row of another duration (a module summing
+    rows around their own median (_spread), and at least the departure that the other row
+    nearest it in duration shares (the smaller of the two where both depart the same way,
+    less that row's error); a row of another duration (a module summing
     nodes) the spread of the rows nearest it in duration (SpreadCurve's floor, no fit).
 
     A row's own change must not widen the noise it is tested against: with 13 rows, a node
@@ -283,9 +284,9 @@ def _left_out_noise(departures: np.ndarray, errors: np.ndarray, durations: np.nd
     rows' robust SD and widened the one spread from about 0.12 to 0.23, hiding itself. And
     two rows of about one duration (two 500 us matmul nodes among rows of a few us) share
     the drift of their kind between two sessions (a host's slow phase slows a matmul and
-    Python dispatch by different factors): a departure the nearest row shares is noise to
-    the row, not its change; one the other way is not (it does not make the row's departure
-    likelier: one of two 500 us nodes doubled, the other 10% below the short rows' shift)
+    Python dispatch by different factors): the departure the nearest row shares is noise to
+    the row, not its change; the rest of it is not (one of two 500 us nodes doubled, +0.6
+    against the short rows, the other +0.05 or -0.1: 0.05 or nothing of it is shared)
     (benchmarks/bench_gate.py; docs/diff.md).
 
     >>> departures = np.array([0.1, -0.1] * 4 + [0.45])    # a 1 ms row +0.45, 8 short rows
@@ -304,8 +305,9 @@ def _left_out_noise(departures: np.ndarray, errors: np.ndarray, durations: np.nd
         centre = np.median(rest)
         spread, df = _spread(rest - centre, rest_errors)
         peer = np.argmin(np.abs(np.delete(logs, row) - logs[row]))
-        shared = (rest[peer] - centre) * np.sign(departures[row] - centre)
-        if shared > 0:  # the nearest row departs the same way: as far is noise to the row
+        own, near = departures[row] - centre, rest[peer] - centre
+        if own * near > 0:  # the nearest row departs the same way: what both do is noise
+            shared = min(abs(own), abs(near))
             spread = max(spread, math.sqrt(max(shared ** 2 - rest_errors[peer] ** 2, 0.0)))
         spreads[row] = spread
         dfs.append(df)

@@ -320,3 +320,36 @@ def test_totals_compare_one_kind_whichever_side_resolved_the_outside_row(share, 
         assert OUTSIDE_GRAPH not in found.changes().index
     assert abs(found.totals()["rel_change"] - graphs) < 0.05 + (share if outside_on == "both"
                                                                  else 0.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(shares=st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)),
+       outside_on=st.sampled_from(["control", "test", "both", "neither"]),
+       seed=st.integers(0, 1000))
+def test_graph_totals_are_the_nodes_summed_whatever_the_outside_row_did(shares, outside_on,
+                                                                       seed):
+    """graph_totals(): the totals of the graph alone (each run's nodes summed) where a side's
+    run totals are the user's call, whatever its outside row's size on either side (the
+    user's call less the nodes of another call); None where both totals already are the
+    graph's. It is the diff of the graphs alone, and regressions() gates it."""
+    from pyfxprof.data.outside_graph import with_outside_graph
+    control, test = control_and_test(seed=seed)
+    graphs = diff(control, test)
+    sides = [with_outside_graph(prof, calls, around_ns=calls) if outside_on in (name, "both")
+             else prof for prof, name, calls in zip(
+                 (control, test), ("control", "test"),
+                 ((prof.samples.sum(axis=1) * (1 + share)).astype(int) + 1000
+                  for prof, share in zip((control, test), shares)))]
+    found = diff(*sides)
+    if outside_on == "neither" or found.outside_dropped is not None:
+        assert found.graph_totals() is None
+        return
+    graph = found.graph_totals()
+    summed = [np.median(prof.samples.sum(axis=1)) for prof in (control, test)]
+    assert graph["rel_change"] == pytest.approx(summed[1] / summed[0] - 1, abs=1e-3)
+    assert graph["change"] == graphs.totals()["change"]   # the graphs' own diff (+5 us a run)
+    assert graph["rel_change"] == pytest.approx(graphs.totals()["rel_change"], abs=0.01)
+    lines = found.regressions(0.05)
+    assert any(line.startswith("graph total") for line in lines) == (graph["change"] == "+"
+                                                                     and graph["rel_change"]
+                                                                     >= 0.05)

@@ -93,8 +93,8 @@ def test_a_long_rows_dispersion_is_its_own_beside_jittering_short_rows(
        spread=st.floats(0.01, 0.3), seed=st.integers(0, 2 ** 16))
 def test_a_rows_own_change_never_widens_its_noise_in_a_small_model(rows, change, spread, seed):
     """Fewer than CURVE_ROWS rows: whatever a row's own change (a node doubled: +0.69), its
-    noise is the spread of the other rows around their median, or the departure of the row
-    nearest it in duration where both depart the same way: never more, so the change does
+    noise is the spread of the other rows around their median, or the departure it shares
+    with the row nearest it in duration: never more than that row's, so the change does
     not hide itself."""
     rng = np.random.default_rng(seed)
     ratios = rng.normal(0.1, spread, rows)
@@ -104,6 +104,7 @@ def test_a_rows_own_change_never_widens_its_noise_in_a_small_model(rows, change,
     noise = session_noise(ratios, errors, durations).spread_at([5e5])[0]
     rest = np.delete(ratios, 0) - np.median(np.delete(ratios, 0))
     others, _ = _spread(rest, errors[1:])
-    nearest = math.sqrt(max(rest[-1] ** 2 - 0.01 ** 2, 0.0))   # the 15 us row
-    same_way = rest[-1] * (ratios[0] - np.median(np.delete(ratios, 0))) > 0
-    assert noise == pytest.approx(max(others, nearest) if same_way else others)
+    own = ratios[0] - np.median(np.delete(ratios, 0))
+    shared = min(abs(rest[-1]), abs(own)) if rest[-1] * own > 0 else 0.0   # the 15 us row
+    assert noise == pytest.approx(max(others, math.sqrt(max(shared ** 2 - 0.01 ** 2, 0.0))))
+    assert noise <= max(others, abs(rest[-1]))
