@@ -144,8 +144,8 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
                 spreads=None) -> dict:
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
     of the log ratio with its interval at ``confidence`` (fractions), and a p-value: the
-    signed-rank test of the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
-    row's departure from the block's common shift (paired_departures) against its own
+    signed-rank test of the ratio itself, or, ``common`` (rows of one model, at least
+    MIN_NOISE_ROWS), of the row's departure from the block's common shift (paired_departures) against its own
     error over blocks and the spread of the rows' departures (session_noise, among the rows
     of similar ``durations`` (ns) when given): a disturbance that slowed one side's whole
     block, or the differences any two copies of a model have row by row (larger on short
@@ -239,7 +239,8 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
     robust SD itself). With the rows' ``durations`` (ns) and at least CURVE_ROWS rows, the
     spread as a function of duration (``curve``: spread_curve.fit_spread from each row's
     local_spreads; ``per_row``: the values of one row, each neighbourhood holding at least
-    LOCAL_ROWS rows' worth).
+    LOCAL_ROWS rows' worth); with fewer, each row's spread that of the others
+    (_left_out_noise).
 
     >>> noise = session_noise([0.10, 0.12, 0.08, 0.11, 0.09, 0.9], [0.0] * 6)
     >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
@@ -265,7 +266,7 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
         # df: the spread at a duration rests mostly on the rows of about that duration
         return SessionNoise(shift, float(np.median(curve.at(durations))), rows - 1,
                             curve=curve)
-    if durations is not None and per_row == 1:
+    if durations is not None and per_row == 1 and len(ratios) > MIN_NOISE_ROWS:
         return _left_out_noise(ratios - shift, errors, durations[usable], shift)
     spread, df = _spread(ratios - shift, errors)
     return SessionNoise(shift, spread, df)
@@ -273,8 +274,8 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
 
 def _left_out_noise(departures: np.ndarray, errors: np.ndarray, durations: np.ndarray,
                     shift: float) -> SessionNoise:
-    """The SessionNoise of fewer than CURVE_ROWS rows: each row's spread that of the *other*
-    rows around their own median (_spread), and at least the departure that the other row
+    """The SessionNoise of fewer than CURVE_ROWS rows (more than MIN_NOISE_ROWS: as many
+    others): each row's spread that of the *other* rows around their own median (_spread), and at least the departure that the other row
     nearest it in duration shares (the smaller of the two where both depart the same way,
     less that row's error); a row of another duration (a module summing
     nodes) the spread of the rows nearest it in duration (SpreadCurve's floor, no fit).

@@ -326,8 +326,10 @@ def gate_like_sessions(rng, effect, longs, shorts, kind_drift=0.07):
     sessions: their common shift differed by a log SD of 0.17, the long rows' from the short
     rows' by 0.1): each session drifts as a whole (log SD 0.12), the long rows apart from the
     short ones (`kind_drift` per session: a matmul and Python dispatch slow by different
-    factors) and each short row by 5% of its own; runs jitter 5% (long) and 35% (short), and a quarter of the runs are 1.4x
-    slower as a whole (the host's slow phases); `effect` multiplies the test's rows."""
+    factors) and each short row by 5% of its own; runs jitter 5% (long) and 35% (short), and
+    a quarter of the runs are slower as a whole, the long rows 1.3x and the short ones 1.6x
+    (the host's slow phases slow a matmul and Python by such factors); `effect` multiplies
+    the test's rows."""
     durations = np.r_[np.full(longs, 5e5), np.geomspace(2e3, 15e3, shorts)]
     is_long = np.arange(longs + shorts) < longs
     jitter = np.where(is_long, 0.05, 0.35)
