@@ -145,11 +145,11 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
     of the log ratio with its interval at ``confidence`` (fractions), and a p-value: the
     signed-rank test of the ratio itself, or, ``common`` (rows of one model, at least
-    MIN_NOISE_ROWS), of the row's departure from the block's common shift (paired_departures) against its own
-    error over blocks and the spread of the rows' departures (session_noise, among the rows
-    of similar ``durations`` (ns) when given): a disturbance that slowed one side's whole
-    block, or the differences any two copies of a model have row by row (larger on short
-    rows), are not a change of the row. ``noise`` and ``shifts``: a measured SessionNoise and
+    MIN_NOISE_ROWS), of the row's departure from the block's common shift
+    (paired_departures) against its own error over blocks and the spread of the rows'
+    departures (session_noise, among the rows of similar ``durations`` (ns) when given): a
+    disturbance that slowed one side's whole block, or the differences any two copies of a
+    model have row by row (larger on short rows), are not a change of the row. ``noise`` and ``shifts``: a measured SessionNoise and
     the blocks' shifts of the node rows of the same blocks, for a view of sums of nodes
     (modules, ops) whose few rows cannot measure the spread by duration themselves, and
     ``spreads``, each such row's spread from its nodes' (stats.row_verdicts.row_spreads);
@@ -193,10 +193,11 @@ class SessionNoise:
     row's), and ``spread``, the SD of the rows' log ratios around it beyond their
     within-session errors (the session-level noise a row is tested against), measured over
     ``df`` + 1 rows. ``curve``: the spread as a function of the row's duration (a
-    stats.spread_curve.SpreadCurve), when fitted (CURVE_ROWS rows or more); ``spread`` is then
-    its median over the rows. ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it;
-    shift and spread are then 0. ``averaged``: the spread is that between one pair of copies
-    and the rows tested are means over this many independent pairs (run.compare's copies):
+    stats.spread_curve.SpreadCurve), fitted with CURVE_ROWS rows or more, each row's among
+    the others with fewer (session_noise); ``spread`` is then its median over the rows.
+    ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it; shift and spread are
+    then 0. ``averaged``: the spread is that between one pair of copies and the rows tested
+    are means over this many independent pairs (run.compare's copies):
     spread_at gives the mean's, spread / sqrt(averaged)."""
 
     shift: float
@@ -239,8 +240,8 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
     robust SD itself). With the rows' ``durations`` (ns) and at least CURVE_ROWS rows, the
     spread as a function of duration (``curve``: spread_curve.fit_spread from each row's
     local_spreads; ``per_row``: the values of one row, each neighbourhood holding at least
-    LOCAL_ROWS rows' worth); with fewer, each row's spread that of the others
-    (_left_out_noise).
+    LOCAL_ROWS rows' worth); with fewer (more than MIN_NOISE_ROWS), each row's spread that of
+    the others (``curve`` too: _left_out_noise).
 
     >>> noise = session_noise([0.10, 0.12, 0.08, 0.11, 0.09, 0.9], [0.0] * 6)
     >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
@@ -275,10 +276,11 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
 def _left_out_noise(departures: np.ndarray, errors: np.ndarray, durations: np.ndarray,
                     shift: float) -> SessionNoise:
     """The SessionNoise of fewer than CURVE_ROWS rows (more than MIN_NOISE_ROWS: as many
-    others): each row's spread that of the *other* rows around their own median (_spread), and at least the departure that the other row
-    nearest it in duration shares (the smaller of the two where both depart the same way,
-    less that row's error); a row of another duration (a module summing
-    nodes) the spread of the rows nearest it in duration (SpreadCurve's floor, no fit).
+    others): each row's spread that of the *other* rows around their own median (_spread),
+    and at least the departure that the other row nearest it in duration shares (the
+    smaller of the two where both depart the same way, less that row's error); a row of
+    another duration (a module summing nodes) the spread of the rows nearest it in duration
+    (SpreadCurve's floor, no fit).
 
     A row's own change must not widen the noise it is tested against: with 13 rows, a node
     doubled (+0.5 to +0.7 log against the common shift) was within OUTLIER_SDS of the short
