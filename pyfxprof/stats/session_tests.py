@@ -63,19 +63,34 @@ def block_values(samples: np.ndarray, groups: np.ndarray, labels=None) -> np.nda
 
 def run_dispersion(samples: np.ndarray) -> np.ndarray:
     """Each column's own run-to-run dispersion: the robust SD (MAD) over the runs of its log
-    time's departure from its median, less the run's common departure (the median column's;
-    with 3 columns or more): a row that jitters by itself inside a session (e.g. one whose
-    data competes for a shared cache), not a run that was slow as a whole.
+    time's departure from its median, less the run's common departure where that narrows
+    it (with 3 columns or more): a row that jitters by itself inside a session (e.g. one
+    whose data competes for a shared cache), not a run that was slow as a whole. A run's
+    common departure is that of the sum of the *other* columns (each weighs by its time):
+    a short row's departure (a few us, jittering by 20-50% run to run) says nothing of the
+    run, and taken from a long row it would add that jitter to the long row's own.
 
     >>> run_dispersion(np.array([[100, 10], [110, 10], [90, 10], [100, 10]])).round(3).tolist()
     [0.071, 0.0]
     >>> run_dispersion(np.array([[100, 10, 1], [200, 20, 2], [100, 10, 1]])).round(3).tolist()
     [0.0, 0.0, 0.0]
+    >>> run_dispersion(np.array([[500, 9, 1], [510, 11, 1], [490, 10, 1], [500, 9, 1]])
+    ...                ).round(3).tolist()     # the 500 us row keeps its own 1.5%
+    [0.015, 0.078, 0.0]
     """
-    values = np.log(np.maximum(np.asarray(samples, dtype=np.float64), 1.0))
+    samples = np.maximum(np.asarray(samples, dtype=np.float64), 1.0)
+    values = np.log(samples)
     departures = values - np.median(values, axis=0)
-    if departures.shape[1] >= 3:
-        departures = departures - np.median(departures, axis=1, keepdims=True)
+    own = _mad(departures)
+    if departures.shape[1] < 3:
+        return own
+    others = np.log(np.maximum(samples.sum(axis=1, keepdims=True) - samples, 1.0))
+    common = others - np.median(others, axis=0)
+    return np.minimum(own, _mad(departures - common))
+
+
+def _mad(departures: np.ndarray) -> np.ndarray:
+    """The robust SD (MAD_SCALE x median absolute deviation) of each column."""
     return MAD_SCALE * np.median(np.abs(departures - np.median(departures, axis=0)), axis=0)
 
 
@@ -129,12 +144,12 @@ def paired_rows(control: np.ndarray, test: np.ndarray, common: bool = False,
                 spreads=None) -> dict:
     """Per column of matched blocks (block_values of each side): the Hodges–Lehmann estimate
     of the log ratio with its interval at ``confidence`` (fractions), and a p-value: the
-    signed-rank test of the ratio itself, or, ``common`` (rows of one model, at least MIN_NOISE_ROWS), of the
-    row's departure from the block's common shift (paired_departures) against its own
-    error over blocks and the spread of the rows' departures (session_noise, among the rows
-    of similar ``durations`` (ns) when given): a disturbance that slowed one side's whole
-    block, or the differences any two copies of a model have row by row (larger on short
-    rows), are not a change of the row. ``noise`` and ``shifts``: a measured SessionNoise and
+    signed-rank test of the ratio itself, or, ``common`` (rows of one model, at least
+    MIN_NOISE_ROWS), of the row's departure from the block's common shift
+    (paired_departures) against its own error over blocks and the spread of the rows'
+    departures (session_noise, among the rows of similar ``durations`` (ns) when given): a
+    disturbance that slowed one side's whole block, or the differences any two copies of a
+    model have row by row (larger on short rows), are not a change of the row. ``noise`` and ``shifts``: a measured SessionNoise and
     the blocks' shifts of the node rows of the same blocks, for a view of sums of nodes
     (modules, ops) whose few rows cannot measure the spread by duration themselves, and
     ``spreads``, each such row's spread from its nodes' (stats.row_verdicts.row_spreads);
@@ -178,10 +193,11 @@ class SessionNoise:
     row's), and ``spread``, the SD of the rows' log ratios around it beyond their
     within-session errors (the session-level noise a row is tested against), measured over
     ``df`` + 1 rows. ``curve``: the spread as a function of the row's duration (a
-    stats.spread_curve.SpreadCurve), when fitted (CURVE_ROWS rows or more); ``spread`` is then
-    its median over the rows. ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it;
-    shift and spread are then 0. ``averaged``: the spread is that between one pair of copies
-    and the rows tested are means over this many independent pairs (run.compare's copies):
+    stats.spread_curve.SpreadCurve), fitted with CURVE_ROWS rows or more, each row's among
+    the others with fewer (session_noise); ``spread`` is then its median over the rows.
+    ``measured`` False: too few rows (MIN_NOISE_ROWS) to measure it; shift and spread are
+    then 0. ``averaged``: the spread is that between one pair of copies and the rows tested
+    are means over this many independent pairs (run.compare's copies):
     spread_at gives the mean's, spread / sqrt(averaged)."""
 
     shift: float
@@ -224,7 +240,8 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
     robust SD itself). With the rows' ``durations`` (ns) and at least CURVE_ROWS rows, the
     spread as a function of duration (``curve``: spread_curve.fit_spread from each row's
     local_spreads; ``per_row``: the values of one row, each neighbourhood holding at least
-    LOCAL_ROWS rows' worth).
+    LOCAL_ROWS rows' worth); with fewer (more than MIN_NOISE_ROWS), each row's spread that of
+    the others (``curve`` too: _left_out_noise).
 
     >>> noise = session_noise([0.10, 0.12, 0.08, 0.11, 0.09, 0.9], [0.0] * 6)
     >>> round(noise.shift, 3), round(noise.spread, 4), noise.df
@@ -250,8 +267,57 @@ def session_noise(log_ratios, errors, durations=None, per_row: int = 1) -> Sessi
         # df: the spread at a duration rests mostly on the rows of about that duration
         return SessionNoise(shift, float(np.median(curve.at(durations))), rows - 1,
                             curve=curve)
+    if durations is not None and per_row == 1 and len(ratios) > MIN_NOISE_ROWS:
+        return _left_out_noise(ratios - shift, errors, durations[usable], shift)
     spread, df = _spread(ratios - shift, errors)
     return SessionNoise(shift, spread, df)
+
+
+def _left_out_noise(departures: np.ndarray, errors: np.ndarray, durations: np.ndarray,
+                    shift: float) -> SessionNoise:
+    """The SessionNoise of fewer than CURVE_ROWS rows (more than MIN_NOISE_ROWS: as many
+    others): each row's spread that of the *other* rows around their own median (_spread),
+    and at least the departure that the other row nearest it in duration shares (the
+    smaller of the two where both depart the same way, less that row's error); a row of
+    another duration (a module summing nodes) the spread of the rows nearest it in duration
+    (SpreadCurve's floor, no fit).
+
+    A row's own change must not widen the noise it is tested against: with 13 rows, a node
+    doubled (+0.5 to +0.7 log against the common shift) was within OUTLIER_SDS of the short
+    rows' robust SD and widened the one spread from about 0.12 to 0.23, hiding itself. And
+    two rows of about one duration (two 500 us matmul nodes among rows of a few us) share
+    the drift of their kind between two sessions (a host's slow phase slows a matmul and
+    Python dispatch by different factors): the departure the nearest row shares is noise to
+    the row, not its change; the rest of it is not (one of two 500 us nodes doubled, +0.6
+    against the short rows, the other +0.05 or -0.1: 0.05 or nothing of it is shared)
+    (benchmarks/bench_gate.py; docs/diff.md).
+
+    >>> departures = np.array([0.1, -0.1] * 4 + [0.45])    # a 1 ms row +0.45, 8 short rows
+    >>> noise = _left_out_noise(departures, np.zeros(9), np.r_[np.arange(1, 9) * 1e3, 1e6], 0.0)
+    >>> noise.curve.at([1e6]).round(3).tolist(), round(_spread(departures, np.zeros(9))[0], 3)
+    ([0.107], 0.18)
+    >>> departures = np.r_[[0.1, -0.1] * 4, 0.4, 0.4]   # two 1 ms rows +0.4, 0.3 off the rest
+    >>> _left_out_noise(departures, np.zeros(10), np.r_[np.arange(1, 9) * 1e3, 1e6, 1.1e6],
+    ...                 0.0).curve.at([1e6]).round(3).tolist()
+    [0.3]
+    """
+    logs = np.log(durations)
+    spreads, dfs = np.empty(len(departures)), []
+    for row in range(len(departures)):
+        rest, rest_errors = np.delete(departures, row), np.delete(errors, row)
+        centre = np.median(rest)
+        spread, df = _spread(rest - centre, rest_errors)
+        peer = np.argmin(np.abs(np.delete(logs, row) - logs[row]))
+        own, near = departures[row] - centre, rest[peer] - centre
+        if own * near > 0:  # the nearest row departs the same way: what both do is noise
+            shared = min(abs(own), abs(near))
+            spread = max(spread, math.sqrt(max(shared ** 2 - rest_errors[peer] ** 2, 0.0)))
+        spreads[row] = spread
+        dfs.append(df)
+    order = np.argsort(durations, kind="stable")
+    curve = SpreadCurve((0.0, 0.0, 0.0), 1.0, float(durations.min()), float(durations.max()),
+                        len(departures), tuple(logs[order]), tuple(spreads[order]))
+    return SessionNoise(shift, float(np.median(spreads)), int(np.median(dfs)), curve=curve)
 
 
 def _spread(departures: np.ndarray, errors: np.ndarray, local: bool = False

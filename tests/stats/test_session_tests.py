@@ -2,9 +2,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pyfxprof.stats.session_tests import (SessionNoise, block_values, median_errors,
-                                         paired_rows, session_noise, several_session_rows,
+from pyfxprof.stats.session_tests import (CURVE_ROWS, MIN_NOISE_ROWS, SessionNoise, _spread,
+                                         block_values, median_errors, paired_rows,
+                                         run_dispersion, session_noise, several_session_rows,
                                          single_session_rows)
 
 
@@ -62,3 +65,47 @@ def test_several_session_rows_t_test_hand_computed():
     expected = scipy_stats.ttest_ind(test[:, 0], control[:, 0]).pvalue
     assert out["p_value"][0] == pytest.approx(expected)
     assert out["estimate"][0] == pytest.approx(math.expm1(0.1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(long_jitter=st.floats(0.03, 0.08), short_jitter=st.floats(0.2, 0.8),
+       longs=st.integers(1, 5), shorts=st.integers(2, 15), seed=st.integers(0, 2 ** 16))
+def test_a_long_rows_dispersion_is_its_own_beside_jittering_short_rows(
+        long_jitter, short_jitter, longs, shorts, seed):
+    """500 us rows that jitter by `long_jitter` (log SD) run to run beside short rows of a
+    few us that jitter by far more: a long row's dispersion is about its own (the short
+    rows' departures say nothing of the run); with 3 long rows or more, a slowdown of whole
+    runs (the host's slow phases: half the runs 1.5x) is taken out of it (the other rows
+    carry it: the row's departure less theirs, within 2x its own where the short rows
+    jitter by 50% or less)."""
+    rng = np.random.default_rng(seed)
+    runs = 200
+    durations = np.r_[np.full(longs, 5e5), rng.uniform(2e3, 15e3, shorts)]
+    jitter = np.r_[np.full(longs, long_jitter), np.full(shorts, short_jitter)]
+    samples = durations * np.exp(rng.normal(0.0, jitter, (runs, len(durations))))
+    assert 0.65 * long_jitter < run_dispersion(samples)[0] < 1.4 * long_jitter
+    if longs >= 3 and short_jitter <= 0.5:
+        slow_runs = samples * np.where(rng.random((runs, 1)) < 0.5, 1.5, 1.0)
+        assert run_dispersion(slow_runs)[0] < 2.0 * long_jitter   # as they are: about 0.3
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(MIN_NOISE_ROWS + 1, CURVE_ROWS - 1), change=st.floats(-1.0, 1.0),
+       spread=st.floats(0.01, 0.3), seed=st.integers(0, 2 ** 16))
+def test_a_rows_own_change_never_widens_its_noise_in_a_small_model(rows, change, spread, seed):
+    """Fewer than CURVE_ROWS rows: whatever a row's own change (a node doubled: +0.69), its
+    noise is the spread of the other rows around their median, or the departure it shares
+    with the row nearest it in duration: never more than that row's, so the change does
+    not hide itself."""
+    rng = np.random.default_rng(seed)
+    ratios = rng.normal(0.1, spread, rows)
+    errors = np.full(rows, 0.01)
+    durations = np.r_[5e5, np.geomspace(2e3, 15e3, rows - 1)]
+    ratios[0] += change
+    noise = session_noise(ratios, errors, durations).spread_at([5e5])[0]
+    rest = np.delete(ratios, 0) - np.median(np.delete(ratios, 0))
+    others, _ = _spread(rest, errors[1:])
+    own = ratios[0] - np.median(np.delete(ratios, 0))
+    shared = min(abs(rest[-1]), abs(own)) if rest[-1] * own > 0 else 0.0   # the 15 us row
+    assert noise == pytest.approx(max(others, math.sqrt(max(shared ** 2 - 0.01 ** 2, 0.0))))
+    assert noise <= max(others, abs(rest[-1])) * (1 + 1e-12)

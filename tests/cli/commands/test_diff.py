@@ -256,3 +256,31 @@ def test_the_gate_decides_what_its_sessions_show(tmp_path_factory, seed, drift, 
         assert code != diff_command.REGRESSION
     else:
         assert code in (diff_command.REGRESSION, diff_command.UNSEPARATED)
+
+
+@pytest.mark.parametrize("change", ["none", "long +20%", "doubled"])
+@pytest.mark.parametrize("outside", [(0.35, 0.07), (0.07, 0.35), (0.2, 0.2)])
+def test_the_user_calls_outside_row_never_hides_a_slower_graph(tmp_path, capsys, change,
+                                                                outside):
+    """Both sessions resolved the (Python outside the graph) row, at `outside` shares of
+    their graphs (it is the user's call less the nodes of another call: 351 -> 72 us between
+    two saved sessions of bench_gate's model, the call's total -9% while both long nodes
+    were 15% slower): a slower graph never passes, whatever the outside row did (the graph's
+    total, its nodes summed, is gated too), and an unchanged graph never fails unless the
+    user's call grew (the run total is that call: its outside row grown 7% -> 35% of the
+    graph is a slower call, test_gate_names_no_row_that_is_not_a_node)."""
+    import numpy as np
+    rng = np.random.default_rng(sum(map(ord, change)) + int(100 * outside[0]))
+    factors = {"none": np.ones(13), "doubled": np.r_[1.0, 2.0, np.ones(11)],
+               "long +20%": np.r_[1.2, 1.2, np.ones(11)]}
+    control, test = shaped_sessions(rng, 0.0, factors[change], ())
+    control, test = with_outside(control, outside[0], rng), with_outside(test, outside[1], rng)
+    save_profile(control, tmp_path / "a.json")
+    save_profile(test, tmp_path / "b.json")
+    code = run_diff(tmp_path / "a.json", tmp_path / "b.json", "--fail-on-regression", "5%")
+    out = capsys.readouterr().out
+    if change != "none":
+        assert code in (diff_command.REGRESSION, diff_command.UNSEPARATED)
+        assert "graph" in out or "node " in out
+    elif outside[1] <= outside[0]:
+        assert code != diff_command.REGRESSION
