@@ -28,6 +28,9 @@ from .parsers import add_from_spec
 #: (docs/architecture.md, "Add a CLI command").
 COMMAND_MODULES = ("profile", "report", "diff", "ab", "bench", "fuse", "overhead", "sweep",
                    "replay")
+#: Exit code when the reader of the output closed the pipe early (`| head`): the shell's code
+#: for a command ended by SIGPIPE (128 + 13), never a gate's 0.
+PIPE_CLOSED = 141
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -76,12 +79,26 @@ def main(argv: list[str] | None = None) -> int:
     """
     started = time.perf_counter()  # `pyfxprof profile --timings` counts the imports from here
     program, argv = argv is None, sys.argv[1:] if argv is None else list(argv)
-    with contextlib.redirect_stdout(TerminalStream(sys.stdout)), \
-            contextlib.redirect_stderr(TerminalStream(sys.stderr)):
-        code = _run(argv, started, program)
+    try:
+        with contextlib.redirect_stdout(TerminalStream(sys.stdout)), \
+                contextlib.redirect_stderr(TerminalStream(sys.stderr)):
+            code = _run(argv, started, program)
+    except BrokenPipeError:  # the reader went away (`| head`): no traceback, no more output
+        _discard_output()
+        code = PIPE_CLOSED
     if program:  # the program itself (the console script, `python -m pyfxprof`) ends here
         _exit_now(code)
     return code
+
+
+def _discard_output() -> None:
+    """Points standard output at the null device, so that what is still buffered for a
+    closed pipe is dropped at exit instead of raising again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a replaced sys.stdout): nothing to do
+        pass
 
 
 def _exit_now(code: int) -> None:

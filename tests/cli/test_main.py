@@ -12,7 +12,7 @@ import pytest
 import pyfxprof
 
 from pyfxprof.cli.commands import report as report_command
-from pyfxprof.cli.main import COMMAND_MODULES, build_parser, main
+from pyfxprof.cli.main import COMMAND_MODULES, PIPE_CLOSED, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +83,23 @@ def test_python_dash_m_runs_the_command_line():
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2
     assert result.stderr.startswith("pyfxprof: error: ") and "missing.json" in result.stderr
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(tmp_path):
+    """`pyfxprof report big.json | head`: a table longer than the pipe's buffer, its reader
+    gone before it is written, ends the command with the shell's SIGPIPE code, nothing on
+    stderr."""
+    import torch
+    model = torch.nn.Sequential(*[torch.nn.ReLU() for _ in range(300)])
+    pyfxprof.profile(model, (torch.ones(2),), runs=2, warmup=1, progress=False).save(
+        tmp_path / "big.json")
+    process = subprocess.Popen([sys.executable, "-m", "pyfxprof", "report",
+                                str(tmp_path / "big.json")], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # before the interpreter has started: the writes fail
+    _, errors = process.communicate(timeout=300)
+    assert process.returncode == PIPE_CLOSED, errors.decode()
+    assert errors == b""
 
 
 def test_warnings_are_one_line_while_a_command_runs_and_restored_after(capsys, monkeypatch):
