@@ -26,7 +26,7 @@ def unguarded_stores() -> list[str]:
         guarded = {guard.name for guard in output.guards}
         # a guard on an attribute's absence names its owner alone (hasattr(owner, name))
         guarded |= {f"{guard.name}.*" for guard in output.guards
-                    if guard.create_fn_name() == "HASATTR"}
+                    if guard.inner_create_fn().__name__ == "HASATTR"}
         found: set[str] = set()
         for variable, attributes in output.side_effects.store_attr_mutations.items():
             owner = _source_name(getattr(variable, "source", None))
