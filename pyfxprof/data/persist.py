@@ -29,8 +29,10 @@ FORMAT = "pyfxprof-profile"
 #: Version 2 added ``run_noise`` (per-run context switches, CPU/wall ns); version 1 files load
 #: with ``run_noise`` None. Version 3 added the ``(Python outside the graph)`` row (op
 #: ``outside_graph``, not a model node) and ``meta["call"]``; version 1 and 2 files load
-#: without them.
-VERSION = 3
+#: without them. Version 4 added the nodes' ``alone_ns``, ``alone_low_ns``, ``alone_high_ns``
+#: and ``alone_note`` columns and ``meta["alone"]`` (the nodes timed alone: run/alone.py);
+#: version 1 to 3 files load without them.
+VERSION = 4
 _NUMERIC_KINDS = "biuf"
 _TAGS = ("$tuple", "$float", "$na", "$array", "$dict")
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .. import served_methods
 
-#: The node ops a replay rebuilds (graph nodes calling something; tools/replay_build.py).
+#: The node ops a replay rebuilds (graph nodes calling something; run/replay_build.py).
 REPLAYED_OPS = ("call_module", "call_function", "call_method")
 
 

@@ -17,6 +17,7 @@ from ..capture.placement import device_of, place_on_device
 from ..errors import PyfxprofError
 from ..timing.device_events import ensure_cuda_runtime
 from ..timing.executors import MODES
+from .alone import alone_rows
 from .profiler_keywords import KEYWORDS, torch_profiler_keywords, unknown_keywords
 
 
@@ -63,7 +64,9 @@ class TimingOptions:
     mode: "codegen" (one native call per node, recompiled) or "interpreter"; device: run on
     this device ("cuda", "cuda:1", "cpu"; a model elsewhere is profiled as a moved copy),
     None: where the model is; device_events: also time each node with CUDA events (None: on
-    for CUDA models); nvtx: an NVTX range per node.
+    for CUDA models); nvtx: an NVTX range per node; alone: time the nodes of the top rows
+    alone after the runs (True: within a tenth of the profile's time; False: none; a list
+    of node names or module paths: those), shown beside each row (docs/accuracy.md).
 
     Example:
         >>> import pyfxprof
@@ -77,6 +80,7 @@ class TimingOptions:
     device: str | None = None
     device_events: bool | None = None
     nvtx: bool = False
+    alone: bool | tuple[str, ...] = True
 
 
 #: The groups' defaults (each default spelled once): profile()'s, compare()'s and the Profiler's.
@@ -181,13 +185,14 @@ def checked(given: Arguments) -> Arguments:
         check_model(model)
     if timing.mode not in MODES:
         raise PyfxprofError(f"mode must be one of {', '.join(MODES)}, got {timing.mode!r}")
+    timing = replace(timing, alone=alone_rows(timing.alone))
     runs, warmup = given.runs, given.warmup
     if not isinstance(runs, int) or runs < 1:
         raise PyfxprofError(f"runs must be a positive integer, got {runs!r}")
     if warmup != "auto" and (not isinstance(warmup, int) or warmup < 0):
         raise PyfxprofError(f"warmup must be a non-negative integer or \"auto\", got "
                             f"{warmup!r}")
-    return replace(given, model=model)
+    return replace(given, model=model, timing=timing)
 
 
 def placed(given: Arguments) -> tuple[torch.nn.Module, Arguments]:

@@ -10,15 +10,19 @@ import itertools
 from typing import Any, Callable, Iterator
 
 import torch
+import torch.fx as fx
 
+from ..capture.tracing import timed_nodes
 from ..data.bench_compare import BenchGrid
 from ..data.measurement import Measurement
-from ..errors import ArgumentError, whole_number
+from ..errors import ArgumentError, PyfxprofError, whole_number
 from .bench_session import BenchSession
 from .bench_timers import BASELINE_CHOICES
 
 #: bench_grid's parameter that sets torch's thread count instead of reaching the function.
 THREADS_PARAM = "threads"
+#: Timed runs and untimed warm-up runs of the per-node profile of an fx-traceable function.
+PROFILE_RUNS, PROFILE_WARMUP = 30, 5
 #: bench()'s own options, which bench_grid and bench_cells pass on.
 OPTIONS = ("target", "budget", "baseline", "device_events", "profile")
 
@@ -85,7 +89,7 @@ def bench_cells(cells: list[tuple], **options: Any) -> BenchGrid:
         measurements = []
         for threads, session in sessions:
             with _threads(threads):
-                measurements.append(session.measurement())
+                measurements.append(session.measurement(_node_profile))
     return BenchGrid(measurements)
 
 
@@ -205,3 +209,34 @@ def _grid_inputs(setup: Callable | None, cell: dict) -> tuple[tuple, dict]:
     if isinstance(made, dict):
         return (), made
     return (made if isinstance(made, tuple) else (made,)), {}
+
+
+def _node_profile(fn: Callable, args: tuple, kwargs: dict, wanted: bool | None, label: str):
+    """pyfxprof.profile() of `fn` when it is a module, or a function fx traces (into 2 nodes
+    or more when `wanted` is None); None otherwise. `wanted=True` says why it cannot."""
+    from .runner import profile as run_profile
+
+    model = _traced(fn) if not kwargs else None
+    if model is None or wanted is False:
+        if wanted:
+            raise PyfxprofError(f"profile=True needs a module or a function torch.fx can trace "
+                                f"with positional inputs; {label} is neither")
+        return None
+    if wanted is None and isinstance(model, fx.GraphModule) and len(timed_nodes(model.graph)) < 2:
+        return None
+    return run_profile(model, tuple(args), runs=PROFILE_RUNS, warmup=PROFILE_WARMUP,
+                       progress=False, name=label)
+
+
+def _traced(fn: Callable) -> torch.nn.Module | None:
+    """`fn` itself when a module, its fx trace when a traceable Python function, else None."""
+    if isinstance(fn, torch.nn.Module):
+        return fn
+    if not inspect.isfunction(fn):
+        return None
+    try:
+        return fx.symbolic_trace(fn)
+    except Exception:  # not traceable (data-dependent control flow, ...): no breakdown
+        return None
+
+

@@ -4,17 +4,14 @@ Measurement."""
 
 from __future__ import annotations
 
-import inspect
 import time
 from typing import Callable
 
 import numpy as np
 import torch
-import torch.fx as fx
 
 from ..capture.flops import FlopMeter
 from ..capture.inputs import BoundInputs, input_tensors
-from ..capture.tracing import timed_nodes
 from ..data.measurement import Measurement
 from ..stats.order_statistics import median_interval, relative_half_width
 from ..stats.warmup import warmup_runs
@@ -26,8 +23,6 @@ from .bench_timers import (BASELINE_CHOICES, BlockTimer, block_size, call_once,
 
 #: Fewest steady blocks before a run may stop at its target.
 MIN_BLOCKS = 10
-#: Timed runs and untimed warm-up runs of the per-node profile of an fx-traceable function.
-PROFILE_RUNS, PROFILE_WARMUP = 30, 5
 
 
 class BenchSession:
@@ -92,9 +87,9 @@ class BenchSession:
     def _block_ns(self) -> np.ndarray:
         return np.concatenate([part[1] for part in self.taken])
 
-    def measurement(self) -> Measurement:
-        """The Measurement of the blocks so far (FLOPs counted and the per-node profile
-        taken now, untimed)."""
+    def measurement(self, node_profile: Callable | None = None) -> Measurement:
+        """The Measurement of the blocks so far (FLOPs counted and, with `node_profile`
+        (bench's), the per-node profile taken now, untimed)."""
         block_ns, fn, args, kwargs = self._block_ns(), self.fn, self.args, self.kwargs
         device = (None if self.taken[0][2] is None
                   else np.vstack([part[2] for part in self.taken]))
@@ -104,7 +99,8 @@ class BenchSession:
             self.stopped or "budget", torch.get_num_threads(), self.device,
             _flops_of(fn, args, kwargs), device,
             {name: np.vstack(blocks) for name, blocks in self.found.items()},
-            _node_profile(fn, args, kwargs, self.profile, self.label), dict(self.params))
+            None if node_profile is None else node_profile(fn, args, kwargs, self.profile,
+                                                           self.label), dict(self.params))
 
 
 def _warmup_blocks(block_ns: np.ndarray) -> int:
@@ -153,34 +149,3 @@ def _flops_of(fn: Callable, args: tuple, kwargs: dict) -> int | None:
         return int(meter.total()) or None
     except Exception:  # the count is optional: the timed calls already ran fine
         return None
-
-
-def _node_profile(fn: Callable, args: tuple, kwargs: dict, wanted: bool | None, label: str):
-    """pyfxprof.profile() of `fn` when it is a module, or a function fx traces (into 2 nodes
-    or more when `wanted` is None); None otherwise. `wanted=True` says why it cannot."""
-    from .runner import profile as run_profile
-
-    model = _traced(fn) if not kwargs else None
-    if model is None or wanted is False:
-        if wanted:
-            raise PyfxprofError(f"profile=True needs a module or a function torch.fx can trace "
-                                f"with positional inputs; {label} is neither")
-        return None
-    if wanted is None and isinstance(model, fx.GraphModule) and len(timed_nodes(model.graph)) < 2:
-        return None
-    return run_profile(model, tuple(args), runs=PROFILE_RUNS, warmup=PROFILE_WARMUP,
-                       progress=False, name=label)
-
-
-def _traced(fn: Callable) -> torch.nn.Module | None:
-    """`fn` itself when a module, its fx trace when a traceable Python function, else None."""
-    if isinstance(fn, torch.nn.Module):
-        return fn
-    if not inspect.isfunction(fn):
-        return None
-    try:
-        return fx.symbolic_trace(fn)
-    except Exception:  # not traceable (data-dependent control flow, ...): no breakdown
-        return None
-
-

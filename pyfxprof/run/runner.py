@@ -29,6 +29,7 @@ from .aoti import profile_aoti
 from .arguments import (CAPTURE, TIMING, Arguments, CaptureOptions, TimingOptions, checked,
                         option_groups, placed)
 from .capture_cache import captured
+from .live_models import _LIVE, live_model  # noqa: F401  (live_model: read through here)
 from .metadata import modes_meta, profile_meta
 from .timed_runs import Measured, measured
 from .user_call import with_user_call
@@ -99,8 +100,12 @@ def _built(frame: pd.DataFrame, measured: Measured, meta: dict,
            trained: torch.nn.Module | None) -> Profile:
     """build_profile of the runs `measured`, and of a training run (`trained`: the model) its
     backward too (run/training.py), stated against the user's call (with_user_call; its row
-    goes into the column the run table reserved: RunTimings.spare)."""
+    goes into the column the run table reserved: RunTimings.spare); the nodes' alone columns
+    and meta["alone"] where they were timed alone (run/alone.py)."""
     executor, samples = measured.executor, measured.device_samples
+    if measured.alone is not None:  # the nodes timed alone (run/alone.py), beside each row
+        frame = frame.assign(**measured.alone.columns)
+        meta["alone"] = measured.alone.meta
     if trained is None:
         built = build_profile(frame, measured.timings, meta, samples, measured.run_noise)
     else:
@@ -172,12 +177,6 @@ def build_profile(frame: pd.DataFrame, timings: RunTimings, meta: dict,
                    run_starts=timings.run_starts, run_noise=run_noise)
 
 
-#: The profiled model of each live Profile, held weakly outside the Profile's data
-#: (Profile.replay finds it; a Profile never keeps a model alive): id(profile) -> weak
-#: reference to the model; an entry leaves with its profile.
-_LIVE: dict[int, weakref.ref] = {}
-
-
 def remember_model(profile: Any, model: Any) -> Any:
     """Keep a weak reference to `model` for `profile` (returned as given).
 
@@ -196,15 +195,3 @@ def remember_model(profile: Any, model: Any) -> Any:
     _LIVE[key] = reference
     weakref.finalize(profile, _LIVE.pop, key, None)
     return profile
-
-
-def live_model(profile: Any) -> Any:
-    """The model `profile` was taken of while it is alive in this process, else None.
-
-    Example:
-        >>> class P: pass
-        >>> live_model(P()) is None
-        True
-    """
-    reference = _LIVE.get(id(profile))
-    return None if reference is None else reference()

@@ -20,6 +20,7 @@ from ..timing.durations import RunTimings
 from ..timing.failures import node_kind, run_failure
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
+from .alone import Alone, asked_rows, timed_alone
 from .noise import RunMeter
 from .progress import Progress
 from .user_call import UserCall, user_call_timed
@@ -40,7 +41,8 @@ class Measured:
     """What profile()'s runs measured: the timings, the per-run noise (run.noise), the warm-up
     runs' wall ns (None for those preempted), how many warm-up runs ran, the executor that ran
     them (a training one for backward=True), the user's call (None when not timed apart), the
-    records the buffer dropped meanwhile and the device samples (None: host timing only)."""
+    records the buffer dropped meanwhile, the device samples (None: host timing only) and
+    the nodes timed alone after the runs (None: not asked, or not for this profile)."""
 
     timings: RunTimings
     run_noise: np.ndarray | None
@@ -50,6 +52,7 @@ class Measured:
     call: UserCall | None
     dropped_records: int
     device_samples: np.ndarray | None
+    alone: Alone | None = None
 
 
 def measured(executor: Any, drops_before: int, prepared: Prepared, given: Arguments,
@@ -58,8 +61,13 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
     backward), made inside the user's own call and with it timed after them (run.user_call;
     not for
     training steps, nor for module-hooks and whole captures, whose runs are the user's call
-    itself, its hooks firing); the records dropped since `drops_before` (RECORDER.start())."""
+    itself, its hooks firing); the records dropped since `drops_before` (RECORDER.start());
+    then the nodes of the top rows timed alone (timing.alone: run.alone; not for training
+    steps, nor inside pyfxprof.compare's blocks)."""
     model, example_inputs = given.model, given.example_inputs
+    rows = given.timing.alone if user_call_timed() and not given.backward else False
+    if isinstance(rows, tuple):
+        asked_rows(prepared.frame, rows)  # a name that is not there: said before any run
     own_run = given.backward or RUNG[prepared.captured.mode].own_call  # the model's own call
     call = None if own_run or not user_call_timed() else UserCall(
         model, example_inputs, device_of(model, prepared.args),
@@ -71,8 +79,14 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
         timings = timed_runs(running, prepared.args, given.runs, given.warmup, given.progress,
                              prepared.frame, call, clock)
     measured_runs, run_noise, warmup_totals, warmup, device_samples = timings
+    alone = None
+    if rows:
+        spent = sum(clock.seconds.values())
+        with clock.step("alone"):
+            alone = timed_alone(prepared.frame, measured_runs.intervals,
+                                measured_runs.run_totals, model, rows, spent)
     return Measured(measured_runs, run_noise, warmup_totals, warmup, running, call,
-                    RECORDER.dropped_total - drops_before, device_samples)
+                    RECORDER.dropped_total - drops_before, device_samples, alone)
 
 
 def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame,

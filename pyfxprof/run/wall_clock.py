@@ -21,6 +21,7 @@ STEPS = {
     "timed_runs": "timed runs",
     "user_call": "your call: warm-up and Python breakdown",
     "call_timed": "your call, timed after the runs",
+    "alone": "the top rows' nodes timed alone",
 }
 #: The steps that are timed work: what is "outside the timed runs" leaves them out.
 TIMED = ("timed_runs", "call_timed")

@@ -4,7 +4,6 @@ in-graph median, and the variants tried on it against the as-is call (docs/repla
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 from typing import Any, Sequence
 
@@ -14,10 +13,10 @@ from ..capture.model_state import evaluation_mode
 from ..data.profile import Profile
 from ..data.replay_result import ReplayResult, ShapeRow, VariantRow
 from ..errors import ArgumentError
-from .replay_build import Rebuilt, node_row, rebuild_shapes
+from ..run.replay_build import Rebuilt, node_row, on_a_copy, rebuild_shapes
 from .replay_compare import MAX_CALLS, compare_variants
-from .replay_inplace import bound, mutates_inputs, on_fresh_copies, pool_calls
-from .replay_timing import cache_bytes, time_alone
+from ..run.replay_inplace import bound, mutates_inputs, on_fresh_copies, pool_calls
+from ..run.replay_timing import cache_bytes, time_alone
 from .replay_variants import variant_call
 
 #: The choices of replay's cache=.
@@ -83,7 +82,7 @@ def replay(profile: Profile, node: str, model: Any = None,
         True
     """
     names = _checked(cache, variants, budget)
-    shapes = _on_a_copy(rebuild_shapes(profile, node, model))
+    shapes = on_a_copy(rebuild_shapes(profile, node, model))
     share = budget / (2 if cache == "both" else 1) / (2 if names else 1) / len(shapes)
     grad, training = (bool(profile.meta.get(k, False)) for k in ("grad", "training"))
     module = shapes[0].module
@@ -103,22 +102,6 @@ def replay(profile: Profile, node: str, model: Any = None,
                         in_graph_ns=first.in_graph_ns, budget_s=float(budget), variants=found,
                         shapes=tuple(rows) if len(rows) > 1 else (),
                         fresh_inputs=first.mutates)
-
-
-def _on_a_copy(shapes: list[Rebuilt]) -> list[Rebuilt]:
-    """The rebuilt calls on one copy of their module (its weights' values, the user's module
-    untouched by a forward that changes its own state); the module itself where it cannot be
-    copied (evaluation_mode then restores its buffers)."""
-    module = shapes[0].module
-    if module is None:
-        return shapes
-    try:
-        copied = copy.deepcopy(module)
-    except Exception:  # an uncopyable attribute: replay the module itself
-        return shapes
-    for built in shapes:
-        built.module = built.target = copied
-    return shapes
 
 
 def _shapes_text(profile: Profile, built: Rebuilt) -> str:

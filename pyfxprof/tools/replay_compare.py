@@ -16,7 +16,7 @@ from ..data.replay_result import VariantRow
 from ..errors import first_line
 from ..stats.rank_tests import benjamini_hochberg, hodges_lehmann, signed_rank_p
 from ..stats.verdict_rule import adjusted_confidence, verdicts
-from .replay_inplace import block_ns
+from ..run.replay_inplace import block_ns
 from .replay_variants import TOLERANCE, VariantCall
 from ..stats.confidence import FALSE_DISCOVERY_RATE
 

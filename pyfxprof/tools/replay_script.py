@@ -11,7 +11,7 @@ import torch
 
 from ..data.profile import Profile
 from ..errors import PyfxprofError
-from .replay_build import Rebuilt, rebuild
+from ..run.replay_build import Rebuilt, rebuild
 from .replay_script_module import constructor_source, import_lines
 
 #: The script's frame: a tensor maker, the node's call, its inputs and the timing.

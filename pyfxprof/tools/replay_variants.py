@@ -13,9 +13,9 @@ from typing import Any, Callable
 import torch
 
 from ..errors import ArgumentError, PyfxprofError
-from .replay_build import Rebuilt
+from ..run.replay_build import Rebuilt
 from ..capture.node_bytes import tensors
-from .replay_inplace import bound, map_tensors, on_fresh_copies
+from ..run.replay_inplace import bound, map_tensors, on_fresh_copies
 
 #: The variants by name ("threads=N" takes a count).
 VARIANTS = ("channels_last", "bf16", "fp16", "threads=N", "contiguous", "inference_mode",
@@ -83,7 +83,7 @@ def variant_call(name: str, built: Rebuilt, args: tuple, kwargs: dict) -> Varian
     """The variant `name` of the node on these inputs, or an ArgumentError naming the choices.
 
     Example:
-        >>> from pyfxprof.tools.replay_build import Rebuilt
+        >>> from pyfxprof.run.replay_build import Rebuilt
         >>> spec = {"args": [{"tensor": [2, 3], "dtype": "float32", "stride": [3, 1],
         ...                   "device": "cpu"}], "kwargs": {}}
         >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu, spec, None, 1.0)
@@ -128,7 +128,7 @@ def cuda_graph_call(built: Rebuilt, target: Callable, args: tuple,
     already changed).
 
     Example:
-        >>> from pyfxprof.tools.replay_build import Rebuilt
+        >>> from pyfxprof.run.replay_build import Rebuilt
         >>> spec = {"args": [{"tensor": [2], "dtype": "float32", "stride": [1],
         ...                   "device": "cpu"}], "kwargs": {}}
         >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu, spec, None, 1.0)

@@ -78,7 +78,13 @@ _TITLES = {
     "cuda_alloc_bytes": "CUDA alloc", "cuda_freed_bytes": "CUDA freed",
     "cuda_peak_bytes": "CUDA peak", "source": "Source",
     "backward_ratio": "Bwd/Fwd", "calls": "Calls",
+    "alone_ns": "Alone", "alone_low_ns": "Alone low", "alone_high_ns": "Alone high",
+    "alone_ratio": "Row/alone", "alone_note": "Alone: how",
 }
+#: The node alone beside its row (run/alone.py), after the median, where nodes were timed alone.
+ALONE_COLUMNS = ("alone_ns", "alone_ratio")
+#: What an outside row is, for the note on blank Alone cells (rows of these ops are no call).
+_NOT_A_CALL = ("outside_graph", "between_graphs", "outside_kernels", "range")
 _GROUP_TITLES = {"op": "Op type", "target": "Op", "module_type": "Module type",
                  "module": "Module", "input_shape": "Op", "source": "Source"}
 _NOISE_HINT = "consider more runs or pinning threads"
@@ -146,8 +152,10 @@ def _sorted(frame: pd.DataFrame, sort_by: str, name_column: str) -> pd.DataFrame
 def _cell(column: str, value) -> str:
     """One formatted cell: time stats in auto units, percentages, tuples joined."""
     stat = column.split("_", 1)[1] if column.startswith(("device_", "backward_")) else column
-    if column == "backward_ratio":
+    if column in ("backward_ratio", "alone_ratio"):
         return MISSING if value is None or np.isnan(value) else f"{value:.2f}x"
+    if column.startswith("alone_") and column.endswith("_ns"):
+        return format_ns(value)
     if STAT_UNITS.get(stat) == "ns":
         return format_ns(value)
     if STAT_UNITS.get(stat) == "%" or stat == "cum_pct":
@@ -199,6 +207,49 @@ def _notes(frame: pd.DataFrame, shown: int, label: str, name_column: str, top) -
         notes.append(f"noisy (IQR/median > 10%): {len(ratios)} of {shown} {label} shown — "
                      f"{', '.join(names)}{more} — {_NOISE_HINT}")
     return notes
+
+
+def _alone_blanks(frame: pd.DataFrame, shown: int) -> list[str]:
+    """One line on the shown rows without an Alone figure and why (none without the column).
+
+    >>> frame = pd.DataFrame({"op": ["call_module", "outside_graph", "call_module"],
+    ...     "alone_ns": [9.0, np.nan, np.nan], "alone_note": ["warm", "", ""]})
+    >>> _alone_blanks(frame, 3)[0].split(" · ")[0]
+    "Alone blank for 2 of 3 rows: 1 not a node's call, 1 not among the rows timed alone"
+    """
+    if "alone_ns" not in frame or not frame["alone_ns"].notna().any():
+        return []
+    rows = frame.iloc[:shown]
+    blank = rows[rows["alone_ns"].isna()]
+    if blank.empty:
+        return []
+    notes = blank["alone_note"].fillna("").astype(str)
+    kinds = {"not a node's call": blank["op"].isin(_NOT_A_CALL),
+             "not replayable (compiled, hooks, opaque inputs)": notes.str.startswith(
+                 "not replayable"),
+             "over the alone step's budget": notes.str.contains("budget"),
+             "failed alone": notes.str.startswith("not timed") & ~notes.str.contains("budget")}
+    counts, taken = [], pd.Series(False, index=blank.index)
+    for text, mask in kinds.items():
+        mask = mask & ~taken
+        taken |= mask
+        if mask.any():
+            counts.append(f"{int(mask.sum())} {text}")
+    if (~taken).any():
+        counts.append(f"{int((~taken).sum())} not among the rows timed alone")
+    return [f"Alone blank for {len(blank)} of {len(rows)} rows: {', '.join(counts)} · "
+            "profile(..., alone=[nodes]) or prof.replay(node) times a node alone · "
+            "to_dataframe()'s alone_note says why"]
+
+
+def _with_alone(frame: pd.DataFrame, default: tuple) -> tuple[pd.DataFrame, tuple]:
+    """`frame` with ``alone_ratio`` (the row's median over the node alone) and `default`
+    with ALONE_COLUMNS after the median, where the profile timed nodes alone."""
+    if "alone_ns" not in frame or not frame["alone_ns"].notna().any():
+        return frame, default
+    frame = frame.assign(alone_ratio=frame["median"] / frame["alone_ns"])
+    at = default.index("median") + 1 if "median" in default else len(default)
+    return frame, default[:at] + ALONE_COLUMNS + default[at:]
 
 
 def _check_depth(group_by: str | None, depth) -> None:
@@ -284,11 +335,12 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     else:
         _check_depth(group_by, depth)
         frame, name_column, label = with_flop_rate(profile.to_dataframe()), "name", "nodes"
-        valid = tuple(frame.columns) + ("cum_pct",)
         default = _node_default_columns(profile)
         if "calls" in frame and frame["calls"].max() > 1:  # a graph run several times a call
             default = default[:default.index("median")] + ("calls",) + default[
                 default.index("median"):]
+        frame, default = _with_alone(frame, default)
+        valid = tuple(frame.columns) + ("cum_pct",)
     _check_args(sort_by, top, columns, valid)
     sort_by = _torch_sort_key(sort_by, frame)
     frame = _sorted(frame, sort_by, name_column).reset_index(drop=True)
@@ -304,7 +356,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     return View(
         header=profile_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
-        notes=_notes(frame, shown, label, name_column, top),
+        notes=_notes(frame, shown, label, name_column, top) + _alone_blanks(frame, shown),
         drop_order=[columns.index(c) for c in DROP_ORDER if c in columns],
     )
 

@@ -94,12 +94,38 @@ def row_lines(meta: dict) -> list[str]:
         return ["a row: the kernel where it runs in the compiled call, launch included · "
                 "the call's rest: (outside kernels) · a kernel's source node alone: replay "
                 "it in an eager profile · docs/replay.md"]
-    return ["a row: the node's call where it runs in the model · its Python call, dispatch "
-            "and kernel · its output's allocation and page faults · the cache misses the "
-            "nodes before it left",
-            "a row is not the node alone: after a large node · a small one can cost several "
-            "times less alone · removing it can save less than its row · prof.replay(node) "
-            "or `pyfxprof replay` times it alone beside its row · docs/accuracy.md"]
+    first = ("a row: the node's call where it runs in the model · its Python call, dispatch "
+             "and kernel · its output's allocation and page faults · the cache misses the "
+             "nodes before it left")
+    return [first, _alone_line(meta.get("alone"))]
+
+
+def _alone_line(alone) -> str:
+    """How the row differs from the node alone: with the Alone column (meta["alone"],
+    run/alone.py) what it is and which to trust for a saving; without it, where to get it.
+
+    >>> _alone_line({"timed": 3, "rows": "top"}).split(" · ")[0]
+    'Alone: the node replayed alone, warm (its median), for the top rows'
+    >>> _alone_line({"timed": 0, "rows": "top", "budget_s": 0.004}).split(" · ")[0]
+    'no node timed alone: 4 ms for it (a tenth of this profile\'s time) was too little'
+    """
+    if not isinstance(alone, dict):
+        return ("a row is not the node alone: after a large node · a small one can cost "
+                "several times less alone · removing it can save less than its row · "
+                "prof.replay(node) or `pyfxprof replay` times it alone beside its row · "
+                "docs/accuracy.md")
+    if not alone.get("timed"):
+        budget = alone.get("budget_s")
+        why = (f"{budget * 1e3:.0f} ms for it (a tenth of this profile's time) was too little"
+               if isinstance(budget, (int, float)) else "none of the rows asked could be")
+        return (f"no node timed alone: {why} · a small node after a large one can cost "
+                "several times less alone · profile(..., alone=[nodes]) or prof.replay(node) "
+                "times it · docs/accuracy.md")
+    which = "for the top rows" if alone.get("rows") == "top" else "for the rows asked"
+    return (f"Alone: the node replayed alone, warm (its median), {which} · Row/alone above "
+            "1.1x: its place in the model (a cold input after a large node) costs more than "
+            "the op · what removing or fusing it saves is nearer the row than Alone · "
+            "docs/accuracy.md")
 
 
 def _per_run_lines(meta: dict) -> list[str]:

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import pyfxprof
-from pyfxprof.tools.replay_build import Rebuilt
+from pyfxprof.run.replay_build import Rebuilt
 from pyfxprof.tools.replay_variants import variant_call
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

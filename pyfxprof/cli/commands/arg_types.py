@@ -76,3 +76,17 @@ def device_name(text: str) -> str:
     except (RuntimeError, ValueError):
         raise argparse.ArgumentTypeError(f"{text!r} is not a device (cpu, cuda, cuda:1, ...)")
     return text
+
+
+def node_names(text: str) -> tuple[str, ...]:
+    """argparse type of a comma-separated list of node names or module paths (--alone).
+
+    Example:
+        >>> node_names("bn1, layer1.0.relu")
+        ('bn1', 'layer1.0.relu')
+    """
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("give node names or module paths, comma-separated "
+                                         "(e.g. bn1,layer1.0.relu), or --no-alone")
+    return names

@@ -13,7 +13,7 @@ from ...run.distributed import DEFAULT_TIMEOUT
 from ...run.runner import CHOICES, profile
 from ...run.timed_runs import AUTO_WARMUP_MAX
 from ...run.wall_clock import format_timings, process_age_s
-from .arg_types import positive_int, warmup_count
+from .arg_types import node_names, positive_int, warmup_count
 from .latency_args import add_latency_arguments, chosen_runs, print_latency
 from .arg_types import device_name
 from .compile_args import add_compile_arguments, compile_option, print_compiled
@@ -64,6 +64,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--nvtx", action="store_true",
                         help="push an NVTX range named like each node's trace slice around its "
                              "timed call, for Nsight Systems / Compute (docs/gpu.md)")
+    alone = parser.add_mutually_exclusive_group()
+    alone.add_argument("--alone", type=node_names, default=DEFAULTS["alone"], metavar="NODES",
+                       help="time these nodes alone (names or module paths, comma-separated) "
+                            "beside their rows; default: the top rows, within a tenth of the "
+                            "profile's time (docs/accuracy.md)")
+    alone.add_argument("--no-alone", dest="alone", action="store_false",
+                       help="time no node alone (no Alone column)")
     add_table_arguments(parser)
     add_roofline_argument(parser)
     add_latency_arguments(parser)
@@ -105,7 +112,7 @@ def profile_arguments(args: argparse.Namespace) -> dict[str, Any]:
             "capture": args.capture, "granularity": args.granularity,
             "compile": compile_option(args), "backward": args.backward,
             "profile_memory": args.profile_memory, "library_frames": args.library_frames,
-            "nvtx": args.nvtx}
+            "nvtx": args.nvtx, "alone": getattr(args, "alone", DEFAULTS["alone"])}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
-"""A rebuilt node timed alone with bench(): warm (the same inputs each call) or cold (inputs,
-and a module's weights, rotated through copies larger than the last-level cache); a node that
-writes to its inputs on fresh copies of them at every call, timed apart from the copying."""
+"""A rebuilt node timed alone as bench() times a callable (run/bench_session.py): warm (the
+same inputs each call) or cold (inputs, and a module's weights, rotated through copies larger
+than the last-level cache); a node that writes to its inputs on fresh copies of them at every
+call, timed apart from the copying."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import copy
 import itertools
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from ..run.bench import bench
+from ..stats.order_statistics import median_interval
+from .bench_session import BenchSession
 from .replay_build import Rebuilt
 from .replay_inplace import block_ns, on_fresh_copies, pool_calls
 
@@ -81,7 +84,7 @@ def rotating_call(built: Rebuilt, cache: str, seed: int = 0) -> Callable[[], Any
     the inputs and, for a module, of the module (its own weights copied).
 
     Example:
-        >>> from pyfxprof.tools.replay_build import Rebuilt
+        >>> from pyfxprof.run.replay_build import Rebuilt
         >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu,
         ...     {"args": [{"tensor": [4], "dtype": "float32", "stride": [1], "device": "cpu"}],
         ...      "kwargs": {}}, None, 1.0)
@@ -99,17 +102,20 @@ def rotating_call(built: Rebuilt, cache: str, seed: int = 0) -> Callable[[], Any
     return call
 
 
-def fresh_median(built: Rebuilt, cache: str, budget: float) -> float:
-    """Median ns per call of an in-place node, each call on its own fresh copy of the inputs
-    made before its block (untimed): warm, a pool of copies that fits in the cache; cold,
-    copies (and module copies) twice the cache, called in the order they were made, so each
-    one's inputs have left the cache by its turn. MIN_BLOCKS blocks at least, one warm-up.
+def fresh_blocks(built: Rebuilt, cache: str, budget: float) -> np.ndarray:
+    """ns per call of an in-place node's blocks (the warm-up block left out), each call on
+    its own fresh copy of the inputs made before its block (untimed): warm, a pool of copies
+    that fits in the cache; cold, copies (and module copies) twice the cache, called in the
+    order they were made, so each one's inputs have left the cache by its turn. MIN_BLOCKS
+    blocks at least, more while `budget` seconds last.
 
     Example:
-        >>> from pyfxprof.tools.replay_build import Rebuilt
+        >>> from pyfxprof.run.replay_build import Rebuilt
         >>> built = Rebuilt("relu_", "call_function", "torch.relu_", torch.relu_,
         ...     {"args": [{"tensor": [64], "dtype": "float32", "stride": [1], "device": "cpu"}],
         ...      "kwargs": {}}, None, 1.0, mutates=True)
+        >>> len(fresh_blocks(built, "warm", 0.0)) == MIN_BLOCKS
+        True
         >>> fresh_median(built, "warm", 0.05) > 0
         True
     """
@@ -126,22 +132,63 @@ def fresh_median(built: Rebuilt, cache: str, budget: float) -> float:
     deadline = time.monotonic() + budget
     while len(found) <= MIN_BLOCKS or time.monotonic() < deadline:
         found.append(block_ns(lambda: None, calls, lambda: next(makers)()))
-    return float(np.median(found[1:]))
+    return np.asarray(found[1:], dtype=np.float64)
+
+
+def fresh_median(built: Rebuilt, cache: str, budget: float) -> float:
+    """Median ns per call of an in-place node's fresh_blocks."""
+    return float(np.median(fresh_blocks(built, cache, budget)))
+
+
+@dataclass(frozen=True)
+class AloneTime:
+    """A node's median ns per call alone, the 95% interval of that median (order statistics
+    of its blocks) and how it was timed (the cache, the blocks, fresh inputs)."""
+
+    median_ns: float
+    low_ns: float
+    high_ns: float
+    how: str
+
+
+def measured_alone(built: Rebuilt, cache: str, budget: float) -> AloneTime:
+    """The node alone, warm or cold, under `budget` seconds: bench()'s median and interval
+    (BenchSession's), or those of fresh_blocks for a node that writes to its inputs.
+
+    Example:
+        >>> from pyfxprof.run.replay_build import Rebuilt
+        >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu,
+        ...     {"args": [{"tensor": [64], "dtype": "float32", "stride": [1], "device": "cpu"}],
+        ...      "kwargs": {}}, None, 1.0)
+        >>> found = measured_alone(built, "warm", 0.05)
+        >>> found.low_ns <= found.median_ns <= found.high_ns, found.how.split(",")[0]
+        (True, 'warm replay')
+    """
+    if built.mutates:
+        blocks = fresh_blocks(built, cache, budget)
+        low, high = median_interval(blocks)
+        return AloneTime(float(np.median(blocks)), low, high,
+                         f"{cache} replay, fresh inputs each call, {len(blocks)} blocks")
+    session = BenchSession(rotating_call(built, cache), (), {}, f"{built.name} ({cache})", {},
+                           {"budget": budget, "profile": False})
+    while session.stopped is None:  # bench()'s rounds, for one callable
+        session.round()
+    found = session.measurement()
+    low, high = found.interval
+    calls = f"{found.block_size} calls" if found.block_size > 1 else "1 call"
+    return AloneTime(found.median, low, high, f"{cache} replay, {found.blocks} blocks of {calls}")
 
 
 def time_alone(built: Rebuilt, cache: str, budget: float) -> float:
-    """Median ns per call of the node alone, warm or cold, under `budget` seconds: bench()'s,
-    or fresh_median's for a node that writes to its inputs.
+    """Median ns per call of the node alone, warm or cold, under `budget` seconds
+    (measured_alone's median).
 
     Example:
-        >>> from pyfxprof.tools.replay_build import Rebuilt
+        >>> from pyfxprof.run.replay_build import Rebuilt
         >>> built = Rebuilt("relu", "call_function", "torch.relu", torch.relu,
         ...     {"args": [{"tensor": [64], "dtype": "float32", "stride": [1], "device": "cpu"}],
         ...      "kwargs": {}}, None, 1.0)
         >>> time_alone(built, "warm", 0.1) > 0
         True
     """
-    if built.mutates:
-        return fresh_median(built, cache, budget)
-    return bench(rotating_call(built, cache), budget=budget, profile=False,
-                 label=f"{built.name} ({cache})").median
+    return measured_alone(built, cache, budget).median_ns

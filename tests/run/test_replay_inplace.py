@@ -1,4 +1,4 @@
-"""Tests for pyfxprof.tools.replay_inplace and the in-place paths of a replay: a generated table
+"""Tests for pyfxprof.run.replay_inplace and the in-place paths of a replay: a generated table
 of ops that write to their inputs (methods, functions, operators, modules) is detected and
 timed on fresh inputs at every call; ops that do not are not; no replay changes the model."""
 
@@ -11,10 +11,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import pyfxprof
-from pyfxprof.tools.replay_build import Rebuilt
+from pyfxprof.run.replay_build import Rebuilt
 from pyfxprof.tools.replay_compare import compare_variants
-from pyfxprof.tools.replay_inplace import fresh_copy, mutates_inputs, on_fresh_copies
-from pyfxprof.tools.replay_timing import time_alone
+from pyfxprof.run.replay_inplace import fresh_copy, mutates_inputs, on_fresh_copies
+from pyfxprof.run.replay_timing import time_alone
 from pyfxprof.tools.replay_variants import VariantCall
 
 

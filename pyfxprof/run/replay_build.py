@@ -4,8 +4,10 @@ cannot be rebuilt is refused in one line that says why."""
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -15,7 +17,7 @@ from ..capture.call_spec import decode, opaque_types
 from ..data.profile import Profile
 from ..data.replay_result import REPLAYED_OPS
 from ..errors import ArgumentError, PyfxprofError
-from ..run.runner import live_model
+from .live_models import live_model
 
 #: What the other rows are, for the refusal (any other op: not a graph node's call).
 NOT_REPLAYED = {
@@ -87,8 +89,8 @@ def node_row(profile: Profile, node: str) -> Any:
     return found.iloc[0]
 
 
-def _refusal(row: Any) -> str | None:
-    """Why `row` cannot be replayed, or None when it can."""
+def refusal(row: Any) -> str | None:
+    """Why `row` (a nodes-table row) cannot be replayed, or None when it can."""
     if row["op"] in KERNEL_OPS:
         return _kernel_refusal(row)
     if row["op"] not in REPLAYED_OPS:
@@ -152,11 +154,12 @@ def _module_of(model: Any, row: Any) -> torch.nn.Module:
                         f"{row['name']!r}): pass the model that was profiled")
 
 
-def _rebuilt(profile: Profile, rows: list, model: Any) -> Rebuilt:
-    """The call of `rows` (nodes that made one call of the same shapes), on the model given;
-    its in-graph time: the mean of their medians (one call's)."""
-    row = rows[0]
-    refused = _refusal(row)
+def rebuilt_call(row: Any, model: Any, in_graph_ns: float,
+                 nodes: tuple[str, ...] = ()) -> Rebuilt:
+    """The call of nodes-table `row` alone on `model` (its module, function or method and
+    recorded inputs), `in_graph_ns` its median in the graph; a one-line error when it cannot
+    be rebuilt (refusal)."""
+    refused = refusal(row)
     if refused:
         raise PyfxprofError(f"cannot replay: {refused}")
     module = _module_of(model, row) if row["op"] == "call_module" else None
@@ -166,11 +169,42 @@ def _rebuilt(profile: Profile, rows: list, model: Any) -> Rebuilt:
         target = _method_call(str(row["target"]))
     else:
         target = function_of(str(row["target"]))
+    return Rebuilt(str(row["name"]), str(row["op"]), str(row["target"]), target,
+                   json.loads(row["call_args"]), module, in_graph_ns,
+                   nodes=nodes or (str(row["name"]),))
+
+
+def _rebuilt(profile: Profile, rows: list, model: Any) -> Rebuilt:
+    """The call of `rows` (nodes that made one call of the same shapes), on the model given;
+    its in-graph time: the mean of their medians (one call's)."""
+    if refusal(rows[0]):
+        return rebuilt_call(rows[0], model, math.nan)  # raises, saying why
     medians = profile.stats()["median"]
     in_graph = sum(float(medians.iloc[int(r["index"])]) for r in rows) / len(rows)
-    return Rebuilt(str(row["name"]), str(row["op"]), str(row["target"]), target,
-                   json.loads(row["call_args"]), module, in_graph,
-                   nodes=tuple(str(r["name"]) for r in rows))
+    return rebuilt_call(rows[0], model, in_graph, tuple(str(r["name"]) for r in rows))
+
+
+def on_a_copy(shapes: list[Rebuilt]) -> list[Rebuilt]:
+    """The rebuilt calls on one copy of their module (its weights' values, the user's module
+    untouched by a forward that changes its own state); the module itself where it cannot be
+    copied (evaluation_mode then restores its buffers).
+
+    Example:
+        >>> net = torch.nn.Linear(2, 2)
+        >>> built = Rebuilt("fc", "call_module", "fc", net, {"args": [], "kwargs": {}}, net, 1.0)
+        >>> on_a_copy([built])[0].module is not net
+        True
+    """
+    module = shapes[0].module
+    if module is None:
+        return shapes
+    try:
+        copied = copy.deepcopy(module)
+    except Exception:  # an uncopyable attribute: replay the module itself
+        return shapes
+    for built in shapes:
+        built.module = built.target = copied
+    return shapes
 
 
 def rebuild(profile: Profile, node: str, model: Any = None) -> Rebuilt:

@@ -1,4 +1,4 @@
-"""Tests for pyfxprof.tools.replay_build: every replayable node kind rebuilt alone gives the
+"""Tests for pyfxprof.run.replay_build: every replayable node kind rebuilt alone gives the
 output shape and dtype the profile recorded; what cannot be rebuilt is refused in one line."""
 
 import gc
@@ -14,7 +14,7 @@ import pyfxprof
 from pyfxprof.data.profile import Profile
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run.capture_cache import CAPTURES
-from pyfxprof.tools.replay_build import REPLAYED_OPS, function_of, rebuild
+from pyfxprof.run.replay_build import REPLAYED_OPS, function_of, rebuild
 
 
 def describe(value) -> str:
