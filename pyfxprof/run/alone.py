@@ -21,9 +21,10 @@ from .replay_timing import measured_alone
 #: The step's time: this share of profile()'s steps before it (capture to the user's call),
 #: and at most this many seconds.
 BUDGET_SHARE, BUDGET_CAP_S = 0.10, 1.0
-#: Seconds of timed calls per node (bench()'s budget), and at least this many of its calls in
-#: the graph: enough blocks for the median's interval.
-NODE_BUDGET_S, MIN_CALLS = 0.015, 12
+#: Seconds of timed calls per node (bench()'s budget) of the top rows and of rows asked by
+#: name, and at least this many of its calls in the graph: enough blocks for the median's
+#: interval (a row asked gets more, for a narrower one).
+NODE_BUDGET_S, ASKED_BUDGET_S, MIN_CALLS = 0.01, 0.05, 12
 #: alone=True: at most this many rows, each at least this share of the run's median.
 MAX_ROWS, MIN_SHARE = 8, 0.01
 #: How the nodes are replayed: on the same inputs each call (replay's cache="warm").
@@ -96,7 +97,8 @@ class Alone:
 def timed_alone(frame: pd.DataFrame, intervals: np.ndarray, run_totals: np.ndarray,
                 model: Any, rows: bool | tuple[str, ...], spent_before_s: float) -> Alone:
     """The nodes of `rows` (alone_rows) timed alone, warm, on copies of their modules (the
-    model is never changed), under NODE_BUDGET_S each; with alone=True the top rows while
+    model is never changed), under NODE_BUDGET_S each (ASKED_BUDGET_S for rows asked); with
+    alone=True the top rows while
     the step stays within BUDGET_SHARE of `spent_before_s` (the profile's steps so far),
     at most BUDGET_CAP_S. A row that cannot be replayed, or that the budget left out, has
     its reason in ``alone_note``."""
@@ -109,13 +111,17 @@ def timed_alone(frame: pd.DataFrame, intervals: np.ndarray, run_totals: np.ndarr
     columns: dict[str, list] = {name: [blank] * len(frame) for name, blank in COLUMNS.items()}
     started, timed = time.perf_counter(), 0
     for index in chosen:
-        spent, node_budget = time.perf_counter() - started, _node_budget(medians[index])
+        spent = time.perf_counter() - started
+        node_budget = _node_budget(medians[index], NODE_BUDGET_S if auto else ASKED_BUDGET_S)
         row = frame.iloc[index]
         why = refusal(row)
         why = None if why is None else f"not replayable: {why}"
-        if why is None and spent + 1.5 * node_budget > budget:  # a cheaper row may still fit
-            why = (f"not timed: the alone step's budget ({budget * 1e3:.0f} ms, "
-                   f"{BUDGET_SHARE:.0%} of this profile's time) left too little for it")
+        # its timed calls and bench's untimed ones (two first calls, a block, FLOPs): a
+        # cheaper row may still fit where this one does not
+        if why is None and spent + 1.5 * node_budget + 4 * medians[index] / 1e9 > budget:
+            why = (f"not timed: the alone step's budget ({budget * 1e3:.0f} ms: "
+                   f"{BUDGET_SHARE:.0%} of this profile's time, at most {BUDGET_CAP_S:g} s) "
+                   "left too little for it")
         found = _one(row, model, float(medians[index]), node_budget) if why is None else why
         if isinstance(found, str):
             columns["alone_note"][index] = found
@@ -130,14 +136,14 @@ def timed_alone(frame: pd.DataFrame, intervals: np.ndarray, run_totals: np.ndarr
     return Alone(columns, meta)
 
 
-def _node_budget(in_graph_ns: float) -> float:
-    """Seconds of timed calls for a node of this median: NODE_BUDGET_S, or MIN_CALLS calls.
+def _node_budget(in_graph_ns: float, least: float = NODE_BUDGET_S) -> float:
+    """Seconds of timed calls for a node of this median: `least`, or MIN_CALLS calls.
 
     Example:
         >>> _node_budget(1e3), _node_budget(1e7)
-        (0.015, 0.12)
+        (0.01, 0.12)
     """
-    return max(NODE_BUDGET_S, MIN_CALLS * float(in_graph_ns) / 1e9)
+    return max(least, MIN_CALLS * float(in_graph_ns) / 1e9)
 
 
 def _one(row: Any, model: Any, in_graph_ns: float, budget: float) -> Any:

@@ -193,8 +193,9 @@ def _title(column: str, group_by: str | None) -> str:
 
 
 def _notes(frame: pd.DataFrame, shown: int, label: str, name_column: str, top) -> list[str]:
-    """A truncation note, then one line naming the noisy rows among those shown (the noisiest
-    first, at most NOISY_NAMES of them)."""
+    """A truncation note, one line naming the noisy rows among those shown (the noisiest
+    first, at most NOISY_NAMES of them), and one on the shown rows without an Alone figure."""
+    alone = _alone_blanks(frame, shown)
     notes = rows_left_out(len(frame), shown, label, top)
     visible = frame.iloc[:shown]
     noisy = noisy_mask(visible)
@@ -206,7 +207,7 @@ def _notes(frame: pd.DataFrame, shown: int, label: str, name_column: str, top) -
         more = f", +{len(ratios) - NOISY_NAMES} more" if len(ratios) > NOISY_NAMES else ""
         notes.append(f"noisy (IQR/median > 10%): {len(ratios)} of {shown} {label} shown — "
                      f"{', '.join(names)}{more} — {_NOISE_HINT}")
-    return notes
+    return notes + alone
 
 
 def _alone_blanks(frame: pd.DataFrame, shown: int) -> list[str]:
@@ -356,7 +357,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     return View(
         header=profile_header(profile) + [f"rows: by {_sort_text(sort_by)}"],
         titles=[_title(c, group_by) for c in columns], right_aligned=right, rows=rows,
-        notes=_notes(frame, shown, label, name_column, top) + _alone_blanks(frame, shown),
+        notes=_notes(frame, shown, label, name_column, top),
         drop_order=[columns.index(c) for c in DROP_ORDER if c in columns],
     )
 

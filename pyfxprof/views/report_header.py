@@ -107,7 +107,7 @@ def _alone_line(alone) -> str:
     >>> _alone_line({"timed": 3, "rows": "top"}).split(" · ")[0]
     'Alone: the node replayed alone, warm (its median), for the top rows'
     >>> _alone_line({"timed": 0, "rows": "top", "budget_s": 0.004}).split(" · ")[0]
-    'no node timed alone: 4 ms for it (a tenth of this profile\'s time) was too little'
+    'no node timed alone: 4 ms for it (a tenth of the profiling time) was too little'
     """
     if not isinstance(alone, dict):
         return ("a row is not the node alone: after a large node · a small one can cost "
@@ -116,7 +116,7 @@ def _alone_line(alone) -> str:
                 "docs/accuracy.md")
     if not alone.get("timed"):
         budget = alone.get("budget_s")
-        why = (f"{budget * 1e3:.0f} ms for it (a tenth of this profile's time) was too little"
+        why = (f"{budget * 1e3:.0f} ms for it (a tenth of the profiling time) was too little"
                if isinstance(budget, (int, float)) else "none of the rows asked could be")
         return (f"no node timed alone: {why} · a small node after a large one can cost "
                 "several times less alone · profile(..., alone=[nodes]) or prof.replay(node) "

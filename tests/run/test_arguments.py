@@ -31,7 +31,7 @@ OLD_KEYWORDS = [
     ("concrete_args", "capture", {"flag": True}), ("library_frames", "capture", True),
     ("profile_memory", "capture", True), ("mode", "timing", "interpreter"),
     ("device", "timing", "cpu"), ("device_events", "timing", False),
-    ("nvtx", "timing", True),
+    ("nvtx", "timing", True), ("alone", "timing", False),
 ]
 #: profile()'s named parameters (not option fields) with a value other than the default:
 #: each reaches the Arguments field of its name.

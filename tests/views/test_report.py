@@ -298,3 +298,45 @@ def test_sort_keys_default_columns_and_drop_order_come_from_the_statistics():
     dropped = [c for c in report.DROP_ORDER if c in by_name]
     assert dropped == [s.name for s in reversed(STATISTICS) if s.droppable]
     assert all(by_name[name].shown for name in dropped)
+
+
+def _with_alone(profile: Profile, alone_ns: dict, notes: dict | None = None) -> Profile:
+    """`profile` with the nodes timed alone (run/alone.py's columns and meta) as given."""
+    nodes = profile.nodes.copy()
+    names = nodes["name"].tolist()
+    nodes["alone_ns"] = [alone_ns.get(n, np.nan) for n in names]
+    nodes["alone_low_ns"] = nodes["alone_ns"] * 0.9
+    nodes["alone_high_ns"] = nodes["alone_ns"] * 1.1
+    nodes["alone_note"] = [(notes or {}).get(n, "warm replay, 9 blocks of 5 calls"
+                                             if n in alone_ns else "") for n in names]
+    meta = dict(profile.meta, alone={"rows": "top", "cache": "warm", "timed": len(alone_ns),
+                                     "chosen": len(alone_ns), "budget_s": 0.1, "spent_s": 0.05})
+    return Profile(nodes, profile.samples, profile.run_totals, meta)
+
+
+def test_alone_sits_beside_the_median_with_the_ratio_and_blank_rows_say_why():
+    from tests.outside_profiles import outside_profile
+    prof = _with_alone(outside_profile(), {"mm": 200.0},
+                       {"relu": "not timed: the alone step's budget (1 ms) left too little"})
+    view = report.build_view(prof)
+    titles = view.titles
+    assert titles[titles.index("Median") + 1:titles.index("Median") + 3] == ["Alone",
+                                                                             "Row/alone"]
+    cells = {row[titles.index("Node")]: row for row in view.rows}
+    median = prof.to_dataframe().set_index("name").loc["mm", "median"]
+    assert cells["mm"][titles.index("Alone")] == "200 ns"
+    assert cells["mm"][titles.index("Row/alone")] == f"{median / 200:.2f}x"
+    assert cells["relu"][titles.index("Alone")] == "-"
+    note = next(n for n in view.notes if n.startswith("Alone blank"))
+    assert note.startswith("Alone blank for 2 of 3 rows: 1 not a node's call, 1 over the "
+                           "alone step's budget"), note
+    assert any(line.startswith("Alone: the node replayed alone") for line in view.header)
+
+
+def test_without_alone_figures_the_table_has_no_alone_columns():
+    from tests.outside_profiles import outside_profile
+    for prof in (outside_profile(), _with_alone(outside_profile(), {})):
+        view = report.build_view(prof)
+        assert "Alone" not in view.titles and not [n for n in view.notes if "Alone" in n]
+    header = report.build_view(_with_alone(outside_profile(), {})).header
+    assert any(line.startswith("no node timed alone") for line in header)

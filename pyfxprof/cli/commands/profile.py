@@ -64,13 +64,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--nvtx", action="store_true",
                         help="push an NVTX range named like each node's trace slice around its "
                              "timed call, for Nsight Systems / Compute (docs/gpu.md)")
-    alone = parser.add_mutually_exclusive_group()
-    alone.add_argument("--alone", type=node_names, default=DEFAULTS["alone"], metavar="NODES",
-                       help="time these nodes alone (names or module paths, comma-separated) "
-                            "beside their rows; default: the top rows, within a tenth of the "
-                            "profile's time (docs/accuracy.md)")
-    alone.add_argument("--no-alone", dest="alone", action="store_false",
-                       help="time no node alone (no Alone column)")
+    _add_alone_arguments(parser)
     add_table_arguments(parser)
     add_roofline_argument(parser)
     add_latency_arguments(parser)
@@ -85,6 +79,17 @@ def add_parser(subparsers) -> None:
     add_export_arguments(parser)
     _add_distributed_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def _add_alone_arguments(parser: argparse.ArgumentParser) -> None:
+    """--alone NODES and --no-alone: profile()'s alone= (docs/accuracy.md)."""
+    alone = parser.add_mutually_exclusive_group()
+    alone.add_argument("--alone", type=node_names, default=DEFAULTS["alone"], metavar="NODES",
+                       help="time these nodes alone (names or module paths, comma-separated) "
+                            "beside their rows; default: the top rows, within a tenth of the "
+                            "profile's time (docs/accuracy.md)")
+    alone.add_argument("--no-alone", dest="alone", action="store_false",
+                       help="time no node alone (no Alone column)")
 
 
 def _add_distributed_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
 """Tests of `pyfxprof profile` and `pyfxprof overhead` through the CLI entry point."""
 
+import re
 import subprocess
 import sys
 
@@ -68,7 +69,8 @@ def test_both_call_sites_pass_every_profile_option(monkeypatch):
     parser = argparse.ArgumentParser()
     command.add_parser(parser.add_subparsers())
     argv = ["profile", "--granularity", "aten", "--capture", "dynamo", "--mode", "interpreter",
-            "--runs", "7", "--warmup", "2", "--profile-memory", "--library-frames", "--nvtx"]
+            "--runs", "7", "--warmup", "2", "--profile-memory", "--library-frames", "--nvtx",
+            "--no-alone"]
     command._profile_or_error(parser.parse_args(argv + ["--ranks-out", "out"]))
     monkeypatch.setattr(command, "print_table", lambda *a: None)
     monkeypatch.setattr(command, "print_latency", lambda *a: None)
@@ -76,7 +78,8 @@ def test_both_call_sites_pass_every_profile_option(monkeypatch):
     command.run(parser.parse_args(argv))
     expected = {"runs": 7, "warmup": 2, "mode": "interpreter", "device": None,
                 "capture": "dynamo", "granularity": "aten", "name": "name", "compile": None,
-                "backward": False, "profile_memory": True, "library_frames": True, "nvtx": True}
+                "backward": False, "profile_memory": True, "library_frames": True, "nvtx": True,
+                "alone": False}
     assert seen[0] == dict(expected, progress=False) and seen[1] == expected
 
 
@@ -93,6 +96,24 @@ def test_profile_memory_shows_allocations_per_node(capsys):
     assert float(cells["conv"][:-2]) >= 16.384 and cells["relu"] == "16.4kB"  # not in place
     code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "2", "--warmup", "0"])
     assert code == 0 and "CPU alloc" not in capsys.readouterr().out
+
+
+def test_alone_times_the_nodes_named_and_a_saved_profile_reports_them(capsys, tmp_path):
+    saved = tmp_path / "p.json"
+    code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "2", "--warmup", "0",
+                 "--alone", "bn,relu", "--save", str(saved)])
+    out = capsys.readouterr().out
+    titles = next(line for line in out.splitlines() if line.startswith("#"))
+    assert code == 0 and "Alone" in titles and "Row/alone" in titles
+    cells = {line.split()[1]: line for line in out.splitlines() if line[:2].strip().isdigit()}
+    ratio = re.compile(r" \d+\.\d\dx ")  # the Row/alone cell, on the rows timed alone only
+    assert ratio.search(cells["bn"]) and ratio.search(cells["relu"])
+    assert not ratio.search(cells["conv"])
+    assert main(["report", str(saved)]) == 0
+    assert "Row/alone" in capsys.readouterr().out
+    code = main(["profile", SPEC, "--input", SMALL_INPUT, "--runs", "2", "--warmup", "0",
+                 "--no-alone"])
+    assert code == 0 and "Row/alone" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", ["fuse", "overhead"])
