@@ -18,6 +18,8 @@ layer1.0.bn1 after layer1.0.conv1, ...; and large nodes as controls) four figure
            next node then reads) instead of saving;
   alone    the node's module called on its own input in a loop (its output freed and its
            input reused every call: warm caches, a recycled allocation);
+  Alone    what every report now prints beside the row: profile()'s own replay of the node
+           alone, warm (alone=[targets]; run/alone.py), median over the profiles;
   context  the node's module called on its input right after the node before it ran
            (the large node's output freshly written, the node's own output freshly allocated),
            timed around the node's call only.
@@ -228,6 +230,20 @@ def replay_lines(prof, targets: list, rows: dict, window: dict) -> None:
               f"{row / warm:>10.2f}{row / cold:>10.2f}")
 
 
+def report_lines(targets: list, rows: dict, window: dict, reported: dict) -> None:
+    """Per target: the two figures every report now prints side by side (its row, and
+    Alone: profile()'s warm replay of the node, median over the profiles), Row/alone, and
+    what removing the node saves (the window's median) over each."""
+    print(f"{'node':<16}{'row':>8}{'Alone':>8}{'Row/alone':>11}{'saved':>8}"
+          f"{'saved/row':>11}{'saved/Alone':>13}")
+    for t in targets:
+        row, alone = np.median(rows[t]) / 1e3, np.nanmedian(reported[t]) / 1e3
+        saved = (np.median(np.asarray(window[t, 0]) - np.asarray(window[t, 1])) / 1e3
+                 if (t, 0) in window else np.nan)
+        print(f"{t:<16}{row:>8.1f}{alone:>8.1f}{row / alone:>10.2f}x{saved:>8.1f}"
+              f"{saved / row:>11.2f}{saved / alone:>13.2f}")
+
+
 def faults_per_call(call, calls: int = 200) -> float:
     """Minor page faults per call of `call()`."""
     call()
@@ -288,6 +304,7 @@ def main() -> None:
     window_faults: dict = {k: [] for k in windows}
     successor: dict = {k: [] for k in windows}
     alone_ns: dict = {t: [] for t in targets}
+    reported: dict = {t: [] for t in targets}  # each profile's Alone column (run/alone.py)
     with torch.inference_mode():
         for _ in range(3):
             gm(x)
@@ -310,10 +327,11 @@ def main() -> None:
                     block_ns(call, args.calls)
                 else:
                     prof = pyfxprof.profile(model, (x,), runs=args.runs, warmup=3,
-                                            progress=False, capture="fx")
+                                            progress=False, capture="fx", alone=targets)
                     names = list(prof.nodes["name"])
                     for t in targets:
                         rows[t].extend(prof.samples[:, names.index(t)].tolist())
+                        reported[t].append(float(prof.nodes["alone_ns"][names.index(t)]))
     plain = np.asarray(blocks.get("plain", [np.nan]))
     print(f"rounds {args.rounds} x {args.calls} calls per block; whole graph median (CPU) "
           f"{np.median(plain) / 1e3:.0f} µs; load after: {open('/proc/loadavg').read().split()[0]}")
@@ -342,6 +360,7 @@ def main() -> None:
         pre = f"{np.median(preallocated[t][1]) / 1e3:.1f}" if t in preallocated else "-"
         print(f"{t:<16}{row:>8.1f}{saved:>26}{whole:>28}{np.median(alone_ns[t]) / 1e3:>8.1f}"
               f"{ctx:>9.1f}{pre:>9}{ratio:>10}{faults:>9}  {shifted}")
+    report_lines(targets, rows, window, reported)
     if args.replay:
         replay_lines(prof, targets, rows, window)
     print("minor page faults per call: whole graph "

@@ -16,7 +16,7 @@ from ..capture.tracing import timed_nodes
 from ..data.bench_compare import BenchGrid
 from ..data.measurement import Measurement
 from ..errors import ArgumentError, PyfxprofError, whole_number
-from .bench_session import BenchSession
+from .bench_session import BenchSession, rng_kept
 from .bench_timers import BASELINE_CHOICES
 
 #: bench_grid's parameter that sets torch's thread count instead of reaching the function.
@@ -75,7 +75,7 @@ def bench_cells(cells: list[tuple], **options: Any) -> BenchGrid:
     """
     _check_options(options)
     sessions = []
-    with _rng_kept():
+    with rng_kept():
         for fn, args, kwargs, threads, label, params in cells:
             _check_callable(fn, threads)
             with _threads(threads):
@@ -127,12 +127,6 @@ def _threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def _rng_kept() -> contextlib.AbstractContextManager:
-    """torch's CPU generator (and the CUDA ones in use) restored after the calls."""
-    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
-    return torch.random.fork_rng(devices=range(torch.cuda.device_count()) if cuda else [])
 
 
 def _label_of(fn: Callable) -> str:

@@ -4,6 +4,7 @@ Measurement."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Callable
 
@@ -149,3 +150,10 @@ def _flops_of(fn: Callable, args: tuple, kwargs: dict) -> int | None:
         return int(meter.total()) or None
     except Exception:  # the count is optional: the timed calls already ran fine
         return None
+
+
+def rng_kept() -> contextlib.AbstractContextManager:
+    """torch's CPU generator (and the CUDA ones in use) restored after the calls (bench()'s,
+    a replay's)."""
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    return torch.random.fork_rng(devices=range(torch.cuda.device_count()) if cuda else [])

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..stats.order_statistics import median_interval
-from .bench_session import BenchSession
+from .bench_session import BenchSession, rng_kept
 from .replay_build import Rebuilt
 from .replay_inplace import block_ns, on_fresh_copies, pool_calls
 
@@ -169,11 +169,12 @@ def measured_alone(built: Rebuilt, cache: str, budget: float) -> AloneTime:
         low, high = median_interval(blocks)
         return AloneTime(float(np.median(blocks)), low, high,
                          f"{cache} replay, fresh inputs each call, {len(blocks)} blocks")
-    session = BenchSession(rotating_call(built, cache), (), {}, f"{built.name} ({cache})", {},
-                           {"budget": budget, "profile": False})
-    while session.stopped is None:  # bench()'s rounds, for one callable
-        session.round()
-    found = session.measurement()
+    with rng_kept():
+        session = BenchSession(rotating_call(built, cache), (), {}, f"{built.name} ({cache})",
+                               {}, {"budget": budget, "profile": False})
+        while session.stopped is None:  # bench()'s rounds, for one callable
+            session.round()
+        found = session.measurement()
     low, high = found.interval
     calls = f"{found.block_size} calls" if found.block_size > 1 else "1 call"
     return AloneTime(found.median, low, high, f"{cache} replay, {found.blocks} blocks of {calls}")
