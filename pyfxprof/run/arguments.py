@@ -6,7 +6,7 @@ on its device, and whether to time on the device)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
@@ -80,7 +80,7 @@ class TimingOptions:
     device: str | None = None
     device_events: bool | None = None
     nvtx: bool = False
-    alone: bool | tuple[str, ...] = True
+    alone: bool | Sequence[str] = True
 
 
 #: The groups' defaults (each default spelled once): profile()'s, compare()'s and the Profiler's.

@@ -219,7 +219,7 @@ def _node_profile(fn: Callable, args: tuple, kwargs: dict, wanted: bool | None, 
     if wanted is None and isinstance(model, fx.GraphModule) and len(timed_nodes(model.graph)) < 2:
         return None
     return run_profile(model, tuple(args), runs=PROFILE_RUNS, warmup=PROFILE_WARMUP,
-                       progress=False, name=label)
+                       progress=False, name=label, alone=False)
 
 
 def _traced(fn: Callable) -> torch.nn.Module | None:

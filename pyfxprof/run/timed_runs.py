@@ -20,7 +20,7 @@ from ..timing.durations import RunTimings
 from ..timing.failures import node_kind, run_failure
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
-from .alone import Alone, asked_rows, timed_alone
+from .alone import Alone, alone_rows, asked_rows, timed_alone
 from .noise import RunMeter
 from .progress import Progress
 from .user_call import UserCall, user_call_timed
@@ -65,7 +65,7 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
     then the nodes of the top rows timed alone (timing.alone: run.alone; not for training
     steps, nor inside pyfxprof.compare's blocks)."""
     model, example_inputs = given.model, given.example_inputs
-    rows = given.timing.alone if user_call_timed() and not given.backward else False
+    rows = alone_rows(given.timing.alone) if user_call_timed() and not given.backward else False
     if isinstance(rows, tuple):
         asked_rows(prepared.frame, rows)  # a name that is not there: said before any run
     own_run = given.backward or RUNG[prepared.captured.mode].own_call  # the model's own call

@@ -84,6 +84,30 @@ def test_every_node_kind_asked_is_timed_alone_and_shown_beside_its_row(label, ma
         assert f"{ratio:.2f}x" in line, line
 
 
+#: Steps of the generated chains, each keeping a (rows, 32) float input's shape.
+STEPS = [lambda: nn.Linear(32, 32), lambda: nn.ReLU(), lambda: nn.ReLU(inplace=True),
+         lambda: nn.LayerNorm(32), lambda: torch.tanh, lambda: (lambda x: x.sigmoid()),
+         lambda: (lambda x: x.mul_(0.5)), lambda: (lambda x: x + 1.0),
+         lambda: (lambda x: torch.clamp_(x, min=0.0))]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_chains_time_every_node_asked(seed):
+    """Random chains of modules, functions, methods and in-place ops (after a Linear, so no
+    in-place op writes to the input): every node is timed alone and shown."""
+    rng = np.random.default_rng(seed)
+    steps = [nn.Linear(32, 32)] + [STEPS[i]() for i in rng.integers(0, len(STEPS), 4)]
+    model = Chain(*steps).eval()
+    names = pyfxprof.profile(model, (torch.randn(8, 32),), runs=2, warmup=0, progress=False,
+                             alone=False).nodes["name"].tolist()
+    prof = pyfxprof.profile(model, (torch.randn(8, 32),), runs=3, warmup=1, progress=False,
+                            alone=names)
+    frame = prof.to_dataframe().set_index("name").loc[names]
+    assert (frame["alone_ns"] > 0).all(), frame["alone_note"].tolist()
+    assert prof.meta["alone"]["timed"] == len(names)
+    assert prof.table(width=None).count("x ") >= len(names)
+
+
 def _block_ns(call, calls: int) -> float:
     """ns per call of `calls` back-to-back calls."""
     started = time.perf_counter_ns()

@@ -164,7 +164,9 @@ def test_profile_reuses_a_graph_broken_capture_until_the_model_changes(prepares)
     x = torch.randn(2, 4)  # the same values: the branch Dynamo's code was made for
     first = profiled(x)
     second = profiled(x.clone())
-    assert len(prepares) == 1 and first.nodes.equals(second.nodes)
+    timed_alone = [c for c in first.nodes if c.startswith("alone_")]  # measured per profile
+    assert len(prepares) == 1 and first.nodes.drop(columns=timed_alone).equals(
+        second.nodes.drop(columns=timed_alone))
     model.double()
     assert profiled(x.double()).nodes["output_shapes"].iloc[0] == "[2, 4] float64"
     assert len(prepares) == 2

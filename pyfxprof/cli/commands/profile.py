@@ -83,13 +83,13 @@ def add_parser(subparsers) -> None:
 
 def _add_alone_arguments(parser: argparse.ArgumentParser) -> None:
     """--alone NODES and --no-alone: profile()'s alone= (docs/accuracy.md)."""
-    alone = parser.add_mutually_exclusive_group()
-    alone.add_argument("--alone", type=node_names, default=DEFAULTS["alone"], metavar="NODES",
-                       help="time these nodes alone (names or module paths, comma-separated) "
-                            "beside their rows; default: the top rows, within a tenth of the "
-                            "profile's time (docs/accuracy.md)")
-    alone.add_argument("--no-alone", dest="alone", action="store_false",
-                       help="time no node alone (no Alone column)")
+    parser.add_argument("--alone", type=node_names, default=DEFAULTS["alone"],
+                        metavar="NODES",
+                        help="time these nodes alone (names or module paths, comma-separated) "
+                             "beside their rows; default: the top rows, within a tenth of the "
+                             "profile's time (docs/accuracy.md)")
+    parser.add_argument("--no-alone", dest="alone", action="store_false",
+                        help="time no node alone (no Alone column)")
 
 
 def _add_distributed_arguments(parser: argparse.ArgumentParser) -> None:

@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     if args.saved:
         prof = load_profile(args.saved)
     else:
-        prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, progress=False)
+        prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, progress=False,
+                       alone=False)  # the replay below times the node alone
     result = replay(prof, args.node, model=model, variants=args.variants,
                     budget=args.budget, cache=args.cache)
     print(result.table())
