@@ -116,9 +116,10 @@ def timed_alone(frame: pd.DataFrame, intervals: np.ndarray, run_totals: np.ndarr
         row = frame.iloc[index]
         why = refusal(row)
         why = None if why is None else f"not replayable: {why}"
-        # its timed calls and bench's untimed ones (two first calls, a block, FLOPs): a
-        # cheaper row may still fit where this one does not
-        if why is None and spent + 1.5 * node_budget + 4 * medians[index] / 1e9 > budget:
+        # its timed calls and bench's untimed ones (two first calls, a block, FLOPs), or
+        # what the nodes timed so far took each: a cheaper row may still fit
+        each = max(1.5 * node_budget + 4 * medians[index] / 1e9, spent / max(timed, 1))
+        if why is None and spent + each > budget:
             why = (f"not timed: the alone step's budget ({budget * 1e3:.0f} ms: "
                    f"{BUDGET_SHARE:.0%} of this profile's time, at most {BUDGET_CAP_S:g} s) "
                    "left too little for it")

@@ -66,7 +66,8 @@ class TimingOptions:
     None: where the model is; device_events: also time each node with CUDA events (None: on
     for CUDA models); nvtx: an NVTX range per node; alone: time the nodes of the top rows
     alone after the runs (True: within a tenth of the profile's time; False: none; a list
-    of node names or module paths: those), shown beside each row (docs/accuracy.md).
+    of node names or module paths: those), shown beside each row (docs/accuracy.md);
+    profile() only (not the Profiler loop, compiled models or training steps).
 
     Example:
         >>> import pyfxprof

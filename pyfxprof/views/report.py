@@ -211,19 +211,26 @@ def _notes(frame: pd.DataFrame, shown: int, label: str, name_column: str, top) -
 
 
 def _alone_blanks(frame: pd.DataFrame, shown: int) -> list[str]:
-    """One line on the shown rows without an Alone figure and why (none without the column).
+    """One line on the shown rows whose Alone figure has no interval (too few blocks), and
+    one on those without a figure and why (none without the column).
 
-    >>> frame = pd.DataFrame({"op": ["call_module", "outside_graph", "call_module"],
-    ...     "alone_ns": [9.0, np.nan, np.nan], "alone_note": ["warm", "", ""]})
+    >>> frame = pd.DataFrame({"name": ["a", "b", "c"], "alone_note": ["warm", "", ""],
+    ...     "op": ["call_module", "outside_graph", "call_module"],
+    ...     "alone_ns": [9.0, np.nan, np.nan], "alone_high_ns": [9.9, np.nan, np.nan]})
     >>> _alone_blanks(frame, 3)[0].split(" · ")[0]
     "Alone blank for 2 of 3 rows: 1 not a node's call, 1 not among the rows timed alone"
     """
     if "alone_ns" not in frame or not frame["alone_ns"].notna().any():
         return []
     rows = frame.iloc[:shown]
+    wide = rows[rows["alone_ns"].notna() & ~np.isfinite(rows["alone_high_ns"].astype(float))]
+    lines = [f"Alone unresolved for {', '.join(map(str, wide['name'].iloc[:NOISY_NAMES]))}"
+             f"{' and more' if len(wide) > NOISY_NAMES else ''}: too few blocks for an "
+             "interval (a busy machine, or a node slower alone than in its row) · "
+             "prof.replay(node) with a larger budget"] if len(wide) else []
     blank = rows[rows["alone_ns"].isna()]
     if blank.empty:
-        return []
+        return lines
     notes = blank["alone_note"].fillna("").astype(str)
     kinds = {"not a node's call": blank["op"].isin(_NOT_A_CALL),
              "not replayable (compiled, hooks, opaque inputs)": notes.str.startswith(
@@ -238,9 +245,9 @@ def _alone_blanks(frame: pd.DataFrame, shown: int) -> list[str]:
             counts.append(f"{int(mask.sum())} {text}")
     if (~taken).any():
         counts.append(f"{int((~taken).sum())} not among the rows timed alone")
-    return [f"Alone blank for {len(blank)} of {len(rows)} rows: {', '.join(counts)} · "
-            "profile(..., alone=[nodes]) or prof.replay(node) times a node alone · "
-            "to_dataframe()'s alone_note says why"]
+    return lines + [f"Alone blank for {len(blank)} of {len(rows)} rows: {', '.join(counts)} · "
+                    "profile(..., alone=[nodes]) or prof.replay(node) times a node alone · "
+                    "to_dataframe()'s alone_note says why"]
 
 
 def _with_alone(frame: pd.DataFrame, default: tuple) -> tuple[pd.DataFrame, tuple]:

@@ -331,6 +331,12 @@ def test_alone_sits_beside_the_median_with_the_ratio_and_blank_rows_say_why():
     assert note.startswith("Alone blank for 2 of 3 rows: 1 not a node's call, 1 over the "
                            "alone step's budget"), note
     assert any(line.startswith("Alone: the node replayed alone") for line in view.header)
+    assert not [n for n in view.notes if n.startswith("Alone unresolved")]
+    unresolved = prof.nodes.assign(alone_high_ns=np.where(prof.nodes["name"] == "mm", np.inf,
+                                                          prof.nodes["alone_high_ns"]))
+    notes = report.build_view(Profile(unresolved, prof.samples, prof.run_totals,
+                                      prof.meta)).notes
+    assert any(n.startswith("Alone unresolved for mm: too few blocks") for n in notes), notes
 
 
 def test_without_alone_figures_the_table_has_no_alone_columns():
