@@ -98,10 +98,9 @@ def timed_alone(frame: pd.DataFrame, intervals: np.ndarray, run_totals: np.ndarr
                 model: Any, rows: bool | tuple[str, ...], spent_before_s: float) -> Alone:
     """The nodes of `rows` (alone_rows) timed alone, warm, on copies of their modules (the
     model is never changed), under NODE_BUDGET_S each (ASKED_BUDGET_S for rows asked); with
-    alone=True the top rows while
-    the step stays within BUDGET_SHARE of `spent_before_s` (the profile's steps so far),
-    at most BUDGET_CAP_S. A row that cannot be replayed, or that the budget left out, has
-    its reason in ``alone_note``."""
+    alone=True the top rows while the step stays within BUDGET_SHARE of `spent_before_s`
+    (the profile's steps so far), at most BUDGET_CAP_S. A row that cannot be replayed, or
+    that the budget left out, has its reason in ``alone_note``."""
     count = min(len(frame), intervals.shape[1])
     medians = np.median(intervals[:, :count], axis=0) if len(intervals) else np.zeros(count)
     auto = rows is True
