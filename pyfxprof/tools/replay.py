@@ -66,16 +66,15 @@ def replay(profile: Profile, node: str, model: Any = None,
     its recorded shapes, dtypes and strides, in the profile's grad mode and with the module in
     eval mode as profiled, on a copy of the module (the model is never changed). A node that
     writes to its inputs (an in-place op) gets fresh copies at every timed call, made untimed.
-    A node that saw several shapes is replayed once per shape (``shapes`` rows): a module
-    path called at several nodes with different shapes, and in a Profiler loop's profile a
-    node whose call depends on the loop's dynamic sizes (a decode step over a growing cache:
-    each distinct shape its calls ran at, beside those calls' in-graph median). `shapes`: the
-    most shapes replayed, evenly spread over them, first and last kept (None: all). `model`: the profiled model (default: the one profiled, while it is alive).
-    `cache`: "warm" (the same inputs each call), "cold" (inputs and weights rotated through
-    copies larger than the last-level cache) or "both". `variants`
-    (replay_variants.VARIANTS, e.g. ["channels_last", "threads=1"]) are each compared with
-    the as-is call of the first shape in interleaved blocks. `budget`: seconds for the
-    timing, shared between the shapes, the caches and the variants.
+    A node that saw several shapes (a module path called at several nodes; in a Profiler
+    loop's profile a decode step's node over a growing cache) is replayed once per shape
+    (``shapes`` rows, each beside the in-graph median of its calls); `shapes`: the most
+    replayed, evenly spread, first and last kept (None: all). `model`: the profiled model
+    (default: the one profiled, while it is alive). `cache`: "warm" (the same inputs each
+    call), "cold" (inputs and weights rotated through copies larger than the last-level
+    cache) or "both". `variants` (replay_variants.VARIANTS, e.g. ["channels_last",
+    "threads=1"]) are each compared with the as-is call of the first shape in interleaved
+    blocks. `budget`: seconds for the timing, shared between shapes, caches and variants.
 
     Example:
         >>> import pyfxprof
