@@ -132,8 +132,12 @@ class WithMemory(torch.nn.Module):
 
 
 def memory_workload():
-    x, mem = torch.zeros(4, 16), torch.zeros(4, 8, 16)
-    return WithMemory().eval(), lambda model: (lambda: model(x, mem), None)
+    """Each model gets its own tensors: the loop's capture marks the memory it was called
+    with as dynamic (Dynamo's marking), which torch.compile's twin would then be given."""
+    def make(model):
+        x, mem = torch.zeros(4, 16), torch.zeros(4, 8, 16)
+        return lambda: model(x, mem), None
+    return WithMemory().eval(), make
 
 
 class Unrolled(torch.nn.Module):

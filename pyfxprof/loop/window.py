@@ -89,13 +89,13 @@ def sizes_seen(symbols: tuple[str, ...], noted: list, runs: int,
     """``meta["loop"]["sizes"]`` of a group with dynamic dimensions: its size symbols, the
     distinct values its runs noted (ascending), and per run (a row of samples) the index of
     its values, or None where the runs cannot be matched to the notes (a run lost records).
-    None for a group without size symbols.
+    None for a group without size symbols or notes.
 
     Example:
         >>> sizes_seen(("s0",), [8, 9, 9, 8], 4)
         {'symbols': ['s0'], 'seen': [[8], [9]], 'runs': [0, 1, 1, 0]}
     """
-    if not symbols:
+    if not symbols or not noted:
         return None
     values = np.asarray(noted, np.int64).reshape(len(noted), len(symbols))
     seen, index = np.unique(values, axis=0, return_inverse=True)

@@ -210,10 +210,12 @@ def loop_cases(profile: Profile, row: Any) -> list[Case]:
     """
     call_args, dims = row.get("call_args", ""), row.get("call_dims", "")
     sizes = (profile.meta.get("loop") or {}).get("sizes")
-    if not (isinstance(dims, str) and dims and sizes and isinstance(call_args, str)
-            and call_args):
+    if not (isinstance(dims, str) and dims and sizes and sizes.get("seen")
+            and isinstance(call_args, str) and call_args):
         return [Case(row, call_args)]
     runs = None if sizes.get("runs") is None else np.asarray(sizes["runs"], np.int64)
+    if runs is not None and len(runs) != profile.samples.shape[0]:
+        runs = None  # (not one index per row of samples: not matched)
     cases = []
     for k, values in enumerate(sizes["seen"]):
         try:
