@@ -9,6 +9,7 @@ from typing import Any
 
 import sympy
 import torch
+from sympy.parsing.sympy_parser import parse_expr
 import torch.fx as fx
 from torch.utils._sympy import functions as sym_functions
 
@@ -44,7 +45,7 @@ def _constant(value: torch.SymInt) -> bool:
 def _dim(value: Any) -> Any:
     """An int as it is; a symbolic one as its expression's text."""
     if isinstance(value, torch.SymInt):
-        return int(value.node.expr) if _constant(value) else str(value.node.expr)
+        return int(str(value.node.expr)) if _constant(value) else str(value.node.expr)
     return value
 
 
@@ -97,12 +98,12 @@ def call_dims(node: fx.Node) -> str:
 
 def _value(text: str, values: dict[str, int]) -> int:
     """An expression's value at the symbols' values (KeyError: a symbol not given)."""
-    expr = sympy.sympify(text, locals=_NAMES)
+    expr = parse_expr(text, local_dict=_NAMES)
     missing = {str(s) for s in expr.free_symbols} - set(values)
     if missing:
         raise KeyError(sorted(missing)[0])
-    return int(expr.xreplace({sympy.Symbol(str(s)): sympy.Integer(values[str(s)])
-                              for s in expr.free_symbols}))
+    return int(str(expr.xreplace({sympy.Symbol(str(s)): sympy.Integer(values[str(s)])
+                                  for s in expr.free_symbols})))
 
 
 def _at(concrete: Any, symbolic: Any, values: dict[str, int]) -> Any:

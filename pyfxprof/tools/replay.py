@@ -88,22 +88,22 @@ def replay(profile: Profile, node: str, model: Any = None,
     """
     names = _checked(cache, variants, budget)
     recorded = rebuild_shapes(profile, node, model)
-    shapes = _on_a_copy(_spread(recorded, shapes))
-    share = budget / (2 if cache == "both" else 1) / (2 if names else 1) / len(shapes)
+    chosen = _on_a_copy(_spread(recorded, shapes))
+    share = budget / (2 if cache == "both" else 1) / (2 if names else 1) / len(chosen)
     grad, training = (bool(profile.meta.get(k, False)) for k in ("grad", "training"))
-    module = shapes[0].module
+    module = chosen[0].module
     mode = contextlib.nullcontext() if module is None else evaluation_mode(module, not training)
     rows: list[ShapeRow] = []
     with mode, torch.set_grad_enabled(grad):
-        for built in shapes:
+        for built in chosen:
             built.mutates = mutates_inputs(built.target, *built.inputs())
             timed = _timed(built, cache, share)
             rows.append(ShapeRow(_shapes_text(profile, built), built.nodes,
                                  in_graph_ns=built.in_graph_ns, calls=built.calls,
                                  own_in_graph=built.own_in_graph, **timed))
-        first = shapes[0]
+        first = chosen[0]
         per_call = rows[0].warm_ns if math.isfinite(rows[0].warm_ns) else rows[0].cold_ns
-        found = _variant_rows(first, names, share * len(shapes), per_call) if names else ()
+        found = _variant_rows(first, names, share * len(chosen), per_call) if names else ()
     return ReplayResult(first.name, first.op, first.target_name, rows[0].input_shapes,
                         warm_ns=rows[0].warm_ns, cold_ns=rows[0].cold_ns,
                         in_graph_ns=first.in_graph_ns, budget_s=float(budget), variants=found,

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-import sympy
 import torch
 
 from ..capture.call_dims import call_at
@@ -220,8 +219,8 @@ def loop_cases(profile: Profile, row: Any) -> list[Case]:
     for k, values in enumerate(sizes["seen"]):
         try:
             spec = call_at(call_args, dims, dict(zip(sizes["symbols"], values)))
-        except (KeyError, TypeError, ValueError, sympy.SympifyError):
-            return [Case(row, call_args)]  # an expression it cannot evaluate: the recorded
+        except Exception:  # (sympy's parse errors vary) an expression it cannot evaluate:
+            return [Case(row, call_args)]  # the recorded call alone
         cases.append(Case(row, spec, None if runs is None else np.flatnonzero(runs == k),
                           sized=True))
     return cases
@@ -238,8 +237,8 @@ def _in_graph(profile: Profile, cases: list[Case]) -> tuple[float, int, bool]:
     values, calls, own = [], 0, True
     for index, mine in by_row.items():
         runs = [c.runs for c in mine if c.runs is not None]
-        if mine[0].sized and len(runs) == len(mine) and sum(map(len, runs)):
-            taken = np.concatenate(runs)
+        taken = np.concatenate(runs) if runs else np.zeros(0, np.int64)
+        if mine[0].sized and len(runs) == len(mine) and taken.size:
             values.append(float(np.median(profile.samples[taken, index])))
             calls += len(taken)
         else:
