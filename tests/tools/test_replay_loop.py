@@ -185,10 +185,8 @@ def test_the_cli_replays_a_saved_loop_profile_per_shape(repo_root_on_path, tmp_p
     assert _run(script).count("median ") == 3
 
 
-transformers = pytest.importorskip("transformers")
-
-
 def test_gpt2_decode_steps_replay_attention_at_each_cache_length():
+    transformers = pytest.importorskip("transformers")
     config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64,
                                      n_positions=64, bos_token_id=0, eos_token_id=0)
     torch.manual_seed(0)
@@ -206,3 +204,13 @@ def test_gpt2_decode_steps_replay_attention_at_each_cache_length():
     assert [k[2] for k in keys] == list(range(prompt + 1, prompt + 1 + steps))
     assert all(math.isfinite(r.warm_ns) and r.calls == 1 for r in result.shapes)
     assert result.variants[0].name == "bf16" and math.isfinite(result.variants[0].max_abs_error)
+
+
+def test_dims_it_cannot_evaluate_replay_the_recorded_call():
+    prof = _profiled([5, 7])
+    at = prof.nodes.index[prof.nodes["name"] == "softmax"][0]
+    dims = prof.nodes.at[at, "call_dims"]
+    symbol = prof.meta["loop"]["sizes"]["symbols"][0]
+    prof.nodes.at[at, "call_dims"] = dims.replace(f'"{symbol}"', '"u0 + 1"')  # (not recorded)
+    result = prof.replay("softmax", budget=0.2)
+    assert result.shapes == () and result.input_shapes.startswith("([1, 1, 5]")
