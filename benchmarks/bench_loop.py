@@ -9,7 +9,8 @@ wrapper alone). Workloads: a one-node model (`x + 1`); one `nn.Linear`; a 10-nod
 `x.flatten()` (about ten times cheaper per node, so per-call noise, which grows with a
 call's time, hides less), both written out as the graph runs them (no Python loop in the
 plain call either); a tiny GPT-2 decode step (one token on an 8-token cache, each model's
-cache cropped back after each call).
+cache cropped back after each call); a `Linear` plus the mean of a second input (whose
+dynamic length the loop notes per call).
 
 Every call is timed alone (one clock read before and after it) and paired with the twin's
 call next to it, so drifts of the machine between calls cancel and a preempted call moves
@@ -116,6 +117,29 @@ class TinyResNet(torch.nn.Module):
         return x
 
 
+class WithMemory(torch.nn.Module):
+    """A `Linear` on `x` plus the mean of a memory `mem` over its length: the loop captures
+    every tensor but the first with dynamic sizes, so its graph takes the memory's length as
+    a size input, which the loop notes at each recorded call (the shapes each call ran at,
+    for Profile.replay)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x, mem):
+        return self.fc(x) + mem.mean(1)
+
+
+def memory_workload():
+    """Each model gets its own tensors: the loop's capture marks the memory it was called
+    with as dynamic (Dynamo's marking), which torch.compile's twin would then be given."""
+    def make(model):
+        x, mem = torch.zeros(4, 16), torch.zeros(4, 8, 16)
+        return lambda: model(x, mem), None
+    return WithMemory().eval(), make
+
+
 class Unrolled(torch.nn.Module):
     """`chain`'s forward as torch.fx writes it out (a statement per node, no Python loop), so
     the plain call runs the code the Profiler's graph runs, without the loop's own time."""
@@ -162,7 +186,8 @@ WORKLOADS = {"one node": lambda: tensor_workload(PlusOne()),
              "tiny ResNet": lambda: tensor_workload(TinyResNet(), 1, 3, 8, 8),
              "300 nodes": lambda: tensor_workload(Unrolled(PlusOneChain(300))),
              "300 flattens": lambda: tensor_workload(Unrolled(FlattenChain(300))),
-             "GPT-2 decode": gpt2_decode}
+             "GPT-2 decode": gpt2_decode,
+             "Linear + memory": memory_workload}
 #: The chains whose added time per node beyond the first is reported.
 CHAINS = ("300 nodes", "300 flattens")
 

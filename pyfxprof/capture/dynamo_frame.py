@@ -26,6 +26,7 @@ every decode step.
 from __future__ import annotations
 
 import functools
+import operator
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -96,12 +97,18 @@ class _Modes:
 
 class Relay:
     """Dynamo's compiled graph as its generated code calls it: hands the graph's flat inputs
-    to `runner` (the graph itself until an instrumented executor takes over)."""
+    to `runner` (the graph itself until an instrumented executor takes over). With `noted`
+    set (DynamoFrame.note_sizes), each call first appends ``pick(flat)``, the values of the
+    graph's size inputs (the shapes each call ran at): one list append per call."""
 
     def __init__(self, runner: Callable[[tuple], Any]) -> None:
         self.runner = runner
+        self.noted: list | None = None
+        self.pick: Callable[[tuple], Any] = tuple
 
     def __call__(self, *flat: Any) -> Any:
+        if self.noted is not None:
+            self.noted.append(self.pick(flat))
         return self.runner(flat)
 
 
@@ -217,6 +224,17 @@ class DynamoFrame:
                 self.relays[graph].runner(flat)
             return None
         return self.function(self.target, bound.args, bound.kwargs)
+
+    def note_sizes(self, positions: list[int]) -> list | None:
+        """From now on each call of the (one) graph appends the values of its inputs at
+        `positions` (its size symbols, capture.call_dims.size_symbols) to the list returned
+        (a tuple of them; for one position the value itself, as operator.itemgetter gives
+        it). No positions, or several graphs: nothing is noted (None)."""
+        if not positions or len(self.relays) != 1 or self._instances:
+            return None
+        relay = self.relays[0]
+        relay.pick, relay.noted = operator.itemgetter(*positions), []
+        return relay.noted
 
     def run_graph_with(self, runner: Callable[[tuple], Any], graph: int = 0) -> None:
         """Run graph number `graph` with `runner` from now on."""

@@ -1262,10 +1262,23 @@ COMMANDS: dict[str, dict] = {'profile': {'help': 'profile a model and print per-
                                         'metavar': 'N'},
                            'group': None},
                           {'action': 'store',
+                           'options': ['--shapes'],
+                           'keywords': {'dest': 'shapes',
+                                        'default': 16,
+                                        'type': {'ref': 'pyfxprof.cli.commands.arg_types:integer_at_least',
+                                                 'args': [1],
+                                                 'name': 'integer_at_least'},
+                                        'help': 'the most recorded shapes of a node that saw '
+                                                'several (a decode step over a growing cache) '
+                                                'replayed, evenly spread (default 16)',
+                                        'metavar': 'N'},
+                           'group': None},
+                          {'action': 'store',
                            'options': ['--script'],
                            'keywords': {'dest': 'script',
                                         'help': 'also write a standalone script (torch only) of '
-                                                'the node here',
+                                                'the node here, timing each of its recorded '
+                                                'shapes',
                                         'metavar': 'PATH'},
                            'group': None}],
             'defaults': {'func': {'ref': 'pyfxprof.cli.commands.replay:run',

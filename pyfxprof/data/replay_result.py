@@ -40,13 +40,18 @@ class VariantRow:
 class ShapeRow:
     """One recorded shape of a node replayed: the shapes, the nodes that called it so, and
     its isolated warm and cold medians (ns, NaN when not timed) beside its in-graph median
-    (the mean of those nodes' medians)."""
+    (the mean of those nodes' medians). For a shape of a Profiler loop's calls (a decode
+    step's cache length), ``calls`` counts the calls made at it and the in-graph median is
+    theirs; ``own_in_graph`` False: the calls could not be matched to shapes, and the
+    in-graph median is the node's over all its calls."""
 
     input_shapes: str
     nodes: tuple[str, ...]
     warm_ns: float = math.nan
     cold_ns: float = math.nan
     in_graph_ns: float = math.nan
+    calls: int = 0
+    own_in_graph: bool = True
 
 
 @served_methods
@@ -55,8 +60,9 @@ class ReplayResult:
     """A node replayed alone: ``warm_ns`` and ``cold_ns`` (medians of the isolated calls,
     NaN when not timed), ``in_graph_ns`` (the node's median in the profile), the shapes it
     ran on, and the variants' rows (on those shapes). ``shapes``: a row per recorded shape
-    when the node (a module path called at several nodes) saw more than one, the first being
-    the one above. ``fresh_inputs``: the node writes to its inputs, so each timed call ran on
+    when the node saw more than one (a module path called at several nodes, or a Profiler
+    loop's node over a growing cache), the first being the one above; ``recorded_shapes``:
+    how many there were when the rows are an evenly spread few of them (else 0). ``fresh_inputs``: the node writes to its inputs, so each timed call ran on
     a fresh copy of them (made untimed).
 
     >>> r = ReplayResult("conv1", "call_module", "Conv2d", "([1, 3, 8, 8] float32)",
@@ -81,6 +87,7 @@ class ReplayResult:
     variants: tuple[VariantRow, ...] = field(default_factory=tuple)
     shapes: tuple[ShapeRow, ...] = field(default_factory=tuple)
     fresh_inputs: bool = False
+    recorded_shapes: int = 0  # shapes recorded, when more than the rows replayed
 
     def ratio(self, cache: str) -> float:
         """In-graph median over the isolated `cache` ("warm"/"cold") median."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 import inspect
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import pandas as pd
 import torch
 
+from ..capture.call_dims import call_dims, size_symbols
 from ..capture.shape_run import describe
 from ..capture.dynamo_frame import LiveCall
 from ..capture.live_capture import live_capture
@@ -186,6 +187,11 @@ class CallGroup:
     #: Whether Dynamo's code, run on copies of a call's arguments, changes nothing else (no
     #: Python object outside the arguments, no tensor of the model: live_capture's `pure`).
     pure: bool = False
+    #: The graph's size symbols (a Dynamo graph with dynamic dimensions: a decode step's
+    #: cache length), and per instrumented run since the last reset their values (a tuple,
+    #: or the value itself for one symbol), noted by the graph's relay (note_sizes).
+    sizes: tuple[str, ...] = ()
+    noted: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         #: True when the model runs itself with marking hooks (hooks or whole capture).
@@ -195,6 +201,17 @@ class CallGroup:
         #: A call Dynamo split: its executor makes the call with Dynamo's code (graph_spans).
         self.graphs = (self.capture.mode == DYNAMO and self.capture.frame is not None
                        and self.capture.graph_module is None)
+
+    def reset(self) -> None:
+        """Drop the runs recorded so far (the executor's and the sizes noted for them)."""
+        self.executor.reset()
+        self.noted.clear()
+
+    def note(self, flat: tuple) -> None:
+        """Note the sizes of a run of the graph that does not go through its relay (the
+        capture call's graph run on its copied inputs)."""
+        if self.sizes and self.capture.frame is not None:
+            self.noted.append(self.capture.frame.relays[0].pick(flat))
 
     def accepts(self, bound: BoundInputs) -> bool:
         """Whether the group's capture is valid for this call (bound to the model's forward):
@@ -321,8 +338,27 @@ def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundIn
     group = CallGroup(index, key, label, prepared.captured, prepared.frame, prepared.flops,
                       executor, model.training, device, time.perf_counter_ns() - started,
                       pure=found.pure)
+    _note_sizes(group)
     alone = found.runs[0][1] if len(found.runs) == 1 and not group.graphs else None
     return found.output, group, "", alone
+
+
+def _note_sizes(group: CallGroup) -> None:
+    """A one-graph Dynamo group with dynamic dimensions: its nodes table gets the
+    ``call_dims`` column (each node's call with its sizes as expressions of the graph's
+    size symbols, capture/call_dims.py) and its relay notes each run's symbol values, so a
+    window's Profile knows the shapes every call ran at (a decode step's cache length)."""
+    gm, frame = group.capture.graph_module, group.capture.frame
+    if gm is None or frame is None or group.graphs:
+        return
+    names, positions = size_symbols(gm)
+    noted = frame.note_sizes(positions)
+    if noted is None:
+        return
+    nodes = {node.name: node for node in gm.graph.nodes}
+    group.frame = group.frame.assign(call_dims=[
+        call_dims(nodes[name]) if name in nodes else "" for name in group.frame["name"]])
+    group.sizes, group.noted = tuple(names), noted
 
 
 def _group_executor(model: torch.nn.Module, prepared: Any, call_target: Callable | None,

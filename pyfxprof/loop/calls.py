@@ -193,6 +193,7 @@ class CallRouting:
             self._window.note_call(group, self.module, args, kwargs)
             self._window.own_left[group.index] = 0
         flat = made.alone
+        group.note(flat)  # (its run goes to the executor, not through the graph's relay)
         with _forked_rng(self.module):
             self._recorded(group, BoundInputs(flat), entered,
                            lambda _inputs: group.executor.run(flat))

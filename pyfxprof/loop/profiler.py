@@ -329,7 +329,7 @@ class Profiler(CallRouting):
             if self._window is not None:
                 self._close_window(deliver=False)
             for group in self._groups.values():
-                group.executor.reset()
+                group.reset()
         finally:
             self._close()
 
@@ -356,7 +356,7 @@ class Profiler(CallRouting):
 
     def _reset_executors(self) -> None:
         for group in self._groups.values():
-            group.executor.reset()
+            group.reset()
 
     def _open_window(self) -> Window:
         self._reset_executors()

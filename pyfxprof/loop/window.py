@@ -70,6 +70,7 @@ class Collected:
     group: CallGroup
     timings: RunTimings
     device_samples: np.ndarray | None
+    noted: list = field(default_factory=list)  # each run's size symbols' values (CallGroup)
 
 
 def collect(groups: list[CallGroup]) -> list[Collected]:
@@ -77,9 +78,30 @@ def collect(groups: list[CallGroup]) -> list[Collected]:
     found = []
     for group in groups:
         timings = group.executor.timings()
-        found.append(Collected(group, timings, group.executor.device_samples()))
-        group.executor.reset()
+        found.append(Collected(group, timings, group.executor.device_samples(),
+                               list(group.noted)))
+        group.reset()
     return found
+
+
+def sizes_seen(symbols: tuple[str, ...], noted: list, runs: int,
+               incomplete: int = 0) -> dict[str, Any] | None:
+    """``meta["loop"]["sizes"]`` of a group with dynamic dimensions: its size symbols, the
+    distinct values its runs noted (ascending), and per run (a row of samples) the index of
+    its values, or None where the runs cannot be matched to the notes (a run lost records).
+    None for a group without size symbols or notes.
+
+    Example:
+        >>> sizes_seen(("s0",), [8, 9, 9, 8], 4)
+        {'symbols': ['s0'], 'seen': [[8], [9]], 'runs': [0, 1, 1, 0]}
+    """
+    if not symbols or not noted:
+        return None
+    values = np.asarray(noted, np.int64).reshape(len(noted), len(symbols))
+    seen, index = np.unique(values, axis=0, return_inverse=True)
+    matched = len(noted) == runs and not incomplete
+    return {"symbols": list(symbols), "seen": seen.tolist(),
+            "runs": index.reshape(-1).tolist() if matched else None}
 
 
 def window_profiles(window: Window, collected: list[Collected], records: Records,
@@ -104,6 +126,10 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
     for found in used:
         meta = _meta(window, found, context)
         meta["loop"]["noise"] = noise
+        sizes = sizes_seen(found.group.sizes, found.noted, found.timings.intervals.shape[0],
+                           found.timings.incomplete_runs)
+        if sizes is not None:
+            meta["loop"]["sizes"] = sizes
         executor = found.group.executor
         training = isinstance(executor, LoopBackwardExecutor)
         frame = loop_frame(found.group.frame, context["module"]) if training else found.group.frame

@@ -11,8 +11,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
+from ..capture.call_dims import call_at
 from ..capture.call_spec import decode, opaque_types
 from ..data.profile import Profile
 from ..data.replay_result import REPLAYED_OPS
@@ -58,6 +60,9 @@ class Rebuilt:
     in_graph_ns: float
     mutates: bool = False
     nodes: tuple[str, ...] = ()
+    calls: int = 0  # the loop's calls at this shape (0: not a loop shape)
+    own_in_graph: bool = True  # in_graph_ns is this shape's own (not the node's overall)
+    sized: bool = False  # one of the shapes of a loop's size symbols (loop_cases)
 
     def inputs(self, seed: int = 0) -> tuple[tuple, dict]:
         """Fresh random inputs of the recorded shapes, dtypes and strides."""
@@ -154,11 +159,102 @@ def _module_of(model: Any, row: Any) -> torch.nn.Module:
                         f"{row['name']!r}): pass the model that was profiled")
 
 
-def rebuilt_call(row: Any, model: Any, in_graph_ns: float,
-                 nodes: tuple[str, ...] = ()) -> Rebuilt:
+@dataclass
+class Case:
+    """One recorded call of a node at one shape: its row, its call (call_spec's JSON) and,
+    for a loop profile whose node saw several shapes, the runs (rows of samples) made at it
+    (None: the node's every run, where the runs were not matched to shapes)."""
+
+    row: Any
+    call_args: str
+    runs: np.ndarray | None = None
+    sized: bool = False  # a shape of the loop's size symbols (meta["loop"]["sizes"])
+
+
+def spec_text(value: Any) -> str:
+    """A recorded call's arguments as profile tables show shapes (capture.shape_run's
+    describe): tensors as ``[1, 9] float32``, tuples in parentheses, other values as they are.
+
+    Example:
+        >>> spec_text({"tuple": [{"tensor": [1, 9], "dtype": "float32"}, 2]})
+        '([1, 9] float32, 2)'
+    """
+    if isinstance(value, list):
+        return "[" + ", ".join(spec_text(v) for v in value) + "]"
+    if not isinstance(value, dict):
+        return repr(value)
+    if "tensor" in value:
+        return f"{value['tensor']} {value['dtype']}"
+    if "tuple" in value:
+        return "(" + ", ".join(spec_text(v) for v in value["tuple"]) + ")"
+    if "dict" in value:
+        return "{" + ", ".join(f"{k}: {spec_text(v)}" for k, v in value["dict"].items()) + "}"
+    return str(next(iter(value.values())))
+
+
+def loop_cases(profile: Profile, row: Any) -> list[Case]:
+    """The node's call at each recorded value of the loop's size symbols (a decode step's
+    cache lengths: docs/replay.md), one Case each, or its one recorded call.
+
+    Example:
+        >>> import pandas as pd
+        >>> row = pd.Series({"call_args": '{"args": [{"tensor": [1, 4], "dtype": "float32", '
+        ...     '"stride": [4, 1], "device": "cpu"}], "kwargs": {}}',
+        ...     "call_dims": '{"args": [{"tensor": [1, "s0"], "stride": ["s0", 1]}], "kwargs": {}}'})
+        >>> nodes = pd.DataFrame({"index": [0], "name": ["a"], "op": ["call_method"],
+        ...     "target": ["relu"], "module_path": [""], "module_type": [""], "module_stack": [()]})
+        >>> prof = Profile(nodes, np.zeros((3, 1), np.int64), np.zeros(3, np.int64),
+        ...     {"loop": {"sizes": {"symbols": ["s0"], "seen": [[4], [6]], "runs": [0, 1, 1]}}})
+        >>> [(json.loads(c.call_args)["args"][0]["tensor"], c.runs.tolist())
+        ...  for c in loop_cases(prof, row)]
+        [([1, 4], [0]), ([1, 6], [1, 2])]
+    """
+    call_args, dims = row.get("call_args", ""), row.get("call_dims", "")
+    sizes = (profile.meta.get("loop") or {}).get("sizes")
+    if not (isinstance(dims, str) and dims and sizes and sizes.get("seen")
+            and isinstance(call_args, str) and call_args):
+        return [Case(row, call_args)]
+    runs = None if sizes.get("runs") is None else np.asarray(sizes["runs"], np.int64)
+    if runs is not None and len(runs) != profile.samples.shape[0]:
+        runs = None  # (not one index per row of samples: not matched)
+    cases = []
+    for k, values in enumerate(sizes["seen"]):
+        try:
+            spec = call_at(call_args, dims, dict(zip(sizes["symbols"], values)))
+        except Exception:  # (sympy's parse errors vary) an expression it cannot evaluate:
+            return [Case(row, call_args)]  # the recorded call alone
+        cases.append(Case(row, spec, None if runs is None else np.flatnonzero(runs == k),
+                          sized=True))
+    return cases
+
+
+def _in_graph(profile: Profile, cases: list[Case]) -> tuple[float, int, bool]:
+    """(the in-graph median of `cases`' calls: per node the median of its runs at this
+    shape, then the mean over the nodes; the calls counted (0: not a loop shape); whether
+    the median is this shape's own, not the node's over all its shapes)."""
+    medians = profile.stats()["median"]
+    by_row: dict[int, list[Case]] = {}
+    for case in cases:
+        by_row.setdefault(int(case.row["index"]), []).append(case)
+    values, calls, own = [], 0, True
+    for index, mine in by_row.items():
+        runs = [c.runs for c in mine if c.runs is not None]
+        taken = np.concatenate(runs) if runs else np.zeros(0, np.int64)
+        if mine[0].sized and len(runs) == len(mine) and taken.size:
+            values.append(float(np.median(profile.samples[taken, index])))
+            calls += len(taken)
+        else:
+            values.append(float(medians.iloc[index]))
+            own = own and not mine[0].sized
+    return sum(values) / len(values), calls, own
+
+
+def rebuilt_call(row: Any, model: Any, in_graph_ns: float, nodes: tuple[str, ...] = (),
+                 call_args: str | None = None) -> Rebuilt:
     """The call of nodes-table `row` alone on `model` (its module, function or method and
-    recorded inputs), `in_graph_ns` its median in the graph; a one-line error when it cannot
-    be rebuilt (refusal)."""
+    recorded inputs, or `call_args`, call_spec's JSON of the call at another shape),
+    `in_graph_ns` its median in the graph; a one-line error when it cannot be rebuilt
+    (refusal)."""
     refused = refusal(row)
     if refused:
         raise PyfxprofError(f"cannot replay: {refused}")
@@ -170,18 +266,87 @@ def rebuilt_call(row: Any, model: Any, in_graph_ns: float,
     else:
         target = function_of(str(row["target"]))
     return Rebuilt(str(row["name"]), str(row["op"]), str(row["target"]), target,
-                   json.loads(row["call_args"]), module, in_graph_ns,
+                   json.loads(call_args or row["call_args"]), module, in_graph_ns,
                    nodes=nodes or (str(row["name"]),))
 
 
-def _rebuilt(profile: Profile, rows: list, model: Any) -> Rebuilt:
-    """The call of `rows` (nodes that made one call of the same shapes), on the model given;
-    its in-graph time: the mean of their medians (one call's)."""
-    if refusal(rows[0]):
-        return rebuilt_call(rows[0], model, math.nan)  # raises, saying why
-    medians = profile.stats()["median"]
-    in_graph = sum(float(medians.iloc[int(r["index"])]) for r in rows) / len(rows)
-    return rebuilt_call(rows[0], model, in_graph, tuple(str(r["name"]) for r in rows))
+def _rebuilt(profile: Profile, cases: list[Case], model: Any) -> Rebuilt:
+    """The call of `cases` (calls of the same shapes, by one node or several), on the model
+    given; its in-graph time (_in_graph)."""
+    row = cases[0].row
+    if refusal(row):
+        return rebuilt_call(row, model, math.nan)  # raises, saying why
+    in_graph, calls, own = _in_graph(profile, cases)
+    names = tuple(dict.fromkeys(str(c.row["name"]) for c in cases))
+    built = rebuilt_call(row, model, in_graph, names, cases[0].call_args)
+    built.calls, built.own_in_graph, built.sized = calls, own, cases[0].sized
+    return built
+
+
+def rebuild(profile: Profile, node: str, model: Any = None) -> Rebuilt:
+    """`node`'s call alone, on the model given or, by default, the profiled model if alive.
+
+    Example:
+        >>> import pyfxprof
+        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 2))
+        >>> prof = pyfxprof.profile(net, (torch.randn(3, 4),), runs=3, warmup=1)
+        >>> built = rebuild(prof, "0")
+        >>> args, kwargs = built.inputs()
+        >>> built.target(*args, **kwargs).shape
+        torch.Size([3, 2])
+    """
+    model = live_model(profile) if model is None else model
+    row = node_row(profile, node)
+    return _rebuilt(profile, [Case(row, row.get("call_args", ""))], model)
+
+
+def shape_key(call_args: Any) -> str:
+    """What tells two recorded calls' shapes apart: the call with integer value ranges left
+    out (calls of one shape with other index values are one replay).
+
+    Example:
+        >>> a = '{"args": [{"tensor": [2], "dtype": "int64", "stride": [1], "range": [0, 3]}]}'
+        >>> shape_key(a) == shape_key(a.replace("[0, 3]", "[1, 9]"))
+        True
+    """
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "range"}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+    if not isinstance(call_args, str) or not call_args:
+        return ""
+    return json.dumps(strip(json.loads(call_args)), sort_keys=True)
+
+
+def rebuild_shapes(profile: Profile, node: str, model: Any = None) -> list[Rebuilt]:
+    """One rebuilt call per recorded shape of `node`, in order: a module path gives one per
+    distinct shape among the nodes calling that module (a module called in a loop on
+    growing inputs), in graph order; a node of a Profiler loop's profile whose shapes
+    depend on the loop's size symbols (a decode step over a growing cache) one per distinct
+    shape its calls ran at (loop_cases), ascending; any other node its own call.
+
+    Example:
+        >>> import pyfxprof
+        >>> class Twice(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc = torch.nn.Linear(4, 4)
+        ...     def forward(self, x):
+        ...         return self.fc(x).sum() + self.fc(torch.cat([x, x])).sum()
+        >>> prof = pyfxprof.profile(Twice(), (torch.randn(2, 4),), runs=3, warmup=1)
+        >>> [(b.nodes, b.spec["args"][0]["tensor"]) for b in rebuild_shapes(prof, "fc")]
+        [(('fc',), [2, 4]), (('fc_1',), [4, 4])]
+    """
+    first, nodes = node_row(profile, node), profile.nodes
+    same = nodes[(nodes["module_path"] == node) & (nodes["op"] == first["op"])
+                 & (nodes["target"] == first["target"])]
+    rows = [r for _, r in same.iterrows()] or [first]
+    groups: dict[str, list[Case]] = {}
+    for row in rows:
+        for case in loop_cases(profile, row):
+            groups.setdefault(shape_key(case.call_args), []).append(case)
+    model = live_model(profile) if model is None else model
+    return [_rebuilt(profile, group, model) for group in groups.values()]
 
 
 def on_a_copy(shapes: list[Rebuilt]) -> list[Rebuilt]:
@@ -205,65 +370,3 @@ def on_a_copy(shapes: list[Rebuilt]) -> list[Rebuilt]:
     for built in shapes:
         built.module = built.target = copied
     return shapes
-
-
-def rebuild(profile: Profile, node: str, model: Any = None) -> Rebuilt:
-    """`node`'s call alone, on the model given or, by default, the profiled model if alive.
-
-    Example:
-        >>> import pyfxprof
-        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 2))
-        >>> prof = pyfxprof.profile(net, (torch.randn(3, 4),), runs=3, warmup=1)
-        >>> built = rebuild(prof, "0")
-        >>> args, kwargs = built.inputs()
-        >>> built.target(*args, **kwargs).shape
-        torch.Size([3, 2])
-    """
-    model = live_model(profile) if model is None else model
-    return _rebuilt(profile, [node_row(profile, node)], model)
-
-
-def shape_key(call_args: Any) -> str:
-    """What tells two recorded calls' shapes apart: the call with integer value ranges left
-    out (calls of one shape with other index values are one replay).
-
-    Example:
-        >>> a = '{"args": [{"tensor": [2], "dtype": "int64", "stride": [1], "range": [0, 3]}]}'
-        >>> shape_key(a) == shape_key(a.replace("[0, 3]", "[1, 9]"))
-        True
-    """
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "range"}
-        return [strip(v) for v in value] if isinstance(value, list) else value
-    if not isinstance(call_args, str) or not call_args:
-        return ""
-    return json.dumps(strip(json.loads(call_args)), sort_keys=True)
-
-
-def rebuild_shapes(profile: Profile, node: str, model: Any = None) -> list[Rebuilt]:
-    """One rebuilt call per recorded shape of `node`: a module path gives one per distinct shape
-    among the nodes calling that module (a module called in a loop on growing inputs, e.g. a
-    decoder step over a growing cache), in graph order; any other node name its own call.
-
-    Example:
-        >>> import pyfxprof
-        >>> class Twice(torch.nn.Module):
-        ...     def __init__(self):
-        ...         super().__init__()
-        ...         self.fc = torch.nn.Linear(4, 4)
-        ...     def forward(self, x):
-        ...         return self.fc(x).sum() + self.fc(torch.cat([x, x])).sum()
-        >>> prof = pyfxprof.profile(Twice(), (torch.randn(2, 4),), runs=3, warmup=1)
-        >>> [(b.nodes, b.spec["args"][0]["tensor"]) for b in rebuild_shapes(prof, "fc")]
-        [(('fc',), [2, 4]), (('fc_1',), [4, 4])]
-    """
-    first, nodes = node_row(profile, node), profile.nodes
-    same = nodes[(nodes["module_path"] == node) & (nodes["op"] == first["op"])
-                 & (nodes["target"] == first["target"])]
-    rows = [r for _, r in same.iterrows()] or [first]
-    groups: dict[str, list] = {}
-    for row in rows:
-        groups.setdefault(shape_key(row.get("call_args", "")), []).append(row)
-    model = live_model(profile) if model is None else model
-    return [_rebuilt(profile, group, model) for group in groups.values()]

@@ -13,7 +13,7 @@ from ..capture.model_state import evaluation_mode
 from ..data.profile import Profile
 from ..data.replay_result import ReplayResult, ShapeRow, VariantRow
 from ..errors import ArgumentError
-from ..run.replay_build import Rebuilt, node_row, on_a_copy, rebuild_shapes
+from ..run.replay_build import Rebuilt, node_row, on_a_copy, rebuild_shapes, spec_text
 from .replay_compare import MAX_CALLS, compare_variants
 from ..run.replay_inplace import bound, mutates_inputs, on_fresh_copies, pool_calls
 from ..run.replay_timing import cache_bytes, time_alone
@@ -21,6 +21,8 @@ from .replay_variants import variant_call
 
 #: The choices of replay's cache=.
 CACHES = ("warm", "cold", "both")
+#: The most recorded shapes of a node replayed by default (evenly spread, first and last).
+MAX_SHAPES = 16
 
 
 def _checked(cache: str, variants: Sequence[str] | str | None, budget: float) -> list[str]:
@@ -56,20 +58,22 @@ def _variant_rows(built: Rebuilt, names: list[str], share: float,
 
 def replay(profile: Profile, node: str, model: Any = None,
            variants: Sequence[str] | str | None = None, budget: float = 2.0,
-           cache: str = "warm") -> ReplayResult:
+           cache: str = "warm", shapes: int | None = MAX_SHAPES) -> ReplayResult:
     """Rebuild `node` (a node name or module path) alone and time it with bench().
 
     The node's module (the model's own weights) or function runs on fresh random inputs of
     its recorded shapes, dtypes and strides, in the profile's grad mode and with the module in
     eval mode as profiled, on a copy of the module (the model is never changed). A node that
     writes to its inputs (an in-place op) gets fresh copies at every timed call, made untimed.
-    A module path called at several nodes with different shapes is replayed once per shape
-    (``shapes``). `model`: the profiled model (default: the one profiled, while it is alive).
-    `cache`: "warm" (the same inputs each call), "cold" (inputs and weights rotated through
-    copies larger than the last-level cache) or "both". `variants`
-    (replay_variants.VARIANTS, e.g. ["channels_last", "threads=1"]) are each compared with
-    the as-is call of the first shape in interleaved blocks. `budget`: seconds for the
-    timing, shared between the shapes, the caches and the variants.
+    A node that saw several shapes (a module path called at several nodes; in a Profiler
+    loop's profile a decode step's node over a growing cache) is replayed once per shape
+    (``shapes`` rows, each beside the in-graph median of its calls); `shapes`: the most
+    replayed, evenly spread, first and last kept (None: all). `model`: the profiled model
+    (default: the one profiled, while it is alive). `cache`: "warm" (the same inputs each
+    call), "cold" (inputs and weights rotated through copies larger than the last-level
+    cache) or "both". `variants` (replay_variants.VARIANTS, e.g. ["channels_last",
+    "threads=1"]) are each compared with the as-is call of the first shape in interleaved
+    blocks. `budget`: seconds for the timing, shared between shapes, caches and variants.
 
     Example:
         >>> import pyfxprof
@@ -82,28 +86,51 @@ def replay(profile: Profile, node: str, model: Any = None,
         True
     """
     names = _checked(cache, variants, budget)
-    shapes = on_a_copy(rebuild_shapes(profile, node, model))
-    share = budget / (2 if cache == "both" else 1) / (2 if names else 1) / len(shapes)
+    recorded = rebuild_shapes(profile, node, model)
+    chosen = on_a_copy(_spread(recorded, shapes))
+    share = budget / (2 if cache == "both" else 1) / (2 if names else 1) / len(chosen)
     grad, training = (bool(profile.meta.get(k, False)) for k in ("grad", "training"))
-    module = shapes[0].module
+    module = chosen[0].module
     mode = contextlib.nullcontext() if module is None else evaluation_mode(module, not training)
     rows: list[ShapeRow] = []
     with mode, torch.set_grad_enabled(grad):
-        for built in shapes:
+        for built in chosen:
             built.mutates = mutates_inputs(built.target, *built.inputs())
             timed = _timed(built, cache, share)
             rows.append(ShapeRow(_shapes_text(profile, built), built.nodes,
-                                 in_graph_ns=built.in_graph_ns, **timed))
-        first = shapes[0]
+                                 in_graph_ns=built.in_graph_ns, calls=built.calls,
+                                 own_in_graph=built.own_in_graph, **timed))
+        first = chosen[0]
         per_call = rows[0].warm_ns if math.isfinite(rows[0].warm_ns) else rows[0].cold_ns
-        found = _variant_rows(first, names, share * len(shapes), per_call) if names else ()
+        found = _variant_rows(first, names, share * len(chosen), per_call) if names else ()
     return ReplayResult(first.name, first.op, first.target_name, rows[0].input_shapes,
                         warm_ns=rows[0].warm_ns, cold_ns=rows[0].cold_ns,
                         in_graph_ns=first.in_graph_ns, budget_s=float(budget), variants=found,
                         shapes=tuple(rows) if len(rows) > 1 else (),
-                        fresh_inputs=first.mutates)
+                        fresh_inputs=first.mutates,
+                        recorded_shapes=len(recorded) if len(recorded) > len(rows) else 0)
+
+
+def _spread(shapes: list[Rebuilt], most: int | None) -> list[Rebuilt]:
+    """At most `most` of the shapes, evenly spread (the first and the last kept).
+
+    Example:
+        >>> [s for s in _spread(list(range(10)), 4)]
+        [0, 3, 6, 9]
+    """
+    if most is not None and (not isinstance(most, int) or isinstance(most, bool) or most < 1):
+        raise ArgumentError(f"shapes must be a positive number of shapes or None, got {most!r}")
+    if most is None or len(shapes) <= most:
+        return shapes
+    if most == 1:
+        return shapes[:1]
+    picks = sorted({round(k * (len(shapes) - 1) / (most - 1)) for k in range(most)})
+    return [shapes[k] for k in picks]
 
 
 def _shapes_text(profile: Profile, built: Rebuilt) -> str:
-    """The input_shapes the profile shows for the node of `built`."""
+    """The input_shapes the profile shows for the node of `built` (for a loop's shape, those
+    of the call rebuilt)."""
+    if built.sized:
+        return spec_text({"tuple": built.spec["args"]})
     return str(node_row(profile, built.name).get("input_shapes", ""))

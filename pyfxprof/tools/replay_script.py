@@ -10,8 +10,8 @@ from typing import Any
 import torch
 
 from ..data.profile import Profile
-from ..errors import PyfxprofError
-from ..run.replay_build import Rebuilt, rebuild
+from ..errors import ArgumentError, PyfxprofError
+from ..run.replay_build import Rebuilt, rebuild, rebuild_shapes, spec_text
 from .replay_script_module import constructor_source, import_lines
 
 #: The script's frame: a tensor maker, the node's call, its inputs and the timing.
@@ -36,18 +36,21 @@ def make(shape, stride, dtype, device, low=0, high=0):
 torch.manual_seed(0)
 torch.set_num_threads({threads})  # as profiled
 {builder}
-args = {args}
-kwargs = {kwargs}
-with torch.set_grad_enabled({grad}):
-    out = fn(*args, **kwargs)
-    timer = benchmark.Timer(stmt="fn(*args, **kwargs)",
-                            globals={{"fn": fn, "args": args, "kwargs": kwargs}})
-    measurement = timer.blocked_autorange(min_run_time=1.0)
+cases = [  # (args, kwargs) of each recorded shape
+{cases}]
 print("torch", torch.__version__, "threads", torch.get_num_threads())
-print("inputs:", [(tuple(a.shape), a.dtype, a.stride()) for a in args if isinstance(a, torch.Tensor)])
-print("output:", [(tuple(o.shape), o.dtype) for o in (out if isinstance(out, (tuple, list)) else [out])
-                  if isinstance(o, torch.Tensor)])
-print(f"median {{measurement.median * 1e6:.2f}} us over {{len(measurement.times)}} blocks")
+with torch.set_grad_enabled({grad}):
+    for args, kwargs in cases:
+        out = fn(*args, **kwargs)
+        timer = benchmark.Timer(stmt="fn(*args, **kwargs)",
+                                globals={{"fn": fn, "args": args, "kwargs": kwargs}})
+        measurement = timer.blocked_autorange(min_run_time={seconds})
+        print("inputs:", [(tuple(a.shape), a.dtype, a.stride()) for a in args
+                          if isinstance(a, torch.Tensor)])
+        print("output:", [(tuple(o.shape), o.dtype) for o in
+                          (out if isinstance(out, (tuple, list)) else [out])
+                          if isinstance(o, torch.Tensor)])
+        print(f"median {{measurement.median * 1e6:.2f}} us over {{len(measurement.times)}} blocks")
 '''
 
 
@@ -99,9 +102,33 @@ def _builder(built: Rebuilt, training: bool) -> str:
     return f"fn = {name}"
 
 
-def replay_script(profile: Profile, node: str, model: Any = None) -> str:
+def _case(built: Rebuilt) -> str:
+    return (f"    ({source_of({'tuple': built.spec['args']})},\n"
+            f"     {source_of({'dict': built.spec['kwargs']})}),\n")
+
+
+def _chosen(profile: Profile, node: str, model: Any, shape: int | str | None) -> list[Rebuilt]:
+    """The rebuilt calls the script times: the node's recorded call (None), the `shape`-th
+    of its recorded shapes (as Profile.replay lists them, from 0) or all of them ("all")."""
+    if shape is None:
+        return [rebuild(profile, node, model)]
+    shapes = rebuild_shapes(profile, node, model)
+    if shape == "all":
+        return shapes
+    if isinstance(shape, bool) or not isinstance(shape, int) or not 0 <= shape < len(shapes):
+        raise ArgumentError(f"shape must be None, 'all' or a shape's number from 0 to "
+                            f"{len(shapes) - 1} (node {node!r} has {len(shapes)} recorded "
+                            f"shape{'s' if len(shapes) > 1 else ''}), got {shape!r}")
+    return [shapes[shape]]
+
+
+def replay_script(profile: Profile, node: str, model: Any = None,
+                  shape: int | str | None = None) -> str:
     """A standalone script (torch and torch.utils.benchmark only) that rebuilds `node` on
     inputs of its recorded shapes, dtypes and strides and prints them and its median.
+    `shape`: for a node that saw several shapes (a module called at several nodes, a
+    Profiler loop's decode step over a growing cache), None for its recorded call, the
+    number of one of the shapes Profile.replay lists (from 0), or "all": a timing each.
 
     Example:
         >>> import pyfxprof
@@ -110,13 +137,15 @@ def replay_script(profile: Profile, node: str, model: Any = None) -> str:
         >>> "torch.nn.Linear(in_features=4, out_features=2" in prof.replay_script("0")
         True
     """
-    built = rebuild(profile, node, model)
-    training = bool(profile.meta.get("training", False))
+    chosen = _chosen(profile, node, model, shape)
+    built, training = chosen[0], bool(profile.meta.get("training", False))
+    shapes = ("; ".join(spec_text({"tuple": b.spec["args"]}) for b in chosen) if
+              len(chosen) > 1 or built.sized else
+              str(profile.nodes.loc[profile.nodes["name"] == built.name, "input_shapes"]
+                  .iloc[0]) if "input_shapes" in profile.nodes else "?")
     return TEMPLATE.format(
         name=built.name, op=built.op, target=built.target_name,
-        builder=_builder(built, training),
-        shapes=str(profile.nodes.loc[profile.nodes["name"] == built.name, "input_shapes"]
-                   .iloc[0]) if "input_shapes" in profile.nodes else "?",
-        args=source_of({"tuple": built.spec["args"]}), kwargs=source_of(
-            {"dict": built.spec["kwargs"]}), grad=bool(profile.meta.get("grad", False)),
-        threads=int(profile.meta.get("threads") or torch.get_num_threads()))
+        builder=_builder(built, training), shapes=shapes,
+        cases="".join(_case(b) for b in chosen), grad=bool(profile.meta.get("grad", False)),
+        threads=int(profile.meta.get("threads") or torch.get_num_threads()),
+        seconds=1.0 if len(chosen) == 1 else max(0.2, round(4.0 / len(chosen), 2)))

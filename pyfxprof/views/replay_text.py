@@ -51,16 +51,32 @@ def _variant_line(row: VariantRow) -> str:
             f"{error}")
 
 
-def _shape_lines(shapes: tuple[ShapeRow, ...]) -> list[str]:
+def _shapes_title(result: ReplayResult) -> str:
+    count = len(result.shapes)
+    if result.recorded_shapes:
+        return f"{count} of {result.recorded_shapes} recorded shapes, evenly spread (a replay each)"
+    return f"{count} recorded shapes (a replay each)"
+
+
+def _in_graph_of(row: ShapeRow) -> str:
+    """Whose in-graph median a shape's row shows: its calls', or the node's over all its
+    calls where the calls could not be matched to shapes."""
+    if not row.own_in_graph:
+        return " (the node's over all its calls: its calls were not matched to shapes)"
+    return f" ({row.calls} call{'s' if row.calls != 1 else ''})" if row.calls else ""
+
+
+def _shape_lines(result: ReplayResult) -> list[str]:
     """A line per recorded shape: its nodes, in-graph and isolated medians."""
-    lines = [f"{len(shapes)} recorded shapes (a replay each):"]
-    for row in shapes:
+    lines = [_shapes_title(result) + ":"]
+    for row in result.shapes:
         alone = row.warm_ns if math.isfinite(row.warm_ns) else row.cold_ns
         ratio = row.in_graph_ns / alone if alone > 0 else math.nan
         nodes = ", ".join(row.nodes[:3]) + (f" +{len(row.nodes) - 3}" if len(row.nodes) > 3
                                              else "")
         lines.append(f"  {row.input_shapes}  [{nodes}]  in graph "
-                     f"{format_ns(row.in_graph_ns)}, warm {format_ns(row.warm_ns)}"
+                     f"{format_ns(row.in_graph_ns)}{_in_graph_of(row)}, warm "
+                     f"{format_ns(row.warm_ns)}"
                      + (f", cold {format_ns(row.cold_ns)}" if math.isfinite(row.cold_ns)
                         else "")
                      + f"  in graph / alone {_ratio_text(ratio)}")
@@ -91,7 +107,7 @@ def replay_table(result: ReplayResult) -> str:
         lines.append("in place: it writes to its inputs, so each timed call ran on a fresh "
                      "copy of them (the copying not timed)")
     if result.shapes:
-        lines.extend(_shape_lines(result.shapes))
+        lines.extend(_shape_lines(result))
     if result.variants:
         lines.append("variants against the as-is replay" + (" of the first shape" if
                      result.shapes else "") + " (interleaved blocks; change [interval], "
@@ -160,11 +176,12 @@ def replay_html(result: ReplayResult) -> str:
              _html_table(["", "median", "in graph / replay"], _time_rows(result))]
     parts += [f"<p>{html.escape(note)}</p>" for note in notes]
     if result.shapes:
+        parts.append(f"<p>{html.escape(_shapes_title(result))}:</p>")
         parts.append(_html_table(
             ["recorded shape", "nodes", "in graph", "warm", "cold"],
             [[html.escape(r.input_shapes), html.escape(", ".join(r.nodes)),
-              format_ns(r.in_graph_ns), format_ns(r.warm_ns), format_ns(r.cold_ns)]
-             for r in result.shapes]))
+              format_ns(r.in_graph_ns) + html.escape(_in_graph_of(r)), format_ns(r.warm_ns),
+              format_ns(r.cold_ns)] for r in result.shapes]))
     if result.variants:
         parts.append("<p>variants against the as-is replay" + (" of the first shape" if
                      result.shapes else "") + " (interleaved blocks):</p>")

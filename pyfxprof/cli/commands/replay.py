@@ -54,8 +54,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                           f"(default {DEFAULTS['runs']})")
     parser.add_argument("--warmup", type=warmup_count, default=DEFAULTS["warmup"], metavar="N",
                         help=f"its warm-up runs (default {DEFAULTS['warmup']})")
+    parser.add_argument("--shapes", type=integer_at_least(1), default=DEFAULTS["shapes"],
+                        metavar="N", help="the most recorded shapes of a node that saw several "
+                                          "(a decode step over a growing cache) replayed, "
+                                          f"evenly spread (default {DEFAULTS['shapes']})")
     parser.add_argument("--script", metavar="PATH",
-                        help="also write a standalone script (torch only) of the node here")
+                        help="also write a standalone script (torch only) of the node here, "
+                             "timing each of its recorded shapes")
     parser.set_defaults(func=run)
     return parser
 
@@ -74,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
         prof = profile(model, inputs, runs=args.runs, warmup=args.warmup, progress=False,
                        alone=False)  # the replay below times the node alone
     result = replay(prof, args.node, model=model, variants=args.variants,
-                    budget=args.budget, cache=args.cache)
+                    budget=args.budget, cache=args.cache, shapes=args.shapes)
     print(result.table())
     if args.script:
-        Path(args.script).write_text(replay_script(prof, args.node, model=model))
+        Path(args.script).write_text(replay_script(prof, args.node, model=model, shape="all"))
         print(f"wrote {args.script}: run it with python (it needs torch only)")
     return 0
