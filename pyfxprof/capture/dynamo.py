@@ -32,7 +32,10 @@ from .torch_compat import isolated_compile_keywords, isolates_recompiles, known_
 #: Values of profile(granularity=...): torch functions and methods, or aten ops.
 GRANULARITIES = ("function", "aten")
 _FRESH = itertools.count()
-_MARKS = "_dynamo_weak_dynamic_indices"  # what torch._dynamo.maybe_mark_dynamic sets
+#: How the attributes Dynamo keeps on a tensor begin (its dynamic-dimension marks, under names
+#: that change between torch releases: ``_dynamo_weak_dynamic_indices``,
+#: ``_has_dynamo_dim_marking``...).
+_MARK_PREFIXES = ("_dynamo_", "_has_dynamo_")
 _ROOT = re.compile(r"^(?:[LG]\[['\"][^'\"]*['\"]\](?:\.__self__)?|self)\.?")
 _ITEM = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
 #: The name Dynamo gives the function resuming `forward` after a graph break at line 8.
@@ -130,7 +133,7 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
         return gm.forward if backend is None else backend(gm, example_inputs)
 
     copied = bound if live else BoundInputs(*copied_alike((bound.args, bound.kwargs)))
-    unmarked = _marked(copied, dynamic, live)
+    marks = _marked(copied, dynamic, live)
     breaks_before = dict(counters["graph_break"])
     isolated = isolated and isolates_recompiles()
     from torch._C._dynamo import eval_frame
@@ -146,8 +149,8 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
                              if isolated else
                              eval_frame._debug_get_cache_entry_list(entry.__code__))
     finally:
-        for tensor in unmarked:  # (the caller's own tensors, as they were)
-            tensor.__dict__.pop(_MARKS, None)
+        for tensor, before in marks:  # (the caller's own tensors, as they were)
+            _restore_marks(tensor, before)
         reset_code = getattr(eval_frame, "_reset_code", None)  # (not in every torch)
         if reset_code is not None:
             reset_code(entry.__code__)
@@ -156,12 +159,41 @@ def run_dynamo(target: Any, bound: BoundInputs, backend: Any = None,
 
 
 def _marked(bound: BoundInputs, dynamic: Any, live: bool) -> list:
-    """Call `dynamic(bound)` (if any); for a `live` call (the caller's own inputs), the
-    tensors it may mark that had no marks before (their marks are taken off after it)."""
-    unmarked = [t for t in input_tensors(bound) if not hasattr(t, _MARKS)] if live else []
+    """Call `dynamic(bound)` (if any); for a `live` call (the caller's own inputs), each
+    tensor with the Dynamo marks it had before (_dynamo_marks), to be put back after it."""
+    marks = [(t, _dynamo_marks(t)) for t in input_tensors(bound)] if live else []
     if dynamic is not None:
         dynamic(bound)
-    return unmarked
+    return marks
+
+
+def _dynamo_marks(tensor: torch.Tensor) -> dict:
+    """The attributes Dynamo keeps on `tensor` (_MARK_PREFIXES), containers copied.
+
+    Example:
+        >>> t = torch.ones(2, 3)
+        >>> torch._dynamo.maybe_mark_dynamic(t, 0)
+        >>> sorted(_dynamo_marks(t))[:1]
+        ['_dynamo_weak_dynamic_indices']
+    """
+    return {name: value.copy() if hasattr(value, "copy") else value
+            for name, value in vars(tensor).items() if name.startswith(_MARK_PREFIXES)}
+
+
+def _restore_marks(tensor: torch.Tensor, before: dict) -> None:
+    """Put `tensor`'s Dynamo marks back as they were (`before`, _dynamo_marks'): those the
+    capture added removed, those it changed restored; its other attributes untouched.
+
+    Example:
+        >>> t = torch.ones(2)
+        >>> torch._dynamo.maybe_mark_dynamic(t, 0)
+        >>> _restore_marks(t, {}); _dynamo_marks(t)
+        {}
+    """
+    for name in [n for n in vars(tensor) if n.startswith(_MARK_PREFIXES) and n not in before]:
+        delattr(tensor, name)
+    for name, value in before.items():
+        setattr(tensor, name, value)
 
 
 def break_reasons(reasons: list[str]) -> list[str]:

@@ -219,3 +219,51 @@ def test_a_counter_written_past_setattr_counts_every_call(how):
     assert timed + sum(p._untimed.values()) == 4
     if not timed:  # not run from Dynamo's code: the reason names the store
         assert any("without a guard" in reason for reason in p._untimed)
+
+
+# The caller's tensors after the loop: no attribute Dynamo keeps on a tensor (its dynamic
+# marks, under any name) is left on them, whatever the signature and sizes of the calls
+# (capture/dynamo.py puts them back as they were; a mark the caller set stays).
+class _Memory(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x, mem, extra=None, pair=()):
+        out = self.fc(x) + mem.mean(1)
+        if extra is not None:
+            out = out + extra.sum()
+        for t in pair:
+            out = out + t.mean()
+        return out
+
+
+SIGNATURES = {
+    "positional": lambda mem: ((torch.zeros(2, 4), mem), {}),
+    "keyword": lambda mem: ((torch.zeros(2, 4),), {"mem": mem, "extra": torch.ones(3)}),
+    "nested": lambda mem: ((torch.zeros(2, 4), mem), {"pair": [torch.ones(2), torch.ones(5)]}),
+}
+
+
+@pytest.mark.parametrize("signature", SIGNATURES)
+@pytest.mark.parametrize("lengths", [(8, 8, 8), (3, 5, 9), (6, 6, 2)])
+@pytest.mark.parametrize("caller_marked", [False, True])
+def test_the_callers_tensors_keep_no_dynamo_mark(signature, lengths, caller_marked):
+    def marks(tensors):
+        return [sorted(k for k in vars(t) if "dynamo" in k) for t in tensors]
+
+    model = _Memory().eval()
+    calls = [SIGNATURES[signature](torch.zeros(2, n, 4)) for n in lengths]
+    tensors = [t for args, kwargs in calls for t in (*args, *kwargs.values())
+               if isinstance(t, torch.Tensor)]
+    tensors += [t for _, kwargs in calls for t in kwargs.get("pair", ())]
+    if caller_marked:
+        torch._dynamo.maybe_mark_dynamic(calls[0][0][0], 0)
+    before = marks(tensors)
+    with pyfxprof.Profiler(model):
+        for args, kwargs in calls:
+            model(*args, **kwargs)
+    assert marks(tensors) == before
+    # and another model compiled later takes them as it would have
+    other = torch.compile(torch.nn.Linear(4, 4), backend="eager")
+    assert other(calls[-1][0][0]).shape == (2, 4)
