@@ -422,6 +422,10 @@ def loop_options(options: dict, capture_options: CaptureOptions | None,
             raise ArgumentError(f"pyfxprof.Profiler captures each call as it runs, where the "
                                 f"model is: leave {name} at its default "
                                 f"{getattr(default, name)!r} (docs/loop.md)")
+    if timing.alone != TIMING.alone:
+        raise ArgumentError("pyfxprof.Profiler times the calls your program makes and no node "
+                            "alone: leave alone out and call replay(node) on a recorded "
+                            "Profile (docs/replay.md)")
     return capture, timing
 
 

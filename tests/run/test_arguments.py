@@ -187,6 +187,14 @@ def test_the_profiler_refuses_options_it_has_no_choice_of_in_one_line(name):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("options", [{"alone": False}, {"alone": ["fc"]},
+                                     {"timing_options": TimingOptions(alone=False)}])
+def test_the_profiler_refuses_alone_in_one_line_pointing_to_replay(options):
+    with pytest.raises(ArgumentError, match=r"no node alone.*replay\(node\)") as error:
+        pyfxprof.Profiler(Net(), **options)
+    assert "\n" not in str(error.value)
+
+
 @pytest.mark.parametrize("taker", ["pyfxprof.profile()", "pyfxprof.compare()",
                                    "pyfxprof.Profiler"])
 def test_an_unknown_keyword_is_one_line_naming_the_valid_ones(taker):
