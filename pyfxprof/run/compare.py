@@ -175,8 +175,9 @@ def _warmed(sides: list, names: list, example_inputs: Any, warmup: int,
     started, runs = time.perf_counter(), 0
     for copies_of_side, name in zip(sides, names):
         for model in copies_of_side:
-            profile(model, example_inputs, runs=1, warmup=warmup, name=name, progress=False,
-                    **profile_options)
+            with graph_runs_only():  # as the blocks will run (no user call, no alone step)
+                profile(model, example_inputs, runs=1, warmup=warmup, name=name,
+                        progress=False, **profile_options)
             runs += warmup + 1
     return (time.perf_counter() - started) / runs
 
