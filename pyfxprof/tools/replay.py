@@ -61,19 +61,16 @@ def replay(profile: Profile, node: str, model: Any = None,
            cache: str = "warm", shapes: int | None = MAX_SHAPES) -> ReplayResult:
     """Rebuild `node` (a node name or module path) alone and time it with bench().
 
-    The node's module (the model's own weights) or function runs on fresh random inputs of
-    its recorded shapes, dtypes and strides, in the profile's grad mode and with the module in
-    eval mode as profiled, on a copy of the module (the model is never changed). A node that
-    writes to its inputs (an in-place op) gets fresh copies at every timed call, made untimed.
-    A node that saw several shapes (a module path called at several nodes; in a Profiler
-    loop's profile a decode step's node over a growing cache) is replayed once per shape
-    (``shapes`` rows, each beside the in-graph median of its calls); `shapes`: the most
-    replayed, evenly spread, first and last kept (None: all). `model`: the profiled model
-    (default: the one profiled, while it is alive). `cache`: "warm" (the same inputs each
-    call), "cold" (inputs and weights rotated through copies larger than the last-level
-    cache) or "both". `variants` (replay_variants.VARIANTS, e.g. ["channels_last",
-    "threads=1"]) are each compared with the as-is call of the first shape in interleaved
-    blocks. `budget`: seconds for the timing, shared between shapes, caches and variants.
+    The node's module (a copy, with the model's weights) or function runs on fresh random
+    inputs of its recorded shapes, dtypes and strides, in the profile's grad and eval modes;
+    an in-place op gets fresh inputs at every call (docs/replay.md). A node that saw several
+    shapes (a module called at several nodes, a decode step over a growing cache) is replayed
+    once per shape, beside the in-graph median of its calls; `shapes`: the most replayed,
+    evenly spread (None: all). `model`: default, the profiled model while it is alive.
+    `cache`: "warm" (the same inputs), "cold" (inputs and weights rotated through copies
+    larger than the last-level cache) or "both". `variants` (replay_variants.VARIANTS, e.g.
+    ["channels_last", "threads=1"]): each against the first shape's as-is call, in
+    interleaved blocks. `budget`: seconds, shared between shapes, caches and variants.
 
     Example:
         >>> import pyfxprof
