@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ArgumentError, first_line
-from .replay_build import on_a_copy, refusal, rebuilt_call
+from .replay_build import NOT_REPLAYED, on_a_copy, refusal, rebuilt_call
 from .replay_inplace import mutates_inputs
 from .replay_timing import measured_alone
 
@@ -25,8 +25,10 @@ BUDGET_SHARE, BUDGET_CAP_S = 0.10, 1.0
 #: name, and at least this many of its calls in the graph: enough blocks for the median's
 #: interval (a row asked gets more, for a narrower one).
 NODE_BUDGET_S, ASKED_BUDGET_S, MIN_CALLS = 0.01, 0.05, 12
-#: alone=True: at most this many rows, each at least this share of the run's median.
-MAX_ROWS, MIN_SHARE = 8, 0.01
+#: alone=True: at most this many rows: first the largest row of each kind of op of at least
+#: KIND_SHARE of the run's median (a BatchNorm after a convolution reads several times its
+#: cost alone: each kind shows it), then the largest others of at least MIN_SHARE.
+MAX_ROWS, MIN_SHARE, KIND_SHARE = 8, 0.01, 0.001
 #: How the nodes are replayed: on the same inputs each call (replay's cache="warm").
 CACHE = "warm"
 #: The nodes-table columns (ns; the note says how it was timed, or why not) and their blanks.
@@ -74,15 +76,27 @@ def asked_rows(frame: pd.DataFrame, names: tuple[str, ...]) -> list[int]:
     return found
 
 
-def top_rows(medians: np.ndarray, run_median: float) -> list[int]:
-    """alone=True's rows: the MAX_ROWS largest medians of at least MIN_SHARE of the run.
+def top_rows(medians: np.ndarray, run_median: float, kinds: Any = None) -> list[int]:
+    """alone=True's rows, at most MAX_ROWS in descending median: the largest row of each of
+    `kinds` (one per row: the module type or function a node calls) of at least KIND_SHARE
+    of the run, then the largest other rows of at least MIN_SHARE.
 
     Example:
         >>> top_rows(np.array([5.0, 300.0, 0.5, 40.0]), 400.0)
         [1, 3, 0]
+        >>> top_rows(np.array([5.0, 300.0, 0.5, 40.0]), 400.0, ["relu", "conv", "bn", "conv"])
+        [1, 3, 0, 2]
     """
-    order = np.argsort(-medians, kind="stable")
-    return [int(i) for i in order if medians[i] >= MIN_SHARE * run_median][:MAX_ROWS]
+    order = [int(i) for i in np.argsort(-medians, kind="stable")]
+    chosen: dict[int, None] = {}
+    if kinds is not None:
+        seen: set = set()
+        for i in order:
+            if medians[i] >= KIND_SHARE * run_median and kinds[i] not in seen | {None}:
+                seen.add(kinds[i])
+                chosen[i] = None
+    chosen.update((i, None) for i in order if medians[i] >= MIN_SHARE * run_median)
+    return sorted(list(chosen)[:MAX_ROWS], key=lambda i: order.index(i))
 
 
 @dataclass
@@ -104,12 +118,12 @@ def timed_alone(frame: pd.DataFrame, intervals: np.ndarray, run_totals: np.ndarr
     count = min(len(frame), intervals.shape[1])
     medians = np.median(intervals[:, :count], axis=0) if len(intervals) else np.zeros(count)
     auto = rows is True
-    chosen = (top_rows(medians, float(np.median(run_totals))) if auto
+    chosen = (top_rows(medians, float(np.median(run_totals)), _kinds(frame)[:count]) if auto
               else asked_rows(frame, rows if isinstance(rows, tuple) else ()))
     budget = min(BUDGET_CAP_S, BUDGET_SHARE * spent_before_s) if auto else math.inf
     columns: dict[str, list] = {name: [blank] * len(frame) for name, blank in COLUMNS.items()}
     started, timed = time.perf_counter(), 0
-    for index in chosen:
+    for index in sorted(chosen, key=lambda i: medians[i]):  # the cheapest first: most kinds
         spent = time.perf_counter() - started
         node_budget = _node_budget(medians[index], NODE_BUDGET_S if auto else ASKED_BUDGET_S)
         row = frame.iloc[index]
@@ -134,6 +148,14 @@ def timed_alone(frame: pd.DataFrame, intervals: np.ndarray, run_totals: np.ndarr
             "chosen": len(chosen), "budget_s": budget if auto else None,
             "spent_s": time.perf_counter() - started}
     return Alone(columns, meta)
+
+
+def _kinds(frame: pd.DataFrame) -> list[str | None]:
+    """Each row's kind of op: its module type (call_module), else its op and target; None
+    for a row that is no op's call (the outside row, a range: never replayed)."""
+    types = frame["module_type"] if "module_type" in frame else [""] * len(frame)
+    return [None if op in NOT_REPLAYED else f"{op}:{module if op == 'call_module' else target}"
+            for op, module, target in zip(frame["op"], types, frame["target"])]
 
 
 def _node_budget(in_graph_ns: float, least: float = NODE_BUDGET_S) -> float:

@@ -8,6 +8,8 @@ import math
 import time
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pandas as pd
 import pytest
 import torch
@@ -155,8 +157,10 @@ def test_defaults_time_the_top_rows_of_a_resnet_like_model_within_the_budget():
     frame = prof.to_dataframe()
     timed = frame[frame["alone_ns"].notna()]
     assert len(timed) <= alone.MAX_ROWS
-    ranked = frame[frame["op"] != "outside_graph"].sort_values("median", ascending=False)
-    assert set(timed["name"]) <= set(ranked["name"].head(alone.MAX_ROWS))
+    nodes = frame[frame["op"] != "outside_graph"]
+    chosen = top_rows(nodes["median"].to_numpy(), float(np.median(prof.run_totals)),
+                      alone._kinds(nodes))
+    assert set(timed["name"]) <= set(nodes["name"].iloc[chosen])
     assert "Alone" in prof.table(width=None)
 
 
@@ -242,3 +246,24 @@ def test_the_rows_chosen_and_asked():
     medians = np.array([0.5, 50.0, 9.0, 9.0, 0.1])
     assert top_rows(medians, 100.0) == [1, 2, 3]  # ties keep order; under 1% of the run left
     assert len(top_rows(np.full(20, 10.0), 100.0)) == alone.MAX_ROWS
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["conv", "bn", "relu", "add", None]),
+                          st.floats(0.0, 1e6)), min_size=1, max_size=30))
+def test_the_top_rows_hold_the_largest_row_of_each_kind(rows):
+    kinds = [k for k, _ in rows]
+    medians = np.array([m for _, m in rows])
+    run = float(medians.sum()) or 1.0
+    chosen = top_rows(medians, run, kinds)
+    assert len(chosen) == len(set(chosen)) <= alone.MAX_ROWS
+    assert list(medians[chosen]) == sorted(medians[chosen], reverse=True)
+    eligible = {k for k, m in rows if k is not None and m >= alone.KIND_SHARE * run}
+    if len(eligible) <= alone.MAX_ROWS:  # each kind's largest row is there
+        for kind in eligible:
+            largest = max(m for k, m in rows if k == kind)
+            assert any(kinds[i] == kind and medians[i] == largest for i in chosen), kind
+    big = [i for i in range(len(rows)) if medians[i] >= alone.MIN_SHARE * run]
+    assert len(chosen) == min(alone.MAX_ROWS, len(set(big) | set(
+        i for kind in eligible for i in [max((j for j in range(len(rows)) if kinds[j] == kind),
+                                              key=lambda j: (medians[j], -j))])))
