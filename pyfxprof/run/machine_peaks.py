@@ -18,7 +18,7 @@ import torch
 from ..data.roofline_ops import KINDS
 from ..errors import PyfxprofError
 from ..timing.call_timer import timed_calls
-from .first_touch import first_touch_cost, first_touch_threshold
+from .first_touch import faults_per_page, first_touch_cost, first_touch_threshold
 from .metadata import cpu_name
 from .peaks_cache import CACHE_ENV, CACHE_VERSION, cache_path, machine_key, read_cache
 
@@ -168,15 +168,17 @@ def peak_rates(device: torch.device, dtypes: tuple[torch.dtype, ...],
 def first_touch(device: torch.device, arrays: tuple[torch.Tensor, torch.Tensor]
                 ) -> dict[str, Any]:
     """The first touch of a fresh output (run.first_touch): ``first_touch_bytes``, the
-    smallest allocation mapped anew on every call (None: none is), and
+    smallest allocation mapped anew on every call (None: none is),
     ``first_touch_ns_per_byte``, what its first write adds per output byte to the triad
-    (0 when none is mapped anew), timed with the triad's `arrays`."""
+    (0 when none is mapped anew), timed with the triad's `arrays`, and
+    ``first_touch_faults_per_page``, the page faults that first write takes per page."""
     threshold = first_touch_threshold(device)
     b, c = arrays
-    cost = 0.0
+    cost, per_page = 0.0, 1.0
     if threshold is not None and 4 * b.numel() >= threshold:
-        cost = first_touch_cost(b, c)
-    return {"first_touch_bytes": threshold, "first_touch_ns_per_byte": cost}
+        cost, per_page = first_touch_cost(b, c), faults_per_page(b, c)
+    return {"first_touch_bytes": threshold, "first_touch_ns_per_byte": cost,
+            "first_touch_faults_per_page": per_page}
 
 
 def _minimal_calls(device: torch.device) -> dict[str, Callable[[], Any]]:
