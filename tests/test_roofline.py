@@ -47,9 +47,9 @@ class InPlace(nn.Module):
 @pytest.fixture
 def one_thread():
     """Torch on one thread for the test. With as many threads as cores on a shared machine a
-    parallel op waits for a scheduler time slice whenever another process holds a core (a
-    2-thread add of 4 MiB measured 10-20 ms instead of 1-3 ms at load 4-5): its time is the
-    scheduler's, not the op's. The peaks are measured at the thread count they hold for."""
+    parallel op waits for a scheduler time slice whenever another process holds a core: its
+    time is the scheduler's, not the op's (docs/roofline.md, "How the known truths are
+    measured"). The peaks are measured at the thread count they hold for."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
