@@ -185,8 +185,9 @@ def roofline_low_efficiency(profile, context: Context) -> list[Suggestion]:
 
 @register_rule("roofline_first_touch")
 def roofline_first_touch(profile, context: Context) -> list[Suggestion]:
-    """Nodes whose fresh outputs the allocator maps anew on every call: part of their time
-    is the first touch of those pages (page faults, zeroing), which a kept buffer avoids."""
+    """Nodes whose fresh outputs the timed runs faulted in (or, in a profile without a fault
+    count, that the allocator maps anew on every call): part of their time is the first
+    touch of those pages (page faults, zeroing), which a kept buffer avoids."""
     frame = _roofline(profile, context)
     if frame is None:
         return []
@@ -195,12 +196,14 @@ def roofline_first_touch(profile, context: Context) -> list[Suggestion]:
     touch = float(np.minimum(fresh["first_touch_ns"], fresh["median_ns"]).sum())
     if fresh.empty or not context.pct(touch) >= MIN_PCT:
         return []
-    peaks = frame.attrs["peaks"]
-    evidence = [f"{plural(len(fresh), 'node')} write fresh outputs of "
-                f"{format_flops(peaks['first_touch_bytes'], 'B')} or more, which this machine "
-                f"maps anew on every call; their first touch costs "
-                f"{peaks['first_touch_ns_per_byte']:.2g} ns per byte (measured with the peaks): "
-                f"{format_ns(touch)} ({format_pct(context.pct(touch))}) of the run"]
+    peaks, faults = frame.attrs["peaks"], profile.meta.get("faults_per_run")
+    which = (f"whose pages the timed runs faulted in ({faults:.0f} page faults per run)"
+             if faults is not None else
+             f"of {format_flops(peaks['first_touch_bytes'], 'B')} or more, which this machine "
+             "maps anew on every call")
+    evidence = [f"{plural(len(fresh), 'node')} write fresh outputs {which}; their first touch "
+                f"costs {peaks['first_touch_ns_per_byte']:.2g} ns per byte (measured with the "
+                f"peaks): {format_ns(touch)} ({format_pct(context.pct(touch))}) of the run"]
     evidence += context.cite_many(fresh.itertuples(), lambda e: (
         f"{_line(context, e)}, first touch {format_ns(e.first_touch_ns)}"))
     return [Suggestion(

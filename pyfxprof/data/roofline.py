@@ -100,9 +100,12 @@ def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
 
 def first_touch_ns(nodes: pd.DataFrame, peaks: dict) -> np.ndarray:
     """Per node, what first touching its fresh outputs costs at least (docs/roofline.md):
-    ``fresh_out_bytes`` x the peaks' ``first_touch_ns_per_byte`` where its largest fresh
-    output (``fresh_out_largest``) reaches ``first_touch_bytes``, the smallest allocation
-    the machine maps anew on every call; 0 elsewhere, and for peaks or nodes without them.
+    the peaks' ``first_touch_ns_per_byte`` x the bytes its timed runs faulted in
+    (``faulted_bytes``, from the page faults measured around them: faulted_bytes) where
+    the nodes have them; else (a profile without a fault count) x ``fresh_out_bytes`` where
+    its largest fresh output (``fresh_out_largest``) reaches ``first_touch_bytes``, the
+    smallest allocation the machine maps anew on every call; 0 elsewhere, and for peaks or
+    nodes without them.
 
     Example:
         >>> nodes = pd.DataFrame({"fresh_out_bytes": [64 << 20, 1 << 20],
@@ -112,11 +115,36 @@ def first_touch_ns(nodes: pd.DataFrame, peaks: dict) -> np.ndarray:
         [33554432.0, 0.0]
     """
     threshold, cost = peaks.get("first_touch_bytes"), peaks.get("first_touch_ns_per_byte")
+    if "faulted_bytes" in nodes and cost:
+        return np.nan_to_num(_column(nodes, "faulted_bytes", 0.0)) * float(cost)
     if not threshold or not cost:
         return np.zeros(len(nodes))
     largest = np.nan_to_num(_column(nodes, "fresh_out_largest", 0.0))
     return np.where(largest >= float(threshold),
                     np.nan_to_num(_column(nodes, "fresh_out_bytes", 0.0)) * float(cost), 0.0)
+
+
+def faulted_bytes(nodes: pd.DataFrame, meta: dict, peaks: dict) -> np.ndarray | None:
+    """Per node, the bytes of its fresh outputs its timed runs faulted in: the minor page
+    faults the process took per timed run (``meta["faults_per_run"]``, in a steady state
+    all of them from fresh allocations) over those a first touch takes per page (the
+    peaks' ``first_touch_faults_per_page``, default 1) x ``meta["page_bytes"]``, shared
+    among the nodes in proportion to their ``fresh_out_bytes`` and each at most those
+    (faults are counted per run, not per node); None for a profile without a fault count.
+
+    Example:
+        >>> nodes = pd.DataFrame({"fresh_out_bytes": [3 << 20, 1 << 20, 0]})
+        >>> meta = {"faults_per_run": 1024, "page_bytes": 4096}
+        >>> (faulted_bytes(nodes, meta, {"first_touch_faults_per_page": 2.0}) / 2**20).tolist()
+        [1.5, 0.5, 0.0]
+    """
+    per_run, page = meta.get("faults_per_run"), meta.get("page_bytes")
+    if per_run is None or not page:
+        return None
+    pages = max(float(per_run), 0.0) / float(peaks.get("first_touch_faults_per_page") or 1.0)
+    fresh = np.nan_to_num(_column(nodes, "fresh_out_bytes", 0.0))
+    total = float(fresh.sum())
+    return np.minimum(fresh * (pages * float(page) / total if total > 0 else 0.0), fresh)
 
 
 def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, roof: np.ndarray,
@@ -221,6 +249,10 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
     found = profile_peaks(profile, peaks)
     mask = model_nodes(profile.nodes) & ~profile.nodes["op"].isin(TRAINING_ROWS).to_numpy()
     nodes = profile.nodes[mask].reset_index(drop=True)
+    faulted = None if profile.backward_samples is not None else faulted_bytes(  # (a training
+        nodes, profile.meta, found)            # step's faults are its backward's too)
+    if faulted is not None:
+        nodes = nodes.assign(faulted_bytes=faulted)
     frames = [_rows(nodes, _samples(profile)[:, mask], found, group_by, depth, "")]
     if profile.backward_samples is not None:
         timed = profile.backward_samples[:, mask]
@@ -256,7 +288,8 @@ def backward_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
         >>> backward_nodes(nodes).iloc[0].tolist()
         [20, 3, 16, 8, 2]
     """
-    work = nodes.drop(columns=["fresh_out_bytes", "fresh_out_largest"], errors="ignore")
+    work = nodes.drop(columns=["fresh_out_bytes", "fresh_out_largest", "faulted_bytes"],
+                      errors="ignore")
     for column in ("flops", "in_bytes", "param_bytes"):
         if column in work:
             work[column] = 2 * pd.to_numeric(work[column], errors="coerce")

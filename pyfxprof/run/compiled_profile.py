@@ -163,7 +163,7 @@ def timed_profile(executor: CompiledExecutor, frame: pd.DataFrame, args: tuple,
     outside row (data.outside_graph.with_compiled_call); None: the runs alone."""
     drops_before = RECORDER.start()
     with executor:
-        timings, run_noise, warmup_totals, warmup, device_samples = timed_runs(
+        timings, run_noise, warmup_totals, warmup, device_samples, _ = timed_runs(
             executor, args, given.runs, given.warmup, given.progress, frame, call)
     name = meta.pop("name")
     meta = run_meta(given.model, name, device_events=executor.device is not None,

@@ -4,10 +4,12 @@ kernel at their first write), and the time per byte that first touch adds to a s
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import mmap
 import time
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import torch
 
@@ -36,6 +38,33 @@ def minor_faults() -> int:
     """
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+@dataclass
+class FaultCount:
+    """The minor page faults per run of a block of runs (faults_per_run); None until the
+    block ends, and without getrusage."""
+
+    per_run: float | None = None
+
+
+@contextlib.contextmanager
+def faults_per_run(runs: int) -> Iterator[FaultCount]:
+    """The process's minor page faults (all its threads) over the block, per run of its
+    `runs`: what the runs' fresh outputs faulted in (docs/roofline.md, "Fresh outputs").
+    Two getrusage calls in all, outside the runs.
+
+    Example:
+        >>> with faults_per_run(2) as faults:
+        ...     _ = [torch.ones(1 << 20) for _ in range(2)]
+        >>> faults.per_run is None or faults.per_run >= 0
+        True
+    """
+    count = FaultCount()
+    before = minor_faults() if HAS_GETRUSAGE else None
+    yield count
+    if before is not None and runs > 0:
+        count.per_run = (minor_faults() - before) / runs
 
 
 def mapped_anew(size: int) -> bool:
@@ -81,6 +110,26 @@ def _seconds(call: Callable[[], torch.Tensor], kept: list) -> float:
     begin = time.perf_counter()
     kept.append(call())
     return time.perf_counter() - begin
+
+
+def faults_per_page(b: torch.Tensor, c: torch.Tensor, calls: int = 3) -> float:
+    """The minor page faults per output page of the triad a = b + 3c into a fresh output
+    (the fewest of `calls`, each output freed after its call): what first touching a page
+    mapped anew takes on this kernel (one or more faults); 1.0 without getrusage.
+
+    Example:
+        >>> b = c = torch.ones(1 << 10)
+        >>> faults_per_page(b, c, calls=2) >= 0
+        True
+    """
+    if not HAS_GETRUSAGE:
+        return 1.0
+    counts = []
+    for _ in range(calls):
+        before = minor_faults()
+        torch.add(b, c, alpha=3.0)
+        counts.append(minor_faults() - before)
+    return min(counts) * PAGE_BYTES / (b.numel() * b.element_size())
 
 
 def first_touch_cost(b: torch.Tensor, c: torch.Tensor, repeats: int = 5) -> float:

@@ -7,26 +7,34 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from ..data.roofline_ops import KINDS
 from ..errors import PyfxprofError
 from ..timing.call_timer import timed_calls
-from .first_touch import first_touch_cost, first_touch_threshold
+from .first_touch import faults_per_page, first_touch_cost, first_touch_threshold
 from .metadata import cpu_name
 from .peaks_cache import CACHE_ENV, CACHE_VERSION, cache_path, machine_key, read_cache
 
 #: Dtypes whose GEMM peak is measured.
 GEMM_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-#: A GEMM grows (doubling n from 256) until one product takes this long, or n reaches the
-#: cap of its device.
-GEMM_SECONDS, GEMM_MAX_N = 0.05, {"cpu": 4096, "cuda": 16384}
+#: A GEMM grows (doubling n from 256) until one product takes GEMM_SECONDS and its rate
+#: grew less than GEMM_GROWTH times with the last doubling, or n reaches the cap of its
+#: device; never to a product of GEMM_MAX_SECONDS: short trials, so that many fit between
+#: a shared machine's slow phases.
+GEMM_SECONDS, GEMM_GROWTH, GEMM_MAX_SECONDS = 0.01, 1.25, 0.1
+GEMM_MAX_N = {"cpu": 4096, "cuda": 16384}
 #: Each triad array holds at least this many times the last-level cache, and 64 MiB.
 LLC_FACTOR, MIN_ARRAY_BYTES = 4, 64 << 20
+#: Rounds of interleaved trials the peaks are the best of: each round times one product
+#: per dtype and one triad, in turn.
+PEAK_ROUNDS = 15
 
 
 def _synchronized(device: torch.device) -> Callable[[], None]:
@@ -34,38 +42,73 @@ def _synchronized(device: torch.device) -> Callable[[], None]:
     return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
 
 
-def best_seconds(call: Callable[[], Any], device: torch.device, repeats: int = 5) -> float:
-    """The fastest of `repeats` timed calls of `call` after one untimed call: on a GPU from
-    CUDA events (the device's timers), on the CPU from perf_counter."""
-    call()
+def seconds_of(call: Callable[[], Any], device: torch.device) -> float:
+    """Seconds of one call of `call`: on a GPU from CUDA events (the device's timers), on
+    the CPU from perf_counter.
+
+    Example:
+        >>> seconds_of(lambda: None, torch.device("cpu")) >= 0
+        True
+    """
     if device.type == "cuda":
-        times = []
-        for _ in range(repeats):
-            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-            start.record()
-            call()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        return min(times)
-    return float(timed_calls(call, calls=repeats, clock=time.perf_counter).min())
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+    begin = time.perf_counter()
+    call()
+    return time.perf_counter() - begin
 
 
-def gemm_peak(dtype: torch.dtype, device: torch.device) -> tuple[float, int]:
-    """(FLOP/s, n): the best rate of n x n x n products (2n³ FLOPs), n doubling from 256
-    until one product takes GEMM_SECONDS or n reaches GEMM_MAX_N; a slow dtype stops at
-    the size that took that long."""
-    best, n, cap = 0.0, 256, GEMM_MAX_N[device.type]
-    while True:
-        a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
-        out = torch.empty(n, n, device=device, dtype=dtype)
-        seconds = best_seconds(lambda: torch.mm(a, b, out=out), device,
-                               repeats=3 if n < cap else 5)
-        rate = 2.0 * n ** 3 / seconds
-        best = max(best, rate)
-        if seconds >= GEMM_SECONDS or n >= cap:
-            return best, n
-        n *= 2
+def interleaved_seconds(calls: dict[str, Callable[[], Any]], device: torch.device,
+                        rounds: int = PEAK_ROUNDS) -> dict[str, np.ndarray]:
+    """Each call's seconds in each of `rounds` rounds, a round timing every call once in
+    turn (after one untimed call of each): a slow phase of a shared machine (everything
+    slower for a second or two) or another process's burst hits a few trials of every
+    measurement rather than all trials of one.
+
+    Example:
+        >>> times = interleaved_seconds({"a": lambda: None, "b": lambda: None},
+        ...                             torch.device("cpu"), rounds=3)
+        >>> {name: len(seconds) for name, seconds in times.items()}
+        {'a': 3, 'b': 3}
+    """
+    for call in calls.values():
+        call()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            times[name].append(seconds_of(call, device))
+    return {name: np.array(seconds) for name, seconds in times.items()}
+
+
+def gemm_trial(dtype: torch.dtype, device: torch.device, n: int) -> Callable[[], Any]:
+    """One n x n x n product (2n³ FLOPs) of `dtype` on `device`, into a kept output."""
+    a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
+    out = torch.empty(n, n, device=device, dtype=dtype)
+    return lambda: torch.mm(a, b, out=out)
+
+
+def gemm_size(dtype: torch.dtype, device: torch.device) -> int:
+    """The n of the GEMM trials: doubled from 256 (each size timed as the best of two
+    products) until a product takes GEMM_SECONDS and its rate grew less than GEMM_GROWTH
+    times over the previous size's (the rate has saturated; a fixed delay such as a
+    scheduler's time slice on a loaded machine does not stop it early), or n reaches
+    GEMM_MAX_N; a size whose product takes GEMM_MAX_SECONDS or more is not used (a slow
+    dtype stays at the last size under it)."""
+    n, cap, last_rate = 256, GEMM_MAX_N[device.type], 0.0
+    while n < cap:
+        best = interleaved_seconds({"gemm": gemm_trial(dtype, device, n)}, device,
+                                   rounds=2)["gemm"].min()
+        if best >= GEMM_MAX_SECONDS:
+            return max(n // 2, 256)
+        rate = 2.0 * n ** 3 / best
+        if best >= GEMM_SECONDS and rate < GEMM_GROWTH * last_rate:
+            return n
+        last_rate, n = max(last_rate, rate), n * 2
+    return n
 
 
 def last_level_cache_bytes(device: torch.device) -> int:
@@ -88,29 +131,54 @@ def triad_arrays(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.rand(count, device=device), torch.rand(count, device=device)
 
 
+def triad_trial(arrays: tuple[torch.Tensor, torch.Tensor]) -> tuple[Callable[[], Any], int]:
+    """(call, bytes): a = b + s·c (STREAM's triad) over `arrays` into a kept output, and the
+    bytes it moves (2 reads and 1 write per element, counted as 3 x 4 bytes)."""
+    b, c = arrays
+    a = torch.empty_like(b)
+    return (lambda: torch.add(b, c, alpha=3.0, out=a)), 3 * 4 * b.numel()
+
+
 def triad_bandwidth(device: torch.device, arrays: tuple[torch.Tensor, torch.Tensor] | None = None
                     ) -> tuple[float, int]:
-    """(bytes/s, bytes per array) of a = b + s·c (STREAM's triad: 2 reads and 1 write per
-    element, counted as 3 x 4 bytes) over `arrays` (default: triad_arrays) into a kept
-    output; the best of 5 runs."""
-    b, c = arrays if arrays is not None else triad_arrays(device)
-    a = torch.empty_like(b)
-    seconds = best_seconds(lambda: torch.add(b, c, alpha=3.0, out=a), device)
-    return 3.0 * 4 * b.numel() / seconds, 4 * b.numel()
+    """(bytes/s, bytes per array) of the triad (triad_trial) over `arrays` (default:
+    triad_arrays), the best of PEAK_ROUNDS trials."""
+    arrays = arrays if arrays is not None else triad_arrays(device)
+    call, moved = triad_trial(arrays)
+    best = interleaved_seconds({"triad": call}, device)["triad"].min()
+    return moved / best, moved // 3
+
+
+def peak_rates(device: torch.device, dtypes: tuple[torch.dtype, ...],
+               arrays: tuple[torch.Tensor, torch.Tensor]) -> tuple[dict[str, float], float,
+                                                                     dict[str, int]]:
+    """(GEMM FLOP/s per dtype name, triad bytes/s, GEMM n per dtype name): the best of
+    PEAK_ROUNDS interleaved rounds, each timing one product per dtype (of gemm_size) and
+    one triad over `arrays`."""
+    names = {dtype: str(dtype).replace("torch.", "") for dtype in dtypes}
+    sizes = {names[dtype]: gemm_size(dtype, device) for dtype in dtypes}
+    triad, moved = triad_trial(arrays)
+    calls = {names[dtype]: gemm_trial(dtype, device, sizes[names[dtype]]) for dtype in dtypes}
+    best = {name: seconds.min() for name, seconds in
+            interleaved_seconds({**calls, " triad": triad}, device).items()}
+    flops = {name: 2.0 * n ** 3 / float(best[name]) for name, n in sizes.items()}
+    return flops, moved / float(best[" triad"]), sizes
 
 
 def first_touch(device: torch.device, arrays: tuple[torch.Tensor, torch.Tensor]
                 ) -> dict[str, Any]:
     """The first touch of a fresh output (run.first_touch): ``first_touch_bytes``, the
-    smallest allocation mapped anew on every call (None: none is), and
+    smallest allocation mapped anew on every call (None: none is),
     ``first_touch_ns_per_byte``, what its first write adds per output byte to the triad
-    (0 when none is mapped anew), timed with the triad's `arrays`."""
+    (0 when none is mapped anew), timed with the triad's `arrays`, and
+    ``first_touch_faults_per_page``, the page faults that first write takes per page."""
     threshold = first_touch_threshold(device)
     b, c = arrays
-    cost = 0.0
+    cost, per_page = 0.0, 1.0
     if threshold is not None and 4 * b.numel() >= threshold:
-        cost = first_touch_cost(b, c)
-    return {"first_touch_bytes": threshold, "first_touch_ns_per_byte": cost}
+        cost, per_page = first_touch_cost(b, c), faults_per_page(b, c)
+    return {"first_touch_bytes": threshold, "first_touch_ns_per_byte": cost,
+            "first_touch_faults_per_page": per_page}
 
 
 def _minimal_calls(device: torch.device) -> dict[str, Callable[[], Any]]:
@@ -153,27 +221,38 @@ def measure_peaks(device: torch.device,
     dtype of `dtypes`, the triad bandwidth, the first touch of a fresh output (first_touch),
     the op kinds' fixed costs, and how and when they were measured."""
     with torch.inference_mode():
-        gemms = {str(dtype).replace("torch.", ""): gemm_peak(dtype, device)
-                 for dtype in dtypes}
         arrays = triad_arrays(device)
-        bandwidth, array_bytes = triad_bandwidth(device, arrays)
+        flops, bandwidth, sizes = peak_rates(device, dtypes, arrays)
         touch = first_touch(device, arrays)
+        array_bytes = 4 * arrays[0].numel()
         del arrays
-    timer = "CUDA events" if device.type == "cuda" else "perf_counter"
     return {
-        "key": machine_key(device, cpu_name()), "device": str(device),
-        "flops": {name: rate for name, (rate, _) in gemms.items()},
+        "key": machine_key(device, cpu_name()), "device": str(device), "flops": flops,
         "bandwidth": bandwidth, **touch, "fixed_ns": fixed_costs(device),
         "threads": torch.get_num_threads(),
         "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
-        "how": (f"GEMM: best of torch.mm n x n x n (2n³ FLOPs), n doubled from 256 to "
-                f"{', '.join(f'{name} {n}' for name, (_, n) in gemms.items())}; triad: "
-                f"best of 5 a = b + 3c over float32 arrays of {array_bytes >> 20} MiB "
-                f"(last-level cache {last_level_cache_bytes(device) >> 20} MiB), 12 bytes "
-                f"per element; first touch: {_first_touch_how(touch)}; fixed costs: best of "
-                f"5 loops of 200 minimal calls; {timer}; "
-                f"{torch.get_num_threads()} threads")}
+        "how": _how(device, sizes, array_bytes, touch)}
+
+
+def _how(device: torch.device, sizes: dict[str, int], array_bytes: int,
+         touch: dict[str, Any]) -> str:
+    """How the peaks were measured, in words (sizes, rounds, timer, threads, load)."""
+    timer = "CUDA events" if device.type == "cuda" else "perf_counter"
+    gemms = ", ".join(f"{name} {n}" for name, n in sizes.items())
+    return (f"best of {PEAK_ROUNDS} interleaved rounds, each one GEMM per dtype (torch.mm "
+            f"n x n x n, 2n³ FLOPs; n doubled from 256 until one took {GEMM_SECONDS * 1e3:g} "
+            f"ms and its rate grew less than {GEMM_GROWTH:g}x: {gemms}) and one triad a = b + 3c over float32 arrays of {array_bytes >> 20} "
+            f"MiB (last-level cache {last_level_cache_bytes(device) >> 20} MiB), 12 bytes per "
+            f"element; first touch: {_first_touch_how(touch)}; fixed costs: best of 5 loops "
+            f"of 200 minimal calls; {timer}; {torch.get_num_threads()} threads; {_load()}")
+
+
+def _load() -> str:
+    """The load average when the peaks were measured, in words (a loaded machine gives low
+    peaks)."""
+    getloadavg = getattr(os, "getloadavg", None)
+    return f"load average {getloadavg()[0]:.2f}" if getloadavg else "load average unknown"
 
 
 def _first_touch_how(touch: dict[str, Any]) -> str:

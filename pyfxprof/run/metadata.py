@@ -20,6 +20,7 @@ from ..capture.placement import device_of
 from ..timing.device_events import event_record_cost_ns
 from ..timing.native import _C
 from .distributed import rank_meta
+from .first_touch import PAGE_BYTES
 from .peaks_cache import cached_peaks
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ def profile_meta(given: Arguments, prepared: Prepared, measured: Measured, modes
                     warmup_auto=given.warmup == "auto",
                     grad=given.grad, dropped_records=measured.dropped_records,
                     warmup_totals_ns=measured.warmup_totals, wall_s=clock.seconds,
+                    faults_per_run=measured.faults_per_run, page_bytes=PAGE_BYTES,
                     **prepared.memory_meta)
 
 

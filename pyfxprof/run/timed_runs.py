@@ -21,6 +21,7 @@ from ..timing.failures import node_kind, run_failure
 from ..timing.recorder import RECORDER
 from ..timing.run_table import check_fits_in_memory
 from .alone import Alone, alone_rows, asked_rows, timed_alone
+from .first_touch import faults_per_run
 from .noise import RunMeter
 from .progress import Progress
 from .user_call import UserCall, user_call_timed
@@ -41,8 +42,9 @@ class Measured:
     """What profile()'s runs measured: the timings, the per-run noise (run.noise), the warm-up
     runs' wall ns (None for those preempted), how many warm-up runs ran, the executor that ran
     them (a training one for backward=True), the user's call (None when not timed apart), the
-    records the buffer dropped meanwhile, the device samples (None: host timing only) and
-    the nodes timed alone after the runs (None: not asked, or not for this profile)."""
+    records the buffer dropped meanwhile, the device samples (None: host timing only), the
+    nodes timed alone after the runs (None: not asked, or not for this profile) and the
+    process's minor page faults per timed run (run.first_touch.faults_per_run)."""
 
     timings: RunTimings
     run_noise: np.ndarray | None
@@ -53,6 +55,7 @@ class Measured:
     dropped_records: int
     device_samples: np.ndarray | None
     alone: Alone | None = None
+    faults_per_run: float | None = None
 
 
 def measured(executor: Any, drops_before: int, prepared: Prepared, given: Arguments,
@@ -78,7 +81,7 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
     with executor as running:
         timings = timed_runs(running, prepared.args, given.runs, given.warmup, given.progress,
                              prepared.frame, call, clock)
-    measured_runs, run_noise, warmup_totals, warmup, device_samples = timings
+    measured_runs, run_noise, warmup_totals, warmup, device_samples, faults = timings
     alone = None
     if rows:
         spent = sum(clock.seconds.values())
@@ -86,7 +89,7 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
             alone = timed_alone(prepared.frame, measured_runs.intervals,
                                 measured_runs.run_totals, model, rows, spent)
     return Measured(measured_runs, run_noise, warmup_totals, warmup, running, call,
-                    RECORDER.dropped_total - drops_before, device_samples, alone)
+                    RECORDER.dropped_total - drops_before, device_samples, alone, faults)
 
 
 def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame,
@@ -130,9 +133,9 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
                frame: pd.DataFrame, call: UserCall | None = None,
                clock: StepClock | None = None
                ) -> tuple[RunTimings, np.ndarray | None, list[int | None], int,
-                          np.ndarray | None]:
+                          np.ndarray | None, float | None]:
     """The timings, the per-run noise (run.noise), the warm-up runs' wall ns (None for
-    those preempted), their number (`warmup`: a count or "auto": warm_up) and the
+    those preempted), their number (`warmup`: a count or "auto": warm_up), the
     executor's device samples (None: host timing only), both read before the user's call
     is timed (its run resets the executor); the nodes
     `frame` names a node that raises. `call`: the user's own call, inside which every run
@@ -140,7 +143,8 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
     invocation), then profiled by function and timed plainly after the runs
     (UserCall.after_runs). `clock` gets the wall time of the warm-up, the timed runs, the
     call's preparation and the call's timing. First, a one-line error when `runs` rows
-    cannot fit in memory (timing.run_table; the executor's reset checks its exact need)."""
+    cannot fit in memory (timing.run_table; the executor's reset checks its exact need);
+    last, the minor page faults per timed run (run.first_touch.faults_per_run)."""
     check_fits_in_memory(runs, len(frame))
     clock = clock or StepClock()
     meter = RunMeter()
@@ -156,7 +160,7 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
     if call is not None and call.around is not None:
         call.around.walls_ns.clear()  # the warm-up runs' calls
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
-    with clock.step("timed_runs"):
+    with clock.step("timed_runs"), faults_per_run(runs) as faults:
         meter.read()
         for done in range(1, runs + 1):
             run_once(executor, args, f"timed run {done} of {runs}", frame, runner)
@@ -172,4 +176,4 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
             call.after_runs(lambda: executor.run(args), runs)
             executor.reset()  # the breakdown's graph run, if it was the executor's
         clock.moved("user_call", "call_timed", sum(call.walls_ns) / 1e9)
-    return timings, run_noise, warmup_totals, warmup, device_samples
+    return timings, run_noise, warmup_totals, warmup, device_samples, faults.per_run

@@ -22,13 +22,12 @@ def peaks_text(peaks: dict) -> str:
         'peaks measured 2026-12-07T06:00:00+00:00 (2 threads): GEMM float32 150 GFLOP/s · triad 20.0 GB/s'
         >>> peaks_text({"flops": {}, "bandwidth": 2e10, "first_touch_bytes": 32 << 20,
         ...             "first_touch_ns_per_byte": 0.9}).split(" · ")[-1]
-        'first touch of fresh outputs from 33.6 MB 0.9 ns/byte'
+        'first touch of fresh outputs 0.9 ns/byte (every call from 33.6 MB)'
     """
     rates = " · ".join(f"GEMM {name} {format_flops(rate, 'FLOP/s')}"
                        for name, rate in peaks["flops"].items() if rate)
-    touch = (f" · first touch of fresh outputs from "
-             f"{format_flops(peaks['first_touch_bytes'], 'B')} "
-             f"{peaks['first_touch_ns_per_byte']:.2g} ns/byte"
+    touch = (f" · first touch of fresh outputs {peaks['first_touch_ns_per_byte']:.2g} ns/byte "
+             f"(every call from {format_flops(peaks['first_touch_bytes'], 'B')})"
              if peaks.get("first_touch_bytes") and peaks.get("first_touch_ns_per_byte") else "")
     return (f"peaks measured {peaks.get('measured_at', '?')} ({peaks.get('threads', '?')} "
             f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}{touch}")

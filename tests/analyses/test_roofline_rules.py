@@ -84,3 +84,17 @@ def test_fresh_outputs_first_touched_on_every_call_are_to_keep_in_a_buffer():
     assert "out=" in advice[0].action
     assert not [item for item in advise(toy_profile(rows, np.full((5, 2), 10**7)),
                                         rules=RULES) if item.rule == "roofline_first_touch"]
+
+
+def test_the_pages_the_runs_faulted_are_cited_and_charged():
+    touch = {**PEAKS, "first_touch_bytes": 32 << 20, "first_touch_ns_per_byte": 0.5}
+    rows = [dict(node(name, "torch.add", vector=8e6, read=12e6, written=4e6),
+                 fresh_out_bytes=size, fresh_out_largest=size)
+            for name, size in (("faulted", 4 << 20), ("kept", 0))]
+    profile = toy_profile(rows, np.array([[10_000_000, 10_000_000]] * 5), peaks=touch)
+    profile.meta.update(faults_per_run=512, page_bytes=4096)  # half the 4 MiB output
+    advice = [item for item in advise(profile, rules=RULES)
+              if item.rule == "roofline_first_touch"]
+    assert len(advice) == 1 and advice[0].nodes == ["faulted"]
+    assert advice[0].expected_saving_ns == (2 << 20) * 0.5
+    assert "512 page faults per run" in advice[0].evidence[0]

@@ -225,6 +225,30 @@ def test_fresh_outputs_the_machine_maps_anew_are_charged_their_first_touch(fresh
     assert without["first_touch_ns"] == 0 and without["roof_ns"] == pytest.approx(9.6e6)
 
 
+@given(faults=st.integers(0, 40_000), per_page=st.sampled_from([1.0, 2.0]),
+       fresh=st.lists(st.integers(0, 64 << 20), min_size=1, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_a_profile_with_a_fault_count_is_charged_the_pages_its_runs_faulted(faults, per_page,
+                                                                            fresh):
+    """Whatever the sizes (below glibc's threshold too): the faults per run, over the faults
+    a first touch takes per page, in pages, shared by fresh bytes, each node at most its
+    fresh outputs, at the measured ns per byte."""
+    rows = [dict(node(f"n{i}", "torch.add", vector=8, read=64, written=max(size, 1)),
+                 fresh_out_bytes=size, fresh_out_largest=size) for i, size in enumerate(fresh)]
+    samples = np.full((9, len(rows)), 40_000_000)
+    profile = toy_profile(rows, samples, peaks={**TOUCH, "first_touch_faults_per_page":
+                                                per_page})
+    profile.meta.update(faults_per_run=faults, page_bytes=4096)
+    frame = roofline(profile)
+    total = sum(fresh)
+    for size, touch in zip(fresh, frame["first_touch_ns"]):
+        share = faults / per_page * 4096 * size / total if total else 0.0
+        assert touch == pytest.approx(min(share, size) * 0.5)
+    del profile.meta["faults_per_run"]  # an older profile: the threshold rule
+    assert roofline(profile)["first_touch_ns"].tolist() == pytest.approx(
+        [size * 0.5 if size >= 32 << 20 else 0.0 for size in fresh])
+
+
 def test_first_touch_sums_per_module_and_is_named_in_the_header():
     rows = [dict(node("a", "torch.add", vector=8e6, read=64e6, written=32e6, path="m"),
                  fresh_out_bytes=32 << 20, fresh_out_largest=32 << 20),
@@ -234,7 +258,8 @@ def test_first_touch_sums_per_module_and_is_named_in_the_header():
     nodes, modules = profile_roofline(profile), profile_roofline(profile, group_by="module")
     assert modules["first_touch_ns"].tolist() == [pytest.approx(nodes["first_touch_ns"].sum())]
     assert modules["roof_ns"].tolist() == [pytest.approx(nodes["roof_ns"].sum())]
-    assert "first touch of fresh outputs from 33.6 MB 0.5 ns/byte" in nodes.attrs["header"]
+    assert ("first touch of fresh outputs 0.5 ns/byte (every call from 33.6 MB)"
+            in nodes.attrs["header"])
 
 
 def test_backward_rows_are_not_charged_a_first_touch():

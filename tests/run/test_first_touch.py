@@ -42,6 +42,22 @@ def test_a_gpu_has_no_first_touch():
     assert first_touch.first_touch_threshold(torch.device("cuda")) is None
 
 
+@pytest.mark.parametrize("megabytes", [64, 96])
+def test_a_block_of_runs_counts_the_faults_of_its_fresh_outputs_per_run(megabytes):
+    """Outputs glibc maps anew (from 32 MiB) fault every page on every run: the count per
+    run is at least half the output's pages, and the kernel's faults per first-touched page
+    (faults_per_page) at least half a fault."""
+    size, runs = megabytes << 20, 3
+    if (first_touch.first_touch_threshold(torch.device("cpu")) or size + 1) > size:
+        pytest.skip("this allocator reuses such an allocation")
+    b = c = torch.ones(size // 4)
+    with first_touch.faults_per_run(runs) as faults:
+        for _ in range(runs):
+            torch.add(b, c, alpha=3.0)
+    assert faults.per_run >= 0.5 * size / first_touch.PAGE_BYTES
+    assert first_touch.faults_per_page(b, c) >= 0.5
+
+
 def test_a_fresh_output_above_the_threshold_costs_more_than_a_kept_one():
     threshold = first_touch.first_touch_threshold(torch.device("cpu"))
     if threshold is None:

@@ -72,6 +72,28 @@ def test_the_triad_arrays_are_far_larger_than_the_last_level_cache():
     assert array_bytes >= max(4 * cache, peaks_module.MIN_ARRAY_BYTES) - 4 and rate > 0
 
 
+def test_trials_are_interleaved_round_by_round():
+    order = []
+    calls = {name: (lambda name=name: order.append(name)) for name in "abc"}
+    times = peaks_module.interleaved_seconds(calls, torch.device("cpu"), rounds=4)
+    assert order == list("abc") * 5  # one untimed call of each, then 4 rounds in turn
+    assert {name: len(seconds) for name, seconds in times.items()} == dict.fromkeys("abc", 4)
+    assert all((seconds >= 0).all() for seconds in times.values())
+
+
+def test_the_gemm_size_is_a_doubling_within_the_device_cap():
+    n = peaks_module.gemm_size(torch.float32, torch.device("cpu"))
+    assert n >= 256 and n & (n - 1) == 0 and n <= peaks_module.GEMM_MAX_N["cpu"]
+    product = peaks_module.gemm_trial(torch.float32, torch.device("cpu"), n)
+    assert product().shape == (n, n)
+
+
+def test_the_how_says_the_rounds_the_sizes_and_the_load(counted):
+    how = pyfxprof.machine_peaks()["how"]
+    assert f"best of {peaks_module.PEAK_ROUNDS} interleaved rounds" in how
+    assert "float32 " in how and "load average" in how
+
+
 def test_fixed_costs_time_a_minimal_call_of_every_kind():
     costs = peaks_module.fixed_costs(torch.device("cpu"), calls=20, repeats=2)
     assert set(costs) == set(KINDS) and all(ns > 0 for ns in costs.values())
