@@ -61,16 +61,17 @@ def whole_number(name: str, value: Any, minimum: int = 0, none: bool = False) ->
     Example:
         >>> whole_number("top", 3, minimum=1), whole_number("top", None, none=True)
         (3, None)
-        >>> whole_number("top", 2.5, minimum=1)
+        >>> whole_number("top", 2.5, minimum=1, none=True)
         Traceback (most recent call last):
         ...
-        pyfxprof.errors.ArgumentError: top must be an int >= 1, got 2.5
+        pyfxprof.errors.ArgumentError: top must be None or a positive int, got 2.5
     """
     if value is None and none:
         return None
     index = None if isinstance(value, bool) else getattr(value, "__index__", None)
     if index is None or index() < minimum:
-        what = f"an int >= {minimum}" + (" or None" if none else "")
+        what = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        what = f"None or {what}" if none else what
         raise ArgumentError(f"{name} must be {what}, got {value!r}")
     return int(index())
 

@@ -22,6 +22,7 @@ from ..data.outside_graph import graph_only, outside_column, summed_rows
 from ..data.profile import Profile
 from ..errors import ArgumentError, PyfxprofError, fraction, margin, whole_number
 from ..stats.node_statistics import group_samples
+from ..views.report import check_depth
 
 #: Views of :meth:`analyses.diff.ProfileDiff.changes`: one row per node, or per value of a
 #: node column, or per module (optionally cut at a depth).
@@ -151,11 +152,7 @@ def check_settings(min_change, alpha, min_runs) -> None:
 def check_view(by: str, depth) -> None:
     if by not in BY_CHOICES:
         raise ArgumentError(f"by must be one of {list(BY_CHOICES)}, got {by!r}")
-    if depth is not None:
-        if by != "module":
-            raise ArgumentError(f"depth applies to by='module' only, got by={by!r}")
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ArgumentError(f"depth must be None or a positive int, got {depth!r}")
+    check_depth("by", by, depth)
 
 
 def like_totals(control: Profile, test: Profile, labels: tuple[str, str]

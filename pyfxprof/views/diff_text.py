@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..stats.verdict_rule import adjusted_confidence, smallest_resolvable
 from ..data.units import MISSING, format_ns, format_pct
-from ..errors import ArgumentError
+from ..errors import ArgumentError, whole_number
 from . import report_render
 from .diff_plots import node_label
 from .report_header import numeric_mode_difference
@@ -112,13 +112,12 @@ def _view(diff: ProfileDiff, sort_by: str, top: int | None, by: str,
     """The comparison as a report View (text and HTML render the same cells)."""
     if sort_by not in SORT_KEYS:
         raise ArgumentError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
-    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
-        raise ArgumentError(f"top must be None or a positive int, got {top!r}")
-    frame = _sorted(diff.changes(by, depth), sort_by)
+    top = whole_number("top", top, minimum=1, none=True)
+    frame = report_render.sorted_rows(diff.changes(by, depth), sort_by,
+                                      ascending=("p_value", "q_value"), by_size=_ABS_SORT)
     shown = frame if top is None else frame.iloc[:top]
     columns = _table_columns(frame, diff.labels, by)
-    notes = ([f"… {len(frame) - len(shown)} more rows not shown (top={top})"]
-             if len(shown) < len(frame) else [])
+    notes = report_render.rows_left_out(len(frame), len(shown), "rows", top)
     return report_render.View(
         header=_header(diff, frame, by, depth), titles=[c[0] for c in columns],
         right_aligned=[c[2] for c in columns],
@@ -234,18 +233,6 @@ def _fused_text(fused_into: str) -> str:
     """The first conv of a (group) row's "; "-joined fused_into, and how many more."""
     convs = fused_into.split("; ")
     return _cut(convs[0] if len(convs) == 1 else f"{convs[0]} (+{len(convs) - 1} more)")
-
-
-def _sorted(frame: pd.DataFrame, sort_by: str) -> pd.DataFrame:
-    """Rows in display order; stable, so ties keep the compare() order."""
-    if sort_by == "order":
-        return frame
-    if sort_by == "name":
-        return frame.sort_index(kind="stable")
-    if sort_by in ("p_value", "q_value"):
-        return frame.sort_values(sort_by, kind="stable")
-    key = (lambda s: s.abs()) if sort_by in _ABS_SORT else None
-    return frame.sort_values(sort_by, ascending=False, kind="stable", key=key)
 
 
 def _table_columns(frame: pd.DataFrame, labels: tuple[str, str], by: str) -> list[Column]:

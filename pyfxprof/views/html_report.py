@@ -114,10 +114,7 @@ def html_report(profile: Profile, top: int = REPORT_TOP, metric: str = "median",
     }
     nav = " ".join(f'<a href="#{key}">{name}</a>' for key, name in _SECTIONS)
     sections = "\n".join(f'<h2 id="{key}">{name}</h2>\n{bodies[key]}' for key, name in _SECTIONS)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)}</title>{report_render.HTML_STYLE}{_PAGE_STYLE}</head>\n"
-            f'<body class="pyfxprof"><h1>{html.escape(title)}</h1><nav>{nav}</nav>\n'
-            f"{sections}\n</body></html>\n")
+    return report_render.html_page(title, f"<nav>{nav}</nav>\n{sections}", _PAGE_STYLE)
 
 
 def export_html_report(profile: Profile, path: PathLike, top: int = REPORT_TOP,

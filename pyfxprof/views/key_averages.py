@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..data.key_averages import KeyAverages
-from ..errors import ArgumentError, PyfxprofError
+from ..errors import PyfxprofError
+from .report import rows_of_limit
 
 #: torch's sort keys -> the row attribute they sort by (descending); cuda_/xpu_ read device_.
 SORT_KEYS = {
@@ -36,17 +37,15 @@ def key_averages_table(averages: KeyAverages, sort_by: str | None = None,
     Example:
         >>> print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=5))  # doctest: +SKIP
     """
-    if row_limit is not None and (isinstance(row_limit, bool)
-                                  or not isinstance(row_limit, int)):
-        raise ArgumentError(f"row_limit must be an int (-1: all rows), got {row_limit!r}")
+    limit = rows_of_limit(row_limit)
     rows = list(averages)
     if sort_by is not None:
         if sort_by not in SORT_KEYS:
             raise PyfxprofError(f"sort_by={sort_by!r} is not a torch.profiler sort key; "
                                 f"use one of {sorted(SORT_KEYS)}")
         rows.sort(key=lambda row: getattr(row, SORT_KEYS[sort_by]), reverse=True)
-    if row_limit is not None and row_limit > 0:
-        rows = rows[:row_limit]
+    if limit:  # torch shows every row for 0 too
+        rows = rows[:limit]
     return _render(averages, rows, header, max_name_column_width, max_shapes_column_width,
                    max_src_column_width)
 

@@ -49,10 +49,7 @@ def rank_report_html(ranks: RankProfiles, top: int | None = 50) -> str:
                 ("Nodes", report_render.render_html(nodes))]
     body = "\n".join(f"<h2>{html.escape(name)}</h2>\n{part}" for name, part in sections)
     notes = html.escape("\n".join(_header(ranks)[1:]))
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)}</title>{report_render.HTML_STYLE}</head>\n"
-            f'<body class="pyfxprof"><h1>{html.escape(title)}</h1><pre>{notes}</pre>\n'
-            f"{body}\n</body></html>\n")
+    return report_render.html_page(title, f"<pre>{notes}</pre>\n{body}")
 
 
 def _views(ranks: RankProfiles, sort_by: str, top: int | None) -> tuple:

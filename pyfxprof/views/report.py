@@ -15,11 +15,12 @@ from ..stats.node_statistics import (STAT_COLUMNS, STAT_UNITS, STATISTICS,
                                      backward_statistics, cumulative_pct, group_samples,
                                      node_statistics, noisy_mask, relative_iqr, with_flop_rate)
 from ..data.units import MISSING, elide, format_ns, format_pct, format_si
-from ..errors import ArgumentError, PyfxprofError
+from ..errors import ArgumentError, PyfxprofError, whole_number
 from .module_tree import module_tree
 from .outside_rows import with_function_rows
 from .report_header import profile_header
-from .report_render import View, render_html, render_text, rows_left_out, terminal_width
+from .report_render import (View, render_html, render_text, rows_left_out, sorted_rows,
+                            terminal_width)
 from .safe_text import terminal_text
 
 #: Row orders of table(): the statistics that are sort keys (STATISTICS), then name and order.
@@ -140,15 +141,6 @@ def _group_frame(profile, group_by: str, depth: int = 1) -> pd.DataFrame:
     return with_flop_rate(frame)
 
 
-def _sorted(frame: pd.DataFrame, sort_by: str, name_column: str) -> pd.DataFrame:
-    """Rows in display order; stable so ties keep execution order."""
-    if sort_by == "order":
-        return frame
-    if sort_by == "name":
-        return frame.sort_values(name_column, kind="stable")
-    return frame.sort_values(sort_by, ascending=False, kind="stable")
-
-
 def _cell(column: str, value) -> str:
     """One formatted cell: time stats in auto units, percentages, tuples joined."""
     stat = column.split("_", 1)[1] if column.startswith(("device_", "backward_")) else column
@@ -260,13 +252,19 @@ def _with_alone(frame: pd.DataFrame, default: tuple) -> tuple[pd.DataFrame, tupl
     return frame, default[:at] + ALONE_COLUMNS + default[at:]
 
 
-def _check_depth(group_by: str | None, depth) -> None:
-    if depth is None:
-        return
-    if group_by != "module":
-        raise ArgumentError(f"depth applies to group_by='module' only, got group_by={group_by!r}")
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ArgumentError(f"depth must be None or a positive int, got {depth!r}")
+def check_depth(by_name: str, by: str | None, depth) -> None:
+    """Check ``depth``: None, or the module depth (a positive int) of grouping by module;
+    ``by_name`` names the caller's grouping parameter (``group_by``, ``by``).
+
+    >>> check_depth("by", "module", 2)
+    >>> check_depth("by", "node", 2)
+    Traceback (most recent call last):
+    ...
+    pyfxprof.errors.ArgumentError: depth applies to by='module' only, got by='node'
+    """
+    if depth is not None and by != "module":
+        raise ArgumentError(f"depth applies to {by_name}='module' only, got {by_name}={by!r}")
+    whole_number("depth", depth, minimum=1, none=True)
 
 
 def _torch_sort_key(sort_by, frame: pd.DataFrame):
@@ -283,8 +281,7 @@ def _torch_sort_key(sort_by, frame: pd.DataFrame):
 
 def _check_args(sort_by, top, columns, valid_columns) -> None:
     _choice("sort_by", sort_by, SORT_KEYS + tuple(TORCH_SORT_KEYS))
-    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
-        raise ArgumentError(f"top must be None or a positive int, got {top!r}")
+    whole_number("top", top, minimum=1, none=True)
     if columns is not None:
         if not isinstance(columns, (list, tuple)) or not columns:
             raise ArgumentError("columns must be a non-empty list of column names")
@@ -332,7 +329,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
     sort_by = DEFAULT_SORT if sort_by is None else sort_by
     if group_by is not None:
         _choice("group_by", group_by, GROUP_KEYS)
-        _check_depth(group_by, depth)
+        check_depth("group_by", group_by, depth)
         frame = _group_frame(profile, group_by, depth or 1)
         name_column, label = "group", "groups"
         valid = GROUP_COLUMNS + tuple(c for c in frame.columns if c not in GROUP_COLUMNS)
@@ -341,7 +338,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
         if profile.backward_samples is not None:
             default = default[:-4] + ("backward_median", "backward_ratio") + default[-4:]
     else:
-        _check_depth(group_by, depth)
+        check_depth("group_by", group_by, depth)
         frame, name_column, label = with_flop_rate(profile.to_dataframe()), "name", "nodes"
         default = _node_default_columns(profile)
         if "calls" in frame and frame["calls"].max() > 1:  # a graph run several times a call
@@ -351,7 +348,7 @@ def build_view(profile, sort_by: str | None = None, top: int | None = None,
         valid = tuple(frame.columns) + ("cum_pct",)
     _check_args(sort_by, top, columns, valid)
     sort_by = _torch_sort_key(sort_by, frame)
-    frame = _sorted(frame, sort_by, name_column).reset_index(drop=True)
+    frame = sorted_rows(frame, sort_by, name_column).reset_index(drop=True)
     frame["cum_pct"] = cumulative_pct(frame["pct_total"])
     shown = len(frame) if top is None else min(top, len(frame))
     columns = list(columns or [c for c in _with_memory(default) if c in valid])  # optional ones
@@ -404,14 +401,24 @@ def profile_table(profile, sort_by: str | None = None, top: int | None = None,
                                         or width < 1):
         raise ArgumentError(f"width must be a positive int, \"auto\" or None, got {width!r}")
     if row_limit is not None:
-        if isinstance(row_limit, bool) or not isinstance(row_limit, int):
-            raise ArgumentError(f"row_limit must be an int (-1: all rows), got {row_limit!r}")
         if top is not None:
             raise PyfxprofError("give top or row_limit (torch.profiler's name for it), not both")
-        top = None if row_limit < 0 else row_limit
+        top = rows_of_limit(row_limit)
     view = build_view(profile, sort_by=sort_by, top=top, columns=columns, group_by=group_by,
                       depth=depth)
     return render_text(view, width=terminal_width() if isinstance(width, str) else width)
+
+
+def rows_of_limit(row_limit: int | None) -> int | None:
+    """torch.profiler's ``row_limit`` as a row count: None (all rows) for None or a
+    negative limit; an ArgumentError for anything but an int.
+
+    >>> rows_of_limit(-1), rows_of_limit(5)
+    (None, 5)
+    """
+    if row_limit is not None and (isinstance(row_limit, bool) or not isinstance(row_limit, int)):
+        raise ArgumentError(f"row_limit must be an int (-1: all rows), got {row_limit!r}")
+    return None if row_limit is None or row_limit < 0 else row_limit
 
 
 def profile_tree(profile, max_depth: int | None = None) -> str:
