@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from .model_state import dtype_name
+
 #: torch objects kept by name (dtype, layout, memory format), rebuilt with getattr(torch, ...).
 _TORCH_NAMED = (torch.dtype, torch.layout, torch.memory_format)
 
@@ -15,7 +17,7 @@ _TORCH_NAMED = (torch.dtype, torch.layout, torch.memory_format)
 def _tensor_spec(value: torch.Tensor) -> dict:
     """A tensor as shape, dtype, stride, device, and for integer and bool ones its range."""
     spec: dict[str, Any] = {"tensor": list(value.shape),
-                            "dtype": str(value.dtype).replace("torch.", ""),
+                            "dtype": dtype_name(value.dtype),
                             "stride": list(value.stride()), "device": str(value.device)}
     if not value.is_floating_point() and not value.is_complex() and value.numel():
         spec["range"] = [int(value.min()), int(value.max())]

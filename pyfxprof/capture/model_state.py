@@ -214,16 +214,16 @@ def numeric_mode(model: torch.nn.Module, example_inputs: Any) -> dict:
     """
     devices = dict.fromkeys([*AUTOCAST_DEVICE_TYPES,
                              *(p.device.type for p in list(model.parameters())[:1])])
-    autocast = {device: _dtype_name(torch.get_autocast_dtype(device)) for device in devices
+    autocast = {device: dtype_name(torch.get_autocast_dtype(device)) for device in devices
                 if _autocast_enabled(device)}
     counts: dict[str, int] = {}
     for parameter in model.parameters():
-        name = _dtype_name(parameter.dtype)
+        name = dtype_name(parameter.dtype)
         counts[name] = counts.get(name, 0) + parameter.numel()
     tensors = [value for value in pytree.tree_leaves(split_inputs(example_inputs))
                if isinstance(value, torch.Tensor)]
     return {"autocast": autocast, "param_dtypes": sorted(counts, key=lambda name: counts[name], reverse=True),
-            "input_dtypes": list(dict.fromkeys(_dtype_name(t.dtype) for t in tensors)),
+            "input_dtypes": list(dict.fromkeys(dtype_name(t.dtype) for t in tensors)),
             "input_memory_formats": list(dict.fromkeys(memory_format(t) for t in tensors))}
 
 
@@ -250,5 +250,10 @@ def _autocast_enabled(device_type: str) -> bool:
         return False
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
+def dtype_name(dtype: torch.dtype) -> str:
+    """A dtype's name as pyfxprof writes it, without torch's prefix.
+
+    >>> dtype_name(torch.bfloat16)
+    'bfloat16'
+    """
     return str(dtype).removeprefix("torch.")

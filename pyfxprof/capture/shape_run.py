@@ -13,6 +13,7 @@ from ..errors import PyfxprofError, first_line
 from .call_spec import call_spec
 from .flops import FlopMeter
 from .memory import allocator_events, cuda_device_of, cuda_node_memory, memory_wanted, node_range
+from .model_state import dtype_name
 from .node_bytes import node_bytes
 from .node_table import target_name
 from .tracing import TIMED_OPS
@@ -26,7 +27,7 @@ def describe(value: Any) -> str:
         '[2, 3] float32'
     """
     if isinstance(value, torch.Tensor):
-        return f"{list(value.shape)} {str(value.dtype).replace('torch.', '')}"
+        return f"{list(value.shape)} {dtype_name(value.dtype)}"
     if isinstance(value, (tuple, list)):
         inner = ", ".join(describe(v) for v in value)
         return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"

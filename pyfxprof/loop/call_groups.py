@@ -24,7 +24,7 @@ from ..capture.live_capture import live_capture
 from ..capture.hook_analysis import Leaves
 from ..capture.inputs import BoundInputs, copied_alike
 from ..capture.memory import profiling_memory
-from ..capture.model_state import evaluation_mode
+from ..capture.model_state import dtype_name, evaluation_mode
 from ..capture.placement import device_of
 from ..capture.source import keeping_library_frames
 from ..data.rungs import DYNAMO, HOOKS
@@ -63,7 +63,8 @@ def signature_key(bound: BoundInputs) -> tuple:
     for items in (enumerate(bound.args), bound.kwargs.items()):
         for name, value in items:
             if isinstance(value, torch.Tensor):
-                dtype = _DTYPE_NAMES.get(value.dtype) or _dtype_name(value.dtype)
+                dtype = (_DTYPE_NAMES.get(value.dtype)
+                         or _DTYPE_NAMES.setdefault(value.dtype, dtype_name(value.dtype)))
                 key.append((name, dtype, value.dim() if primary_seen else tuple(value.shape)))
                 primary_seen = True
             elif isinstance(value, _FLAGS):
@@ -100,13 +101,8 @@ def args_key(args: tuple) -> tuple:
     return tuple(key)
 
 
+#: dtype_name's answers, kept: signature_key runs at every call of the loop.
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    """"float32" for torch.float32 (kept: signature_key runs at every call of the loop)."""
-    name = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
-    return name
 
 
 def next_variant(key: tuple) -> tuple:

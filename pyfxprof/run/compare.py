@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_flatten
 
 from ..analyses.diff import ProfileDiff
 from ..capture.inputs import copied_inputs
-from ..capture.model_state import evaluation_mode
+from ..capture.model_state import dtype_name, evaluation_mode
 from ..data.outside_graph import graph_only
 from ..data.profile import Profile
 from ..data.sessions import stacked_runs
@@ -285,7 +285,7 @@ def output_signature(model: torch.nn.Module, example_inputs: Any, side: str) -> 
         raise PyfxprofError(f"{side} raised on the example inputs: {type(error).__name__}: "
                             f"{first_line(error)}; check that it takes these inputs") from None
     leaves, _ = tree_flatten(output)
-    return [(tuple(leaf.shape), str(leaf.dtype).replace("torch.", ""))
+    return [(tuple(leaf.shape), dtype_name(leaf.dtype))
             for leaf in leaves if isinstance(leaf, torch.Tensor)]
 
 
