@@ -171,6 +171,22 @@ def _bound(signature: inspect.Signature, args: tuple, kwargs: dict) -> BoundInpu
     return BoundInputs(tuple(positional), keywords)
 
 
+def map_tensors(value: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """`value` with `change` applied to each tensor in it (tuples, lists, dicts rebuilt).
+
+    Example:
+        >>> map_tensors((torch.ones(1), [2, {"a": torch.zeros(1)}]), lambda t: t + 1)
+        (tensor([2.]), [2, {'a': tensor([1.])}])
+    """
+    if isinstance(value, torch.Tensor):
+        return change(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_tensors(v, change) for v in value)
+    if isinstance(value, dict):
+        return {k: map_tensors(v, change) for k, v in value.items()}
+    return value
+
+
 def input_tensors(bound: BoundInputs, limit: int = 4) -> list[torch.Tensor]:
     """Every tensor in the inputs, in a fixed walk order: into tuples, lists, dicts and the
     attributes of other objects (caches), `limit` levels of objects deep.

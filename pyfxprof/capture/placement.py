@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import ArgumentError, PyfxprofError
-from .inputs import BoundInputs
+from .inputs import BoundInputs, map_tensors
 
 
 def place_on_device(model: torch.nn.Module, example_inputs, device: str | None):
@@ -37,15 +37,11 @@ def place_on_device(model: torch.nn.Module, example_inputs, device: str | None):
 
 
 def _move(value, target: torch.device):
+    def moved(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.to(target)
     if isinstance(value, BoundInputs):
-        return BoundInputs(_move(value.args, target), _move(value.kwargs, target))
-    if isinstance(value, torch.Tensor):
-        return value.to(target)
-    if isinstance(value, (tuple, list)):
-        return type(value)(_move(v, target) for v in value)
-    if isinstance(value, dict):
-        return {k: _move(v, target) for k, v in value.items()}
-    return value
+        return BoundInputs(map_tensors(value.args, moved), map_tensors(value.kwargs, moved))
+    return map_tensors(value, moved)
 
 
 def device_of(model: torch.nn.Module, args: tuple) -> str:

@@ -8,28 +8,13 @@ from typing import Any, Callable
 
 import torch
 
+from ..capture.inputs import map_tensors
 from ..capture.node_bytes import tensors
 from ..timing.native import _C
 
 #: The most bytes of fresh input copies one warm block holds (a quarter of this is a pool
 #: that stays in a last-level cache of this size).
 POOL_SHARE = 4
-
-
-def map_tensors(value: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    """`value` with `change` applied to each tensor in it (tuples, lists, dicts rebuilt).
-
-    Example:
-        >>> map_tensors((torch.ones(1), [2, {"a": torch.zeros(1)}]), lambda t: t + 1)
-        (tensor([2.]), [2, {'a': tensor([1.])}])
-    """
-    if isinstance(value, torch.Tensor):
-        return change(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(map_tensors(v, change) for v in value)
-    if isinstance(value, dict):
-        return {k: map_tensors(v, change) for k, v in value.items()}
-    return value
 
 
 def fresh_copy(value: Any) -> Any:

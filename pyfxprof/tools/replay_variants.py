@@ -15,7 +15,8 @@ import torch
 from ..errors import ArgumentError, PyfxprofError
 from ..run.replay_build import Rebuilt
 from ..capture.node_bytes import tensors
-from ..run.replay_inplace import bound, map_tensors, on_fresh_copies
+from ..capture.inputs import map_tensors
+from ..run.replay_inplace import bound, on_fresh_copies
 
 #: The variants by name ("threads=N" takes a count).
 VARIANTS = ("channels_last", "bf16", "fp16", "threads=N", "contiguous", "inference_mode",
