@@ -18,8 +18,9 @@ from ..capture.model_state import InPlaceGuard
 from ..data.rungs import DYNAMO, GRAPH_RUNGS
 from ..data.profile import Profile
 from ..data.validate import run_coverage
-from ..timing.backward import (ACCUMULATE_ROW, ENGINE_ROW, autograd_nodes, mark_hook,
-                               calibrate_backward_hook, output_roots, row_of_positions)
+from ..timing.backward import (ACCUMULATE_ROW, ENGINE_ROW, WrappingExecutor, autograd_nodes,
+                               calibrate_backward_hook, mark_hook, output_roots,
+                               row_of_positions)
 from ..timing.durations import RunTimings
 from ..timing.recorder import RECORDER, Records
 
@@ -33,7 +34,7 @@ LOOP_ROWS = (OPTIMIZER_ROW, ACCUMULATE_ROW, ENGINE_ROW, DATA_ROW)
 _END, _STEP_BEGIN, _STEP_END = range(3)
 
 
-class LoopBackwardExecutor:
+class LoopBackwardExecutor(WrappingExecutor):
     """Wraps a call group's graph executor: when a call runs with grad enabled, a pre-hook
     on each autograd node its outputs lead to marks the node's start, and the end of that
     backward is marked by an engine callback (which also removes the hooks). The first such
@@ -59,16 +60,6 @@ class LoopBackwardExecutor:
         self.hooks: list = []
         self._backward: np.ndarray | None = None
         self._optimizer: list = []
-
-    def __getattr__(self, name: str) -> Any:  # mode, calibration, device, ...: the inner's
-        return getattr(self.__dict__["inner"], name)
-
-    def __enter__(self) -> "LoopBackwardExecutor":
-        self.inner.__enter__()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.inner.__exit__(*exc_info)
 
     def open(self) -> None:
         """Mark every optimizer step (torch.optim's global hooks) until close()."""

@@ -18,8 +18,8 @@ from ..data.profile import Profile
 from ..data.validate import run_coverage
 from ..errors import ArgumentError, PyfxprofError, first_line
 from ..timing.aot_backward import AotStep
-from ..timing.backward import (EXTRA_ROWS, BackwardMarks, aot_refusal, autograd_nodes,
-                               calibrate_backward_hook, row_of_positions)
+from ..timing.backward import (EXTRA_ROWS, BackwardMarks, WrappingExecutor, aot_refusal,
+                               autograd_nodes, calibrate_backward_hook, row_of_positions)
 from ..timing.durations import RunTimings
 
 
@@ -109,7 +109,7 @@ def _same_tensor(a: Any, b: Any) -> bool:
             and a.dtype == b.dtype and bool(torch.equal(a, b)))
 
 
-class TrainingExecutor:
+class TrainingExecutor(WrappingExecutor):
     """Wraps a graph executor: each run is forward (timed by `inner`), the loss and the
     backward (timed per autograd node and joined to the forward node that created it).
     Inside `with`, the parameters' ``.grad`` are set aside and every run's gradients are
@@ -166,18 +166,14 @@ class TrainingExecutor:
                                 "loss of the output it is given")
         return loss
 
-    def __getattr__(self, name: str) -> Any:  # mode, calibration, device, ...: the inner's
-        return getattr(self.__dict__["inner"], name)
-
     def __enter__(self) -> "TrainingExecutor":
         self._user_grads = [(p, p.grad) for p in self.model.parameters()]
         for parameter, _ in self._user_grads:
             parameter.grad = None
-        self.inner.__enter__()
-        return self
+        return super().__enter__()
 
     def __exit__(self, *exc_info: Any) -> None:
-        self.inner.__exit__(*exc_info)
+        super().__exit__(*exc_info)
         for parameter, grad in self._user_grads:
             parameter.grad = grad
 

@@ -4,7 +4,7 @@ a pre-hook of every autograd node of a run, and the marks turned into per-row du
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import torch
@@ -22,6 +22,27 @@ LOSS_ROW, ACCUMULATE_ROW, ENGINE_ROW = "(loss)", "(accumulate grad)", "(autograd
 EXTRA_ROWS = (LOSS_ROW, ACCUMULATE_ROW, ENGINE_ROW)
 #: Marks of a run besides the autograd nodes' pre-hooks, in the order they are taken.
 _LOSS_BEGIN, _LOSS_END, _BACKWARD_BEGIN, _BACKWARD_END = range(4)
+
+
+_Wrapping = TypeVar("_Wrapping", bound="WrappingExecutor")
+
+
+class WrappingExecutor:
+    """An executor around another one, ``inner``, that times the backward: its attributes
+    (mode, calibration, device, ...) and its ``with`` are the inner's, a subclass adding
+    what it needs."""
+
+    inner: Any
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["inner"], name)
+
+    def __enter__(self: _Wrapping) -> _Wrapping:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.inner.__exit__(*exc_info)
 
 
 def autograd_nodes(*roots: Any) -> list:
