@@ -18,7 +18,7 @@ import pandas as pd
 from ..data.units import time_unit
 from .figures import figure_label, matplotlib_figure, save_figure
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, whole_number
 
 
 def _check(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
@@ -29,8 +29,7 @@ def _check(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
 
 def _top_rows(df: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
     """The ``top`` rows with the largest non-zero |column|, largest first (ties: df order)."""
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise ArgumentError(f"top must be a positive int, got {top!r}")
+    top = whole_number("top", top, minimum=1)
     changed = df[df[column].fillna(0) != 0]
     return changed.sort_values(column, key=lambda s: s.abs(), ascending=False,
                                kind="stable").iloc[:top]

@@ -19,6 +19,7 @@ from ..data.units import MISSING, format_ns, format_pct
 from ..errors import ArgumentError, whole_number
 from . import report_render
 from .diff_plots import node_label
+from .report import sorted_rows
 from .report_header import numeric_mode_difference
 
 if TYPE_CHECKING:
@@ -113,8 +114,8 @@ def _view(diff: ProfileDiff, sort_by: str, top: int | None, by: str,
     if sort_by not in SORT_KEYS:
         raise ArgumentError(f"sort_by must be one of {list(SORT_KEYS)}, got {sort_by!r}")
     top = whole_number("top", top, minimum=1, none=True)
-    frame = report_render.sorted_rows(diff.changes(by, depth), sort_by,
-                                      ascending=("p_value", "q_value"), by_size=_ABS_SORT)
+    frame = sorted_rows(diff.changes(by, depth), sort_by,
+                        ascending=("p_value", "q_value"), by_size=_ABS_SORT)
     shown = frame if top is None else frame.iloc[:top]
     columns = _table_columns(frame, diff.labels, by)
     notes = report_render.rows_left_out(len(frame), len(shown), "rows", top)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..data import rollup
 from ..data.outside_graph import tree_rows
 from ..data.units import format_ns, format_pct
-from ..errors import ArgumentError
+from ..errors import whole_number
 
 
 def module_tree(profile, max_depth: int | None = None) -> str:
@@ -21,9 +21,7 @@ def module_tree(profile, max_depth: int | None = None) -> str:
         ├─ conv1       95.1 µs    7.9%
         └─ layer1       402 µs   33.2%
     """
-    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int)
-                                  or max_depth < 1):
-        raise ArgumentError(f"max_depth must be None or a positive int, got {max_depth!r}")
+    max_depth = whole_number("max_depth", max_depth, minimum=1, none=True)
     paths = [str(p) for p in profile.nodes["module_path"]]
     medians = rollup.inclusive_medians(profile.samples, paths, max_depth)
     types = dict(zip(paths, profile.nodes["module_type"].astype(str)))

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..data.files import PathLike
 from ..data.profile import Profile
-from ..errors import ArgumentError, PyfxprofError
+from ..errors import ArgumentError, PyfxprofError, whole_number
 from .figures import figure_label, matplotlib_figure, save_figure, time_unit
 from .roofline_plot import plot_roofline
 from .safe_text import figure_text
@@ -28,8 +28,7 @@ def top_nodes(profile: Profile, top: int = 20) -> dict:
     >>> top_nodes(prof, top=3)["labels"]  # doctest: +SKIP
     ['layer4_0_conv2', 'layer3_0_conv2', 'conv1']
     """
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise ArgumentError(f"top must be a positive int, got {top!r}")
+    top = whole_number("top", top, minimum=1)
     if profile.n_runs == 0 or profile.n_nodes == 0:
         raise PyfxprofError("nothing to plot: the profile has no runs or no nodes")
     medians = np.median(profile.samples, axis=0)

@@ -19,8 +19,7 @@ from ..errors import ArgumentError, PyfxprofError, whole_number
 from .module_tree import module_tree
 from .outside_rows import with_function_rows
 from .report_header import profile_header
-from .report_render import (View, render_html, render_text, rows_left_out, sorted_rows,
-                            terminal_width)
+from .report_render import View, render_html, render_text, rows_left_out, terminal_width
 from .safe_text import terminal_text
 
 #: Row orders of table(): the statistics that are sort keys (STATISTICS), then name and order.
@@ -139,6 +138,28 @@ def _group_frame(profile, group_by: str, depth: int = 1) -> pd.DataFrame:
             for column, values in rollup.group_memory(profile.nodes, keys, names, device).items():
                 frame[column] = values
     return with_flop_rate(frame)
+
+
+def sorted_rows(frame: pd.DataFrame, sort_by: str, name_column: str | None = None,
+                ascending: tuple = (), by_size: tuple = ()) -> pd.DataFrame:
+    """A table's rows (a DataFrame) in display order, stable so ties keep the frame's order:
+    "order" as they are, "name" by ``name_column`` (None: the index), a column of
+    ``ascending`` smallest first, of ``by_size`` largest absolute value first, any other
+    column largest first.
+
+    >>> frame = pd.DataFrame({"name": ["b", "a", "c"], "diff": [1, -3, 2]})
+    >>> list(sorted_rows(frame, "diff").name)
+    ['c', 'b', 'a']
+    >>> list(sorted_rows(frame, "diff", by_size=("diff",)).name)
+    ['a', 'c', 'b']
+    """
+    if sort_by == "order":
+        return frame
+    if sort_by == "name":
+        return (frame.sort_index(kind="stable") if name_column is None
+                else frame.sort_values(name_column, kind="stable"))
+    key = (lambda column: column.abs()) if sort_by in by_size else None
+    return frame.sort_values(sort_by, ascending=sort_by in ascending, kind="stable", key=key)
 
 
 def _cell(column: str, value) -> str:
@@ -262,7 +283,9 @@ def check_depth(by_name: str, by: str | None, depth) -> None:
     ...
     pyfxprof.errors.ArgumentError: depth applies to by='module' only, got by='node'
     """
-    if depth is not None and by != "module":
+    if depth is None:
+        return
+    if by != "module":
         raise ArgumentError(f"depth applies to {by_name}='module' only, got {by_name}={by!r}")
     whole_number("depth", depth, minimum=1, none=True)
 
@@ -281,7 +304,8 @@ def _torch_sort_key(sort_by, frame: pd.DataFrame):
 
 def _check_args(sort_by, top, columns, valid_columns) -> None:
     _choice("sort_by", sort_by, SORT_KEYS + tuple(TORCH_SORT_KEYS))
-    whole_number("top", top, minimum=1, none=True)
+    if top is not None:  # (None: every row)
+        whole_number("top", top, minimum=1, none=True)
     if columns is not None:
         if not isinstance(columns, (list, tuple)) or not columns:
             raise ArgumentError("columns must be a non-empty list of column names")

@@ -39,27 +39,6 @@ def rows_left_out(total: int, shown: int, label: str, top: int | None) -> list[s
     return [f"… {total - shown} more {label} not shown (top={top})"] if shown < total else []
 
 
-def sorted_rows(frame, sort_by: str, name_column: str | None = None, ascending: tuple = (),
-                by_size: tuple = ()):
-    """A table's rows (a DataFrame) in display order, stable so ties keep the frame's order:
-    "order" as they are, "name" by ``name_column`` (None: the index), a column of
-    ``ascending`` smallest first, of ``by_size`` largest absolute value first, any other
-    column largest first.
-
-    >>> import pandas as pd
-    >>> frame = pd.DataFrame({"name": ["b", "a", "c"], "diff": [1, -3, 2]})
-    >>> list(sorted_rows(frame, "diff").name), list(sorted_rows(frame, "diff", by_size=("diff",)).name)
-    (['c', 'b', 'a'], ['a', 'c', 'b'])
-    """
-    if sort_by == "order":
-        return frame
-    if sort_by == "name":
-        return (frame.sort_index(kind="stable") if name_column is None
-                else frame.sort_values(name_column, kind="stable"))
-    key = (lambda column: column.abs()) if sort_by in by_size else None
-    return frame.sort_values(sort_by, ascending=sort_by in ascending, kind="stable", key=key)
-
-
 def terminal_width(stream=None) -> int | None:
     """Columns of the terminal ``stream`` (default stdout) writes to; None when it is not a
     terminal (a file, a pipe, a notebook), where tables keep their full width.
