@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats.verdict_rule import adjusted_confidence, smallest_resolvable
-from ..data.units import MISSING, format_ns, format_pct
+from ..data.units import MISSING, elide, format_ns, format_pct
 from ..errors import ArgumentError, whole_number
 from . import report_render
 from .diff_plots import node_label
@@ -225,21 +225,18 @@ def _p_text(p_value: float) -> str:
     return MISSING if np.isnan(p_value) else f"{p_value:.2g}"
 
 
-def _cut(text: str) -> str:
-    """Keep the tail (the node name) of a key longer than KEY_WIDTH."""
-    return text if len(text) <= KEY_WIDTH else "…" + text[-(KEY_WIDTH - 1):]
-
-
 def _fused_text(fused_into: str) -> str:
     """The first conv of a (group) row's "; "-joined fused_into, and how many more."""
     convs = fused_into.split("; ")
-    return _cut(convs[0] if len(convs) == 1 else f"{convs[0]} (+{len(convs) - 1} more)")
+    return elide(convs[0] if len(convs) == 1 else f"{convs[0]} (+{len(convs) - 1} more)",
+                 KEY_WIDTH, keep_tail=True)
 
 
 def _table_columns(frame: pd.DataFrame, labels: tuple[str, str], by: str) -> list[Column]:
     """(title, formatter(key, row), right-aligned) per table column."""
     label_c, label_t = labels
-    columns: list[Column] = [(_TITLES[by], lambda k, r: _cut(node_label(k)), False)]
+    columns: list[Column] = [
+        (_TITLES[by], lambda k, r: elide(node_label(k), KEY_WIDTH, keep_tail=True), False)]
     if not (frame["counts_control"].isin([0, 1]) & frame["counts_test"].isin([0, 1])).all():
         columns += [(f"{label_c} calls", lambda k, r: f"{r['counts_control']:g}", True),
                     (f"{label_t} calls", lambda k, r: f"{r['counts_test']:g}", True)]
