@@ -78,17 +78,17 @@ def bench_cells(cells: list[tuple], **options: Any) -> BenchGrid:
     with rng_kept():
         for fn, args, kwargs, threads, label, params in cells:
             _check_callable(fn, threads)
-            with _threads(threads):
+            with thread_count(threads):
                 sessions.append((threads, BenchSession(fn, tuple(args), dict(kwargs),
                                                        label or _label_of(fn), params, options)))
         while any(session.stopped is None for _, session in sessions):
             for threads, session in sessions:
                 if session.stopped is None:
-                    with _threads(threads):
+                    with thread_count(threads):
                         session.round()
         measurements = []
         for threads, session in sessions:
-            with _threads(threads):
+            with thread_count(threads):
                 measurements.append(session.measurement(_node_profile))
     return BenchGrid(measurements)
 
@@ -118,8 +118,15 @@ def _check_options(options: dict) -> None:
 
 
 @contextlib.contextmanager
-def _threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op thread count set to `threads` inside, restored after."""
+def thread_count(threads: int | None) -> Iterator[None]:
+    """torch's intra-op thread count set to `threads` inside (None: left as it is), restored
+    after.
+
+    Example:
+        >>> with thread_count(1):
+        ...     torch.get_num_threads()
+        1
+    """
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)

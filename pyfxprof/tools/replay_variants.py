@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
 from ..errors import ArgumentError, PyfxprofError
+from ..run.bench import thread_count
 from ..run.replay_build import Rebuilt
 from ..capture.node_bytes import tensors
 from ..capture.inputs import map_tensors
@@ -68,18 +70,6 @@ def _channels_last(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
 
 
-def _threads(count: int) -> Callable[[], contextlib.AbstractContextManager]:
-    @contextlib.contextmanager
-    def context():
-        before = torch.get_num_threads()
-        torch.set_num_threads(count)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
-    return context
-
-
 def variant_call(name: str, built: Rebuilt, args: tuple, kwargs: dict) -> VariantCall:
     """The variant `name` of the node on these inputs, or an ArgumentError naming the choices.
 
@@ -117,7 +107,7 @@ def variant_call(name: str, built: Rebuilt, args: tuple, kwargs: dict) -> Varian
         count = name.split("=", 1)[1]
         if not count.isdigit() or int(count) < 1:
             raise ArgumentError(f"variant {name!r}: threads=N takes a count of 1 or more")
-        return _ready(name, built, as_is, _threads(int(count)), base)
+        return _ready(name, built, as_is, functools.partial(thread_count, int(count)), base)
     raise ArgumentError(f"unknown variant {name!r}; choose from {list(VARIANTS)}")
 
 
