@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.units import format_ns
+from ..data.units import format_ns, plural
 
 _QUANTILES = {"median": 50, "p90": 90, "p99": 99}
 
@@ -113,15 +113,15 @@ def format_latency(latency: dict) -> str:
     ttft, decode = latency["ttft_ns"], latency["decode_ns"]
     first = (f"time to first token: {format_ns(ttft['median'])}"
              + (f" median, p90 {format_ns(ttft['p90'])}" if ttft["count"] > 1 else "")
-             + f" ({ttft['count']} prefill{'s' if ttft['count'] != 1 else ''})"
+             + f" ({plural(ttft['count'], 'prefill')})"
              + _graph_text(ttft, latency.get("graph_ttft_ns")))
     if decode["count"] == 0:
         return first + "\nper-token decode latency: no decode step"
     rate = 1e9 / decode["median"] if decode["median"] > 0 else float("inf")
-    tokens = f"{decode['count']} token{'s' if decode['count'] != 1 else ''}"
     return (first + f"\nper-token decode latency: median {format_ns(decode['median'])}, "
-            f"p90 {format_ns(decode['p90'])}, p99 {format_ns(decode['p99'])} over {tokens} "
-            f"({rate:.0f} tokens/s)" + _graph_text(decode, latency.get("graph_decode_ns")))
+            f"p90 {format_ns(decode['p90'])}, p99 {format_ns(decode['p99'])} over "
+            f"{plural(decode['count'], 'token')} ({rate:.0f} tokens/s)"
+            + _graph_text(decode, latency.get("graph_decode_ns")))
 
 
 def _graph_text(user: dict, graph: dict | None) -> str:

@@ -7,7 +7,7 @@ import html
 import math
 
 from ..data.replay_result import ReplayResult, ShapeRow, VariantRow
-from ..data.units import format_ns
+from ..data.units import format_ns, plural
 
 #: What each verdict code says in the variants table.
 VERDICT_WORDS = {"+": "slower", "-": "faster", "=": "same", "?": "unresolved"}
@@ -63,7 +63,7 @@ def _in_graph_of(row: ShapeRow) -> str:
     calls where the calls could not be matched to shapes."""
     if not row.own_in_graph:
         return " (the node's over all its calls: its calls were not matched to shapes)"
-    return f" ({row.calls} call{'s' if row.calls != 1 else ''})" if row.calls else ""
+    return f" ({plural(row.calls, 'call')})" if row.calls else ""
 
 
 def _shape_lines(result: ReplayResult) -> list[str]:

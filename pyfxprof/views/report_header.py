@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..data.outside_graph import call_figure
 from ..data.rungs import INDUCTOR
 from ..stats.node_statistics import summary_of_totals
-from ..data.units import format_flops, format_ns, format_pct, format_si
+from ..data.units import format_flops, format_ns, format_pct, format_si, plural
 from ..data.validate import model_nodes
 from .latency_text import latency_header
 
@@ -164,7 +164,7 @@ def _loop_lines(meta: dict) -> list[str]:
         lines.append(f"loop: the model's own forward {format_ns(loop['own_call_ns'])} (timed "
                      "beside the graph runs, on copies)")
     for why, count in (loop.get("untimed_calls") or {}).items():
-        lines.append(f"loop: {count} call{'s' if count != 1 else ''} of the window not timed "
+        lines.append(f"loop: {plural(count, 'call')} of the window not timed "
                      f"per node: {why}")
     return lines
 
