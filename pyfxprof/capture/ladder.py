@@ -32,6 +32,7 @@ from .exported import check_exported_inputs, is_exported
 from .hook_analysis import HookAnalysis, analyse_hooks
 from .inputs import BoundInputs, copied_bound, copied_inputs
 from .memory import ALLOCATOR_COLUMNS
+from .model_state import forked_rng
 from .node_table import between_graphs_row, module_calls_frame, nodes_frame
 from .source import missing_source_notes
 from ..data.rungs import CAPTURE_MODES, DYNAMO, EXPORTED, FX, FX_LEAF, HOOKS, RUNG, RUNGS, WHOLE
@@ -357,11 +358,10 @@ def _as_called(live: LiveCall, model: torch.nn.Module) -> Iterator[None]:
     dropout masks, which the user's own calls must draw as if unprofiled."""
     modules = list(model.modules())
     held = [module.training for module in modules]
-    devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
     try:
         for module, flag in zip(modules, live.flags):
             module.training = flag
-        with torch.random.fork_rng(devices=devices):
+        with forked_rng(model):
             yield
     finally:
         for module, flag in zip(modules, held):

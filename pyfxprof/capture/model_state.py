@@ -176,6 +176,21 @@ def keeping_rng_state(function: F) -> F:
     return cast(F, keeping)
 
 
+def forked_rng(model: torch.nn.Module) -> contextlib.AbstractContextManager:
+    """torch's random state forked for CPU and the model's CUDA devices: what runs inside
+    (a capture, a run beside the user's call) draws nothing from the user's generators.
+
+    Example:
+        >>> model = torch.nn.Linear(1, 1); _ = torch.manual_seed(0)
+        >>> with forked_rng(model):
+        ...     _ = torch.rand(1)
+        >>> torch.rand(1)
+        tensor([0.4963])
+    """
+    devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
+    return torch.random.fork_rng(devices=devices)
+
+
 def grad_context(grad: bool) -> contextlib.AbstractContextManager:
     """torch.inference_mode() unless `grad` asks to keep autograd."""
     return contextlib.nullcontext() if grad else torch.inference_mode()

@@ -24,7 +24,7 @@ from ..capture.live_capture import live_capture
 from ..capture.hook_analysis import Leaves
 from ..capture.inputs import BoundInputs, copied_alike
 from ..capture.memory import profiling_memory
-from ..capture.model_state import dtype_name, evaluation_mode
+from ..capture.model_state import dtype_name, evaluation_mode, forked_rng
 from ..capture.placement import device_of
 from ..capture.source import keeping_library_frames
 from ..data.rungs import DYNAMO, HOOKS
@@ -103,6 +103,16 @@ def args_key(args: tuple) -> tuple:
 
 #: dtype_name's answers, kept: signature_key runs at every call of the loop.
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
+def call_label(args: tuple, kwargs: dict) -> str:
+    """A call's inputs as a group's label: its shapes and dtypes, keywords by name.
+
+    Example:
+        >>> call_label((torch.zeros(2),), {}), call_label((), {"x": torch.zeros(2)})
+        ('([2] float32)', '{x: [2] float32}')
+    """
+    return describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
 
 
 def next_variant(key: tuple) -> tuple:
@@ -262,7 +272,7 @@ def capture_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple,
         ('[1, 2] float32', False, '([1, 2] float32)')
     """
     started = time.perf_counter_ns()
-    label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
+    label = call_label(args, kwargs)
     base = key[:-1] if key and key[-1][0] == _VARIANT else key
     live = replace(LiveCall.of(call_target or model.forward, model),
                    family=f"{id(model):x}_{hash(base) & 0xFFFFFFFF:x}")
@@ -310,7 +320,7 @@ def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundIn
         (True, 'dynamo', True)
     """
     started = time.perf_counter_ns()
-    label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
+    label = call_label(args, kwargs)
     base = key[:-1] if key and key[-1][0] == _VARIANT else key
     live = replace(LiveCall.of(target, model), family=f"{id(model):x}_{hash(base) & 0xFFFFFFFF:x}")
     if key and key[-1][0] == _VARIANT:
@@ -320,9 +330,8 @@ def live_group(model: torch.nn.Module, args: tuple, kwargs: dict, bound: BoundIn
                 f"Dynamo's guards refused calls of this signature {key[-1][1] - 1} times "
                 f"(the last time: {refusal or 'an unnamed guard'})"), None
     found = live_capture(live, bound, type(model).__name__)
-    devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
     try:
-        with torch.random.fork_rng(devices=devices), torch.inference_mode(), \
+        with forked_rng(model), torch.inference_mode(), \
                 profiling_memory(options.profile_memory), \
                 keeping_library_frames(options.library_frames):
             prepared = live_prepared(model, found, bound)

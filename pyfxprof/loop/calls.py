@@ -21,6 +21,7 @@ from ..timing.native import _C
 from ..capture.exported import is_exported
 from ..capture.inductor import is_compiled
 from ..capture.inputs import Binder, BoundInputs
+from ..capture.model_state import forked_rng
 from ..data.rungs import INDUCTOR
 from ..capture.tracing import CaptureFallbackWarning
 from ..data.op_names import range_names
@@ -194,7 +195,7 @@ class CallRouting:
             self._window.own_left[group.index] = 0
         flat = made.alone
         group.note(flat)  # (its run goes to the executor, not through the graph's relay)
-        with _forked_rng(self.module):
+        with forked_rng(self.module):
             self._recorded(group, BoundInputs(flat), entered,
                            lambda _inputs: group.executor.run(flat))
         return made.output
@@ -225,7 +226,7 @@ class CallRouting:
         output = forward(*args, **kwargs)
         elapsed, on_cpu = _C.now_ns() - start, time.thread_time_ns() - cpu
         self._note_own_call(group.index, elapsed, elapsed - on_cpu <= elapsed // 4)
-        with _forked_rng(self.module):  # (the graph's random ops draw as they would)
+        with forked_rng(self.module):  # (the graph's random ops draw as they would)
             self._recorded(group, copies, entered)
         return output
 
@@ -425,13 +426,6 @@ class _Made:
         self.output: Any = None
         self.alone: tuple | None = None
         self.why = ""
-
-
-def _forked_rng(model: torch.nn.Module) -> Any:
-    """The random state forked (CPU and the model's CUDA devices): a run beside the user's
-    call draws nothing from the user's generators."""
-    devices = sorted({t.device.index or 0 for t in model.parameters() if t.is_cuda})
-    return torch.random.fork_rng(devices=devices)
 
 
 def binder_of(model: torch.nn.Module) -> Binder | None:

@@ -9,14 +9,13 @@ from typing import Any
 
 import torch
 
-from ..capture.shape_run import describe
 from ..capture.inductor import InductorCapture, compile_settings
 from ..capture.inputs import BoundInputs, input_tensors
 from ..capture.placement import device_of
 from ..capture.tracing import Capture
 from ..errors import PyfxprofError
 from ..timing.compiled_executor import CompiledExecutor, plan_graph
-from .call_groups import _VARIANT, MAX_GUARD_VARIANTS, CallGroup, analysis_copy
+from .call_groups import _VARIANT, MAX_GUARD_VARIANTS, CallGroup, analysis_copy, call_label
 from ..run.compiled_profile import compiled_frame, notes
 
 
@@ -89,7 +88,7 @@ def compiled_group(model: torch.nn.Module, args: tuple, kwargs: dict, key: tuple
     executor = CompiledExecutor(capture.compiled, {}, plans)
     executor.instrumented(True)
     calls = CompiledCalls(capture, executor)
-    label = describe(args) if not kwargs else describe({**dict(enumerate(args)), **kwargs})
+    label = call_label(args, kwargs)
     label += "" if variant is None else f" ({_VARIANT} {variant})"
     return CallGroup(index, key, label, Capture(None, "inductor", notes(settings, plans),
                                                 frame=calls),
