@@ -13,6 +13,7 @@ from torch._guards import detect_fake_mode
 from torch.fx.node import map_arg
 
 from .flops import FlopMeter
+from .model_state import dtype_name
 from .node_bytes import tensors
 
 #: unknown_ops of a kernel whose work is not known (a node without a fake tensor, or no node
@@ -55,7 +56,7 @@ def _bytes(value: Any) -> dict[str, int]:
             size = min(size, int(tensor.untyped_storage().nbytes()))
         except (RuntimeError, NotImplementedError, TypeError):
             pass
-        name = str(tensor.dtype).replace("torch.", "")
+        name = dtype_name(tensor.dtype)
         counts[name] = counts.get(name, 0) + size
     return counts
 

@@ -8,6 +8,8 @@ from typing import Any, Iterator
 
 import torch
 
+from .model_state import dtype_name
+
 
 def tensors(value: Any) -> Iterator[torch.Tensor]:
     """Every tensor in `value` (nested tuples, lists, dicts).
@@ -47,7 +49,7 @@ def _by_dtype(tensors: Iterator[torch.Tensor], seen: set[int]) -> Counter:
         if key in seen and key != 0:
             continue
         seen.add(key)
-        counts[str(tensor.dtype).replace("torch.", "")] += tensor.numel() * tensor.element_size()
+        counts[dtype_name(tensor.dtype)] += tensor.numel() * tensor.element_size()
     return counts
 
 

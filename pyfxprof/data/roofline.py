@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ArgumentError, PyfxprofError
+from ..errors import ArgumentError, PyfxprofError, whole_number
 from ..stats.node_statistics import group_samples
 from ..stats.order_statistics import order_ranks
 from .profile import Profile
@@ -244,8 +244,7 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
     """
     if group_by not in GROUP_BY:
         raise ArgumentError(f"group_by must be None or 'module', got {group_by!r}")
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ArgumentError(f"depth must be a positive int, got {depth!r}")
+    depth = whole_number("depth", depth, minimum=1)
     found = profile_peaks(profile, peaks)
     mask = model_nodes(profile.nodes) & ~profile.nodes["op"].isin(TRAINING_ROWS).to_numpy()
     nodes = profile.nodes[mask].reset_index(drop=True)

@@ -9,15 +9,16 @@ import datetime
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
+from ..capture.model_state import dtype_name
 from ..data.roofline_ops import KINDS
 from ..errors import PyfxprofError
 from ..timing.call_timer import timed_calls
+from .cache_size import last_level_cache_bytes
 from .first_touch import faults_per_page, first_touch_cost, first_touch_threshold
 from .metadata import cpu_name
 from .peaks_cache import CACHE_ENV, CACHE_VERSION, cache_path, machine_key, read_cache
@@ -111,19 +112,6 @@ def gemm_size(dtype: torch.dtype, device: torch.device) -> int:
     return n
 
 
-def last_level_cache_bytes(device: torch.device) -> int:
-    """The device's last-level cache: the GPU's L2, or the largest CPU cache sysfs lists
-    (0 when unknown)."""
-    if device.type == "cuda":
-        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0))
-    sizes = []
-    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        text = entry.read_text().strip().upper()
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        sizes.append(int(text.rstrip("KMG") or 0) * scale)
-    return max(sizes, default=0)
-
-
 def triad_arrays(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The triad's two input arrays: float32, LLC_FACTOR x the last-level cache each, at
     least MIN_ARRAY_BYTES."""
@@ -155,7 +143,7 @@ def peak_rates(device: torch.device, dtypes: tuple[torch.dtype, ...],
     """(GEMM FLOP/s per dtype name, triad bytes/s, GEMM n per dtype name): the best of
     PEAK_ROUNDS interleaved rounds, each timing one product per dtype (of gemm_size) and
     one triad over `arrays`."""
-    names = {dtype: str(dtype).replace("torch.", "") for dtype in dtypes}
+    names = {dtype: dtype_name(dtype) for dtype in dtypes}
     sizes = {names[dtype]: gemm_size(dtype, device) for dtype in dtypes}
     triad, moved = triad_trial(arrays)
     calls = {names[dtype]: gemm_trial(dtype, device, sizes[names[dtype]]) for dtype in dtypes}

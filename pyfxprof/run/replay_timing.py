@@ -10,7 +10,6 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -18,6 +17,7 @@ import torch
 
 from ..stats.order_statistics import median_interval
 from .bench_session import BenchSession, rng_kept
+from .cache_size import last_level_cache_bytes
 from .replay_build import Rebuilt
 from .replay_inplace import block_ns, on_fresh_copies, pool_calls
 
@@ -29,40 +29,22 @@ DEFAULT_LLC_BYTES = 64 << 20
 BLOCK_NS, MIN_BLOCKS = 500_000, 8
 
 
-def last_level_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """The largest CPU cache's size in bytes (Linux sysfs), else DEFAULT_LLC_BYTES.
-
-    Example:
-        >>> last_level_cache_bytes() > 0
-        True
-    """
-    sizes = []
-    for entry in Path(root).glob("index*/size"):
-        text = entry.read_text().strip().upper()
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * scale)
-    return max(sizes, default=DEFAULT_LLC_BYTES)
-
-
 def _bytes_of(values: Any) -> int:
     leaves = values if isinstance(values, (list, tuple)) else [values]
     return sum(v.numel() * v.element_size() for v in leaves if isinstance(v, torch.Tensor))
 
 
 def cache_bytes(args: tuple) -> int:
-    """The last-level cache the inputs go through: the GPU's L2 for CUDA tensors, else the
-    CPU's (last_level_cache_bytes).
+    """The last-level cache the inputs go through (cache_size.last_level_cache_bytes of
+    their device: the GPU's L2 for CUDA tensors, else the CPU's), DEFAULT_LLC_BYTES when
+    unknown.
 
     Example:
-        >>> cache_bytes((torch.zeros(2),)) == last_level_cache_bytes()
+        >>> cache_bytes((torch.zeros(2),)) == last_level_cache_bytes(torch.device("cpu"))
         True
     """
-    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
-    if device is not None and device.type == "cuda":
-        return int(torch.cuda.get_device_properties(device).L2_cache_size)
-    return last_level_cache_bytes()
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    return last_level_cache_bytes(device) or DEFAULT_LLC_BYTES
 
 
 def copies_for_cold(built: Rebuilt, args: tuple) -> int:
