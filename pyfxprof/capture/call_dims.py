@@ -4,18 +4,22 @@ needs to rebuild a decode step's node at each cache length the loop saw (docs/re
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
-import sympy
 import torch
-from sympy.parsing.sympy_parser import parse_expr
 import torch.fx as fx
-from torch.utils._sympy import functions as sym_functions
 
-#: The names torch's symbolic expressions print with (FloorDiv, Mod, Max, ...), for sympify.
-_NAMES: dict[str, Any] = {**{k: v for k, v in vars(sym_functions).items()
-                             if isinstance(v, type)}, "Max": sympy.Max, "Min": sympy.Min}
+
+@functools.cache
+def _names() -> dict[str, Any]:
+    """The names torch's symbolic expressions print with (FloorDiv, Mod, Max, ...), for
+    sympy's parser (imported here: a profile that replays no loop shape never loads sympy)."""
+    import sympy
+    from torch.utils._sympy import functions as sym_functions
+    return {**{k: v for k, v in vars(sym_functions).items() if isinstance(v, type)},
+            "Max": sympy.Max, "Min": sympy.Min}
 
 
 def size_symbols(gm: fx.GraphModule) -> tuple[list[str], list[int]]:
@@ -98,7 +102,9 @@ def call_dims(node: fx.Node) -> str:
 
 def _value(text: str, values: dict[str, int]) -> int:
     """An expression's value at the symbols' values (KeyError: a symbol not given)."""
-    expr = parse_expr(text, local_dict=_NAMES)
+    import sympy
+    from sympy.parsing.sympy_parser import parse_expr
+    expr = parse_expr(text, local_dict=_names())
     missing = {str(s) for s in expr.free_symbols} - set(values)
     if missing:
         raise KeyError(sorted(missing)[0])
