@@ -3,6 +3,11 @@ the GEMM peak measured right before, a large add memory-bound near the measured 
 bandwidth, its fresh output's first touch included, a tiny add overhead-bound), ResNet-18 and
 tiny GPT-2 with the columns, the plot as a picture, the advice and the HTML report."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -146,14 +151,42 @@ def test_an_op_with_a_fresh_output_is_memory_bound_near_the_measured_roof(op, sh
     """From well inside the last-level cache to far above it: the fresh output's first touch
     charged for the page faults the timed runs took (every page from glibc's largest mmap
     threshold, 32 MiB, up; below it as the heap's history has it), at the rate measured
-    with the triad (docs/roofline.md): near the roof; bytes stay the lower bound."""
-    inputs = op_inputs(op, shape, dtype)
-    rows = round_rows(Fresh(FRESH_OPS[op][0]), inputs)
-    output = inputs[0].numel() * inputs[0].element_size()
-    assert all(row["bytes"] == len(inputs) * output + output for row in rows)
-    assert all(row["bound"] == "memory" for row in rows)
-    efficiency = median_efficiency(rows)
+    with the triad (docs/roofline.md): near the roof; bytes stay the lower bound. Measured
+    in a fresh process (the op, the peaks and the first touch alike): what a fresh output
+    costs depends on the heap's history, which thousands of earlier tests in this process
+    would set (a case read 0.16 after them and passed alone, 5 of 5 attempts each)."""
+    found = _in_a_fresh_process(op, shape, dtype)
+    assert all(bound == "memory" for bound in found["bound"])
+    assert all(count == found["expected_bytes"] for count in found["bytes"])
+    efficiency = found["efficiency"]
     assert efficiency >= 0.5, f"efficiency {efficiency:.2f} of the roof measured around it"
+
+
+_FRESH_CASE = """
+import json, sys
+import torch
+sys.path.insert(0, {root!r})
+torch.set_num_threads(1)
+from tests import test_roofline as t
+inputs = t.op_inputs({op!r}, {shape!r}, getattr(torch, {dtype!r}))
+rows = t.round_rows(t.Fresh(t.FRESH_OPS[{op!r}][0]), inputs)
+output = inputs[0].numel() * inputs[0].element_size()
+print(json.dumps({{"bound": [r["bound"] for r in rows], "bytes": [int(r["bytes"]) for r in rows],
+                  "expected_bytes": len(inputs) * output + output,
+                  "efficiency": t.median_efficiency(rows)}}))
+"""
+
+
+def _in_a_fresh_process(op: str, shape: tuple, dtype: torch.dtype) -> dict:
+    """The fresh-output case measured by a new interpreter (one thread): its rows' bounds and
+    bytes, the bytes expected, and the median efficiency over rounds."""
+    root = str(Path(__file__).resolve().parents[1])
+    code = _FRESH_CASE.format(root=root, op=op, shape=tuple(shape),
+                              dtype=str(dtype).removeprefix("torch."))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.timing(attempts=5)  # the truths and the op share the memory bus with others
