@@ -1,5 +1,5 @@
 """Shared fixtures: the fake CUDA runtime and the fake NVTX tool, each built once per test
-session."""
+session; torch on one thread for a test that asks (`one_thread`)."""
 
 import os
 import shutil
@@ -99,3 +99,15 @@ def pytest_pyfunc_call(pyfuncitem):
                     [f"held on attempt {attempt} of {attempts}"] + missed))
             return True
     return True
+
+
+@pytest.fixture
+def one_thread():
+    """Torch on one intra-op thread for the test, the count restored after. With as many threads
+    as cores on a shared machine a parallel op waits for a scheduler time slice whenever
+    another process holds a core: its time is the scheduler's, not the op's
+    (docs/roofline.md, "How the known truths are measured")."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -49,18 +49,6 @@ class InPlace(nn.Module):
         return x.add_(y)
 
 
-@pytest.fixture
-def one_thread():
-    """Torch on one thread for the test. With as many threads as cores on a shared machine a
-    parallel op waits for a scheduler time slice whenever another process holds a core: its
-    time is the scheduler's, not the op's (docs/roofline.md, "How the known truths are
-    measured"). The peaks are measured at the thread count they hold for."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def round_rows(model: nn.Module, inputs: tuple) -> list:
     """The main row of each round's roofline (tests/roofline_truth.py: the peaks measured
     around each short profile, by the same statistic as the node)."""

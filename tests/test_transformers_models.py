@@ -13,16 +13,9 @@ from pyfxprof.capture.tracing import CaptureFallbackWarning
 from pyfxprof.data.rollup import module_keys
 from tests import hf_models
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: on a shared 2-core machine a second one mostly waits its turn."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# one intra-op thread: on a shared 2-core machine a second one mostly waits its turn
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.usefixtures("one_thread")]
 
 
 def quiet_profile(model, inputs, **kwargs):

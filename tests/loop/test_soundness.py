@@ -165,19 +165,30 @@ class _Writer(torch.nn.Module):
         return y
 
 
-@pytest.mark.parametrize("how", WRITES)
-def test_state_written_in_place_without_a_version_bump_is_written_once_per_call(how):
-    torch.manual_seed(0)
-    plain = _Writer(WRITES[how]).eval()
+def _beside_a_plain_twin(plain: torch.nn.Module, same_state, calls: int = 4):
+    """`calls` calls of `plain` and of a deep copy under the Profiler, in turn: equal outputs
+    and `same_state(plain, profiled)` after each; every call timed or counted. Returns
+    (the Profiler, the copy, the calls timed)."""
     profiled = copy.deepcopy(plain)
     x = torch.randn(2, 3)
     with pyfxprof.Profiler(profiled) as p:
-        for _ in range(4):
+        for _ in range(calls):
             assert torch.equal(plain(x), profiled(x))
-            for a, b in zip(plain.state_dict().values(), profiled.state_dict().values()):
-                assert torch.equal(a, b)
+            same_state(plain, profiled)
     timed = sum(prof.n_runs for prof in p.profiles)
-    assert timed + sum(p._untimed.values()) == 4
+    assert timed + sum(p._untimed.values()) == calls
+    return p, profiled, timed
+
+
+def _same_tensors(plain, profiled):
+    for a, b in zip(plain.state_dict().values(), profiled.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("how", WRITES)
+def test_state_written_in_place_without_a_version_bump_is_written_once_per_call(how):
+    torch.manual_seed(0)
+    _, _, timed = _beside_a_plain_twin(_Writer(WRITES[how]).eval(), _same_tensors)
     assert timed >= 3  # the first call makes the capture; the later ones are timed
 
 
@@ -207,16 +218,11 @@ class _Counter(torch.nn.Module):
 @pytest.mark.parametrize("how", PAST_SETATTR)
 def test_a_counter_written_past_setattr_counts_every_call(how):
     torch.manual_seed(0)
-    plain = _Counter(PAST_SETATTR[how]).eval()
-    profiled = copy.deepcopy(plain)
-    x = torch.randn(2, 3)
-    with pyfxprof.Profiler(profiled) as p:
-        for _ in range(4):
-            assert torch.equal(plain(x), profiled(x))
-            assert plain.n == profiled.n
+
+    def same_count(plain, profiled):
+        assert plain.n == profiled.n
+    p, profiled, timed = _beside_a_plain_twin(_Counter(PAST_SETATTR[how]).eval(), same_count)
     assert profiled.n == 4
-    timed = sum(prof.n_runs for prof in p.profiles)
-    assert timed + sum(p._untimed.values()) == 4
     if not timed:  # not run from Dynamo's code: the reason names the store
         assert any("without a guard" in reason for reason in p._untimed)
 

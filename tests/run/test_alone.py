@@ -22,14 +22,8 @@ from pyfxprof.errors import ArgumentError
 from pyfxprof.run import alone
 from pyfxprof.run.alone import alone_rows, asked_rows, top_rows
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """torch on one thread: on a shared machine its thread pool's waits swamp small nodes."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# torch on one thread: on a shared machine its thread pool's waits swamp small nodes
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class Chain(nn.Module):
