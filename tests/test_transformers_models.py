@@ -132,7 +132,7 @@ def test_the_python_outside_the_graph_is_stated_and_named_by_function():
     model, inputs = hf_models.gpt2()
     prof = quiet_profile(model, inputs)
     call = prof.meta["call"]
-    assert call["runs"] == 5 and call["median_ns"] > 0
+    assert call["runs"] == 3 and call["median_ns"] > 0  # ceil(5 / 2) plain calls, paired
     functions = call["functions"]
     # the module calls and transformers' glue the graph leaves out, named with their lines
     assert len(functions) >= 5 and {row["origin"] for row in functions} >= {"torch",

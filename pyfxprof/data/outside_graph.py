@@ -27,17 +27,37 @@ OUTSIDE_GRAPH = "(Python outside the graph)"
 SHOWN_FUNCTIONS = 5
 
 
-def outside_runs(call_ns, rows_ns, around_ns=None, leveled: bool = True) -> np.ndarray:
+def call_level(call_ns, around_ns, paired_ns=None) -> float:
+    """What the user's plain calls `call_ns` spend beyond the calls made around the graph's
+    runs (the Python the graph replaced, less the timers' cost), ns. With `paired_ns` (calls
+    around the graph, the i-th made right beside the i-th plain call): the median of the
+    pairs' differences, each pair from one stretch of the host's speed (a shared machine
+    slows every call by its own factor for tenths of a second: a block of plain calls timed
+    after the runs may fall in another stretch than the runs, docs/profile.md); else
+    ``median(call_ns) - median(around_ns)``.
+
+    >>> call_level([500, 900, 510], [200, 205, 210], paired_ns=[410, 800, 400])
+    100.0
+    >>> call_level([500, 900, 510], [200, 205, 210])
+    305.0
+    """
+    call = np.asarray(call_ns, dtype=np.float64)
+    if paired_ns is not None and len(paired_ns) == len(call) and len(call):
+        return float(np.median(call - np.asarray(paired_ns, dtype=np.float64)))
+    return float(np.median(call) - np.median(np.asarray(around_ns, dtype=np.float64)))
+
+
+def outside_runs(call_ns, rows_ns, around_ns=None, leveled: bool = True,
+                 paired_ns=None) -> np.ndarray:
     """Per run, the Python outside the graph (float ns; negative: noise). With `around_ns`
     (each run's own call, made around its instrumented graph: run.user_call.AroundRuns):
-    that call minus the run's rows, plus (`leveled`) the level ``median(call_ns) -
-    median(around_ns)`` (what the plain calls spend beyond the calls made around the graph:
-    the Python the graph replaced, less the timers' cost), the same for every run: each
-    run's figure comes from its own invocation. Not `leveled` (a compiled call, whose call
-    around the run is the user's whole call: with_compiled_call): that call minus the run's
-    rows alone. Without `around_ns`: ``median(call_ns) - median(rows_ns)`` in every run (one
-    figure: the plain calls are other invocations than the runs, so no run's figure is
-    taken from them).
+    that call minus the run's rows, plus (`leveled`) the level (call_level of `call_ns`
+    against `paired_ns`, else against `around_ns`: the Python the graph replaced), the same
+    for every run: each run's figure comes from its own invocation. Not `leveled` (a
+    compiled call, whose call around the run is the user's whole call: with_compiled_call):
+    that call minus the run's rows alone. Without `around_ns`: ``median(call_ns) -
+    median(rows_ns)`` in every run (one figure: the plain calls are other invocations than
+    the runs, so no run's figure is taken from them).
 
     >>> outside_runs([500, 520, 510], [100, 300, 100], [200, 400, 210]).tolist()
     [400.0, 400.0, 410.0]
@@ -47,24 +67,24 @@ def outside_runs(call_ns, rows_ns, around_ns=None, leveled: bool = True) -> np.n
     [410.0, 410.0, 410.0]
     """
     rows = np.asarray(rows_ns, dtype=np.float64)
-    call = np.asarray(call_ns, dtype=np.float64)
     if around_ns is None:
-        return np.full(len(rows), float(np.median(call) - np.median(rows)))
+        return np.full(len(rows), float(np.median(np.asarray(call_ns)) - np.median(rows)))
     around = np.asarray(around_ns, dtype=np.float64)
-    level = float(np.median(call) - np.median(around)) if leveled else 0.0
+    level = call_level(call_ns, around, paired_ns) if leveled else 0.0
     return around - rows + level
 
 
-def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = True) -> dict:
+def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = True,
+              paired_ns=None) -> dict:
     """``meta["call"]`` of the user's plain calls `call_ns` against the graph's runs
     `graph_ns` (whose rows summed to `rows_ns` per run; default: the runs) and, when the runs
     were made inside the user's calls, those calls' `around_ns` (one per run): the call's and
     the graph's medians, the median of outside_runs (the Python outside the graph: every
     part of the call no row of the graph holds; `leveled` as there) with its 95% interval
     (per run with `around_ns`; else of each plain call against the rows' median),
-    ``per_run`` (whether the row is measured per run: `around_ns` given), ``level_ns`` (the
-    plain calls' median beyond the calls around the runs: outside_runs' level, in the row
-    only when `leveled`) and ``resolved``: the interval lies above zero (stats/order_statistics.py; which takes at
+    ``per_run`` (whether the row is measured per run: `around_ns` given), ``level_ns`` (call_level:
+    what the plain calls spend beyond the calls around the graph, against `paired_ns` where
+    given; outside_runs' level, in the row only when `leveled`) and ``resolved``: the interval lies above zero (stats/order_statistics.py; which takes at
     least runs_needed(0.5) runs: with fewer, no order statistic bounds the median, and the
     low and high ends are the range).
 
@@ -78,7 +98,7 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     call = np.asarray(call_ns, dtype=np.int64)
     graph = np.asarray(graph_ns, dtype=np.int64)
     rows = graph if rows_ns is None else np.asarray(rows_ns, dtype=np.int64)
-    outside = outside_runs(call, rows, around_ns, leveled)
+    outside = outside_runs(call, rows, around_ns, leveled, paired_ns)
     spread = outside if around_ns is not None else call - float(np.median(rows))
     low, high = median_interval(spread)
     resolved = bool(low > 0)  # an unbounded interval (too few runs) is never above zero
@@ -93,7 +113,7 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
             "per_run": around_ns is not None}
     if around_ns is not None:
         meta["around_median_ns"] = float(np.median(np.asarray(around_ns, dtype=np.int64)))
-        meta["level_ns"] = meta["median_ns"] - meta["around_median_ns"]
+        meta["level_ns"] = call_level(call, around_ns, paired_ns)
     return meta
 
 
@@ -151,10 +171,10 @@ def rows_share(samples: np.ndarray, nodes: pd.DataFrame, call_median_ns: float) 
     return float(column_medians(samples, _in_run(nodes)).sum()) / float(call_median_ns)
 
 
-def _call_figures(profile: Profile, call_ns, around_ns, leveled: bool = True, **extra: Any
-                  ) -> tuple[dict, np.ndarray, Any]:
+def _call_figures(profile: Profile, call_ns, around_ns, leveled: bool = True,
+                  paired_ns=None, **extra: Any) -> tuple[dict, np.ndarray, Any]:
     """(a copy of the profile's meta with ``meta["call"]`` set (call_meta, `leveled`,
-    `extra`), each run's rows summed, `around_ns` or None when it does not hold one call per
+    `paired_ns`, `extra`), each run's rows summed, `around_ns` or None when it does not hold one call per
     run: then ``meta["call"]["not_per_run"]`` says why)."""
     meta = dict(profile.meta)
     rows = masked_row_sums(profile.samples, _in_run(profile.nodes))
@@ -162,18 +182,20 @@ def _call_figures(profile: Profile, call_ns, around_ns, leveled: bool = True, **
     if around_ns is not None and len(around_ns) != profile.n_runs:
         not_per_run = f"{len(around_ns)} calls around {profile.n_runs} runs"
         around_ns = None
-    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns, leveled),
-                    **extra}
+    meta["call"] = {**call_meta(call_ns, profile.run_totals, rows, around_ns, leveled,
+                                paired_ns), **extra}
     if not_per_run is not None:
         meta["call"]["not_per_run"] = not_per_run
     return meta, rows, around_ns
 
 
 def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
-                       around_ns=None, spare: np.ndarray | None = None) -> Profile:
+                       around_ns=None, spare: np.ndarray | None = None,
+                       paired_ns=None) -> Profile:
     """`profile` (the graph's runs) measured against the user's plain calls `call_ns` and,
     when its runs were made inside the user's calls, those calls (`around_ns`, one per run,
-    in run order): ``meta["call"]`` (call_meta, plus the ``functions`` that spend the
+    in run order) and the calls around the graph made beside the plain ones (`paired_ns`:
+call_level): ``meta["call"]`` (call_meta, plus the ``functions`` that spend the
     difference, see python_functions, ``rows_share``: the rows' medians summed, as a share
     of the call's median, and ``not_per_run`` when `around_ns` does not match the runs) and,
     when the difference is above the noise, the OUTSIDE_GRAPH row (outside_runs, at least 0:
@@ -194,7 +216,7 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
     >>> with_outside_graph(graph, calls).samples[:, 1].tolist()  # one figure: not per run
     [212, 212, 212, 212, 212, 212]
     """
-    meta, rows, around_ns = _call_figures(profile, call_ns, around_ns,
+    meta, rows, around_ns = _call_figures(profile, call_ns, around_ns, paired_ns=paired_ns,
                                           functions=list(functions or []))
     if not meta["call"]["resolved"]:
         meta["call"]["rows_share"] = rows_share(profile.samples, profile.nodes,
@@ -202,7 +224,8 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
         return Profile(profile.nodes, profile.samples, profile.run_totals, meta,
                        profile.device_samples, profile.run_starts, profile.run_noise,
                        profile.backward_samples)
-    outside = np.maximum(np.rint(outside_runs(call_ns, rows, around_ns)), 0).astype(np.int64)
+    outside = np.maximum(np.rint(outside_runs(call_ns, rows, around_ns, paired_ns=paired_ns)),
+                         0).astype(np.int64)
     add = lambda array: None if array is None else np.hstack(  # noqa: E731
         [array, np.zeros((array.shape[0], 1), np.int64)])
     samples = widened(profile.samples, outside, spare)
@@ -217,15 +240,15 @@ def with_outside_graph(profile: Profile, call_ns, functions: list | None = None,
                    profile.run_starts, profile.run_noise, add(profile.backward_samples))
 
 
-def with_compiled_call(profile: Profile, call_ns, around_ns=None) -> Profile:
+def with_compiled_call(profile: Profile, call_ns, around_ns=None, paired_ns=None) -> Profile:
     """A compiled profile (kernels, the time between graphs, the `(outside kernels)` row
     last) measured against the user's compiled calls: each run made inside the user's call
     (`around_ns`, one per run: torch.compile's guards, wrapper and kernels, all of the call
     but its outer module call), the outside row widened to that run's own call beyond its
     rows (outside_runs, not leveled), so each run's rows sum to its own call: no figure of a
     run comes from another invocation. The plain calls `call_ns` (timed after the runs) are
-    the check: ``meta["call"]`` (call_meta: their median, ``level_ns`` their median beyond
-    the calls around the runs; rows_share: the rows' medians summed against them). Without
+    the check: ``meta["call"]`` (call_meta: their median, ``level_ns`` what they spend beyond
+    the calls around the runs, against `paired_ns` where given; rows_share: the rows' medians summed against them). Without
     `around_ns` (the runs were not made inside the call) the row takes the plain calls'
     median beyond the rows' median, one figure in every run. ``meta["call"]["compiled"]``
     marks it (the header words it so).
@@ -241,7 +264,7 @@ def with_compiled_call(profile: Profile, call_ns, around_ns=None) -> Profile:
     [60, 90]
     """
     meta, rows, around_ns = _call_figures(profile, call_ns, around_ns, leveled=False,
-                                          compiled=True)
+                                          paired_ns=paired_ns, compiled=True)
     beyond = np.rint(outside_runs(call_ns, rows, around_ns, leveled=False)).astype(np.int64)
     samples = profile.samples.copy()
     samples[:, -1] = np.maximum(samples[:, -1] + beyond, 0)

@@ -104,6 +104,8 @@ class UserCall:
         self.functions: list[dict] = []
         self.error: str | None = None
         self.around: AroundRuns | None = None
+        #: Calls around the graph timed beside the plain calls, one per plain call (after_runs).
+        self.paired_ns: list[int] = []
 
     def __call__(self) -> Any:
         """One plain, untimed call."""
@@ -121,16 +123,34 @@ class UserCall:
             if not self._guarded(self):
                 return
 
-    def after_runs(self, graph_run: Callable[[], Any] | None, runs: int) -> None:
+    def after_runs(self, graph_run: Callable[[], Any] | None, runs: int,
+                   args: tuple | None = None) -> None:
         """After the timed runs: the breakdown (prepare, whose profiled calls warm the plain
-        call; with `breakdown` False one plain call warms it) and `runs` timed plain calls,
-        one after the other (never interleaved with the runs: a model whose cost depends on
-        how many calls came before, e.g. a spike every k-th call, keeps its pattern in the
-        runs), inside `plainly()` when given."""
+        call; with `breakdown` False one plain call warms it), then the timed plain calls,
+        inside `plainly()` when given: with calls ``around`` the graph that work (made on
+        `args`), ceil(runs / 2) of them, each beside one more call around the graph, the
+        pair's order alternating, kept in ``paired_ns`` (the level's pairs:
+        data.outside_graph.call_level); else `runs`, one after the other. The timed runs
+        are never interleaved with plain calls: a model whose cost depends on how many calls
+        came before (a spike every k-th call) keeps its pattern in the runs. No pairs inside
+        `plainly` (a compiled call's: its level is not in the row, with_compiled_call)."""
+        around = self.around if args is not None and self.plainly is None else None
         with self.plainly() if self.plainly is not None else contextlib.nullcontext():
             self.prepare(graph_run if self.breakdown else None)
-            for _ in range(runs):
-                self.time_once()
+            if around is None or around.failure is not None:
+                for _ in range(runs):
+                    self.time_once()
+                return
+            kept, around.walls_ns = around.walls_ns, self.paired_ns
+            try:
+                for pair in range(-(-runs // 2)):
+                    if pair % 2:
+                        around.run(args)
+                    self.time_once()
+                    if not pair % 2:
+                        around.run(args)
+            finally:
+                around.walls_ns = kept
 
     def prepare(self, graph_run: Callable[[], Any] | None) -> None:
         """Measure which Python functions the call spends beyond one run of the plain graph
@@ -265,8 +285,11 @@ def with_user_call(profile: Profile, call: UserCall | None,
     around = call.around
     failure = "the runs were not made inside your call" if around is None else around.failure
     walls = None if failure is not None or around is None else around.walls_ns
-    profile = (with_outside_graph(profile, call.walls_ns, call.functions, walls, spare)
-               if stated is None else stated(profile, call.walls_ns, around_ns=walls))
+    paired = call.paired_ns if walls is not None and len(call.paired_ns) == len(
+        call.walls_ns) else None
+    profile = (with_outside_graph(profile, call.walls_ns, call.functions, walls, spare, paired)
+               if stated is None else stated(profile, call.walls_ns, around_ns=walls,
+                                             paired_ns=paired))
     if failure is not None:
         profile.meta["call"]["not_per_run"] = failure
     return profile

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import pyfxprof
 from pyfxprof.data import persist
-from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_meta, call_share, outside_column,
+from pyfxprof.data.outside_graph import (OUTSIDE_GRAPH, call_level, call_meta, call_share, outside_column,
                                          python_functions, tree_rows, with_compiled_call,
                                          with_outside_graph)
 from pyfxprof.stats import columns
@@ -239,3 +239,19 @@ def test_a_profile_on_reserved_room_saves_and_loads_its_own_columns(resolved, tm
     assert (prof.samples is spare) is resolved and (-1 not in prof.samples)
     prof.save(tmp_path / "p.json")
     assert np.array_equal(pyfxprof.load(tmp_path / "p.json").samples, prof.samples)
+
+
+@settings(max_examples=60, deadline=None)
+@given(level=st.integers(0, 50_000), around=st.integers(1_000, 10_000_000),
+       stretches=st.lists(st.integers(0, 5_000_000), min_size=1, max_size=40))
+def test_the_level_of_pairs_is_the_same_in_every_stretch_of_the_hosts_speed(level, around,
+                                                                           stretches):
+    # each pair (a plain call, a call around the graph) made in one stretch that adds its
+    # own delay to both: the pairs' level is the plain calls' own excess, whatever the
+    # stretches; the medians' difference is only when every stretch is the same
+    paired = [around + delay for delay in stretches]
+    plain = [value + level for value in paired]
+    assert call_level(plain, [around] * 3, paired_ns=paired) == level
+    assert call_level(plain, paired) == level  # the same calls, unpaired: medians alike
+    assert call_meta(plain, [around] * 3, around_ns=[around] * 3,
+                     paired_ns=paired)["level_ns"] == level

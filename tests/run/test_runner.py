@@ -157,7 +157,7 @@ def test_the_python_outside_the_graph_is_a_row_of_the_users_call():
     prof = pyfxprof.profile(SlowTail(), (torch.randn(8, 8),), runs=8, warmup=1,
                             capture="dynamo", progress=False)
     call = prof.meta["call"]
-    assert call["runs"] == 8 and call["resolved"]
+    assert call["runs"] == 4 and call["resolved"]  # ceil(8 / 2) plain calls, each paired
     assert call["median_ns"] >= 3e6 > call["graph_median_ns"]  # the spin is not in the graph
     names = prof.nodes["name"].tolist()
     outside = prof.samples[:, names.index("(Python outside the graph)")]
