@@ -1,7 +1,8 @@
 """Profiling torch.compile'd models per Inductor kernel (pyfxprof/run/compiled_profile.py and the capture,
 timing and analyses files it uses): kernel rows with provenance, outputs of the timed wrapper,
-its overhead, the eager-vs-compiled diff and the refusals. Compiles on CPU (needs a C++
-compiler); Inductor's cache lives in a temporary directory per module."""
+the eager-vs-compiled diff and the refusals. Compiles on CPU (needs a C++
+compiler); Inductor's cache lives in a temporary directory per module. What timing each kernel
+costs is measured by benchmarks/bench_compiled.py (speed goals are not timed tests)."""
 
 import json
 import time
@@ -72,34 +73,6 @@ def test_timed_wrapper_gives_the_compiled_models_outputs():
     assert torch.equal(timed, expected)
     assert timings.intervals.shape == (1, executor.calls_per_run)
     assert (timings.intervals > 0).all()
-
-
-def _median_call_ns(call, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter_ns()
-        call()
-        times.append(time.perf_counter_ns() - start)
-    return float(np.median(times))
-
-
-@pytest.mark.timing(attempts=3)
-def test_instrumented_compiled_run_within_5_percent_of_plain():
-    model, x = Net().eval(), torch.randn(2, 3, 8, 8)
-    with torch.inference_mode():
-        capture = InductorCapture(*compile_settings(model, True))
-        capture.first_call(BoundInputs((x,)))
-        executor = CompiledExecutor(capture.compiled, {}, [plan_graph(g) for g in capture.graphs])
-        plain, timed = [], []
-        executor.reset(20 * 50)
-        with executor:
-            for _ in range(20):  # interleaved blocks
-                executor.instrumented(False)
-                plain.append(_median_call_ns(lambda: capture.compiled(x), 50))
-                executor.instrumented(True)
-                timed.append(_median_call_ns(lambda: executor.run((x,)), 50))
-    ratio = np.median(timed) / np.median(plain)
-    assert ratio < 1.05, f"instrumented/plain {ratio:.3f} ({executor.calls_per_run} kernels)"
 
 
 def test_compiled_diff_matches_modules(net_profiles):

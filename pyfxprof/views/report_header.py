@@ -274,7 +274,7 @@ def _call_text(meta: dict, what: str = "graph") -> str | None:
     >>> _call_text({"call": {"resolved": False, "median_ns": 1e6, "graph_median_ns": 1e6,
     ...     "outside_median_ns": -2e3, "outside_low_ns": -3e3, "outside_high_ns": -1e3}}
     ...     ).split("median, ")[1]
-    "shorter than the graph's rows by -3.00 µs..-1.00 µs: no Python outside the graph to show)"
+    "shorter than the graph's rows by 1.00 µs..3.00 µs: no Python outside the graph to show)"
     """
     call = meta.get("call")
     if not isinstance(call, dict):
@@ -294,8 +294,9 @@ def _call_text(meta: dict, what: str = "graph") -> str | None:
                 f"outside its nodes {format_ns(call['outside_median_ns'])} = {share})")
     interval = f"{format_ns(call['outside_low_ns'])}..{format_ns(call['outside_high_ns'])}"
     if call["outside_high_ns"] < 0:  # the instrumented nodes alone outlast the plain call
+        by = f"{format_ns(-call['outside_high_ns'])}..{format_ns(-call['outside_low_ns'])}"
         return (f" ({what}; your call{after} {format_ns(call['median_ns'])} median, shorter "
-                f"than the graph's rows by {interval}: no Python outside the graph to show)")
+                f"than the graph's rows by {by}: no Python outside the graph to show)")
     return (f" ({what}; your call{after} {format_ns(call['median_ns'])} median, Python "
             f"outside the graph below the noise: {interval})")
 
