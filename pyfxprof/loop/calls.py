@@ -76,6 +76,7 @@ class CallRouting:
     _armed: dict[tuple, tuple]  # args_key -> (group, its run, training flag, index, guard)
     _traceable: bool
     _uncaptured: dict[tuple, str]  # signatures no group serves, and why
+    _recent: dict[tuple, tuple]  # signature -> the key of the variant that took its last call
     _window: Window | None
     _open: bool
     _busy: threading.Lock
@@ -319,16 +320,12 @@ class CallRouting:
             bound = self._bound(args, kwargs)
         except PyfxprofError:  # not a valid call: the model raises its own error
             return None, None
-        key = signature_key(bound)
-        group = self._groups.get(key)
+        base = signature_key(bound)
+        group = self._groups.get(base)
         if group is not None and group.graph_run:
             self._take_as_given(group, args, kwargs, bound)
             return group, bound
-        refusal = None
-        while group is not None and not group.accepts(bound):
-            refusal = group.capture.frame.refusal(bound)
-            key = next_variant(key)
-            group = self._groups.get(key)
+        group, key, refused = self._variant_for(base, bound)
         if made is not None and key in self._uncaptured:
             made.why = self._uncaptured[key]
         if group is not None or key in self._uncaptured or made is None:
@@ -339,6 +336,7 @@ class CallRouting:
                 too_many_groups_warning(self.name)
             made.why = f"more than {MAX_CALL_GROUPS} input signatures"
             return None, bound
+        refusal = None if refused is None else refused.capture.frame.refusal(bound)
         group = self._captured(args, kwargs, bound, key, forward, refusal, made)
         if group is None:
             self._uncaptured[key] = made.why
@@ -346,11 +344,30 @@ class CallRouting:
                           f"the model itself, unprofiled: {made.why}",
                           CaptureFallbackWarning, stacklevel=5)
             return None, bound
-        self._groups[key] = group
+        self._groups[key], self._recent[base] = group, key  # its next call checks it first
         if self._backward:
             wrap_for_backward(group, self._open)
         self._take_as_given(group, args, kwargs, bound)
         return group, bound
+
+    def _variant_for(self, key: tuple, bound: BoundInputs
+                     ) -> tuple[CallGroup | None, tuple, CallGroup | None]:
+        """(the variant of signature `key` whose Dynamo guards accept the call, or None; its
+        key, or the next free variant's; the last variant that refused it, or None). The
+        variant that took the signature's last call is tried first, as Dynamo tries its cache
+        entries most recent first: a decode loop whose calls all go to a later variant checks
+        one set of guards per call, not every variant's before it."""
+        base, recent = key, self._recent.get(key)
+        first = None if recent is None else self._groups.get(recent)
+        if first is not None and first.accepts(bound):
+            return first, recent, None
+        group, refused = self._groups.get(key), None
+        while group is not None and (group is first or not group.accepts(bound)):
+            refused, key = group, next_variant(key)
+            group = self._groups.get(key)
+        if group is not None:
+            self._recent[base] = key
+        return group, key, refused
 
     def _take_as_given(self, group: CallGroup, args: tuple, kwargs: dict,
                        bound: BoundInputs) -> None:

@@ -160,6 +160,7 @@ class Profiler(CallRouting):
         self._armed: dict[tuple, tuple] = {}  # the hot path's: _direct's noted in the window
         self._traceable = True  # Dynamo may trace the patched forward (loaded after start())
         self._uncaptured: dict[tuple, str] = {}  # signatures no group serves, and why
+        self._recent: dict[tuple, tuple] = {}  # signature -> its last call's variant
         self._window: Window | None = None
         self._patch: ForwardPatch | None = None
         self._open = False

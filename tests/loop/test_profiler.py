@@ -16,6 +16,8 @@ from pyfxprof.capture.tracing import CaptureFallbackWarning, capture, timed_node
 from pyfxprof.data.persist import load_profile
 from pyfxprof.data.run_noise import NOISE_COLUMNS
 from pyfxprof.errors import PyfxprofError
+from pyfxprof.capture.dynamo_frame import DynamoFrame
+from pyfxprof.loop.call_groups import CallGroup
 from pyfxprof.loop.profiler import Profiler
 from pyfxprof.run.runner import profile
 from pyfxprof.loop.schedule import schedule
@@ -624,6 +626,42 @@ class _ScaledCache(CachedModel):
     def forward(self, x, cache):
         y, cache = super().forward(x, cache)
         return y * self.scale, cache
+
+
+@pytest.mark.parametrize("scales", [(1.0, 3.0, 3.0, 3.0, 3.0, 1.0, 3.0, 3.0),
+                                    (2.0, 2.0, 5.0, 5.0, 7.0, 7.0, 7.0, 5.0, 2.0)])
+def test_a_signatures_later_variant_checks_one_set_of_guards_per_call(monkeypatch, scales):
+    # calls that go on to a later variant of their signature (a decode loop past its first
+    # step) check its guards first, as Dynamo tries its most recent cache entry first; no
+    # refusal is worded on the way (only a capture needs one)
+    checks, refusals = [], []
+    accepts, refusal = CallGroup.accepts, DynamoFrame.refusal
+    monkeypatch.setattr(CallGroup, "accepts",
+                        lambda self, bound: checks.append(self.index) or accepts(self, bound))
+    monkeypatch.setattr(DynamoFrame, "refusal",
+                        lambda self, bound: refusals.append(1) or refusal(self, bound))
+    model, x = _ScaledCache().eval(), torch.randn(1, 3)
+    outputs, per_call, refused = [], [], []
+    with torch.no_grad(), Profiler(model) as p:
+        for scale in scales:
+            model.scale = scale
+            before, refused_before = len(checks), len(refusals)
+            outputs.append(model(x, cache=GrowingCache(2))[0])  # a keyword: the Python path
+            per_call.append(len(checks) - before)
+            refused.append(len(refusals) - refused_before)
+    with torch.no_grad():
+        expected = [scale * torch.relu(model.lin(x)) for scale in scales]
+    for out, want in zip(outputs, expected):
+        torch.testing.assert_close(out, want, rtol=0, atol=0)
+    seen: set = set()
+    previous = None
+    for scale, count, worded in zip(scales, per_call, refused):
+        if scale in seen:  # (a new one is captured, after every variant before refused)
+            assert worded == 0 and (count == 1 if scale == previous else count <= len(seen)), \
+                (per_call, refused)
+        seen.add(scale)
+        previous = scale
+    assert sum(prof.n_runs for prof in p.profiles) == len(scales)  # every call recorded
 
 
 def test_guards_of_the_models_own_state_are_checked_at_every_call():
