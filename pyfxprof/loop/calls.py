@@ -359,7 +359,7 @@ class CallRouting:
         one set of guards per call, not every variant's before it."""
         base, recent = key, self._recent.get(key)
         first = None if recent is None else self._groups.get(recent)
-        if first is not None and first.accepts(bound):
+        if recent is not None and first is not None and first.accepts(bound):
             return first, recent, None
         group, refused = self._groups.get(key), None
         while group is not None and (group is first or not group.accepts(bound)):

@@ -134,10 +134,10 @@ class UserCall:
         are never interleaved with plain calls: a model whose cost depends on how many calls
         came before (a spike every k-th call) keeps its pattern in the runs. No pairs inside
         `plainly` (a compiled call's: its level is not in the row, with_compiled_call)."""
-        around = self.around if args is not None and self.plainly is None else None
+        around = self.around if self.plainly is None else None
         with self.plainly() if self.plainly is not None else contextlib.nullcontext():
             self.prepare(graph_run if self.breakdown else None)
-            if around is None or around.failure is not None:
+            if args is None or around is None or around.failure is not None:
                 for _ in range(runs):
                     self.time_once()
                 return
