@@ -11,7 +11,9 @@ import pyfxprof
 from pyfxprof.data.roofline_ops import KINDS
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run import machine_peaks as peaks_module
-from pyfxprof.run.peaks_cache import CACHE_ENV, cache_path, cached_peaks
+from pyfxprof.run.metadata import cpu_name
+from pyfxprof.run.peaks_cache import (CACHE_ENV, CACHE_VERSION, cache_path, cached_peaks,
+                                     machine_key)
 
 
 @pytest.fixture
@@ -45,14 +47,38 @@ def test_measured_once_cached_with_how_and_when_and_remeasured_on_demand(counted
     assert len(counted) == 2 and again["key"] == first["key"]
 
 
-def test_a_cache_of_another_version_is_measured_again(counted):
-    first = pyfxprof.machine_peaks()
-    old = {key: {k: v for k, v in peaks.items() if not k.startswith("first_touch")}
-           for key, peaks in json.loads(cache_path().read_text())["machines"].items()}
-    cache_path().write_text(json.dumps({"version": 1, "machines": old}))
-    assert cached_peaks("cpu", first["key"].split(" | ")[1]) is None
+#: A cached entry as each older cache version wrote it (version 1: no first touch; version
+#: 2: no faults per page, which a roofline would take as 1).
+OLD_ENTRIES = {1: {"flops": {"float32": 1e11}, "bandwidth": 1e10, "threads": 1},
+               2: {"flops": {"float32": 1e11}, "bandwidth": 1e10, "threads": 1,
+                   "first_touch_bytes": 32 << 20, "first_touch_ns_per_byte": 0.5}}
+
+
+def _written_cache(version: int, entry: dict) -> str:
+    """A cache file of `version` holding `entry` for this machine's key; returns the key."""
+    key = machine_key(torch.device("cpu"), cpu_name())
+    cache_path().write_text(json.dumps({"version": version, "machines": {key: entry}}))
+    return key
+
+
+def test_every_older_cache_version_is_listed():
+    assert sorted(OLD_ENTRIES) == list(range(1, CACHE_VERSION))
+
+
+@pytest.mark.parametrize("version", sorted(OLD_ENTRIES))
+def test_a_cache_of_an_older_version_is_measured_again_not_used(counted, version):
+    key = _written_cache(version, {**OLD_ENTRIES[version], "key": "old"})
+    assert cached_peaks("cpu", cpu_name()) is None  # profile() does not store them
     again = pyfxprof.machine_peaks()
-    assert len(counted) == 2 and "first_touch_ns_per_byte" in again
+    assert len(counted) == 1 and again["key"] == key
+    assert again["first_touch_faults_per_page"] > 0
+    assert json.loads(cache_path().read_text())["version"] == CACHE_VERSION
+
+
+def test_a_cache_of_this_version_is_used_as_written(counted):
+    entry = {**OLD_ENTRIES[max(OLD_ENTRIES)], "first_touch_faults_per_page": 0.25}
+    _written_cache(CACHE_VERSION, entry)
+    assert pyfxprof.machine_peaks() == entry and not counted
 
 
 def test_profile_reads_the_cached_peaks_and_never_measures(counted, tmp_path):
