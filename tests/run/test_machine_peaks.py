@@ -3,6 +3,7 @@ how and when, re-measured on demand, read (never measured) by profile() into its
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -19,8 +20,10 @@ from pyfxprof.run.peaks_cache import (CACHE_ENV, CACHE_VERSION, cache_path, cach
 @pytest.fixture
 def counted(tmp_path, monkeypatch):
     """The cache in `tmp_path`; measure_peaks measuring float32 GEMMs only, its calls
-    counted."""
+    counted, no trial taken as waiting for cores (on a loaded machine every one may: those
+    peaks are measured again at each call, which test_cached_peaks_that_waited_... checks)."""
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(peaks_module, "core_wait_ns", lambda: None)
     calls = []
     real = peaks_module.measure_peaks
 
@@ -75,6 +78,15 @@ def test_a_cache_of_an_older_version_is_measured_again_not_used(counted, version
     assert json.loads(cache_path().read_text())["version"] == CACHE_VERSION
 
 
+def test_cached_peaks_that_waited_for_cores_are_measured_again(counted):
+    entry = {**OLD_ENTRIES[max(OLD_ENTRIES)], "first_touch_faults_per_page": 1.0,
+             "waited_for_cores": ["float32"]}
+    _written_cache(CACHE_VERSION, entry)
+    assert cached_peaks("cpu", cpu_name()) == entry  # profile() still has them
+    pyfxprof.machine_peaks()
+    assert len(counted) == 1
+
+
 def test_a_cache_of_this_version_is_used_as_written(counted):
     entry = {**OLD_ENTRIES[max(OLD_ENTRIES)], "first_touch_faults_per_page": 0.25}
     _written_cache(CACHE_VERSION, entry)
@@ -103,8 +115,25 @@ def test_trials_are_interleaved_round_by_round():
     calls = {name: (lambda name=name: order.append(name)) for name in "abc"}
     times = peaks_module.interleaved_seconds(calls, torch.device("cpu"), rounds=4)
     assert order == list("abc") * 5  # one untimed call of each, then 4 rounds in turn
-    assert {name: len(seconds) for name, seconds in times.items()} == dict.fromkeys("abc", 4)
-    assert all((seconds >= 0).all() for seconds in times.values())
+    assert {name: len(trials.seconds) for name, trials in times.items()} == dict.fromkeys(
+        "abc", 4)
+    assert all((trials.seconds >= 0).all() and trials.waited.dtype == bool
+               for trials in times.values())
+
+
+def test_the_best_trial_is_of_those_that_had_their_cores():
+    trials = peaks_module.Trials(np.array([1.0, 3.0, 2.0]), np.array([True, False, False]))
+    assert trials.best() == 2.0 and not trials.all_waited
+    every = peaks_module.Trials(np.array([3.0, 2.0]), np.array([True, True]))
+    assert every.best() == 2.0 and every.all_waited
+
+
+def test_a_trial_waited_when_the_threads_waited_a_quarter_of_it(monkeypatch):
+    waits = iter([0, 250_000_000, 0, 100_000_000])  # ns read before and after each trial
+    monkeypatch.setattr(peaks_module, "core_wait_ns", lambda: next(waits))
+    monkeypatch.setattr(peaks_module, "seconds_of", lambda call, device: 1.0)
+    assert peaks_module._trial(lambda: None, torch.device("cpu")) == (1.0, True)
+    assert peaks_module._trial(lambda: None, torch.device("cpu")) == (1.0, False)
 
 
 def test_the_gemm_size_is_a_doubling_within_the_device_cap():
