@@ -1,7 +1,10 @@
 """What the roofline's bookkeeping costs profile() by default: the analysis run's extra
-counting (vector FLOPs, unknown ops, bytes per node) and the peaks-cache read, measured as
-profile()'s analysis step and whole wall time on fresh ResNet-18 instances, this tree against
-another (the code before the roofline), in alternating subprocesses.
+counting (vector FLOPs, unknown ops, bytes per node), the peaks-cache read and the process
+counters read around the timed runs (run/run_counters.py: minor page faults by getrusage,
+the threads' run-queue wait from /proc/self/task/*/schedstat; two reads of each), measured
+as profile()'s steps and whole wall time on fresh ResNet-18 instances, this tree against
+another (the code before the roofline, or this code without the counters), in alternating
+subprocesses; then each counter read's own cost, interleaved, in this process.
 
     python benchmarks/bench_roofline_cost.py BASE_TREE [--rounds 6]
 
@@ -16,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +52,24 @@ def run(tree: Path, calls: int) -> list[list[float]]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def counter_reads(reads: int = 2000) -> dict[str, float]:
+    """Median µs of one read of each counter profile() reads twice around its timed runs,
+    the reads interleaved (getrusage's minor faults, the threads' schedstat wait)."""
+    sys.path.insert(0, str(HERE))
+    import torch
+    from pyfxprof.run.first_touch import minor_faults
+    from pyfxprof.run.run_counters import core_wait_ns
+    torch.ones(1 << 20).add_(1)  # torch's threads started, as after profile()'s warm-up
+    counters = {"getrusage (faults)": minor_faults, "schedstat (core wait)": core_wait_ns}
+    times: dict[str, list[float]] = {name: [] for name in counters}
+    for _ in range(reads):
+        for name, read in counters.items():
+            begin = time.perf_counter()
+            read()
+            times[name].append(time.perf_counter() - begin)
+    return {name: float(np.median(found)) * 1e6 for name, found in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("base", type=Path)
@@ -65,6 +87,9 @@ def main() -> None:
         b, t = np.median(base[:, column]), np.median(this[:, column])
         print(f"{label}: base median {b * 1e3:.1f} ms, this {t * 1e3:.1f} ms, ratio {t / b:.3f} "
               f"({len(base)} calls each)")
+    for name, micros in counter_reads().items():
+        print(f"{name}: {micros:.1f} µs per read (median of 2000), two per profile()")
+    print(f"load {os.getloadavg()}")
 
 
 if __name__ == "__main__":

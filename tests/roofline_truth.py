@@ -5,6 +5,8 @@ median), whatever the load of the shared machine does between rounds."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -14,6 +16,20 @@ from pyfxprof.run.machine_peaks import (gemm_size, gemm_trial, measure_peaks, se
                                         triad_arrays, triad_trial)
 
 CPU = torch.device("cpu")
+
+
+def float32_peaks() -> dict:
+    """This machine's float32 peaks (measure_peaks) at torch's current thread count, measured
+    once per thread count in this process, in the test session (never a stored constant):
+    the fixed costs and first-touch threshold the rounds keep, the roofs of the tests that
+    do not bound an efficiency."""
+    return _measured_at(torch.get_num_threads())
+
+
+@functools.cache
+def _measured_at(threads: int) -> dict:
+    """float32_peaks measured at `threads` (the cache's key)."""
+    return measure_peaks(CPU, (torch.float32,))
 
 
 def _probes(kept: list) -> tuple[dict, dict]:
@@ -56,8 +72,8 @@ def interleaved_rooflines(model, inputs: tuple, rounds: int = 5, runs: int = 6,
     """The roofline of `model` on `inputs` in each of `rounds` rounds: `trials` of each
     probe (_probes), a profile of `runs` runs, `trials` more of each probe, the round's
     roofline against the round's peaks (_round_peaks; fixed costs and the first-touch
-    threshold from measure_peaks, measured once first)."""
-    peaks = measure_peaks(CPU, (torch.float32,))
+    threshold from float32_peaks)."""
+    peaks = float32_peaks()
     threshold = first_touch_threshold(CPU)
     kept: list = []
     calls, work = _probes(kept)

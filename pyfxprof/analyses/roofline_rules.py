@@ -159,11 +159,14 @@ def _kernel_hint(entry, peaks: dict) -> tuple[str, list[str]]:
 @register_rule("roofline_low_efficiency")
 def roofline_low_efficiency(profile, context: Context) -> list[Suggestion]:
     """Compute-bound nodes whose efficiency interval lies below LOW_EFFICIENCY of the
-    measured GEMM peak: the arithmetic runs slower than this machine can run it."""
+    measured GEMM peak: the arithmetic runs slower than this machine can run it. Not where
+    the runs waited for cores (the roofline's ``waited``): their time is then partly the
+    scheduler's, not the kernel's."""
     frame = _roofline(profile, context)
     if frame is None:
         return []
-    slow = frame[(frame["bound"] == "compute") & (frame["efficiency_high"] < LOW_EFFICIENCY)]
+    slow = frame[(frame["bound"] == "compute") & (frame["efficiency_high"] < LOW_EFFICIENCY)
+                 & ~frame["waited"].astype(bool)]
     slow = slow.loc[np.array([context.pct(ns) >= MIN_PCT for ns in slow["median_ns"]],
                              dtype=bool)]
     found = []

@@ -20,8 +20,8 @@ from .validate import model_nodes
 #: The columns of Profile.roofline, in order (docs/roofline.md says each one's unit).
 COLUMNS = ("name", "kind", "dtype", "flops", "bytes", "intensity", "median_ns", "flops_per_s",
            "bytes_per_s", "attainable_flops_per_s", "roof_ns", "first_touch_ns", "fixed_ns",
-           "bound",
-           "efficiency", "efficiency_low", "efficiency_high", "headroom_ns", "unknown_ops")
+           "bound", "efficiency", "efficiency_low", "efficiency_high", "waited", "headroom_ns",
+           "unknown_ops")
 #: The ways to group: None (per node) or "module" (per module at `depth`).
 GROUP_BY = (None, "module")
 #: The ops of a training step's own rows (run.training: the loss, gradient accumulation and
@@ -31,6 +31,10 @@ TRAINING_ROWS = ("loss", "backward")
 BACKWARD_SUFFIX = " (backward)"
 #: The peak dtype of a node whose dtype has no measured peak (integer ops, float64...).
 FALLBACK_DTYPE = "float32"
+#: The runs waited for cores when the process's threads spent, summed, at least this share
+#: of a run's median time runnable but not running (meta ``core_wait_ns_per_run``): a
+#: node's time is then partly the scheduler's, by as much as this share or more.
+WAIT_SHARE = 0.25
 
 
 def profile_peaks(profile: Profile, peaks: dict | None = None) -> dict[str, Any]:
@@ -71,11 +75,12 @@ def _medians(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
     """Per node: flops (matrix + vector), bytes (read + parameters + written; none for a
     get_attr, which hands over a reference, nor for a node without FLOPs whose outputs alias
-    its inputs: a view), the time each
-    takes at its roof (compute_ns at the dtype's GEMM peak, memory_ns at the triad
-    bandwidth plus first_touch_ns) and the fixed cost of its op kind."""
-    flops = np.nan_to_num(_column(nodes, "flops")) + np.nan_to_num(
-        _column(nodes, "vector_flops"))
+    its inputs: a view), the time each takes at its roof (compute_ns: the matrix FLOPs at
+    the dtype's GEMM peak, the vector FLOPs at the fastest measured one, vector_peak;
+    memory_ns at the triad bandwidth plus first_touch_ns), its compute peak (its FLOPs over
+    compute_ns) and the fixed cost of its op kind."""
+    matrix, vector = (np.nan_to_num(_column(nodes, name)) for name in ("flops", "vector_flops"))
+    flops = matrix + vector
     moved = (_column(nodes, "in_bytes") + _column(nodes, "param_bytes", 0.0)
              + _column(nodes, "out_bytes"))
     aliases = (nodes["aliases_input"].fillna(False).astype(bool).to_numpy()
@@ -84,18 +89,34 @@ def _work(nodes: pd.DataFrame, peaks: dict) -> dict[str, np.ndarray]:
     dtypes = (nodes["dtype"].astype(str) if "dtype" in nodes
               else pd.Series([""] * len(nodes))).tolist()
     rates = peaks["flops"]
-    peak = np.array([float(rates.get(d) or rates[FALLBACK_DTYPE]) for d in dtypes])
+    gemm = np.array([float(rates.get(d) or rates[FALLBACK_DTYPE]) for d in dtypes])
     kinds = [op_kind(str(t), str(m) if op == "call_module" else "")  # a module call's type
              for t, m, op in zip(nodes["target"], nodes["module_type"], nodes["op"])]
     fixed = peaks.get("fixed_ns") or {}
     touch = first_touch_ns(nodes, peaks)
-    compute = flops / peak * 1e9
+    compute = (matrix / gemm + vector / vector_peak(peaks)) * 1e9
+    with np.errstate(divide="ignore", invalid="ignore"):
+        peak = np.where(compute > 0, flops / compute * 1e9, gemm)
     memory = moved / float(peaks["bandwidth"]) * 1e9 + touch
     return {"flops": flops, "bytes": moved, "compute_ns": compute, "memory_ns": memory,
             "first_touch_ns": touch, "roof_ns": np.fmax(compute, memory),
             "fixed_ns": np.array([float(fixed.get(k, 0.0)) for k in kinds]),
             "peak": peak, "kind": np.array(kinds, dtype=object),
             "dtype": np.array(dtypes, dtype=object)}
+
+
+def vector_peak(peaks: dict) -> float:
+    """The compute roof of vector FLOPs (element-wise ops, reductions, norms, softmax,
+    pooling), whatever their dtype: the fastest measured GEMM peak, the machine's arithmetic
+    limit. A dtype's GEMM peak bounds only its matrix products: a CPU without 16-bit matrix
+    instructions multiplies bfloat16 matrices in a slow kernel while it adds bfloat16
+    tensors at its vector rate.
+
+    Example:
+        >>> vector_peak({"flops": {"float32": 1.4e11, "bfloat16": 1.4e9, "float16": None}})
+        140000000000.0
+    """
+    return max(float(rate) for rate in peaks["flops"].values() if rate)
 
 
 def first_touch_ns(nodes: pd.DataFrame, peaks: dict) -> np.ndarray:
@@ -147,6 +168,24 @@ def faulted_bytes(nodes: pd.DataFrame, meta: dict, peaks: dict) -> np.ndarray | 
     return np.minimum(fresh * (pages * float(page) / total if total > 0 else 0.0), fresh)
 
 
+def core_wait_share(profile: Profile) -> float | None:
+    """How long the process's threads waited for a core per run, summed over the threads
+    (``meta["core_wait_ns_per_run"]``: runnable, not running; run.run_counters), over the
+    median run: at WAIT_SHARE or more the runs waited for cores (more runnable threads than
+    the machine had cores for them: other processes, or more torch threads than free
+    cores). None for a profile without the count (an older one, or not Linux).
+
+    Example:
+        >>> from types import SimpleNamespace as Fake
+        >>> core_wait_share(Fake(meta={"core_wait_ns_per_run": 500.0},
+        ...                      run_totals=np.array([1000, 2000, 3000])))
+        0.25
+    """
+    wait = profile.meta.get("core_wait_ns_per_run")
+    median = float(np.median(profile.run_totals)) if len(profile.run_totals) else 0.0
+    return None if wait is None or median <= 0 else float(wait) / median
+
+
 def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, roof: np.ndarray,
            fixed_ns: np.ndarray) -> np.ndarray:
     """"overhead" where the op's fixed cost is at least the time the roof allows (`roof`),
@@ -159,9 +198,9 @@ def _bound(compute_ns: np.ndarray, memory_ns: np.ndarray, roof: np.ndarray,
 
 
 def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray,
-           unknown: list[str]) -> pd.DataFrame:
-    """The COLUMNS of rows `names` from their `work` (_work, summed for groups) and their
-    per-run `samples`."""
+           unknown: list[str], waited: bool) -> pd.DataFrame:
+    """The COLUMNS of rows `names` from their `work` (_work, summed for groups), their
+    per-run `samples` and whether the runs `waited` for cores (core_wait_share)."""
     median, low, high = _medians(samples) if samples.shape[0] else (
         np.full(len(names), np.nan),) * 3
     roof = work["roof_ns"]
@@ -179,6 +218,7 @@ def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray,
             "bound": _bound(work["compute_ns"], work["memory_ns"], roof, work["fixed_ns"]),
             "efficiency": _ratio(roof, median), "efficiency_low": _ratio(roof, high),
             "efficiency_high": np.where(low > 0, _ratio(roof, low), np.inf),
+            "waited": np.full(len(names), waited),
             "headroom_ns": np.fmax(median - roof, 0.0),
             "unknown_ops": unknown})
     return frame[list(COLUMNS)]
@@ -227,15 +267,17 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
     roof), ``first_touch_ns`` (the part of it spent first touching fresh outputs the machine
     maps anew on every call: what writing into a kept buffer saves), ``fixed_ns`` (its op
     kind's fixed cost), ``bound`` (compute, memory or overhead), ``efficiency`` (roof_ns /
-    median, with ``efficiency_low``/``_high`` from the median's 95% interval),
-    ``headroom_ns`` (median minus roof_ns) and ``unknown_ops`` (ops whose FLOPs are not counted). A training step's
-    profile (``backward=True``) has a row per node's backward too, named "NAME (backward)"
-    (its work by the convention of backward_nodes).
+    median, with ``efficiency_low``/``_high`` from the median's 95% interval), ``waited``
+    (the runs waited for cores: core_wait_share; the efficiency is then partly the
+    scheduler's, a lower bound of the op's), ``headroom_ns`` (median minus roof_ns) and
+    ``unknown_ops`` (ops whose FLOPs are not counted). A training step's profile
+    (``backward=True``) has a row per node's backward too, named "NAME (backward)" (its work
+    by the convention of backward_nodes).
 
     The peaks are `peaks`, else the profile's ``meta["machine_peaks"]`` (profile() stores
     them when pyfxprof.machine_peaks() has measured this machine). ``attrs`` holds
-    ``peaks``, ``total_headroom_ns`` / ``total_roof_ns`` / ``total_median_ns`` and
-    ``unknown_rows``; ``Profile.roofline`` (views/roofline_text.py) adds ``header``, a line
+    ``peaks``, ``total_headroom_ns`` / ``total_roof_ns`` / ``total_median_ns``,
+    ``core_wait_share`` and ``unknown_rows``; ``Profile.roofline`` (views/roofline_text.py) adds ``header``, a line
     naming the peaks and the total headroom. docs/roofline.md.
 
     Example:
@@ -252,19 +294,21 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
         nodes, profile.meta, found)            # step's faults are its backward's too)
     if faulted is not None:
         nodes = nodes.assign(faulted_bytes=faulted)
-    frames = [_rows(nodes, _samples(profile)[:, mask], found, group_by, depth, "")]
+    share = core_wait_share(profile)
+    waited = share is not None and share >= WAIT_SHARE
+    frames = [_rows(nodes, _samples(profile)[:, mask], found, group_by, depth, "", waited)]
     if profile.backward_samples is not None:
         timed = profile.backward_samples[:, mask]
         ran = np.median(timed, axis=0) > 0 if len(timed) else np.zeros(len(nodes), bool)
         frames.append(_rows(backward_nodes(nodes[ran].reset_index(drop=True)), timed[:, ran],
-                            found, group_by, depth, BACKWARD_SUFFIX))
-    return _with_totals(pd.concat(frames, ignore_index=True), found)
+                            found, group_by, depth, BACKWARD_SUFFIX, waited))
+    return _with_totals(pd.concat(frames, ignore_index=True), found, share)
 
 
 def _rows(nodes: pd.DataFrame, samples: np.ndarray, peaks: dict, group_by: str | None,
-          depth: int, suffix: str) -> pd.DataFrame:
+          depth: int, suffix: str, waited: bool) -> pd.DataFrame:
     """The roofline rows of `nodes` timed `samples` (per node or module), `suffix` after
-    each name."""
+    each name, `waited` as _frame's."""
     work = _work(nodes, peaks)
     unknown = (nodes["unknown_ops"].fillna("").astype(str).tolist() if "unknown_ops" in nodes
                else [""] * len(nodes))
@@ -272,7 +316,7 @@ def _rows(nodes: pd.DataFrame, samples: np.ndarray, peaks: dict, group_by: str |
     if group_by == "module":
         names, work, samples, unknown = _grouped(module_keys(nodes, depth), work, samples,
                                                  unknown)
-    return _frame([f"{name}{suffix}" for name in names], work, samples, unknown)
+    return _frame([f"{name}{suffix}" for name in names], work, samples, unknown, waited)
 
 
 def backward_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
@@ -295,11 +339,13 @@ def backward_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     return work
 
 
-def _with_totals(frame: pd.DataFrame, peaks: dict) -> pd.DataFrame:
-    """`frame` with its attrs: the peaks, the totals and the rows without a FLOP formula."""
+def _with_totals(frame: pd.DataFrame, peaks: dict, share: float | None) -> pd.DataFrame:
+    """`frame` with its attrs: the peaks, the totals, the core wait `share` and the rows
+    without a FLOP formula."""
     roof, median = float(np.nansum(frame["roof_ns"])), float(np.nansum(frame["median_ns"]))
     headroom = float(np.nansum(frame["headroom_ns"]))
     unknown = int((frame["unknown_ops"] != "").sum())
     frame.attrs.update(peaks=peaks, total_roof_ns=roof, total_median_ns=median,
-                       total_headroom_ns=headroom, unknown_rows=unknown)
+                       total_headroom_ns=headroom, core_wait_share=share,
+                       unknown_rows=unknown)
     return frame

@@ -163,14 +163,16 @@ def timed_profile(executor: CompiledExecutor, frame: pd.DataFrame, args: tuple,
     outside row (data.outside_graph.with_compiled_call); None: the runs alone."""
     drops_before = RECORDER.start()
     with executor:
-        timings, run_noise, warmup_totals, warmup, device_samples, _ = timed_runs(
+        timings, run_noise, warmup_totals, warmup, device_samples, counters = timed_runs(
             executor, args, given.runs, given.warmup, given.progress, frame, call)
     name = meta.pop("name")
     meta = run_meta(given.model, name, device_events=executor.device is not None,
                     executor=executor, timings=timings,
                     warmup=warmup, warmup_auto=given.warmup == "auto", mode="inductor",
                     dropped_records=RECORDER.dropped_total - drops_before,
-                    warmup_totals_ns=warmup_totals, flops=0, **meta)
+                    warmup_totals_ns=warmup_totals, flops=0,  # not the page faults: compiled
+                    core_wait_ns_per_run=counters["core_wait_ns_per_run"],  # rows are charged
+                    **meta)                                                 # no first touch
     prof = with_outside(frame, timings, meta, run_noise, device_samples)
     return prof if call is None else with_user_call(prof, call, with_compiled_call)
 

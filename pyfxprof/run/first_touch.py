@@ -4,14 +4,14 @@ kernel at their first write), and the time per byte that first touch adds to a s
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import mmap
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, ContextManager
 
 import torch
+
+from .run_counters import PerRun, counted_per_run
 
 #: Whether getrusage counts this process's page faults (Unix): without it no allocation is
 #: known to be mapped anew.
@@ -40,19 +40,11 @@ def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-@dataclass
-class FaultCount:
-    """The minor page faults per run of a block of runs (faults_per_run); None until the
-    block ends, and without getrusage."""
-
-    per_run: float | None = None
-
-
-@contextlib.contextmanager
-def faults_per_run(runs: int) -> Iterator[FaultCount]:
+def faults_per_run(runs: int) -> ContextManager[PerRun]:
     """The process's minor page faults (all its threads) over the block, per run of its
-    `runs`: what the runs' fresh outputs faulted in (docs/roofline.md, "Fresh outputs").
-    Two getrusage calls in all, outside the runs.
+    `runs` (run.run_counters.counted_per_run): what the runs' fresh outputs faulted in
+    (docs/roofline.md, "Fresh outputs"). Two getrusage calls in all, outside the runs;
+    ``per_run`` None without getrusage.
 
     Example:
         >>> with faults_per_run(2) as faults:
@@ -60,11 +52,7 @@ def faults_per_run(runs: int) -> Iterator[FaultCount]:
         >>> faults.per_run is None or faults.per_run >= 0
         True
     """
-    count = FaultCount()
-    before = minor_faults() if HAS_GETRUSAGE else None
-    yield count
-    if before is not None and runs > 0:
-        count.per_run = (minor_faults() - before) / runs
+    return counted_per_run(minor_faults if HAS_GETRUSAGE else lambda: None, runs)
 
 
 def mapped_anew(size: int) -> bool:

@@ -9,12 +9,14 @@ import datetime
 import json
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
 from ..capture.model_state import dtype_name
+from ..data.roofline import WAIT_SHARE
 from ..data.roofline_ops import KINDS
 from ..errors import PyfxprofError
 from ..timing.call_timer import timed_calls
@@ -22,6 +24,7 @@ from .cache_size import last_level_cache_bytes
 from .first_touch import faults_per_page, first_touch_cost, first_touch_threshold
 from .metadata import cpu_name
 from .peaks_cache import CACHE_ENV, CACHE_VERSION, cache_path, machine_key, read_cache
+from .run_counters import core_wait_ns
 
 #: Dtypes whose GEMM peak is measured.
 GEMM_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -63,26 +66,64 @@ def seconds_of(call: Callable[[], Any], device: torch.device) -> float:
     return time.perf_counter() - begin
 
 
+@dataclass
+class Trials:
+    """One call's timed trials (interleaved_seconds): their seconds and whether each waited
+    for cores (this process's threads runnable, not running, data.roofline.WAIT_SHARE of
+    the trial or more: run.run_counters.core_wait_ns; never where unreadable).
+
+    Example:
+        >>> trials = Trials(np.array([1.0, 2.0, 3.0]), np.array([True, False, False]))
+        >>> trials.best(), trials.all_waited
+        (2.0, False)
+    """
+
+    seconds: np.ndarray
+    waited: np.ndarray
+
+    def best(self) -> float:
+        """The fastest trial that did not wait for cores, else (all did) the fastest."""
+        clean = self.seconds[~self.waited]
+        return float((clean if len(clean) else self.seconds).min())
+
+    @property
+    def all_waited(self) -> bool:
+        """Whether every trial waited for cores: its best is the scheduler's, not the
+        machine's."""
+        return bool(self.waited.all())
+
+
+def _trial(call: Callable[[], Any], device: torch.device) -> tuple[float, bool]:
+    """(seconds, waited) of one call: seconds_of, and whether the process's threads waited
+    for a core WAIT_SHARE of them or more (read before and after, outside the timing)."""
+    before = core_wait_ns()
+    seconds = seconds_of(call, device)
+    after = core_wait_ns()
+    return seconds, (before is not None and after is not None
+                     and (after - before) / 1e9 >= WAIT_SHARE * seconds)
+
+
 def interleaved_seconds(calls: dict[str, Callable[[], Any]], device: torch.device,
-                        rounds: int = PEAK_ROUNDS) -> dict[str, np.ndarray]:
-    """Each call's seconds in each of `rounds` rounds, a round timing every call once in
-    turn (after one untimed call of each): a slow phase of a shared machine (everything
-    slower for a second or two) or another process's burst hits a few trials of every
-    measurement rather than all trials of one.
+                        rounds: int = PEAK_ROUNDS) -> dict[str, Trials]:
+    """Each call's trials (Trials: seconds, waited for cores) in `rounds` rounds, a round
+    timing every call once in turn (after one untimed call of each): a slow phase of a
+    shared machine (everything slower for a second or two) or another process's burst hits
+    a few trials of every measurement rather than all trials of one.
 
     Example:
         >>> times = interleaved_seconds({"a": lambda: None, "b": lambda: None},
         ...                             torch.device("cpu"), rounds=3)
-        >>> {name: len(seconds) for name, seconds in times.items()}
+        >>> {name: len(trials.seconds) for name, trials in times.items()}
         {'a': 3, 'b': 3}
     """
     for call in calls.values():
         call()
-    times: dict[str, list[float]] = {name: [] for name in calls}
+    times: dict[str, list[tuple[float, bool]]] = {name: [] for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
-            times[name].append(seconds_of(call, device))
-    return {name: np.array(seconds) for name, seconds in times.items()}
+            times[name].append(_trial(call, device))
+    return {name: Trials(np.array([s for s, _ in found]), np.array([w for _, w in found]))
+            for name, found in times.items()}
 
 
 def gemm_trial(dtype: torch.dtype, device: torch.device, n: int) -> Callable[[], Any]:
@@ -102,7 +143,7 @@ def gemm_size(dtype: torch.dtype, device: torch.device) -> int:
     n, cap, last_rate = 256, GEMM_MAX_N[device.type], 0.0
     while n < cap:
         best = interleaved_seconds({"gemm": gemm_trial(dtype, device, n)}, device,
-                                   rounds=2)["gemm"].min()
+                                   rounds=2)["gemm"].best()
         if best >= GEMM_MAX_SECONDS:
             return max(n // 2, 256)
         rate = 2.0 * n ** 3 / best
@@ -133,24 +174,26 @@ def triad_bandwidth(device: torch.device, arrays: tuple[torch.Tensor, torch.Tens
     triad_arrays), the best of PEAK_ROUNDS trials."""
     arrays = arrays if arrays is not None else triad_arrays(device)
     call, moved = triad_trial(arrays)
-    best = interleaved_seconds({"triad": call}, device)["triad"].min()
+    best = interleaved_seconds({"triad": call}, device)["triad"].best()
     return moved / best, moved // 3
 
 
 def peak_rates(device: torch.device, dtypes: tuple[torch.dtype, ...],
-               arrays: tuple[torch.Tensor, torch.Tensor]) -> tuple[dict[str, float], float,
-                                                                     dict[str, int]]:
-    """(GEMM FLOP/s per dtype name, triad bytes/s, GEMM n per dtype name): the best of
-    PEAK_ROUNDS interleaved rounds, each timing one product per dtype (of gemm_size) and
-    one triad over `arrays`."""
+               arrays: tuple[torch.Tensor, torch.Tensor]
+               ) -> tuple[dict[str, float], float, dict[str, int], list[str]]:
+    """(GEMM FLOP/s per dtype name, triad bytes/s, GEMM n per dtype name, the names of
+    those whose every trial waited for cores: "triad" for the bandwidth): the best of
+    PEAK_ROUNDS interleaved rounds (Trials.best: of the trials that did not wait), each
+    timing one product per dtype (of gemm_size) and one triad over `arrays`."""
     names = {dtype: dtype_name(dtype) for dtype in dtypes}
     sizes = {names[dtype]: gemm_size(dtype, device) for dtype in dtypes}
     triad, moved = triad_trial(arrays)
     calls = {names[dtype]: gemm_trial(dtype, device, sizes[names[dtype]]) for dtype in dtypes}
-    best = {name: seconds.min() for name, seconds in
-            interleaved_seconds({**calls, " triad": triad}, device).items()}
-    flops = {name: 2.0 * n ** 3 / float(best[name]) for name, n in sizes.items()}
-    return flops, moved / float(best[" triad"]), sizes
+    trials = interleaved_seconds({**calls, " triad": triad}, device)
+    best = {name: found.best() for name, found in trials.items()}
+    flops = {name: 2.0 * n ** 3 / best[name] for name, n in sizes.items()}
+    waited = [name.strip() for name, found in trials.items() if found.all_waited]
+    return flops, moved / best[" triad"], sizes, waited
 
 
 def first_touch(device: torch.device, arrays: tuple[torch.Tensor, torch.Tensor]
@@ -207,20 +250,22 @@ def measure_peaks(device: torch.device,
                   dtypes: tuple[torch.dtype, ...] = GEMM_DTYPES) -> dict[str, Any]:
     """The peaks of `device` measured now (about ten seconds on a CPU): GEMM FLOP/s per
     dtype of `dtypes`, the triad bandwidth, the first touch of a fresh output (first_touch),
-    the op kinds' fixed costs, and how and when they were measured."""
+    the op kinds' fixed costs, how and when they were measured, and ``waited_for_cores``:
+    the peaks every trial of which waited for cores (the scheduler's, low; machine_peaks
+    measures them again at its next call)."""
     with torch.inference_mode():
         arrays = triad_arrays(device)
-        flops, bandwidth, sizes = peak_rates(device, dtypes, arrays)
+        flops, bandwidth, sizes, waited = peak_rates(device, dtypes, arrays)
         touch = first_touch(device, arrays)
         array_bytes = 4 * arrays[0].numel()
         del arrays
     return {
         "key": machine_key(device, cpu_name()), "device": str(device), "flops": flops,
         "bandwidth": bandwidth, **touch, "fixed_ns": fixed_costs(device),
-        "threads": torch.get_num_threads(),
+        "threads": torch.get_num_threads(), "waited_for_cores": waited,
         "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
-        "how": _how(device, sizes, array_bytes, touch)}
+        "how": _how(device, sizes, array_bytes, touch) + _waited_how(waited)}
 
 
 def _how(device: torch.device, sizes: dict[str, int], array_bytes: int,
@@ -234,6 +279,12 @@ def _how(device: torch.device, sizes: dict[str, int], array_bytes: int,
             f"MiB (last-level cache {last_level_cache_bytes(device) >> 20} MiB), 12 bytes per "
             f"element; first touch: {_first_touch_how(touch)}; fixed costs: best of 5 loops "
             f"of 200 minimal calls; {timer}; {torch.get_num_threads()} threads; {_load()}")
+
+
+def _waited_how(waited: list[str]) -> str:
+    """The peaks measured while waiting for cores, in words ("" for none)."""
+    return (f"; every trial of {', '.join(waited)} waited for cores (the scheduler's peak, "
+            "low: measured again at the next machine_peaks())" if waited else "")
 
 
 def _load() -> str:
@@ -257,10 +308,12 @@ def machine_peaks(device: str | torch.device | None = None,
     """This machine's measured peaks on `device` (default: the CPU): ``flops`` (FLOP/s per
     dtype, large GEMMs), ``bandwidth`` (bytes/s, STREAM-style triad over arrays far larger
     than the last-level cache), ``fixed_ns`` (ns of one call on a minimal input per op
-    kind), ``threads``, ``measured_at``, ``how`` and ``key``. Measured on the first call on
-    a machine (about ten seconds on a CPU) and cached (cache_path(); per host, device,
-    thread count and torch version); ``remeasure=True`` measures again and replaces the
-    cached peaks. docs/roofline.md says how each is measured.
+    kind), ``threads``, ``waited_for_cores`` (the peaks every trial of which waited for
+    cores), ``measured_at``, ``how`` and ``key``. Measured on the first call on a machine
+    (about ten seconds on a CPU) and cached (cache_path(); per host, device, thread count
+    and torch version); measured again at the next call when a cached peak waited for
+    cores, and on ``remeasure=True``, replacing the cached peaks. docs/roofline.md says how
+    each is measured.
 
     Example:
         >>> peaks = machine_peaks()  # doctest: +SKIP
@@ -273,7 +326,7 @@ def machine_peaks(device: str | torch.device | None = None,
                             "here; measure the CPU's (device=None)")
     path, key = cache_path(), machine_key(place, cpu_name())
     machines = read_cache(path)
-    if not remeasure and key in machines:
+    if not remeasure and key in machines and not machines[key].get("waited_for_cores"):
         return machines[key]
     peaks = measure_peaks(place)
     machines[key] = peaks

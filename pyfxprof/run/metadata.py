@@ -96,7 +96,7 @@ def profile_meta(given: Arguments, prepared: Prepared, measured: Measured, modes
                     warmup_auto=given.warmup == "auto",
                     grad=given.grad, dropped_records=measured.dropped_records,
                     warmup_totals_ns=measured.warmup_totals, wall_s=clock.seconds,
-                    faults_per_run=measured.faults_per_run, page_bytes=PAGE_BYTES,
+                    page_bytes=PAGE_BYTES, **(measured.counters or {}),
                     **prepared.memory_meta)
 
 

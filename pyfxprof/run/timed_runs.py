@@ -24,6 +24,7 @@ from .alone import Alone, alone_rows, asked_rows, timed_alone
 from .first_touch import faults_per_run
 from .noise import RunMeter
 from .progress import Progress
+from .run_counters import core_wait_ns, counted_per_run
 from .user_call import UserCall, user_call_timed
 from .wall_clock import StepClock
 
@@ -44,7 +45,8 @@ class Measured:
     them (a training one for backward=True), the user's call (None when not timed apart), the
     records the buffer dropped meanwhile, the device samples (None: host timing only), the
     nodes timed alone after the runs (None: not asked, or not for this profile) and the
-    process's minor page faults per timed run (run.first_touch.faults_per_run)."""
+    process counters per timed run (timed_runs: meta's ``faults_per_run`` and
+    ``core_wait_ns_per_run``)."""
 
     timings: RunTimings
     run_noise: np.ndarray | None
@@ -55,7 +57,7 @@ class Measured:
     dropped_records: int
     device_samples: np.ndarray | None
     alone: Alone | None = None
-    faults_per_run: float | None = None
+    counters: dict[str, float | None] | None = None
 
 
 def measured(executor: Any, drops_before: int, prepared: Prepared, given: Arguments,
@@ -81,7 +83,7 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
     with executor as running:
         timings = timed_runs(running, prepared.args, given.runs, given.warmup, given.progress,
                              prepared.frame, call, clock)
-    measured_runs, run_noise, warmup_totals, warmup, device_samples, faults = timings
+    measured_runs, run_noise, warmup_totals, warmup, device_samples, counters = timings
     alone = None
     if rows:
         spent = sum(clock.seconds.values())
@@ -89,7 +91,7 @@ def measured(executor: Any, drops_before: int, prepared: Prepared, given: Argume
             alone = timed_alone(prepared.frame, measured_runs.intervals,
                                 measured_runs.run_totals, model, rows, spent)
     return Measured(measured_runs, run_noise, warmup_totals, warmup, running, call,
-                    RECORDER.dropped_total - drops_before, device_samples, alone, faults)
+                    RECORDER.dropped_total - drops_before, device_samples, alone, counters)
 
 
 def run_once(executor: Any, args: tuple, run: str, frame: pd.DataFrame,
@@ -133,7 +135,7 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
                frame: pd.DataFrame, call: UserCall | None = None,
                clock: StepClock | None = None
                ) -> tuple[RunTimings, np.ndarray | None, list[int | None], int,
-                          np.ndarray | None, float | None]:
+                          np.ndarray | None, dict[str, float | None]]:
     """The timings, the per-run noise (run.noise), the warm-up runs' wall ns (None for
     those preempted), their number (`warmup`: a count or "auto": warm_up), the
     executor's device samples (None: host timing only), both read before the user's call
@@ -144,7 +146,10 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
     (UserCall.after_runs). `clock` gets the wall time of the warm-up, the timed runs, the
     call's preparation and the call's timing. First, a one-line error when `runs` rows
     cannot fit in memory (timing.run_table; the executor's reset checks its exact need);
-    last, the minor page faults per timed run (run.first_touch.faults_per_run)."""
+    last, the process counters per timed run, two reads each around the runs:
+    ``faults_per_run``, its minor page faults (run.first_touch.faults_per_run), and
+    ``core_wait_ns_per_run``, how long its threads waited for a core
+    (run.run_counters.core_wait_ns); None where unreadable."""
     check_fits_in_memory(runs, len(frame))
     clock = clock or StepClock()
     meter = RunMeter()
@@ -160,7 +165,8 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
     if call is not None and call.around is not None:
         call.around.walls_ns.clear()  # the warm-up runs' calls
     bar = Progress(runs, "profiling", per_run * runs if progress else 0.0)
-    with clock.step("timed_runs"), faults_per_run(runs) as faults:
+    with (clock.step("timed_runs"), faults_per_run(runs) as faults,
+          counted_per_run(core_wait_ns, runs) as waits):
         meter.read()
         for done in range(1, runs + 1):
             run_once(executor, args, f"timed run {done} of {runs}", frame, runner)
@@ -177,4 +183,5 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
             call.after_runs(lambda: executor.run(args), runs, args)
             executor.reset()  # their node timings are not the table's
         clock.moved("user_call", "call_timed", (sum(call.walls_ns) + sum(call.paired_ns)) / 1e9)
-    return timings, run_noise, warmup_totals, warmup, device_samples, faults.per_run
+    counters = {"faults_per_run": faults.per_run, "core_wait_ns_per_run": waits.per_run}
+    return timings, run_noise, warmup_totals, warmup, device_samples, counters

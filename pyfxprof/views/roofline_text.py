@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.profile import Profile
-from ..data.roofline import roofline
+from ..data.roofline import WAIT_SHARE, roofline
 from ..data.units import format_flops, format_ns
 
 
@@ -23,14 +23,19 @@ def peaks_text(peaks: dict) -> str:
         >>> peaks_text({"flops": {}, "bandwidth": 2e10, "first_touch_bytes": 32 << 20,
         ...             "first_touch_ns_per_byte": 0.9}).split(" · ")[-1]
         'first touch of fresh outputs 0.9 ns/byte (every call from 33.6 MB)'
+        >>> peaks_text({"flops": {}, "bandwidth": 2e10, "waited_for_cores": ["triad"]})[-44:]
+        'triad measured while waiting for cores (low)'
     """
     rates = " · ".join(f"GEMM {name} {format_flops(rate, 'FLOP/s')}"
                        for name, rate in peaks["flops"].items() if rate)
     touch = (f" · first touch of fresh outputs {peaks['first_touch_ns_per_byte']:.2g} ns/byte "
              f"(every call from {format_flops(peaks['first_touch_bytes'], 'B')})"
              if peaks.get("first_touch_bytes") and peaks.get("first_touch_ns_per_byte") else "")
+    waited = (f" · {', '.join(peaks['waited_for_cores'])} measured while waiting for cores "
+              "(low)" if peaks.get("waited_for_cores") else "")
     return (f"peaks measured {peaks.get('measured_at', '?')} ({peaks.get('threads', '?')} "
-            f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}{touch}")
+            f"threads): {rates} · triad {format_flops(peaks['bandwidth'], 'B/s')}{touch}"
+            f"{waited}")
 
 
 def profile_roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
@@ -48,8 +53,33 @@ def profile_roofline(profile: Profile, group_by: str | None = None, depth: int =
         f"roofline: {peaks_text(attrs['peaks'])}; at the roofs the rows would take "
         f"{format_ns(attrs['total_roof_ns'])} of their {format_ns(attrs['total_median_ns'])} "
         f"(headroom {format_ns(attrs['total_headroom_ns'])}); bytes are a lower bound"
-        + (f"; {unknown} rows ran ops without a FLOP formula (unknown_ops)" if unknown else ""))
+        + (f"; {unknown} rows ran ops without a FLOP formula (unknown_ops)" if unknown else "")
+        + conditions_text(attrs.get("core_wait_share"), attrs["peaks"].get("threads"),
+                          profile.meta.get("threads")))
     return frame
+
+
+def conditions_text(share: float | None, peak_threads: int | None,
+                    threads: int | None) -> str:
+    """What makes the efficiencies no measure of the ops, for the header: runs that waited
+    for cores (`share` of a median run, data.roofline.core_wait_share, at WAIT_SHARE or
+    more), peaks measured at another thread count than the profile's; "" when neither.
+
+    Example:
+        >>> conditions_text(1.3, 2, 2)[:60]
+        "; the runs' threads waited for a core 130% of a median run ("
+        >>> conditions_text(0.01, 2, 1)
+        '; the peaks were measured at 2 threads, the profile ran at 1'
+    """
+    text = ""
+    if share is not None and share >= WAIT_SHARE:
+        text += (f"; the runs' threads waited for a core {share:.0%} of a median run (summed "
+                 "over threads: more runnable threads than free cores): the efficiencies are "
+                 "partly the scheduler's, lower bounds of the ops' (column waited); profile "
+                 "with fewer threads than free cores, or on a quieter machine")
+    if peak_threads and threads and peak_threads != threads:
+        text += f"; the peaks were measured at {peak_threads} threads, the profile ran at {threads}"
+    return text
 
 
 #: The roofline's columns a table shows (Profile.table's node view with them: the CLI's

@@ -55,6 +55,15 @@ def test_compute_bound_nodes_at_low_efficiency_get_layout_dtype_and_kernel_hints
     assert advice[0].expected_saving_ns == 18_000_000
 
 
+def test_no_low_efficiency_advice_where_the_runs_waited_for_cores():
+    rows = [node("slow", "torch.mm", flops=2e8, read=2e6, written=1e6)]
+    profile = toy_profile(rows, np.full((9, 1), 20_000_000))
+    assert [item.nodes for item in advise(profile, rules=["roofline_low_efficiency"])] == [
+        ["slow"]]
+    profile.meta["core_wait_ns_per_run"] = 25_000_000.0  # 1.25 of a run: the scheduler's
+    assert list(advise(profile, rules=["roofline_low_efficiency"])) == []
+
+
 def test_rules_are_silent_without_peaks():
     rows = [node(f"add_{i}", "torch.add", vector=8, read=64, written=32) for i in range(5)]
     assert list(advise(toy_profile(rows, np.full((5, 5), 3000), peaks=None),

@@ -90,6 +90,46 @@ def test_the_peak_of_a_node_is_its_dtypes_and_float32_without_one():
     assert frame.loc["int", "roof_ns"] == pytest.approx(4e6)    # at float32's 1e11
 
 
+def test_vector_flops_are_bounded_by_the_fastest_peak_not_their_dtypes_gemm():
+    """A CPU without 16-bit matrix instructions multiplies bfloat16 matrices slowly and adds
+    bfloat16 tensors at its vector rate: a bfloat16 add is memory-bound, a product not."""
+    peaks = {**PEAKS, "flops": {"float32": 1e11, "bfloat16": 1e9}}
+    rows = [node("add", "torch.add", vector=2e6, read=8e6, written=4e6, dtype="bfloat16"),
+            node("mm", "torch.mm", flops=2e8, vector=1e6, read=2e6, written=1e6,
+                 dtype="bfloat16")]
+    frame = roofline(toy_profile(rows, np.full((3, 2), 1_000_000)), peaks=peaks)
+    add, mm = frame.set_index("name").loc[["add", "mm"]].to_dict("records")
+    assert add["bound"] == "memory" and add["roof_ns"] == pytest.approx(1.2e6)
+    assert add["attainable_flops_per_s"] == pytest.approx(2e6 / 1.2e-3)
+    assert mm["bound"] == "compute"
+    assert mm["roof_ns"] == pytest.approx((2e8 / 1e9 + 1e6 / 1e11) * 1e9)
+
+
+@pytest.mark.parametrize("share, waited", [(None, False), (0.0, False), (0.24, False),
+                                           (0.25, True), (1.4, True)])
+def test_rows_say_when_the_runs_waited_for_cores(share, waited):
+    """A quarter of a median run or more spent by the threads runnable, not running: every
+    row is marked, per node and per module, and the header says why."""
+    profile = toy_profile(ROWS, SAMPLES)
+    median = float(np.median(SAMPLES.sum(axis=1)))
+    if share is not None:
+        profile.meta["core_wait_ns_per_run"] = share * median
+    frame = profile_roofline(profile)
+    assert frame.attrs["core_wait_share"] == pytest.approx(share)
+    assert frame["waited"].tolist() == [waited] * len(ROWS)
+    assert ("waited for a core" in frame.attrs["header"]) == waited
+    assert profile.roofline(group_by="module")["waited"].eq(waited).all()
+
+
+def test_the_header_says_when_the_peaks_are_of_another_thread_count():
+    profile = toy_profile(ROWS, SAMPLES)
+    profile.meta["threads"] = 1
+    assert "measured at 2 threads, the profile ran at 1" in profile_roofline(
+        profile).attrs["header"]
+    profile.meta["threads"] = 2
+    assert "threads, the profile ran" not in profile_roofline(profile).attrs["header"]
+
+
 def test_views_and_get_attrs_move_no_bytes():
     rows = [node("w", "weight", op="get_attr", written=4096),
             node("v", "view", read=4096, written=4096), node("r", "relu", vector=1024,

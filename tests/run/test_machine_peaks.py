@@ -3,6 +3,7 @@ how and when, re-measured on demand, read (never measured) by profile() into its
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -11,14 +12,18 @@ import pyfxprof
 from pyfxprof.data.roofline_ops import KINDS
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.run import machine_peaks as peaks_module
-from pyfxprof.run.peaks_cache import CACHE_ENV, cache_path, cached_peaks
+from pyfxprof.run.metadata import cpu_name
+from pyfxprof.run.peaks_cache import (CACHE_ENV, CACHE_VERSION, cache_path, cached_peaks,
+                                     machine_key)
 
 
 @pytest.fixture
 def counted(tmp_path, monkeypatch):
     """The cache in `tmp_path`; measure_peaks measuring float32 GEMMs only, its calls
-    counted."""
+    counted, no trial taken as waiting for cores (on a loaded machine every one may: those
+    peaks are measured again at each call, which test_cached_peaks_that_waited_... checks)."""
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(peaks_module, "core_wait_ns", lambda: None)
     calls = []
     real = peaks_module.measure_peaks
 
@@ -45,14 +50,47 @@ def test_measured_once_cached_with_how_and_when_and_remeasured_on_demand(counted
     assert len(counted) == 2 and again["key"] == first["key"]
 
 
-def test_a_cache_of_another_version_is_measured_again(counted):
-    first = pyfxprof.machine_peaks()
-    old = {key: {k: v for k, v in peaks.items() if not k.startswith("first_touch")}
-           for key, peaks in json.loads(cache_path().read_text())["machines"].items()}
-    cache_path().write_text(json.dumps({"version": 1, "machines": old}))
-    assert cached_peaks("cpu", first["key"].split(" | ")[1]) is None
+#: A cached entry as each older cache version wrote it (version 1: no first touch; version
+#: 2: no faults per page, which a roofline would take as 1).
+OLD_ENTRIES = {1: {"flops": {"float32": 1e11}, "bandwidth": 1e10, "threads": 1},
+               2: {"flops": {"float32": 1e11}, "bandwidth": 1e10, "threads": 1,
+                   "first_touch_bytes": 32 << 20, "first_touch_ns_per_byte": 0.5}}
+
+
+def _written_cache(version: int, entry: dict) -> str:
+    """A cache file of `version` holding `entry` for this machine's key; returns the key."""
+    key = machine_key(torch.device("cpu"), cpu_name())
+    cache_path().write_text(json.dumps({"version": version, "machines": {key: entry}}))
+    return key
+
+
+def test_every_older_cache_version_is_listed():
+    assert sorted(OLD_ENTRIES) == list(range(1, CACHE_VERSION))
+
+
+@pytest.mark.parametrize("version", sorted(OLD_ENTRIES))
+def test_a_cache_of_an_older_version_is_measured_again_not_used(counted, version):
+    key = _written_cache(version, {**OLD_ENTRIES[version], "key": "old"})
+    assert cached_peaks("cpu", cpu_name()) is None  # profile() does not store them
     again = pyfxprof.machine_peaks()
-    assert len(counted) == 2 and "first_touch_ns_per_byte" in again
+    assert len(counted) == 1 and again["key"] == key
+    assert again["first_touch_faults_per_page"] > 0
+    assert json.loads(cache_path().read_text())["version"] == CACHE_VERSION
+
+
+def test_cached_peaks_that_waited_for_cores_are_measured_again(counted):
+    entry = {**OLD_ENTRIES[max(OLD_ENTRIES)], "first_touch_faults_per_page": 1.0,
+             "waited_for_cores": ["float32"]}
+    _written_cache(CACHE_VERSION, entry)
+    assert cached_peaks("cpu", cpu_name()) == entry  # profile() still has them
+    pyfxprof.machine_peaks()
+    assert len(counted) == 1
+
+
+def test_a_cache_of_this_version_is_used_as_written(counted):
+    entry = {**OLD_ENTRIES[max(OLD_ENTRIES)], "first_touch_faults_per_page": 0.25}
+    _written_cache(CACHE_VERSION, entry)
+    assert pyfxprof.machine_peaks() == entry and not counted
 
 
 def test_profile_reads_the_cached_peaks_and_never_measures(counted, tmp_path):
@@ -77,8 +115,25 @@ def test_trials_are_interleaved_round_by_round():
     calls = {name: (lambda name=name: order.append(name)) for name in "abc"}
     times = peaks_module.interleaved_seconds(calls, torch.device("cpu"), rounds=4)
     assert order == list("abc") * 5  # one untimed call of each, then 4 rounds in turn
-    assert {name: len(seconds) for name, seconds in times.items()} == dict.fromkeys("abc", 4)
-    assert all((seconds >= 0).all() for seconds in times.values())
+    assert {name: len(trials.seconds) for name, trials in times.items()} == dict.fromkeys(
+        "abc", 4)
+    assert all((trials.seconds >= 0).all() and trials.waited.dtype == bool
+               for trials in times.values())
+
+
+def test_the_best_trial_is_of_those_that_had_their_cores():
+    trials = peaks_module.Trials(np.array([1.0, 3.0, 2.0]), np.array([True, False, False]))
+    assert trials.best() == 2.0 and not trials.all_waited
+    every = peaks_module.Trials(np.array([3.0, 2.0]), np.array([True, True]))
+    assert every.best() == 2.0 and every.all_waited
+
+
+def test_a_trial_waited_when_the_threads_waited_a_quarter_of_it(monkeypatch):
+    waits = iter([0, 250_000_000, 0, 100_000_000])  # ns read before and after each trial
+    monkeypatch.setattr(peaks_module, "core_wait_ns", lambda: next(waits))
+    monkeypatch.setattr(peaks_module, "seconds_of", lambda call, device: 1.0)
+    assert peaks_module._trial(lambda: None, torch.device("cpu")) == (1.0, True)
+    assert peaks_module._trial(lambda: None, torch.device("cpu")) == (1.0, False)
 
 
 def test_the_gemm_size_is_a_doubling_within_the_device_cap():

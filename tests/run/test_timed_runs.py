@@ -24,10 +24,11 @@ def test_one_row_per_timed_run_and_one_total_per_warmup_run():
     executor, prepared = _executor(model, torch.randn(2, 4))
     clock = StepClock()
     with executor:
-        timings, noise, warmup_totals, warmup, device, faults = timed_runs(
+        timings, noise, warmup_totals, warmup, device, counters = timed_runs(
             executor, prepared.args, 3, 2, False, prepared.frame, clock=clock)
     assert timings.intervals.shape == (3, 2) and len(warmup_totals) == 2 and warmup == 2
-    assert faults is None or faults >= 0
+    assert set(counters) == {"faults_per_run", "core_wait_ns_per_run"}
+    assert all(count is None or count >= 0 for count in counters.values())
     assert device is None  # host timing only
     assert noise is None or len(noise) == 3
     assert {"warmup", "timed_runs"} <= set(clock.seconds)
