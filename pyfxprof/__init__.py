@@ -167,7 +167,7 @@ _METHODS = {
     "Profile.plot_latency": ("views.latency_plots", "plot_latency"),
     "Profile.plot_tail": ("views.latency_plots", "plot_tail"),
     "Profile.advise": ("analyses.advisor", "advise"),
-    "Profile.roofline": ("views.roofline_text", "profile_roofline"),  # per node vs measured peaks
+    "Profile.roofline": ("tools.roofline_peaks", "roofline"),  # per node vs measured peaks
     "Profile.replay": ("tools.replay", "replay"),  # a node alone, its variants
     "Profile.replay_script": ("tools.replay_script", "replay_script"),  # torch alone
     "Profile.save": ("data.persist", "save_profile"),

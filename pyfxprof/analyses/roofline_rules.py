@@ -113,7 +113,7 @@ def roofline_overhead(profile, context: Context) -> list[Suggestion]:
     median = float(bound["median_ns"].sum())
     if bound.empty or not context.pct(median) >= MIN_PCT:
         return []
-    saving = ESTIMATE_FRACTION * float(bound["headroom_ns"].sum())
+    saving = ESTIMATE_FRACTION * float(bound["headroom"].sum())
     gpu = context.device == "cuda"
     evidence = [f"{plural(len(bound), 'node')} take {format_ns(median)} "
                 f"({format_pct(context.pct(median))}) while at the roofs they would take "
@@ -170,13 +170,13 @@ def roofline_low_efficiency(profile, context: Context) -> list[Suggestion]:
     slow = slow.loc[np.array([context.pct(ns) >= MIN_PCT for ns in slow["median_ns"]],
                              dtype=bool)]
     found = []
-    for entry in slow.sort_values("headroom_ns", ascending=False, kind="stable").itertuples():
-        headroom = cast(float, entry.headroom_ns)  # a float column (pandas types any cell)
+    for entry in slow.sort_values("headroom", ascending=False, kind="stable").itertuples():
+        headroom = cast(float, entry.headroom)  # a float column (pandas types any cell)
         evidence = [_line(context, entry),
                     f"efficiency {entry.efficiency_high:.2f} at most (the upper end of its 95% "
                     f"interval) of the {entry.dtype} GEMM peak "
                     f"{format_flops(frame.attrs['peaks']['flops'].get(entry.dtype), 'FLOP/s')}",
-                    f"saving: its headroom, {format_ns(entry.headroom_ns)} above the roof"]
+                    f"saving: its headroom, {format_ns(entry.headroom)} above the roof"]
         hint, variants = _kernel_hint(entry, frame.attrs["peaks"])
         found.append(Suggestion(
             "roofline_low_efficiency", "medium" if context.pct(headroom) >= 5

@@ -20,7 +20,7 @@ from .validate import model_nodes
 #: The columns of Profile.roofline, in order (docs/roofline.md says each one's unit).
 COLUMNS = ("name", "kind", "dtype", "flops", "bytes", "intensity", "median_ns", "flops_per_s",
            "bytes_per_s", "attainable_flops_per_s", "roof_ns", "first_touch_ns", "fixed_ns",
-           "bound", "efficiency", "efficiency_low", "efficiency_high", "waited", "headroom_ns",
+           "bound", "efficiency", "efficiency_low", "efficiency_high", "waited", "headroom",
            "unknown_ops")
 #: The ways to group: None (per node) or "module" (per module at `depth`).
 GROUP_BY = (None, "module")
@@ -42,9 +42,9 @@ def profile_peaks(profile: Profile, peaks: dict | None = None) -> dict[str, Any]
     in its meta (``machine_peaks``); a one-line error saying how to get them otherwise."""
     found = peaks if peaks is not None else profile.meta.get("machine_peaks")
     if not isinstance(found, dict) or "flops" not in found or "bandwidth" not in found:
-        raise PyfxprofError("this profile has no machine peaks: run pyfxprof.machine_peaks() "
-                            "once on this machine (or `pyfxprof profile --roofline`), then "
-                            "profile again, or pass peaks=pyfxprof.machine_peaks()")
+        raise PyfxprofError("this profile has no machine peaks: call prof.roofline() on the "
+                            "machine that made it (it measures them once), or pass "
+                            "peaks=pyfxprof.machine_peaks() measured there")
     return found
 
 
@@ -219,7 +219,7 @@ def _frame(names: list, work: dict[str, np.ndarray], samples: np.ndarray,
             "efficiency": _ratio(roof, median), "efficiency_low": _ratio(roof, high),
             "efficiency_high": np.where(low > 0, _ratio(roof, low), np.inf),
             "waited": np.full(len(names), waited),
-            "headroom_ns": np.fmax(median - roof, 0.0),
+            "headroom": np.fmax(median - roof, 0.0),
             "unknown_ops": unknown})
     return frame[list(COLUMNS)]
 
@@ -269,7 +269,7 @@ def roofline(profile: Profile, group_by: str | None = None, depth: int = 1,
     kind's fixed cost), ``bound`` (compute, memory or overhead), ``efficiency`` (roof_ns /
     median, with ``efficiency_low``/``_high`` from the median's 95% interval), ``waited``
     (the runs waited for cores: core_wait_share; the efficiency is then partly the
-    scheduler's, a lower bound of the op's), ``headroom_ns`` (median minus roof_ns) and
+    scheduler's, a lower bound of the op's), ``headroom`` (ns: median minus roof_ns) and
     ``unknown_ops`` (ops whose FLOPs are not counted). A training step's profile
     (``backward=True``) has a row per node's backward too, named "NAME (backward)" (its work
     by the convention of backward_nodes).
@@ -343,7 +343,7 @@ def _with_totals(frame: pd.DataFrame, peaks: dict, share: float | None) -> pd.Da
     """`frame` with its attrs: the peaks, the totals, the core wait `share` and the rows
     without a FLOP formula."""
     roof, median = float(np.nansum(frame["roof_ns"])), float(np.nansum(frame["median_ns"]))
-    headroom = float(np.nansum(frame["headroom_ns"]))
+    headroom = float(np.nansum(frame["headroom"]))
     unknown = int((frame["unknown_ops"] != "").sum())
     frame.attrs.update(peaks=peaks, total_roof_ns=roof, total_median_ns=median,
                        total_headroom_ns=headroom, core_wait_share=share,

@@ -99,7 +99,7 @@ def table_columns(frame: pd.DataFrame) -> pd.DataFrame:
         >>> frame = pd.DataFrame({"name": ["mm"], "flops": [1.92e8], "flops_per_s": [9.6e10],
         ...     "bytes": [2e6], "intensity": [96.0], "bytes_per_s": [1e9],
         ...     "bound": ["compute"], "efficiency": [0.62], "efficiency_low": [0.55],
-        ...     "efficiency_high": [0.7], "headroom_ns": [1.2e6]})
+        ...     "efficiency_high": [0.7], "headroom": [1.2e6]})
         >>> table_columns(frame).iloc[0].tolist()[:3]
         ['mm', '192 MFLOP', '96.0 GFLOP/s']
         >>> table_columns(frame).iloc[0].tolist()[3:]
@@ -118,4 +118,4 @@ def table_columns(frame: pd.DataFrame) -> pd.DataFrame:
         "bytes_per_s": [format_flops(v, "B/s") for v in frame["bytes_per_s"]],
         "bound": frame["bound"],
         "efficiency": [efficiency(row) for row in frame.itertuples()],
-        "headroom": [format_ns(v) if np.isfinite(v) else "-" for v in frame["headroom_ns"]]})
+        "headroom": [format_ns(v) if np.isfinite(v) else "-" for v in frame["headroom"]]})

@@ -65,9 +65,9 @@ def test_rows_match_hand_computed_roofs_bounds_and_efficiencies():
     assert by_name.loc["add", "efficiency"] == pytest.approx(1.2e6 / 2.4e6)
     assert by_name.loc["mm", "flops_per_s"] == pytest.approx(2e8 / 4e-3)
     assert by_name.loc["add", "bytes_per_s"] == pytest.approx(1.2e7 / 2.4e-3)
-    assert by_name.loc["mm", "headroom_ns"] == pytest.approx(2e6)
+    assert by_name.loc["mm", "headroom"] == pytest.approx(2e6)
     assert by_name.loc["tiny", "fixed_ns"] == 1000.0
-    assert frame.attrs["total_headroom_ns"] == pytest.approx(frame["headroom_ns"].sum())
+    assert frame.attrs["total_headroom_ns"] == pytest.approx(frame["headroom"].sum())
     assert frame.attrs["total_roof_ns"] == pytest.approx(frame["roof_ns"].sum())
 
 
@@ -214,7 +214,7 @@ def test_bound_and_efficiency_follow_the_roofs(flops, moved, median, fixed):
     expected = "overhead" if fixed >= roof else "compute" if compute >= memory else "memory"
     assert row["bound"] == expected
     assert row["efficiency"] == pytest.approx(roof / median)
-    assert row["headroom_ns"] == pytest.approx(max(median - roof, 0.0))
+    assert row["headroom"] == pytest.approx(max(median - roof, 0.0))
     assert math.isclose(row["attainable_flops_per_s"],
                         min(1e11, flops / moved * 1e10), rel_tol=1e-9)
 
