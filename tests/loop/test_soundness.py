@@ -3,6 +3,7 @@ capture/live_capture.py): generated forwards read and change state in every cont
 Python has, the state changed between calls, and each output and the state after each call
 must equal a plain twin's given the same calls; nothing raises into the caller."""
 
+import collections.abc
 import copy
 import itertools
 import sys
@@ -17,9 +18,51 @@ import pyfxprof
 # a container or scope: an attribute, a dict, a list, a set, a tuple in a list, a nested
 # module's attribute, a registered buffer (in place), a parameter (read), a closure cell,
 # another module's global, a class attribute, a default-argument object, the instance's dict
-# written past __setattr__.
+# written past __setattr__, and a key or attribute absent until the caller adds it (an
+# instance dict's, a dict's, a mapping's, another module's, a function's).
 _OTHER = types.ModuleType("pyfxprof_soundness_other")
 sys.modules[_OTHER.__name__] = _OTHER
+
+
+class _Box:
+    """A plain object of the caller's, held by the model."""
+
+
+class _Settings(collections.abc.Mapping):
+    """A read-only mapping of the caller's (its ``get`` catches the KeyError of a missing key)."""
+
+    def __init__(self):
+        self.data = {}
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+    def __iter__(self):
+        return iter(self.data)
+
+    def __len__(self):
+        return len(self.data)
+
+
+def _lazy_module() -> types.ModuleType:
+    """A module whose attributes its ``__getattr__`` finds in a dict (PEP 562)."""
+    module = types.ModuleType("pyfxprof_soundness_lazy")
+    module.values = {}
+
+    def __getattr__(name):
+        try:
+            return module.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+    module.__getattr__ = __getattr__
+    return module
+
+
+def _caught(mapping, key, default):
+    try:
+        return mapping[key]
+    except KeyError:
+        return default
 
 
 def _closure_cell():
@@ -67,6 +110,29 @@ PLACES = {
     "object_setattr": (lambda m: object.__setattr__(m, "v", 1.0),
                        lambda m: m.__dict__.get("v", 0.0),
                        lambda m, v: object.__setattr__(m, "v", v)),
+    # a key absent until the caller adds it, read with a default (Dynamo answers these from
+    # the object at trace time with no guard; capture/unguarded_reads.py adds the guard)
+    "absent_instance_key": (lambda m: None, lambda m: vars(m).get("w", 1.0),
+                            lambda m, v: object.__setattr__(m, "w", v)),
+    "absent_instance_key_in": (lambda m: None,
+                               lambda m: m.__dict__["w"] if "w" in m.__dict__ else 1.0,
+                               lambda m, v: m.__dict__.__setitem__("w", v)),
+    "absent_object_key": (lambda m: setattr(m, "o", _Box()),
+                          lambda m: m.o.__dict__.get("w", 1.0),
+                          lambda m, v: m.o.__dict__.__setitem__("w", v)),
+    "absent_dict_key_caught": (lambda m: setattr(m, "d", {}), lambda m: _caught(m.d, "w", 1.0),
+                               lambda m, v: m.d.__setitem__("w", v)),
+    "absent_mapping_key": (lambda m: setattr(m, "mp", _Settings()),
+                           lambda m: m.mp.get("w", 1.0),
+                           lambda m, v: m.mp.data.__setitem__("w", v)),
+    "absent_module_global": (lambda m: None, lambda m: getattr(_OTHER, f"w{id(m)}", 1.0),
+                             lambda m, v: setattr(_OTHER, f"w{id(m)}", v)),
+    "absent_function_attribute": (lambda m: setattr(m, "fn", lambda: None),
+                                  lambda m: getattr(m.fn, "w", 1.0),
+                                  lambda m, v: setattr(m.fn, "w", v)),
+    "absent_module_getattr_hook": (lambda m: setattr(m, "lazy", _lazy_module()),
+                                   lambda m: getattr(m.lazy, "w", 1.0),
+                                   lambda m, v: m.lazy.values.__setitem__("w", v)),
 }
 # What the forward does with it: read it (a flag choosing a branch, a scale), or change it.
 USES = ("scale", "branch", "bump")
