@@ -7,21 +7,28 @@ object as it is at trace time and install none, so a later call gets the trace's
 after the caller changed it, and ``torch.compile`` returns stale outputs:
 
 - an instance dict's key set (``obj.__dict__.get(k, 0)``, ``k in vars(obj)``, its length, its
-  keys): Dynamo's ``DunderDictVariable`` turns the key guards its dict model asks for into
-  no-ops (Hugging Face configs read ``self.__dict__.get(...)`` at every attribute access);
+  keys, a copy of it): Dynamo's ``DunderDictVariable`` turns the key guards its dict model asks
+  for into no-ops (Hugging Face configs read ``self.__dict__.get(...)`` at every attribute
+  access);
 - a key missing from a dict (``d[k]`` raising ``KeyError``, caught: what ``Mapping.get`` and
   ``os.environ.get`` do), and an attribute missing from a Python module or a function
   (``getattr(module, k, 0)``, ``hasattr(function, k)``): the lookup raises, or answers from
-  the object as it is, with no guard.
+  the object as it is, with no guard;
+- a value made of all of a dict's keys (``repr(d)``, ``f"{d}"``, ``any(d)`` folded as a
+  constant, ``set(d)``, ``dict.fromkeys(d)``);
+- a call of a ``functools.lru_cache``'d function, traced past its cache (whose answer, and the
+  call's filling it, no guard or replay covers).
 
 While a capture runs (`guarding_unguarded_reads`, in the capturing thread only) each of those
 models installs the guard its answer needs, as Dynamo's dict model does elsewhere: the key in
 or not in that dict (its instance dict for a module's or a function's attribute), or the dict's
 key set; the call's guard check then refuses a later call whose answer would differ (a new
-guard variant is captured). Where no guard can say it (a module with ``__getattr__``), the
-frame notes the read (`unguarded_reads`) and the capture runs the model's own forward for that
-signature. Nothing is wrapped between captures; a call of the model pays one more C++ guard per
-key read this way, nothing else.
+guard variant is captured). A cached call becomes a graph break (it runs as it is). Where no
+guard can say it (a module with ``__getattr__``), the frame notes the read (`unguarded_reads`)
+and the capture runs the model's own forward for that signature. Nothing is wrapped between
+captures (Dynamo's models are put back); a call of the model pays one more C++ guard per key
+read this way, nothing else. On a torch whose Dynamo lacks one of these models, that model is
+left as it is.
 """
 
 from __future__ import annotations
@@ -53,8 +60,13 @@ def _current_output() -> Any:
 
 
 def _note(owner: str, what: str) -> None:
-    """Note that the frame being traced read `what` of `owner` with no guard on it."""
-    _NOTES.setdefault(id(_current_output()), set()).add(f"{owner}{what}")
+    """Note that the frame being traced read `what` of `owner` with no guard on it (no frame
+    being traced: nothing to note)."""
+    try:
+        output = _current_output()
+    except Exception:  # (Dynamo asked outside a trace: no frame's answer to tell of)
+        return
+    _NOTES.setdefault(id(output), set()).add(f"{owner}{what}")
 
 
 def _guard(source: Any, kind: str, **kwargs: Any) -> None:
@@ -115,6 +127,45 @@ def _contains_guard(variable: Any, key: Any) -> None:
         _guard(variable.source, "DICT_KEYS_MATCH")
 
 
+def _whole_dict(original: Callable) -> Callable:
+    """A dict model's answer built from all its keys with no guard on them (its repr, its value
+    as a constant that a builtin such as ``any`` folds; a view's repr): the dict's keys guarded
+    first (``DICT_KEYS_MATCH``; an instance dict's through the guard above), as Dynamo's
+    other whole-dict answers (iteration, ``len``) are."""
+    @functools.wraps(original)
+    def guarding(self, *args: Any, **kwargs: Any) -> Any:
+        held = getattr(self, "dv_dict", self)  # (a keys, values or items view: its dict)
+        _guard_safely(held, held.install_dict_keys_match_guard)
+        return original(self, *args, **kwargs)
+    return guarding
+
+
+def _dict_operands(original: Callable) -> Callable:
+    """A model reading the keys of dicts handed to it straight from Dynamo's record of them
+    (``set(d)``, ``s.update(d)`` and the other set operations, ``dict.fromkeys(d)``):
+    each dict's keys guarded first."""
+    @functools.wraps(original)
+    def guarding(self, *args: Any, **kwargs: Any) -> Any:
+        from torch._dynamo.variables.dicts import ConstDictVariable
+
+        for operand in (*args, *kwargs.values()):
+            if isinstance(operand, ConstDictVariable):
+                _guard_safely(operand, operand.install_dict_keys_match_guard)
+        return original(self, *args, **kwargs)
+    return guarding
+
+
+def _instance_dict_copy(original: Callable) -> Callable:
+    """DunderDictVariable.call_method: ``obj.__dict__.copy()`` (a new dict of all its keys, no
+    guard) guarded on the instance dict's keys."""
+    @functools.wraps(original)
+    def guarding(self, tx: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "copy":
+            _guard_safely(self, self.install_dict_keys_match_guard)
+        return original(self, tx, name, *args, **kwargs)
+    return guarding
+
+
 def _dict_miss(original: Callable) -> Callable:
     """ConstDictVariable.getitem_const_raise_exception_if_absent: a missing key guarded as
     ``d.get`` guards it, before the KeyError the caller may catch."""
@@ -165,6 +216,35 @@ def _attribute_guard(variable: Any, name: str) -> None:
         _guard_key(AttrSource(variable.source, "__dict__"), name, name in namespace)
 
 
+def _cache_kept(original: Callable) -> Callable:
+    """WrapperUserFunctionVariable.call_function: a call of a ``functools.lru_cache``'d function
+    (not torch's), which Dynamo traces past its cache (the cache is state no guard checks, and
+    the traced call fills no cache), made a graph break, so that the call runs as it is."""
+    @functools.wraps(original)
+    def breaking(self, tx: Any, *args: Any, **kwargs: Any) -> Any:
+        if _capturing() and _past_a_cache(self.wrapper_obj):
+            from torch._dynamo.exc import unimplemented
+
+            unimplemented(gb_type="pyfxprof: a functools.lru_cache'd call",
+                          context=repr(self.wrapper_obj),
+                          explanation="the Profiler's capture runs a cached call as it is",
+                          hints=[])
+        return original(self, tx, *args, **kwargs)
+    return breaking
+
+
+def _past_a_cache(wrapper: Any) -> bool:
+    """Whether Dynamo would trace past `wrapper`'s cache (an lru_cache of a function outside
+    torch, not one it knows to be safe), as its warning about such calls says."""
+    from torch._dynamo import utils
+
+    if not hasattr(wrapper, "cache_info") or getattr(
+            utils, "is_lru_cache_wrapper_trace_without_warning_allowed", lambda _: False)(wrapper):
+        return False
+    module = getattr(getattr(wrapper, "__wrapped__", None), "__module__", "") or ""
+    return module.split(".", maxsplit=1)[0] != "torch"
+
+
 def _observed(error: Exception) -> bool:
     """Whether `error` is one the traced code may catch (not a graph break)."""
     from torch._dynamo.exc import ObservedException
@@ -178,12 +258,21 @@ _MODELS = (
      _instance_dict_keys),
     ("variables.dicts", "DunderDictVariable", "install_dict_contains_guard",
      _instance_dict_contains),
+    ("variables.dicts", "DunderDictVariable", "call_method", _instance_dict_copy),
     ("variables.dicts", "ConstDictVariable", "getitem_const_raise_exception_if_absent",
      _dict_miss),
+    ("variables.dicts", "ConstDictVariable", "as_python_constant", _whole_dict),
+    ("variables.dicts", "ConstDictVariable", "tp_repr_impl", _whole_dict),
+    ("variables.dicts", "OrderedDictVariable", "tp_repr_impl", _whole_dict),
+    ("variables.dicts", "DictViewVariable", "tp_repr_impl", _whole_dict),
+    ("variables.sets", "SetVariable", "_iter_operand_keys", _dict_operands),
+    ("variables.sets", "SetVariable", "_operand_keys", _dict_operands),
+    ("variables.builtin", "DictBuiltinVariable", "call_custom_dict_fromkeys", _dict_operands),
     ("variables.misc", "PythonModuleVariable", "tp_getattro_impl", _attribute_miss),
     ("variables.functions", "BaseUserFunctionVariable", "call_getattr_fallback",
      _attribute_miss),
     ("variables.functions", "BaseUserFunctionVariable", "call_obj_hasattr", _function_hasattr),
+    ("variables.functions", "WrapperUserFunctionVariable", "call_function", _cache_kept),
 )
 
 

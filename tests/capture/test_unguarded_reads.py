@@ -5,6 +5,7 @@ Dynamo's own models are back."""
 
 import collections.abc
 import contextlib
+import functools
 import os
 import sys
 import types
@@ -73,6 +74,15 @@ READS = {
                           lambda m: setattr(_flag, "k", 5.0)),
     "environment_variable": (lambda m: float(os.environ.get("PYFXPROF_TEST_K", "0")),
                              lambda m: os.environ.__setitem__("PYFXPROF_TEST_K", "5")),
+    # answers built from all of a dict's keys
+    "dict_repr": (lambda m: float(len(repr(m.table))), lambda m: m.table.update(k=5.0)),
+    "dict_any": (lambda m: 5.0 if any(m.table) else 0.0, lambda m: m.table.update(k=5.0)),
+    "instance_dict_copy": (lambda m: m.__dict__.copy().get("k", 0.0),
+                           lambda m: m.__dict__.update(k=5.0)),
+    "vars_repr": (lambda m: float(len(repr(vars(m.box)))), lambda m: setattr(m.box, "k", 5.0)),
+    "set_of_dict": (lambda m: 5.0 * len(set(m.table)), lambda m: m.table.update(k=5.0)),
+    "dict_fromkeys": (lambda m: 5.0 * len(dict.fromkeys(m.table)),
+                      lambda m: m.table.update(k=5.0)),
 }
 
 
@@ -147,6 +157,19 @@ def test_dynamo_guards_the_other_forms_itself(read):
     _clean_state()
     assert eager[0] != eager[1]
     assert _two_calls(*GUARDED_BY_DYNAMO[read], guarding=False) == eager
+
+
+def test_a_cached_call_runs_as_it_is():
+    settings = {"scale": 1.0}
+    cached = functools.lru_cache(maxsize=None)(lambda: settings["scale"])
+
+    def calls(compiled: bool) -> tuple:
+        cached.cache_clear()
+        settings["scale"] = 1.0
+        outputs = _two_calls(lambda m: cached(), lambda m: settings.update(scale=5.0), compiled)
+        return outputs, cached.cache_info()
+
+    assert calls(compiled=True) == calls(compiled=False)  # (the cache's answer, filled once)
 
 
 def test_a_read_no_guard_can_say_is_noted():

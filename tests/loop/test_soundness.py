@@ -5,6 +5,7 @@ must equal a plain twin's given the same calls; nothing raises into the caller."
 
 import collections.abc
 import copy
+import functools
 import itertools
 import sys
 import types
@@ -133,6 +134,9 @@ PLACES = {
     "absent_module_getattr_hook": (lambda m: setattr(m, "lazy", _lazy_module()),
                                    lambda m: getattr(m.lazy, "w", 1.0),
                                    lambda m, v: m.lazy.values.__setitem__("w", v)),
+    # a value made of all a dict's keys (its repr)
+    "dict_repr": (lambda m: setattr(m, "rd", {}), lambda m: len(repr(m.rd)) / 10.0,
+                  lambda m, v: (m.rd.clear(), m.rd.update({"k" * int(v * 4): 0}))),
 }
 # What the forward does with it: read it (a flag choosing a branch, a scale), or change it.
 USES = ("scale", "branch", "bump")
@@ -198,6 +202,29 @@ def test_outputs_and_state_equal_a_plain_twin(place, use):
     timed = sum(prof.n_runs for prof in p.profiles)
     untimed = sum(p._untimed.values())
     assert timed + untimed == len(changes)  # every call timed, or counted with its reason
+
+
+def test_a_cached_call_fills_its_cache_as_without_the_profiler():
+    """A forward calling a functools.lru_cache'd function reads the cache's answer (Dynamo
+    would trace past the cache: capture/unguarded_reads.py makes the call a graph break)."""
+    def twin():
+        settings = {"scale": 1.0}
+        cached = functools.lru_cache(maxsize=None)(lambda: settings["scale"])
+        model = type("Cached", (torch.nn.Module,), {
+            "forward": lambda self, x: self.lin(x) * cached()})()
+        torch.manual_seed(0)
+        model.lin = torch.nn.Linear(3, 3)
+        return model.eval(), cached, settings
+
+    (plain, plain_cache, plain_settings), (profiled, profiled_cache, settings) = twin(), twin()
+    x = torch.randn(2, 3)
+    with pyfxprof.Profiler(profiled) as p:
+        for call in range(4):
+            if call == 2:  # (the cache keeps its first answer)
+                plain_settings["scale"] = settings["scale"] = 3.0
+            assert torch.equal(plain(x), profiled(x))
+    assert plain_cache.cache_info() == profiled_cache.cache_info()
+    assert sum(prof.n_runs for prof in p.profiles) + sum(p._untimed.values()) == 4
 
 
 # Ways a forward writes its own tensors in place that bump no version counter the Profiler can
