@@ -15,7 +15,7 @@ after the caller changed it, and ``torch.compile`` returns stale outputs:
   (``getattr(module, k, 0)``, ``hasattr(function, k)``): the lookup raises, or answers from
   the object as it is, with no guard;
 - a value made of all of a dict's keys (``repr(d)``, ``f"{d}"``, ``any(d)`` folded as a
-  constant, ``set(d)``, ``dict.fromkeys(d)``);
+  constant, ``set(d)``, ``frozenset(d)``, ``dict.fromkeys(d)``);
 - a call of a ``functools.lru_cache``'d function, traced past its cache (whose answer, and the
   call's filling it, no guard or replay covers).
 
@@ -142,7 +142,8 @@ def _whole_dict(original: Callable) -> Callable:
 
 def _dict_operands(original: Callable) -> Callable:
     """A model reading the keys of dicts handed to it straight from Dynamo's record of them
-    (``set(d)``, ``s.update(d)`` and the other set operations, ``dict.fromkeys(d)``):
+    (``set(d)``, ``s.update(d)`` and the other set operations, ``frozenset(d)``,
+    ``dict.fromkeys(d)``):
     each dict's keys guarded first."""
     @functools.wraps(original)
     def guarding(self, *args: Any, **kwargs: Any) -> Any:
@@ -267,6 +268,7 @@ _MODELS = (
     ("variables.dicts", "DictViewVariable", "tp_repr_impl", _whole_dict),
     ("variables.sets", "SetVariable", "_iter_operand_keys", _dict_operands),
     ("variables.sets", "SetVariable", "_operand_keys", _dict_operands),
+    ("variables.builtin", "BuiltinVariable", "call_frozenset", _dict_operands),
     ("variables.builtin", "DictBuiltinVariable", "call_custom_dict_fromkeys", _dict_operands),
     ("variables.misc", "PythonModuleVariable", "tp_getattro_impl", _attribute_miss),
     ("variables.functions", "BaseUserFunctionVariable", "call_getattr_fallback",
@@ -308,12 +310,24 @@ def _wrap_models() -> None:
         if isinstance(cls, type) and original is not None:  # (an older torch: not wrapped)
             _ORIGINALS.append((cls, method, original))
             setattr(cls, method, wrapper(original))
+            _drop_bound_handlers(cls, method)
 
 
 def _unwrap_models() -> None:
     while _ORIGINALS:
         cls, method, original = _ORIGINALS.pop()
         setattr(cls, method, original)
+        _drop_bound_handlers(cls, method)
+
+
+def _drop_bound_handlers(cls: type, method: str) -> None:
+    """Dynamo's handlers of a builtin (``call_frozenset`` for ``frozenset``) bound to the method
+    as it was, dropped from its per-process cache: they are bound again to the method as it is
+    now at their next use."""
+    cache = getattr(cls, "call_function_handler_cache", None)
+    if isinstance(cache, dict) and method.startswith("call_"):
+        for key in [key for key in list(cache) if getattr(key[0], "__name__", None) == method[5:]]:
+            cache.pop(key, None)
 
 
 def unguarded_reads() -> list[str]:

@@ -81,6 +81,8 @@ READS = {
                            lambda m: m.__dict__.update(k=5.0)),
     "vars_repr": (lambda m: float(len(repr(vars(m.box)))), lambda m: setattr(m.box, "k", 5.0)),
     "set_of_dict": (lambda m: 5.0 * len(set(m.table)), lambda m: m.table.update(k=5.0)),
+    "frozenset_of_dict": (lambda m: 5.0 * len(frozenset(m.table)),
+                          lambda m: m.table.update(k=5.0)),
     "dict_fromkeys": (lambda m: 5.0 * len(dict.fromkeys(m.table)),
                       lambda m: m.table.update(k=5.0)),
 }
@@ -157,6 +159,13 @@ def test_dynamo_guards_the_other_forms_itself(read):
     _clean_state()
     assert eager[0] != eager[1]
     assert _two_calls(*GUARDED_BY_DYNAMO[read], guarding=False) == eager
+
+
+def test_a_builtins_handler_bound_before_the_capture_is_bound_again():
+    read, change = READS["frozenset_of_dict"]
+    _two_calls(read, change, guarding=False)  # (Dynamo binds frozenset's handler once)
+    eager = _two_calls(read, change, compiled=False)
+    assert _two_calls(read, change) == eager
 
 
 def test_a_cached_call_runs_as_it_is():
