@@ -24,11 +24,11 @@ models installs the guard its answer needs, as Dynamo's dict model does elsewher
 or not in that dict (its instance dict for a module's or a function's attribute), or the dict's
 key set; the call's guard check then refuses a later call whose answer would differ (a new
 guard variant is captured). A cached call becomes a graph break (it runs as it is). Where no
-guard can say it (a module with ``__getattr__``), the frame notes the read (`unguarded_reads`)
-and the capture runs the model's own forward for that signature. Nothing is wrapped between
-captures (Dynamo's models are put back); a call of the model pays one more C++ guard per key
-read this way, nothing else. On a torch whose Dynamo lacks one of these models, that model is
-left as it is.
+guard can say it (a module's ``__getattr__``, torch's aside), the frame notes the read
+(`unguarded_reads`) and the capture runs the model's own forward for that signature. Nothing
+is wrapped between captures (Dynamo's models are put back); a call of the model pays one more
+C++ guard per key read this way, nothing else. On a torch whose Dynamo lacks one of these
+models, that model is left as it is.
 """
 
 from __future__ import annotations
@@ -207,11 +207,12 @@ def _function_hasattr(original: Callable) -> Callable:
 
 def _attribute_guard(variable: Any, name: str) -> None:
     """`name` in or not in the instance dict of `variable`'s object (a module or a function:
-    where its attributes live); a module with ``__getattr__``, whose code decides, noted."""
+    where its attributes live); a module with ``__getattr__``, whose code decides, noted, but
+    torch's own (they resolve their lazy submodules, which land in that dict)."""
     from torch._dynamo.source import AttrSource
 
     namespace = vars(variable.get_real_python_backed_value())
-    if "__getattr__" in namespace:
+    if "__getattr__" in namespace and not getattr(variable, "is_torch", False):
         _note(source_name(variable.source) or "?", f".{name} (its __getattr__ decides)")
     else:
         _guard_key(AttrSource(variable.source, "__dict__"), name, name in namespace)

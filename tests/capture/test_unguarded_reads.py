@@ -68,6 +68,8 @@ READS = {
                                lambda m: setattr(_OTHER, "K", 5.0)),
     "module_hasattr": (lambda m: 5.0 if hasattr(_OTHER, "K") else 0.0,
                        lambda m: setattr(_OTHER, "K", 5.0)),
+    "torch_hasattr": (lambda m: 5.0 if hasattr(torch, "pyfxprof_test_k") else 0.0,
+                      lambda m: setattr(torch, "pyfxprof_test_k", 5.0)),
     "function_getattr_default": (lambda m: getattr(_flag, "k", 0.0),
                                  lambda m: setattr(_flag, "k", 5.0)),
     "function_dict_get": (lambda m: _flag.__dict__.get("k", 0.0),
@@ -112,6 +114,7 @@ def _clean_state():
     """The state READS' changes add, taken away."""
     for holder in (_OTHER, _flag):
         holder.__dict__.pop("K", None), holder.__dict__.pop("k", None)
+    torch.__dict__.pop("pyfxprof_test_k", None)
     os.environ.pop("PYFXPROF_TEST_K", None)
 
 
