@@ -207,12 +207,15 @@ def _function_hasattr(original: Callable) -> Callable:
 
 def _attribute_guard(variable: Any, name: str) -> None:
     """`name` in or not in the instance dict of `variable`'s object (a module or a function:
-    where its attributes live); a module with ``__getattr__``, whose code decides, noted, but
-    torch's own (they resolve their lazy submodules, which land in that dict)."""
+    where its attributes live); a module with ``__getattr__`` (its own or its class's: a lazy
+    module), whose code decides, noted, but torch's own (they resolve their lazy submodules,
+    which land in that dict)."""
     from torch._dynamo.source import AttrSource
 
-    namespace = vars(variable.get_real_python_backed_value())
-    if "__getattr__" in namespace and not getattr(variable, "is_torch", False):
+    value = variable.get_real_python_backed_value()
+    namespace = vars(value)
+    hooked = "__getattr__" in namespace or hasattr(type(value), "__getattr__")
+    if hooked and not getattr(variable, "is_torch", False):
         _note(source_name(variable.source) or "?", f".{name} (its __getattr__ decides)")
     else:
         _guard_key(AttrSource(variable.source, "__dict__"), name, name in namespace)

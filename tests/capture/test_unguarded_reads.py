@@ -184,9 +184,23 @@ def test_a_cached_call_runs_as_it_is():
     assert calls(compiled=True) == calls(compiled=False)  # (the cache's answer, filled once)
 
 
-def test_a_read_no_guard_can_say_is_noted():
+class _LazyModule(types.ModuleType):
+    """A module whose class finds its missing attributes (as transformers' lazy modules do)."""
+
+    def __getattr__(self, name):
+        raise AttributeError(name)
+
+
+def _module_with_getattr() -> types.ModuleType:
     lazy = types.ModuleType("pyfxprof_lazy_module")
     lazy.__getattr__ = lambda name: (_ for _ in ()).throw(AttributeError(name))
+    return lazy
+
+
+@pytest.mark.parametrize("make", [_module_with_getattr, lambda: _LazyModule("pyfxprof_lazy")],
+                         ids=["module_getattr", "class_getattr"])
+def test_a_read_no_guard_can_say_is_noted(make):
+    lazy = make()
     seen = []
 
     def backend(gm, _example_inputs):
