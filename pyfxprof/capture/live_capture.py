@@ -18,6 +18,7 @@ from .dynamo_frame import (DynamoFrame, LiveCall, Relay, argument_ints_dynamic,
 from .inputs import BoundInputs, input_tensors
 from .instances import locate, modules_of
 from .storage_writes import run_noting_writes, storage_key
+from .unguarded_reads import guarding_unguarded_reads, unguarded_reads
 from .unguarded_stores import unguarded_stores
 
 
@@ -53,10 +54,12 @@ class _Snapshots:
         self.written: set[tuple[str, int]] = set()  # storages the graphs wrote, any path
         self.outside_effects = False
         self.unguarded: list[str] = []  # attributes Dynamo's code would store stale values in
+        self.unguarded_reads: list[str] = []  # what its trace read with no guard on it
 
     def __call__(self, gm: fx.GraphModule, _example_inputs: list) -> Relay:
         self.outside_effects |= not _effects_on_arguments_only()
         self.unguarded += unguarded_stores()
+        self.unguarded_reads += unguarded_reads()
         graph = len(self.relays)
         relay = Relay(lambda flat: self._run(graph, gm, flat))
         self.relays.append(relay)
@@ -127,7 +130,7 @@ def live_capture(live: LiveCall, bound: BoundInputs, name: str) -> LiveCapture:
     their inputs (`DynamoFrame.replay`; a parameter the call wrote, by any path, replaced by
     a copy: _copy_written_parameters). The caller's own exception propagates."""
     snapshots = _Snapshots(modules_of(live.target))
-    with argument_ints_dynamic():
+    with argument_ints_dynamic(), guarding_unguarded_reads():
         found = run_dynamo(live.target, bound, snapshots, dynamic_beyond_first, live.family,
                            isolated=True, live=True)
     changed = [t for t, version in snapshots.versions
@@ -142,6 +145,11 @@ def live_capture(live: LiveCall, bound: BoundInputs, name: str) -> LiveCapture:
         stores = ", ".join(snapshots.unguarded[:3])
         return LiveCapture(found.output, None, None, f"TorchDynamo stores {stores} in {name} "
                            "without a guard on it (its code would store a stale value)", False)
+    if snapshots.unguarded_reads:
+        reads = ", ".join(snapshots.unguarded_reads[:3])
+        return LiveCapture(found.output, None, None, f"TorchDynamo's trace of {name} read "
+                           f"{reads} without a guard on it (a later call could read otherwise)",
+                           False)
     _copy_written_parameters(snapshots.runs, changed)
     split = bool(found.breaks) or len(snapshots.relays) != 1
     frame = frame_of(found, live.target, snapshots.relays, nested=split)

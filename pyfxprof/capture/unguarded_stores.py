@@ -29,7 +29,7 @@ def unguarded_stores() -> list[str]:
                     if guard.inner_create_fn().__name__ == "HASATTR"}
         found: set[str] = set()
         for variable, attributes in output.side_effects.store_attr_mutations.items():
-            owner = _source_name(getattr(variable, "source", None))
+            owner = source_name(getattr(variable, "source", None))
             if owner is None or not isinstance(getattr(variable, "value", None), torch.nn.Module):
                 continue  # a new object, one of Dynamo's temporaries, or not a module's
             found.update(f"{owner}.{name}" for name in attributes
@@ -39,7 +39,7 @@ def unguarded_stores() -> list[str]:
     return sorted(found)
 
 
-def _source_name(source) -> str | None:
+def source_name(source) -> str | None:
     """Dynamo's text of a source (a method before torch 2.10); None for no source, or one
     Dynamo gives no name (a temporary local of its own, at a graph break)."""
     if source is None:

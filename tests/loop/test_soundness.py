@@ -3,7 +3,9 @@ capture/live_capture.py): generated forwards read and change state in every cont
 Python has, the state changed between calls, and each output and the state after each call
 must equal a plain twin's given the same calls; nothing raises into the caller."""
 
+import collections.abc
 import copy
+import functools
 import itertools
 import sys
 import types
@@ -17,9 +19,51 @@ import pyfxprof
 # a container or scope: an attribute, a dict, a list, a set, a tuple in a list, a nested
 # module's attribute, a registered buffer (in place), a parameter (read), a closure cell,
 # another module's global, a class attribute, a default-argument object, the instance's dict
-# written past __setattr__.
+# written past __setattr__, and a key or attribute absent until the caller adds it (an
+# instance dict's, a dict's, a mapping's, another module's, a function's).
 _OTHER = types.ModuleType("pyfxprof_soundness_other")
 sys.modules[_OTHER.__name__] = _OTHER
+
+
+class _Box:
+    """A plain object of the caller's, held by the model."""
+
+
+class _Settings(collections.abc.Mapping):
+    """A read-only mapping of the caller's (its ``get`` catches the KeyError of a missing key)."""
+
+    def __init__(self):
+        self.data = {}
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+    def __iter__(self):
+        return iter(self.data)
+
+    def __len__(self):
+        return len(self.data)
+
+
+def _lazy_module() -> types.ModuleType:
+    """A module whose attributes its ``__getattr__`` finds in a dict (PEP 562)."""
+    module = types.ModuleType("pyfxprof_soundness_lazy")
+    module.values = {}
+
+    def __getattr__(name):
+        try:
+            return module.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+    module.__getattr__ = __getattr__
+    return module
+
+
+def _caught(mapping, key, default):
+    try:
+        return mapping[key]
+    except KeyError:
+        return default
 
 
 def _closure_cell():
@@ -67,6 +111,32 @@ PLACES = {
     "object_setattr": (lambda m: object.__setattr__(m, "v", 1.0),
                        lambda m: m.__dict__.get("v", 0.0),
                        lambda m, v: object.__setattr__(m, "v", v)),
+    # a key absent until the caller adds it, read with a default (Dynamo answers these from
+    # the object at trace time with no guard; capture/unguarded_reads.py adds the guard)
+    "absent_instance_key": (lambda m: None, lambda m: vars(m).get("w", 1.0),
+                            lambda m, v: object.__setattr__(m, "w", v)),
+    "absent_instance_key_in": (lambda m: None,
+                               lambda m: m.__dict__["w"] if "w" in m.__dict__ else 1.0,
+                               lambda m, v: m.__dict__.__setitem__("w", v)),
+    "absent_object_key": (lambda m: setattr(m, "o", _Box()),
+                          lambda m: m.o.__dict__.get("w", 1.0),
+                          lambda m, v: m.o.__dict__.__setitem__("w", v)),
+    "absent_dict_key_caught": (lambda m: setattr(m, "d", {}), lambda m: _caught(m.d, "w", 1.0),
+                               lambda m, v: m.d.__setitem__("w", v)),
+    "absent_mapping_key": (lambda m: setattr(m, "mp", _Settings()),
+                           lambda m: m.mp.get("w", 1.0),
+                           lambda m, v: m.mp.data.__setitem__("w", v)),
+    "absent_module_global": (lambda m: None, lambda m: getattr(_OTHER, f"w{id(m)}", 1.0),
+                             lambda m, v: setattr(_OTHER, f"w{id(m)}", v)),
+    "absent_function_attribute": (lambda m: setattr(m, "fn", lambda: None),
+                                  lambda m: getattr(m.fn, "w", 1.0),
+                                  lambda m, v: setattr(m.fn, "w", v)),
+    "absent_module_getattr_hook": (lambda m: setattr(m, "lazy", _lazy_module()),
+                                   lambda m: getattr(m.lazy, "w", 1.0),
+                                   lambda m, v: m.lazy.values.__setitem__("w", v)),
+    # a value made of all a dict's keys (its repr)
+    "dict_repr": (lambda m: setattr(m, "rd", {}), lambda m: len(repr(m.rd)) / 10.0,
+                  lambda m, v: (m.rd.clear(), m.rd.update({"k" * int(v * 4): 0}))),
 }
 # What the forward does with it: read it (a flag choosing a branch, a scale), or change it.
 USES = ("scale", "branch", "bump")
@@ -132,6 +202,29 @@ def test_outputs_and_state_equal_a_plain_twin(place, use):
     timed = sum(prof.n_runs for prof in p.profiles)
     untimed = sum(p._untimed.values())
     assert timed + untimed == len(changes)  # every call timed, or counted with its reason
+
+
+def test_a_cached_call_fills_its_cache_as_without_the_profiler():
+    """A forward calling a functools.lru_cache'd function reads the cache's answer (Dynamo
+    would trace past the cache: capture/unguarded_reads.py makes the call a graph break)."""
+    def twin():
+        settings = {"scale": 1.0}
+        cached = functools.lru_cache(maxsize=None)(lambda: settings["scale"])
+        model = type("Cached", (torch.nn.Module,), {
+            "forward": lambda self, x: self.lin(x) * cached()})()
+        torch.manual_seed(0)
+        model.lin = torch.nn.Linear(3, 3)
+        return model.eval(), cached, settings
+
+    (plain, plain_cache, plain_settings), (profiled, profiled_cache, settings) = twin(), twin()
+    x = torch.randn(2, 3)
+    with pyfxprof.Profiler(profiled) as p:
+        for call in range(4):
+            if call == 2:  # (the cache keeps its first answer)
+                plain_settings["scale"] = settings["scale"] = 3.0
+            assert torch.equal(plain(x), profiled(x))
+    assert plain_cache.cache_info() == profiled_cache.cache_info()
+    assert sum(prof.n_runs for prof in p.profiles) + sum(p._untimed.values()) == 4
 
 
 # Ways a forward writes its own tensors in place that bump no version counter the Profiler can
