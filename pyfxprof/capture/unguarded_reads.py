@@ -309,7 +309,11 @@ def guarding_unguarded_reads() -> Iterator[None]:
 
 def _wrap_models() -> None:
     for module, cls_name, method, wrapper in _MODELS:
-        cls = getattr(importlib.import_module(f"torch._dynamo.{module}"), cls_name, None)
+        try:
+            found = importlib.import_module(f"torch._dynamo.{module}")
+        except ImportError:  # an older torch lays its models out otherwise: not wrapped
+            continue
+        cls = getattr(found, cls_name, None)
         original = cls.__dict__.get(method) if isinstance(cls, type) else None
         if isinstance(cls, type) and original is not None:  # (an older torch: not wrapped)
             _ORIGINALS.append((cls, method, original))
