@@ -4,8 +4,10 @@ with the same code, structure, dtypes, devices and training flags, for the same 
 signature and capture options.
 
 What a capture depends on is the model's *fingerprint*: per module its path, class,
-``forward`` code (class and instance), training flag and plain attributes (ints, floats,
-bools, strings, None: a traced graph bakes them in), and per parameter and buffer its name,
+``forward`` code (class and instance), training flag, the state its attributes hold and the
+state its ``forward`` reads outside it (the globals its code names, the cells it closes over):
+plain values, and containers and plain objects (a config) item by item, a few levels deep
+(a traced graph bakes in what its forward read of them), and per parameter and buffer its name,
 identity, dtype, device, shape and ``requires_grad``. Values are not part of it: a captured
 graph reads the parameters at every call, so an optimizer step or ``load_state_dict`` (which
 update the same tensors in place) keeps the capture valid, while replacing a parameter,
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import types
 from collections import OrderedDict
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -48,6 +51,11 @@ MAX_MODELS = 4
 #: Captures kept per model (input signatures x options; oldest first out).
 MAX_ENTRIES = 32
 _PLAIN = (int, float, bool, str, type(None))
+#: nn.Module's own attributes (its parameters, buffers, submodules and hooks are fingerprinted
+#: as such or not at all), left out of a module's plain state.
+_MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
+#: How deep and how wide plain state is read: containers in containers, an object's attributes.
+_STATE_DEPTH, _STATE_ITEMS = 4, 256
 
 
 def fingerprint(model: torch.nn.Module) -> tuple:
@@ -59,21 +67,83 @@ def fingerprint(model: torch.nn.Module) -> tuple:
         >>> fingerprint(model) == before, fingerprint(model.double()) == before
         (True, False)
     """
-    modules = []
+    modules, seen = [], {}  # (seen: each object's state read once per fingerprint)
     for path, module in model.named_modules(remove_duplicate=False):
         own = vars(module)
         code = _code_of(type(module).forward)
         instance = _code_of(own.get("forward"))  # (the Profiler's wrapper: the class's code)
-        plain = tuple(sorted((name, value) for name, value in own.items()
-                             if type(value) in _PLAIN and not name.startswith("_")))
+        plain = tuple(sorted((name, _state(value, _STATE_DEPTH, seen))
+                             for name, value in own.items()
+                             if name not in _MODULE_INTERNALS and name != "forward"))
         modules.append((path, type(module), code, None if instance is code else instance,
-                        module.training, plain))
+                        module.training, plain, _read_state(type(module).forward, seen)))
     tensors = tuple((name, id(tensor), tensor.dtype, tensor.device, tuple(tensor.shape),
                      tensor.requires_grad)
                     for name, tensor in (*model.named_parameters(remove_duplicate=False),
                                          *model.named_buffers(remove_duplicate=False))
                     if tensor is not None)
     return tuple(modules), tensors
+
+
+def _state(value: Any, depth: int, seen: dict) -> Any:
+    """What a traced graph may have baked in of `value`, hashable: plain values themselves;
+    containers (dict, list, tuple, set) and plain objects (a config: their ``__dict__``) item
+    by item, `depth` levels down and _STATE_ITEMS items wide; a tensor or module by identity
+    (their values and structure are fingerprinted apart); anything else by its type.
+
+    Example:
+        >>> _state({"k": [1, 2.5]}, 4, {}) == _state({"k": [1, 2.5]}, 4, {})
+        True
+        >>> _state({"k": [1, 2.5]}, 4, {}) == _state({"k": [1, 3.0]}, 4, {})
+        False
+    """
+    if type(value) in _PLAIN:
+        return value
+    if isinstance(value, (torch.Tensor, torch.nn.Module)) or depth == 0:
+        return (type(value), id(value))
+    key = id(value)
+    if key in seen:
+        return seen[key]
+    seen[key] = (type(value), key)  # a cycle, or an object that refuses reading, as itself
+    try:
+        seen[key] = (type(value), _contents(value, depth, seen))
+    except Exception:  # a container or object whose reading raises: by identity
+        pass
+    return seen[key]
+
+
+def _contents(value: Any, depth: int, seen: dict) -> tuple:
+    """_state's reading of a container's items or a plain object's attributes."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        return (len(items), *((_state(k, depth - 1, seen), _state(v, depth - 1, seen))
+                              for k, v in items[:_STATE_ITEMS]))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)
+        return (len(items), *(_state(v, depth - 1, seen) for v in items[:_STATE_ITEMS]))
+    if callable(value) or isinstance(value, types.ModuleType) or not hasattr(value, "__dict__"):
+        return (id(value),)  # a function, a Python module, a builtin object: by identity
+    return (_state(vars(value), depth - 1, seen),)
+
+
+def _read_state(forward: Any, seen: dict) -> tuple:
+    """The state a `forward` reads outside its module (_state of each): the globals its code
+    names and the cells it closes over (a traced graph bakes in their values too)."""
+    while hasattr(forward, "__wrapped__"):
+        forward = forward.__wrapped__
+    code, found = getattr(forward, "__code__", None), []
+    if code is None:
+        return ()
+    names = getattr(forward, "__globals__", {})
+    for name in code.co_names:
+        if name in names:
+            found.append((name, _state(names[name], _STATE_DEPTH, seen)))
+    for cell in getattr(forward, "__closure__", None) or ():
+        try:
+            found.append(_state(cell.cell_contents, _STATE_DEPTH, seen))
+        except ValueError:  # an empty cell
+            found.append(None)
+    return tuple(found)
 
 
 def _code_of(function: Any) -> Any:

@@ -1,6 +1,6 @@
 """Tests of the capture cache (pyfxprof.run.capture_cache): a second Profiler block reuses
 the model's capture; a change of the model's code, structure, dtype, device, training flag or
-plain attributes captures again; memory stays bounded."""
+state its forward reads (attributes, containers, configs, globals, closures) captures again; memory stays bounded."""
 
 import warnings
 
@@ -170,3 +170,105 @@ def test_profile_reuses_a_graph_broken_capture_until_the_model_changes(prepares)
     model.double()
     assert profiled(x.double()).nodes["output_shapes"].iloc[0] == "[2, 4] float64"
     assert len(prepares) == 2
+
+
+class _Settings:
+    """A plain object of settings, as a model's config."""
+
+    def __init__(self) -> None:
+        self.act = "relu"
+
+
+#: Places of the flag a forward reads to choose its op, with how to change it: each kind of
+#: container and object a module keeps (nested, private, shared with another module).
+PLACES = {
+    "dict": (lambda m: setattr(m, "state", {"act": "relu"}),
+             lambda m: m.state["act"], lambda m: m.state.update(act="sigmoid")),
+    "nested dict": (lambda m: setattr(m, "state", {"a": {"b": ["relu"]}}),
+                    lambda m: m.state["a"]["b"][0], lambda m: m.state["a"]["b"].__setitem__(0, "sigmoid")),
+    "list": (lambda m: setattr(m, "state", ["relu"]),
+             lambda m: m.state[0], lambda m: m.state.__setitem__(0, "sigmoid")),
+    "set": (lambda m: setattr(m, "state", {"relu"}),
+            lambda m: "relu" if "relu" in m.state else "sigmoid", lambda m: m.state.clear()),
+    "absent key": (lambda m: setattr(m, "state", {}),
+                   lambda m: m.state.get("act", "relu"), lambda m: m.state.update(act="sigmoid")),
+    "private": (lambda m: setattr(m, "_act", "relu"),
+                lambda m: m._act, lambda m: setattr(m, "_act", "sigmoid")),
+    "config object": (lambda m: setattr(m, "config", _Settings()),
+                      lambda m: m.config.act, lambda m: setattr(m.config, "act", "sigmoid")),
+    "submodule's dict": (lambda m: setattr(m.linear, "state", {"act": "relu"}),
+                         lambda m: m.linear.state["act"], lambda m: m.linear.state.update(act="sigmoid")),
+}
+
+
+class _Chooses(torch.nn.Module):
+    """Its op is chosen by a flag read from `place` (PLACES)."""
+
+    def __init__(self, place: str) -> None:
+        super().__init__()
+        self.linear, self.place = torch.nn.Linear(4, 4), place
+        PLACES[place][0](self)
+
+    def forward(self, x):
+        act = PLACES[self.place][1](self)
+        return torch.relu(self.linear(x)) if act == "relu" else torch.sigmoid(self.linear(x))
+
+
+@pytest.mark.parametrize("capture", ["fx", "dynamo"])
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_a_profile_after_the_models_state_changed_times_the_program_it_runs_now(place, capture):
+    # a traced graph bakes in what its forward read; state read from any container or
+    # object of the model's modules is part of the capture's fingerprint
+    import pyfxprof
+
+    model, x = _Chooses(place).eval(), torch.randn(2, 4)
+    options = dict(runs=2, warmup=0, progress=False, capture=capture, alone=False)
+    first = pyfxprof.profile(model, (x,), **options)
+    PLACES[place][2](model)
+    second = pyfxprof.profile(model, (x,), **options)
+    targets = [" ".join(p.nodes["target"].astype(str)) for p in (first, second)]
+    assert "relu" in targets[0] and "sigmoid" not in targets[0]
+    assert "sigmoid" in targets[1] and "relu" not in targets[1], targets
+
+
+_SETTINGS = {"act": "relu"}  # a module-level setting a forward reads
+
+
+class _ChoosesByGlobal(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return torch.relu(y) if _SETTINGS["act"] == "relu" else torch.sigmoid(y)
+
+
+def _closing_over(setting: list):
+    class ChoosesByClosure(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.linear(x)
+            return torch.relu(y) if setting[0] == "relu" else torch.sigmoid(y)
+    return ChoosesByClosure()
+
+
+@pytest.mark.parametrize("capture", ["fx", "dynamo"])
+@pytest.mark.parametrize("scope", ["global", "closure"])
+def test_state_a_forward_reads_outside_its_module_is_part_of_the_fingerprint(scope, capture):
+    import pyfxprof
+
+    setting = ["relu"]
+    model = _ChoosesByGlobal() if scope == "global" else _closing_over(setting)
+    options = dict(runs=2, warmup=0, progress=False, capture=capture, alone=False)
+    try:
+        first = pyfxprof.profile(model, (torch.randn(2, 4),), **options)
+        _SETTINGS["act"] = setting[0] = "sigmoid"
+        second = pyfxprof.profile(model, (torch.randn(2, 4),), **options)
+    finally:
+        _SETTINGS["act"] = "relu"
+    targets = [" ".join(p.nodes["target"].astype(str)) for p in (first, second)]
+    assert "relu" in targets[0] and "sigmoid" in targets[1] and "relu" not in targets[1]
