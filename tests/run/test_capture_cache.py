@@ -1,6 +1,7 @@
 """Tests of the capture cache (pyfxprof.run.capture_cache): a second Profiler block reuses
 the model's capture; a change of the model's code, structure, dtype, device, training flag or
-state its forward reads (attributes, containers, configs, globals, closures) captures again; memory stays bounded."""
+state its forward reads (attributes, containers, configs, globals, closures) captures again;
+memory stays bounded."""
 
 import warnings
 
@@ -185,7 +186,8 @@ PLACES = {
     "dict": (lambda m: setattr(m, "state", {"act": "relu"}),
              lambda m: m.state["act"], lambda m: m.state.update(act="sigmoid")),
     "nested dict": (lambda m: setattr(m, "state", {"a": {"b": ["relu"]}}),
-                    lambda m: m.state["a"]["b"][0], lambda m: m.state["a"]["b"].__setitem__(0, "sigmoid")),
+                    lambda m: m.state["a"]["b"][0],
+                    lambda m: m.state["a"]["b"].__setitem__(0, "sigmoid")),
     "list": (lambda m: setattr(m, "state", ["relu"]),
              lambda m: m.state[0], lambda m: m.state.__setitem__(0, "sigmoid")),
     "set": (lambda m: setattr(m, "state", {"relu"}),
@@ -197,7 +199,8 @@ PLACES = {
     "config object": (lambda m: setattr(m, "config", _Settings()),
                       lambda m: m.config.act, lambda m: setattr(m.config, "act", "sigmoid")),
     "submodule's dict": (lambda m: setattr(m.linear, "state", {"act": "relu"}),
-                         lambda m: m.linear.state["act"], lambda m: m.linear.state.update(act="sigmoid")),
+                         lambda m: m.linear.state["act"],
+                         lambda m: m.linear.state.update(act="sigmoid")),
 }
 
 
