@@ -67,7 +67,8 @@ def fingerprint(model: torch.nn.Module) -> tuple:
         >>> fingerprint(model) == before, fingerprint(model.double()) == before
         (True, False)
     """
-    modules, seen = [], {}  # (seen: each object's state read once per fingerprint)
+    modules: list[tuple] = []
+    seen: dict[int, Any] = {}  # each object's state read once per fingerprint
     for path, module in model.named_modules(remove_duplicate=False):
         own = vars(module)
         code = _code_of(type(module).forward)
@@ -131,7 +132,8 @@ def _read_state(forward: Any, seen: dict) -> tuple:
     names and the cells it closes over (a traced graph bakes in their values too)."""
     while hasattr(forward, "__wrapped__"):
         forward = forward.__wrapped__
-    code, found = getattr(forward, "__code__", None), []
+    code = getattr(forward, "__code__", None)
+    found: list[Any] = []
     if code is None:
         return ()
     names = getattr(forward, "__globals__", {})

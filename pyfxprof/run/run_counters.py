@@ -63,5 +63,5 @@ def counted_per_run(read: Callable[[], int | None], runs: int) -> Iterator[PerRu
     before = read()
     yield count
     after = read() if before is not None else None
-    if after is not None and runs > 0:
+    if before is not None and after is not None and runs > 0:
         count.per_run = max(after - before, 0) / runs
