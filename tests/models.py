@@ -1,5 +1,7 @@
 """Small models shared by the profiling tests (kept apart from the CLI fixtures)."""
 
+import collections.abc
+
 import torch
 from torch import nn
 
@@ -101,3 +103,23 @@ class GraphBreak(nn.Module):
         x = torch.relu(self.a(x))
         torch._dynamo.graph_break()
         return torch.sigmoid(self.b(x))
+
+
+class CallerBox:
+    """A plain object of the caller's, held by a model (the soundness tests' state)."""
+
+
+class CallerMapping(collections.abc.Mapping):
+    """A read-only mapping of the caller's (its ``get`` catches the KeyError of a missing key)."""
+
+    def __init__(self):
+        self.data = {}
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+    def __iter__(self):
+        return iter(self.data)
+
+    def __len__(self):
+        return len(self.data)

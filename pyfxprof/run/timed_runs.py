@@ -131,6 +131,17 @@ def warm_up(executor: Any, args: tuple, warmup: int | str, frame: pd.DataFrame,
     return most
 
 
+def _time_the_call(executor: Any, args: tuple, runs: int, call: UserCall,
+                   clock: StepClock) -> None:
+    """After the runs (their timings taken): the user's call profiled and timed plainly
+    (UserCall.after_runs), its graph runs' node timings dropped; wall time in `clock`."""
+    with clock.step("user_call"):
+        executor.reset(runs + 1)  # room for the breakdown's and the level's graph runs
+        call.after_runs(lambda: executor.run(args), runs, args)
+        executor.reset()  # their node timings are not the table's
+    clock.moved("user_call", "call_timed", (sum(call.walls_ns) + sum(call.paired_ns)) / 1e9)
+
+
 def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progress: bool,
                frame: pd.DataFrame, call: UserCall | None = None,
                clock: StepClock | None = None
@@ -178,10 +189,6 @@ def timed_runs(executor: Any, args: tuple, runs: int, warmup: int | str, progres
         None if switches else wall for switches, wall in warmup_noise[:, [0, 3]].tolist()]
     timings, device_samples = executor.timings(), executor.device_samples()
     if call is not None:
-        with clock.step("user_call"):
-            executor.reset(runs + 1)  # room for the breakdown's and the level's graph runs
-            call.after_runs(lambda: executor.run(args), runs, args)
-            executor.reset()  # their node timings are not the table's
-        clock.moved("user_call", "call_timed", (sum(call.walls_ns) + sum(call.paired_ns)) / 1e9)
+        _time_the_call(executor, args, runs, call, clock)
     counters = {"faults_per_run": faults.per_run, "core_wait_ns_per_run": waits.per_run}
     return timings, run_noise, warmup_totals, warmup, device_samples, counters

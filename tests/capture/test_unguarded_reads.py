@@ -3,7 +3,6 @@ or an attribute the caller's object lacks (or an instance dict's keys) gets a gu
 call after the caller adds it runs a new trace; a read no guard can say is noted; outside,
 Dynamo's own models are back."""
 
-import collections.abc
 import contextlib
 import functools
 import os
@@ -14,27 +13,12 @@ import pytest
 import torch
 
 from pyfxprof.capture.unguarded_reads import guarding_unguarded_reads, unguarded_reads
+from tests.models import CallerBox, CallerMapping
 
 _OTHER = types.ModuleType("pyfxprof_unguarded_reads_other")
 sys.modules[_OTHER.__name__] = _OTHER
 
 
-class _Box:
-    """A plain object of the caller's."""
-
-
-class _Settings(collections.abc.Mapping):
-    def __init__(self):
-        self.data = {}
-
-    def __getitem__(self, key):
-        return self.data[key]
-
-    def __iter__(self):
-        return iter(self.data)
-
-    def __len__(self):
-        return len(self.data)
 
 
 def _caught(mapping, key):
@@ -128,7 +112,7 @@ def _model(read):
     torch.manual_seed(0)
     module = type("M", (torch.nn.Module,), {"forward": lambda s, x: s.lin(x) * read(s)})()
     module.lin, module.inner = torch.nn.Linear(2, 2), torch.nn.Module()
-    module.box, module.table, module.settings = _Box(), {}, _Settings()
+    module.box, module.table, module.settings = CallerBox(), {}, CallerMapping()
     return module
 
 

@@ -3,7 +3,6 @@ capture/live_capture.py): generated forwards read and change state in every cont
 Python has, the state changed between calls, and each output and the state after each call
 must equal a plain twin's given the same calls; nothing raises into the caller."""
 
-import collections.abc
 import copy
 import functools
 import itertools
@@ -14,6 +13,7 @@ import pytest
 import torch
 
 import pyfxprof
+from tests.models import CallerBox, CallerMapping
 
 # Where a value lives: (how to make the holder on a model, read it, write it). Each place is
 # a container or scope: an attribute, a dict, a list, a set, a tuple in a list, a nested
@@ -25,24 +25,6 @@ _OTHER = types.ModuleType("pyfxprof_soundness_other")
 sys.modules[_OTHER.__name__] = _OTHER
 
 
-class _Box:
-    """A plain object of the caller's, held by the model."""
-
-
-class _Settings(collections.abc.Mapping):
-    """A read-only mapping of the caller's (its ``get`` catches the KeyError of a missing key)."""
-
-    def __init__(self):
-        self.data = {}
-
-    def __getitem__(self, key):
-        return self.data[key]
-
-    def __iter__(self):
-        return iter(self.data)
-
-    def __len__(self):
-        return len(self.data)
 
 
 def _lazy_module() -> types.ModuleType:
@@ -118,12 +100,12 @@ PLACES = {
     "absent_instance_key_in": (lambda m: None,
                                lambda m: m.__dict__["w"] if "w" in m.__dict__ else 1.0,
                                lambda m, v: m.__dict__.__setitem__("w", v)),
-    "absent_object_key": (lambda m: setattr(m, "o", _Box()),
+    "absent_object_key": (lambda m: setattr(m, "o", CallerBox()),
                           lambda m: m.o.__dict__.get("w", 1.0),
                           lambda m, v: m.o.__dict__.__setitem__("w", v)),
     "absent_dict_key_caught": (lambda m: setattr(m, "d", {}), lambda m: _caught(m.d, "w", 1.0),
                                lambda m, v: m.d.__setitem__("w", v)),
-    "absent_mapping_key": (lambda m: setattr(m, "mp", _Settings()),
+    "absent_mapping_key": (lambda m: setattr(m, "mp", CallerMapping()),
                            lambda m: m.mp.get("w", 1.0),
                            lambda m, v: m.mp.data.__setitem__("w", v)),
     "absent_module_global": (lambda m: None, lambda m: getattr(_OTHER, f"w{id(m)}", 1.0),
