@@ -78,8 +78,10 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
               paired_ns=None) -> dict:
     """``meta["call"]`` of the user's plain calls `call_ns` against the graph's runs
     `graph_ns` (whose rows summed to `rows_ns` per run; default: the runs) and, when the runs
-    were made inside the user's calls, those calls' `around_ns` (one per run): the call's and
-    the graph's medians, the median of outside_runs (the Python outside the graph: every
+    were made inside the user's calls, those calls' `around_ns` (one per run): the call's
+    median (``median_ns``: with `around_ns`, the calls around the runs at the plain level,
+    so every figure of the header comes from the runs' own block; ``plain_median_ns``: the
+    plain calls as timed, in a block after the runs), the graph's median, the median of outside_runs (the Python outside the graph: every
     part of the call no row of the graph holds; `leveled` as there) with its 95% interval
     (per run with `around_ns`; else of each plain call against the rows' median),
     ``per_run`` (whether the row is measured per run: `around_ns` given), ``level_ns`` (call_level:
@@ -92,8 +94,8 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     >>> meta["outside_median_ns"], meta["resolved"], meta["per_run"]
     (202.5, True, False)
     >>> around = call_meta([300] * 6, [100] * 6, around_ns=[250, 260, 250, 240, 250, 250])
-    >>> around["outside_median_ns"], around["level_ns"], around["per_run"]
-    (200.0, 50.0, True)
+    >>> around["outside_median_ns"], around["level_ns"], around["per_run"], around["median_ns"]
+    (200.0, 50.0, True, 300.0)
     """
     call = np.asarray(call_ns, dtype=np.int64)
     graph = np.asarray(graph_ns, dtype=np.int64)
@@ -106,6 +108,7 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
         low, high = (float(spread.min()), float(spread.max())) if len(spread) \
             else (math.nan, math.nan)
     meta = {"median_ns": float(np.median(call)), "runs": int(len(call)),
+            "plain_median_ns": float(np.median(call)),
             "graph_median_ns": float(np.median(graph)),
             "outside_median_ns": float(np.median(outside)),
             "outside_low_ns": low, "outside_high_ns": high,
@@ -114,6 +117,7 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     if around_ns is not None:
         meta["around_median_ns"] = float(np.median(np.asarray(around_ns, dtype=np.int64)))
         meta["level_ns"] = call_level(call, around_ns, paired_ns)
+        meta["median_ns"] = meta["around_median_ns"] + meta["level_ns"]
     return meta
 
 

@@ -278,7 +278,10 @@ def test_a_slow_stretch_after_the_runs_does_not_become_the_outside_row(monkeypat
     prof = pyfxprof.profile(net, (torch.randn(2, 8),), runs=runs, warmup=1, progress=False,
                             leaf_modules=[Phased])
     call = prof.meta["call"]
-    assert call["median_ns"] > Phased.extra_ns  # the plain calls were slowed
+    assert call["plain_median_ns"] > Phased.extra_ns  # the plain calls were slowed
     assert call["around_median_ns"] < Phased.extra_ns / 4  # the runs were not
     assert abs(call["level_ns"]) < Phased.extra_ns / 4, call
     assert float(np.median(prof.run_totals)) < Phased.extra_ns / 4
+    # the header's call is the runs' own (every figure from one block), the plain block named
+    assert call["median_ns"] < Phased.extra_ns / 4 and 0.5 < call["rows_share"] < 2.0
+    assert "your plain calls in their own block after the runs" in prof.table(width=None)
