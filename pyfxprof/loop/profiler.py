@@ -366,7 +366,7 @@ class Profiler(CallRouting):
         self._warmup_calls = 0
         self._untimed = {}
         self._own_ns = {}
-        window.meter.read()
+        window.read_counters()
         ranges.start_recording()
         return window
 
@@ -376,7 +376,7 @@ class Profiler(CallRouting):
         assert window is not None, "no window to close"
         self._armed.clear()
         self._sync_hot()
-        window.meter.read()
+        window.read_counters()
         ranges.stop_recording()
         collected = collect(list(self._groups.values()))
         records = ranges.collect()

@@ -30,6 +30,7 @@ from ..run.compiled_profile import with_outside
 from .training_calls import LoopBackwardExecutor, loop_frame, with_loop_backward
 from ..run.metadata import run_meta
 from ..run.noise import RunMeter
+from ..run.run_counters import core_wait_ns
 from ..run.runner import build_profile
 
 
@@ -49,6 +50,30 @@ class Window:
     own_left: dict[int, int] = field(default_factory=dict)  # per group: own forwards to time
     own_times: dict[int, list] = field(default_factory=dict)  # per group: their times (ns)
     meter: RunMeter = field(default_factory=RunMeter)  # read at open and at close
+    core_waits: list = field(default_factory=list)  # core_wait_ns at open and at close
+
+    def read_counters(self) -> None:
+        """Read the noise meter and the threads' core wait (at the window's open and close)."""
+        self.meter.read()
+        self.core_waits.append(core_wait_ns())
+
+    def core_wait_share(self) -> float | None:
+        """How long the process's threads waited for a core over the window (summed over the
+        threads; run.run_counters.core_wait_ns) as a share of the window's wall time; None
+        where either read failed or the window is not closed.
+
+        Example:
+            >>> window = Window(0, 0)
+            >>> window.core_waits = [100, 600]
+            >>> window.meter._reads = [(0, 0, 0, 0), (1000, 0, 0, 0)]
+            >>> window.core_wait_share()
+            0.5
+        """
+        paired = self.meter.paired()
+        if len(self.core_waits) != 2 or None in self.core_waits or paired is None or \
+                paired[0][3] <= 0:
+            return None
+        return max(self.core_waits[1] - self.core_waits[0], 0) / float(paired[0][3])
 
     def note_call(self, group: CallGroup, module: torch.nn.Module, args: tuple,
                   kwargs: dict) -> None:
@@ -123,6 +148,7 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
     profiles = []
     paired = window.meter.paired()
     noise = None if paired is None else dict(zip(NOISE_COLUMNS, paired[0].tolist()))
+    share = window.core_wait_share()
     for found in used:
         meta = _meta(window, found, context)
         meta["loop"]["noise"] = noise
@@ -141,6 +167,8 @@ def window_profiles(window: Window, collected: list[Collected], records: Records
             profile = with_loop_backward(profile, executor, window.steps, window.step_starts)
         elif found.group.backward_note:
             profile.meta["backward_note"] = found.group.backward_note
+        if share is not None and profile.n_runs:  # the window's wait spread over its time
+            profile.meta["core_wait_ns_per_run"] = share * float(np.median(profile.run_totals))
         profiles.append(ranges.with_ranges(profile, records, step_starts, window_starts))
     return profiles
 

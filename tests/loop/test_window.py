@@ -4,6 +4,7 @@ sequences), and the Profiler's Profiles: a group with dynamic sizes carries them
 does not."""
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -61,3 +62,28 @@ def test_only_a_group_with_dynamic_sizes_carries_them():
     linear = nodes["target"].astype(str).str.contains("linear")
     assert linear.any() and (nodes.loc[linear, "call_dims"] == "").all()  # x: static
     assert (nodes.loc[~linear, "call_dims"] != "").any()  # the sum over the memory
+
+
+def _window_profile(monkeypatch, waits: list) -> pyfxprof.Profile:
+    """A Profiler window of 12 calls whose threads' core wait reads `waits` (open, close)."""
+    reads = iter(waits)
+    monkeypatch.setattr("pyfxprof.loop.window.core_wait_ns", lambda: next(reads))
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU())
+    with pyfxprof.Profiler(model) as p:
+        for _ in range(12):
+            model(torch.randn(4, 32))
+    (prof,) = p.profiles
+    return prof
+
+
+def test_a_window_records_its_core_wait_per_run_as_profile_does(monkeypatch):
+    # a wait of 10x the window's wall time spread over it: every run waited 10x its time
+    prof = _window_profile(monkeypatch, [0, 10 ** 12])
+    wall = prof.meta["loop"]["noise"]["wall_ns"]
+    expected = 10 ** 12 / wall * float(np.median(prof.run_totals))
+    assert prof.meta["core_wait_ns_per_run"] == pytest.approx(expected)
+    assert prof.roofline()["waited"].any()  # the roofline marks the rows
+    calm = _window_profile(monkeypatch, [5, 5])
+    assert calm.meta["core_wait_ns_per_run"] == 0.0 and not calm.roofline()["waited"].any()
+    unread = _window_profile(monkeypatch, [None, None])  # no schedstat: no figure
+    assert "core_wait_ns_per_run" not in unread.meta
