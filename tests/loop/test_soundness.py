@@ -3,12 +3,15 @@ capture/live_capture.py): generated forwards read and change state in every cont
 Python has, the state changed between calls, and each output and the state after each call
 must equal a plain twin's given the same calls; nothing raises into the caller."""
 
+import collections
 import copy
 import functools
 import itertools
+import random
 import sys
 import types
 
+import numpy as np
 import pytest
 import torch
 
@@ -20,11 +23,11 @@ from tests.models import CallerBox, CallerMapping
 # module's attribute, a registered buffer (in place), a parameter (read), a closure cell,
 # another module's global, a class attribute, a default-argument object, the instance's dict
 # written past __setattr__, and a key or attribute absent until the caller adds it (an
-# instance dict's, a dict's, a mapping's, another module's, a function's).
+# instance dict's, a dict's, a mapping's, another module's, a function's), other containers
+# (deque, defaultdict, numpy array, a tensor attribute, a namespace object, nested containers)
+# and Python's and numpy's random generators (their states compared after each call).
 _OTHER = types.ModuleType("pyfxprof_soundness_other")
 sys.modules[_OTHER.__name__] = _OTHER
-
-
 
 
 def _lazy_module() -> types.ModuleType:
@@ -116,6 +119,24 @@ PLACES = {
     "absent_module_getattr_hook": (lambda m: setattr(m, "lazy", _lazy_module()),
                                    lambda m: getattr(m.lazy, "w", 1.0),
                                    lambda m, v: m.lazy.values.__setitem__("w", v)),
+    # other containers: a deque, a defaultdict, a numpy array, a tensor attribute that is
+    # no buffer, an attribute of a plain namespace object, a list in a dict in a list
+    "deque": (lambda m: setattr(m, "dq", collections.deque([1.0], maxlen=4)),
+              lambda m: m.dq[-1], lambda m, v: m.dq.append(v)),
+    "defaultdict": (lambda m: setattr(m, "dd", collections.defaultdict(lambda: 1.0)),
+                    lambda m: m.dd["v"], lambda m, v: m.dd.__setitem__("v", v)),
+    "numpy_array": (lambda m: setattr(m, "arr", np.ones(1)), lambda m: float(m.arr[0]),
+                    lambda m, v: m.arr.__setitem__(0, v)),
+    "tensor_attribute": (lambda m: setattr(m, "t", torch.ones(())), lambda m: m.t,
+                         lambda m, v: m.t.fill_(v)),
+    "namespace": (lambda m: setattr(m, "cfg", types.SimpleNamespace(v=1.0)),
+                  lambda m: m.cfg.v, lambda m, v: setattr(m.cfg, "v", v)),
+    "nested_containers": (lambda m: setattr(m, "nl", [{"a": [1.0]}]),
+                          lambda m: m.nl[0]["a"][0], lambda m, v: m.nl[0]["a"].__setitem__(0, v)),
+    # Python's and numpy's random generators, drawn from in forward (their states compared)
+    "python_random": (lambda m: None, lambda m: random.random() + 1.0, lambda m, v: None),
+    "numpy_random": (lambda m: None, lambda m: float(np.random.rand()) + 1.0,
+                     lambda m, v: None),
     # a value made of all a dict's keys (its repr)
     "dict_repr": (lambda m: setattr(m, "rd", {}), lambda m: len(repr(m.rd)) / 10.0,
                   lambda m, v: (m.rd.clear(), m.rd.update({"k" * int(v * 4): 0}))),
@@ -167,19 +188,22 @@ def test_outputs_and_state_equal_a_plain_twin(place, use):
 
     def run(model, key):
         torch.manual_seed(1)
+        random.seed(1)
+        np.random.seed(1)
         for change in changes:
             if change is not None:
                 PLACES[place][2](model, change)
             out = model(x)
-            seen[key].append((out, _state(model, place), torch.get_rng_state()))
+            seen[key].append((out, _state(model, place), torch.get_rng_state(),
+                              (random.getstate(), repr(np.random.get_state()))))
 
     run(plain, "plain")
     with pyfxprof.Profiler(profiled) as p:
         run(profiled, "profiled")
-    for (a, sa, ra), (b, sb, rb) in zip(seen["plain"], seen["profiled"]):
+    for (a, sa, ra, pa), (b, sb, rb, pb) in zip(seen["plain"], seen["profiled"]):
         assert torch.equal(a, b)
         assert (torch.equal(sa, sb) if isinstance(sa, torch.Tensor) else sa == sb)
-        assert torch.equal(ra, rb)
+        assert torch.equal(ra, rb) and pa == pb
     assert profiled.forward.__func__ is type(profiled).forward  # the class's, put back
     timed = sum(prof.n_runs for prof in p.profiles)
     untimed = sum(p._untimed.values())
