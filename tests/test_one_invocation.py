@@ -175,3 +175,24 @@ def test_a_call_that_cannot_hold_the_run_keeps_the_row_out_of_per_run_figures():
     header = prof.table().splitlines()
     assert any(line.startswith("per run: your model's call does not reach its forward")
                for line in header)
+
+
+@pytest.mark.parametrize("period", [2, 3, 7, 10])
+def test_tail_names_the_outside_row_when_the_python_around_the_graph_spikes(period):
+    """A forward pre-hook (Python outside the graph) spins 5 ms on one call in `period`: the
+    run whose own call spiked carries it in its outside row, and tail(0.9) names that row,
+    however the spikes fall on the plain calls and the calls paired with them (which set
+    the row's level, one figure for all runs)."""
+    model = torch.nn.Sequential(Fixed(NODE_NS), Fixed(NODE_NS))
+    calls = [0]
+
+    def hook(module, args):
+        calls[0] += 1
+        _C._spin_ns(SPIKE_NS if calls[0] % period == 0 else CALM_NS)
+
+    model.register_forward_pre_hook(hook)
+    prof = pyfxprof.profile(model, (torch.zeros(2, 4),), runs=60, warmup=2, progress=False,
+                            leaf_modules=(Fixed,))
+    top = prof.tail(0.9).iloc[0]
+    assert prof.meta["call"]["per_run"] is True
+    assert top["name"] == OUTSIDE_GRAPH and top["share"] >= 0.9, prof.tail(0.9).to_string()

@@ -41,42 +41,10 @@ def call_level(call_ns, around_ns, paired_ns=None) -> float:
     >>> call_level([500, 900, 510], [200, 205, 210])
     305.0
     """
-    return float(np.median(level_samples(call_ns, around_ns, paired_ns)))
-
-
-def level_samples(call_ns, around_ns, paired_ns=None) -> np.ndarray:
-    """The values whose median is call_level: each pair's difference (plain call minus the
-    call around the graph beside it) with `paired_ns`, else each plain call minus the
-    median call around the runs.
-
-    >>> level_samples([500, 900], [200, 210], paired_ns=[410, 800]).tolist()
-    [90.0, 100.0]
-    """
     call = np.asarray(call_ns, dtype=np.float64)
     if paired_ns is not None and len(paired_ns) == len(call) and len(call):
-        return call - np.asarray(paired_ns, dtype=np.float64)
-    return call - float(np.median(np.asarray(around_ns, dtype=np.float64)))
-
-
-def _outside_interval(call, rows, around_ns, paired_ns) -> tuple[float, float]:
-    """95% interval of the median outside row of runs made inside the user's calls, leveled:
-    the median of (call around the graph - rows) plus the level, the ends of the two
-    medians' 95% intervals (stats.order_statistics.median_interval) added, so the level's own
-    uncertainty is in it (a row of 1 ns on a 7 µs call is not resolved by the level's point
-    estimate alone); for independent errors the sum of the two half-widths covers more than
-    the 95% their root-sum-square would. With too few pairs for the level's interval, their
-    range; with too few runs for the runs', unbounded (never resolved).
-
-    >>> _outside_interval([700] * 8, [100] * 8, [400] * 8, [380, 390, 400, 410] * 2)
-    (590.0, 620.0)
-    """
-    own = np.asarray(around_ns, dtype=np.float64) - np.asarray(rows, dtype=np.float64)
-    own_low, own_high = median_interval(own)
-    levels = level_samples(call, around_ns, paired_ns)
-    level_low, level_high = median_interval(levels)
-    if math.isinf(level_low) and len(levels):
-        level_low, level_high = float(levels.min()), float(levels.max())
-    return own_low + level_low, own_high + level_high
+        return float(np.median(call - np.asarray(paired_ns, dtype=np.float64)))
+    return float(np.median(call) - np.median(np.asarray(around_ns, dtype=np.float64)))
 
 
 def outside_runs(call_ns, rows_ns, around_ns=None, leveled: bool = True,
@@ -115,8 +83,7 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     so every figure of the header comes from the runs' own block; ``plain_median_ns``: the
     plain calls as timed, in a block after the runs), the graph's median, the median of outside_runs (the Python outside the graph: every
     part of the call no row of the graph holds; `leveled` as there) with its 95% interval
-    (per run with `around_ns`, the level's own uncertainty added where `leveled`:
-    _outside_interval; else of each plain call against the rows' median),
+    (per run with `around_ns`; else of each plain call against the rows' median),
     ``per_run`` (whether the row is measured per run: `around_ns` given), ``level_ns`` (call_level:
     what the plain calls spend beyond the calls around the graph, against `paired_ns` where
     given; outside_runs' level, in the row only when `leveled`) and ``resolved``: the interval lies above zero (stats/order_statistics.py; which takes at
@@ -135,8 +102,7 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     rows = graph if rows_ns is None else np.asarray(rows_ns, dtype=np.int64)
     outside = outside_runs(call, rows, around_ns, leveled, paired_ns)
     spread = outside if around_ns is not None else call - float(np.median(rows))
-    low, high = (_outside_interval(call, rows, around_ns, paired_ns)
-                 if around_ns is not None and leveled else median_interval(spread))
+    low, high = median_interval(spread)
     resolved = bool(low > 0)  # an unbounded interval (too few runs) is never above zero
     if math.isinf(low):  # fewer than runs_needed(0.5) runs: their range, never resolved
         low, high = (float(spread.min()), float(spread.max())) if len(spread) \

@@ -312,8 +312,7 @@ def test_totals_compare_one_kind_whichever_side_resolved_the_outside_row(share, 
     graphs = diff(control, test).totals()["rel_change"]
     rows = [(control.samples.sum(axis=1) * (1 + share)).astype(int),
             (test.samples.sum(axis=1) * (1 + share)).astype(int)]
-    sides = [with_outside_graph(prof, calls + 1000, around_ns=calls + 1000,
-                                paired_ns=calls + 1000)  # pairs: the level is 0
+    sides = [with_outside_graph(prof, calls + 1000, around_ns=calls + 1000)
              if outside_on in (name, "both") else prof
              for prof, calls, name in zip((control, test), rows, ("control", "test"))]
     found = diff(*sides)
@@ -340,8 +339,7 @@ def test_graph_totals_are_the_nodes_summed_whatever_the_outside_row_did(shares, 
     from pyfxprof.data.outside_graph import with_outside_graph
     control, test = control_and_test(seed=seed)
     graphs = diff(control, test)
-    sides = [with_outside_graph(prof, calls, around_ns=calls, paired_ns=calls)  # level 0
-             if outside_on in (name, "both")
+    sides = [with_outside_graph(prof, calls, around_ns=calls) if outside_on in (name, "both")
              else prof for prof, name, calls in zip(
                  (control, test), ("control", "test"),
                  ((prof.samples.sum(axis=1) * (1 + share)).astype(int) + 1000
