@@ -58,12 +58,3 @@ CAPTURE_MODES = ("auto",) + tuple(rung.name for rung in TABLE if rung.forcible)
 STATIC_MODES = tuple(rung.name for rung in TABLE if rung.in_ladder and rung.static)
 #: The rungs that time a torch.fx graph node by node (a backward can be timed on them).
 GRAPH_RUNGS = tuple(rung.name for rung in TABLE if rung.in_ladder and rung.graph)
-
-
-def rung_of(mode: str) -> Rung:
-    """The Rung of a capture mode; an unknown mode (a profile from elsewhere) is a coarse one.
-
-    >>> rung_of("dynamo").graph, rung_of("nothing").graph
-    (True, False)
-    """
-    return RUNG.get(mode) or Rung(mode, in_ladder=False, forcible=False, static=False)

@@ -168,16 +168,6 @@ def triad_trial(arrays: tuple[torch.Tensor, torch.Tensor]) -> tuple[Callable[[],
     return (lambda: torch.add(b, c, alpha=3.0, out=a)), 3 * 4 * b.numel()
 
 
-def triad_bandwidth(device: torch.device, arrays: tuple[torch.Tensor, torch.Tensor] | None = None
-                    ) -> tuple[float, int]:
-    """(bytes/s, bytes per array) of the triad (triad_trial) over `arrays` (default:
-    triad_arrays), the best of PEAK_ROUNDS trials."""
-    arrays = arrays if arrays is not None else triad_arrays(device)
-    call, moved = triad_trial(arrays)
-    best = interleaved_seconds({"triad": call}, device)["triad"].best()
-    return moved / best, moved // 3
-
-
 def peak_rates(device: torch.device, dtypes: tuple[torch.dtype, ...],
                arrays: tuple[torch.Tensor, torch.Tensor]
                ) -> tuple[dict[str, float], float, dict[str, int], list[str]]:

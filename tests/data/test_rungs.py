@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyfxprof
 from pyfxprof.data import rungs
-from pyfxprof.data.rungs import CAPTURE_MODES, RUNG, RUNGS, STATIC_MODES, TABLE, rung_of
+from pyfxprof.data.rungs import CAPTURE_MODES, RUNG, RUNGS, STATIC_MODES, TABLE
 
 PACKAGE = Path(pyfxprof.__file__).parent
 NAMES = {rung.name for rung in TABLE}
@@ -52,7 +52,6 @@ def test_the_table_derives_the_mode_lists():
     assert CAPTURE_MODES == ("auto", "fx", "dynamo", "hooks", "whole")
     assert STATIC_MODES == ("fx", "fx+leaf", "hooks", "whole")
     assert [name for name in RUNGS if RUNG[name].own_call] == ["hooks", "whole"]
-    assert not rung_of("from another version").graph
 
 
 def test_the_cli_offers_the_forcible_rungs():

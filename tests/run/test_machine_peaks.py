@@ -106,8 +106,11 @@ def test_profile_reads_the_cached_peaks_and_never_measures(counted, tmp_path):
 
 def test_the_triad_arrays_are_far_larger_than_the_last_level_cache():
     cache = peaks_module.last_level_cache_bytes(torch.device("cpu"))
-    rate, array_bytes = peaks_module.triad_bandwidth(torch.device("cpu"))
-    assert array_bytes >= max(4 * cache, peaks_module.MIN_ARRAY_BYTES) - 4 and rate > 0
+    b, c = peaks_module.triad_arrays(torch.device("cpu"))
+    call, moved = peaks_module.triad_trial((b, c))
+    call()
+    assert moved == 3 * b.numel() * b.element_size() and b.shape == c.shape
+    assert b.numel() * b.element_size() >= max(4 * cache, peaks_module.MIN_ARRAY_BYTES) - 4
 
 
 def test_trials_are_interleaved_round_by_round():
