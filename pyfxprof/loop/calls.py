@@ -43,6 +43,11 @@ from .window import Window
 OWN_CALL_RUNS = 3
 
 
+#: Why a call of a recording step from another thread than the first caller's is not timed.
+OTHER_THREAD = ("a call from another thread than the block's first caller's (only that "
+                "thread is profiled)")
+
+
 class _KeptInHotForward:
     """A Profiler attribute kept in its HotForward (`_calls` is its `calls`), which the hot
     path reads and writes in C."""
@@ -115,6 +120,8 @@ class CallRouting:
             self._sync_hot()
             try:
                 if self._thread not in (None, thread):  # the first caller's thread is profiled
+                    if self._recording:
+                        self._not_timed(OTHER_THREAD)
                     return forward(*args, **kwargs)
                 self._thread = thread
                 self._calls += 1

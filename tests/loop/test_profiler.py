@@ -18,6 +18,7 @@ from pyfxprof.data.run_noise import NOISE_COLUMNS
 from pyfxprof.errors import PyfxprofError
 from pyfxprof.capture.dynamo_frame import DynamoFrame
 from pyfxprof.loop.call_groups import CallGroup
+from pyfxprof.loop.calls import OTHER_THREAD
 from pyfxprof.loop.profiler import Profiler
 from pyfxprof.run.runner import profile
 from pyfxprof.loop.schedule import schedule
@@ -469,7 +470,10 @@ def test_the_first_callers_thread_is_profiled_and_other_threads_calls_run_unprof
                 worker.join()
     assert len(outputs) == 30 and all(torch.allclose(out, expected) for out in outputs)
     (prof,) = p.profiles
-    # (a capture call of several graphs is not timed: counted)
+    # (a capture call of several graphs is not timed: counted); the other threads' 30 calls
+    # are counted with their reason, in the window's profile too
+    assert p._untimed.pop(OTHER_THREAD) == 30
+    assert prof.meta["loop"]["untimed_calls"][OTHER_THREAD] == 30
     assert prof.n_runs + sum(p._untimed.values()) == 11 and prof.meta["incomplete_runs"] == 0
     assert "forward" not in vars(model)
 
