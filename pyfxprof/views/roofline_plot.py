@@ -12,7 +12,7 @@ import numpy as np
 from ..data.files import PathLike
 from ..data.profile import Profile
 from .roofline_text import peaks_text, profile_roofline
-from ..data.units import format_ns
+from ..data.units import elide, format_ns
 from .figures import MAX_LABEL, matplotlib_figure, save_figure
 from .label_placement import place_labels
 from .safe_text import figure_text
@@ -115,10 +115,6 @@ def _labels(figure, axes, drawn, top: int) -> None:
     medians = drawn["median_ns"].to_numpy(dtype=np.float64)
     rows = drawn.iloc[np.argsort(-medians, kind="stable")[:top]].itertuples()
     place_labels(axes, [((row.intensity, row.flops_per_s), figure_text(
-        f"{_short(str(row.name))} ({format_ns(row.median_ns)})")) for row in rows],
+        f"{elide(str(row.name), MAX_LABEL)} ({format_ns(row.median_ns)})")) for row in rows],
         fontsize=7)
 
-
-def _short(name: str) -> str:
-    """`name` cut to MAX_LABEL characters."""
-    return name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…"
