@@ -117,4 +117,3 @@ def _labels(figure, axes, drawn, top: int) -> None:
     place_labels(axes, [((row.intensity, row.flops_per_s), figure_text(
         f"{elide(str(row.name), MAX_LABEL)} ({format_ns(row.median_ns)})")) for row in rows],
         fontsize=7)
-
