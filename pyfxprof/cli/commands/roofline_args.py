@@ -34,12 +34,13 @@ def with_peaks(prof: Profile) -> Profile:
 
 
 def print_roofline_table(prof: Profile, args: argparse.Namespace) -> None:
-    """The node table with the roofline's columns (its header line first); with --group-by,
-    the grouped table and a line saying where the module roofline is."""
+    """The node table with the roofline's columns, its header line among the profile's (before
+    the rows); with --group-by, the grouped table, the roofline's header and a line saying
+    where the module roofline is."""
     frame = profile_roofline(prof)
-    print(frame.attrs["header"])
     if args.group_by is not None:
         print_table(prof, args)
+        print(frame.attrs["header"])
         print("(--roofline adds its columns to the node table; per module: "
               "prof.roofline(group_by='module'))")
         return
@@ -51,7 +52,21 @@ def print_roofline_table(prof: Profile, args: argparse.Namespace) -> None:
                     device_samples=prof.device_samples, run_starts=prof.run_starts,
                     run_noise=prof.run_noise, backward_samples=prof.backward_samples)
     try:
-        print(shown.table(sort_by=args.sort, top=args.top,
-                          columns=list(NODE_COLUMNS + TABLE_COLUMNS)))
+        table = shown.table(sort_by=args.sort, top=args.top,
+                            columns=list(NODE_COLUMNS + TABLE_COLUMNS))
     except (KeyError, ValueError) as error:
         raise PyfxprofError(f"cannot show this table: {error}") from None
+    print(with_header_line(table, frame.attrs["header"]))
+
+
+def with_header_line(table: str, line: str) -> str:
+    r"""`table` (a profile's) with `line` added to its header, just before its ``rows:`` line
+    (after the first line when it has none).
+
+    Example:
+        >>> with_header_line("title\ntotal\nrows: by median\n\n#  Node", "roofline: peaks")
+        'title\ntotal\nroofline: peaks\nrows: by median\n\n#  Node'
+    """
+    lines = table.split("\n")
+    at = next((i for i, text in enumerate(lines) if text.startswith("rows:")), min(1, len(lines)))
+    return "\n".join(lines[:at] + [line] + lines[at:])

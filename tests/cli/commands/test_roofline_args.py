@@ -22,6 +22,9 @@ def test_roofline_adds_its_columns_and_measures_the_peaks_once(capsys, tmp_path,
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "roofline: peaks measured" in out and "triad" in out
+    lines = out.splitlines()  # the roofline's line among the header's, after the title
+    at = next(i for i, line in enumerate(lines) if line.startswith("roofline: peaks"))
+    assert lines[0].startswith("pyfxprof — ") and lines[at + 1].startswith("rows:")
     titles = next(line for line in out.splitlines() if line.lstrip().startswith("#"))
     for column in ("flops_all", "bytes", "intensity", "bound", "efficiency", "headroom"):
         assert column in titles
