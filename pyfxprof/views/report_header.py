@@ -254,29 +254,37 @@ PLAIN_BLOCK_APART = 0.1
 
 def _rows_text(meta: dict) -> str:
     """' · rows sum to R% of your call' (the rows' medians summed against the call's median,
-    meta "call"'s rows_share), or "" for a profile without one; and, where the runs were made
-    inside the user's calls and the plain calls (timed in their own block after the runs)
-    are more than PLAIN_BLOCK_APART from them, that block's median: the host's speed moved
-    between the blocks, and the header's figures are the runs' own.
+    meta "call"'s rows_share), or "" for a profile without one; then _plain_block_text.
 
     >>> _rows_text({"call": {"rows_share": 0.974}})
     ' · rows sum to 97.4% of your call'
-    >>> _rows_text({"call": {"rows_share": 1.0, "per_run": True, "median_ns": 2e6,
-    ...     "plain_median_ns": 1e6}}).split(" · ")[2]
-    "your plain calls in their own block after the runs 1.00 ms median (-50.0%: the host's speed moved; the figures here are the runs' own calls)"
     """
     call = meta.get("call")
     if not isinstance(call, dict):
         return ""
     share = call_figure(call, "rows_share")
     text = "" if share is None else f" · rows sum to {format_pct(100.0 * share)} of your call"
+    return text + _plain_block_text(call)
+
+
+def _plain_block_text(call: dict) -> str:
+    """Where the runs were made inside the user's calls and the plain calls (timed in their
+    own block after the runs) are more than PLAIN_BLOCK_APART from them: that block's median
+    (the host's speed moved between the blocks; the header's figures are the runs' own);
+    else "".
+
+    >>> _plain_block_text({"per_run": True, "median_ns": 2e6, "plain_median_ns": 1e6})
+    " · your plain calls in their own block after the runs 1.00 ms median (-50.0%: the host's speed moved; the figures here are the runs' own calls)"
+    >>> _plain_block_text({"per_run": True, "median_ns": 2e6, "plain_median_ns": 1.9e6})
+    ''
+    """
     plain, median = call_figure(call, "plain_median_ns"), call_figure(call, "median_ns")
-    if call.get("per_run") is True and plain and median and \
-            abs(plain / median - 1.0) > PLAIN_BLOCK_APART:
-        text += (f" · your plain calls in their own block after the runs {format_ns(plain)} "
-                 f"median ({100.0 * (plain / median - 1.0):+.1f}%: the host's speed moved; "
-                 "the figures here are the runs' own calls)")
-    return text
+    if call.get("per_run") is not True or not plain or not median or \
+            abs(plain / median - 1.0) <= PLAIN_BLOCK_APART:
+        return ""
+    return (f" · your plain calls in their own block after the runs {format_ns(plain)} median "
+            f"({100.0 * (plain / median - 1.0):+.1f}%: the host's speed moved; the figures here "
+            "are the runs' own calls)")
 
 
 def _call_text(meta: dict, what: str = "graph") -> str | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 
 from ...data.profile import Profile
+from ...views.report import build_view
+from ...views.report_render import render_text, terminal_width
 from ...views.roofline_text import TABLE_COLUMNS, profile_roofline, table_columns
 from ...errors import PyfxprofError
 from ...run.machine_peaks import machine_peaks
@@ -52,21 +54,9 @@ def print_roofline_table(prof: Profile, args: argparse.Namespace) -> None:
                     device_samples=prof.device_samples, run_starts=prof.run_starts,
                     run_noise=prof.run_noise, backward_samples=prof.backward_samples)
     try:
-        table = shown.table(sort_by=args.sort, top=args.top,
-                            columns=list(NODE_COLUMNS + TABLE_COLUMNS))
+        view = build_view(shown, sort_by=args.sort, top=args.top,
+                          columns=list(NODE_COLUMNS + TABLE_COLUMNS))
     except (KeyError, ValueError) as error:
         raise PyfxprofError(f"cannot show this table: {error}") from None
-    print(with_header_line(table, frame.attrs["header"]))
-
-
-def with_header_line(table: str, line: str) -> str:
-    r"""`table` (a profile's) with `line` added to its header, just before its ``rows:`` line
-    (after the first line when it has none).
-
-    Example:
-        >>> with_header_line("title\ntotal\nrows: by median\n\n#  Node", "roofline: peaks")
-        'title\ntotal\nroofline: peaks\nrows: by median\n\n#  Node'
-    """
-    lines = table.split("\n")
-    at = next((i for i, text in enumerate(lines) if text.startswith("rows:")), min(1, len(lines)))
-    return "\n".join(lines[:at] + [line] + lines[at:])
+    view.header.insert(len(view.header) - 1, frame.attrs["header"])  # before its "rows:" line
+    print(render_text(view, width=terminal_width()))
