@@ -80,7 +80,8 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     `graph_ns` (whose rows summed to `rows_ns` per run; default: the runs) and, when the runs
     were made inside the user's calls, those calls' `around_ns` (one per run): the call's
     median (``median_ns``: with `around_ns`, the calls around the runs at the plain level,
-    so every figure of the header comes from the runs' own block; ``plain_median_ns``: the
+    so every figure of the header comes from the runs' own block; those calls as they are
+    where a level from noisy pairs would make it 0 or less; ``plain_median_ns``: the
     plain calls as timed, in a block after the runs), the graph's median, the median of outside_runs (the Python outside the graph: every
     part of the call no row of the graph holds; `leveled` as there) with its 95% interval
     (per run with `around_ns`; else of each plain call against the rows' median),
@@ -96,6 +97,8 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     >>> around = call_meta([300] * 6, [100] * 6, around_ns=[250, 260, 250, 240, 250, 250])
     >>> around["outside_median_ns"], around["level_ns"], around["per_run"], around["median_ns"]
     (200.0, 50.0, True, 300.0)
+    >>> call_meta([100] * 6, [90] * 6, around_ns=[400] * 6, paired_ns=[500] * 6)["median_ns"]
+    400.0
     """
     call = np.asarray(call_ns, dtype=np.int64)
     graph = np.asarray(graph_ns, dtype=np.int64)
@@ -117,7 +120,9 @@ def call_meta(call_ns, graph_ns, rows_ns=None, around_ns=None, leveled: bool = T
     if around_ns is not None:
         meta["around_median_ns"] = float(np.median(np.asarray(around_ns, dtype=np.int64)))
         meta["level_ns"] = call_level(call, around_ns, paired_ns)
-        meta["median_ns"] = meta["around_median_ns"] + meta["level_ns"]
+        leveled_call = meta["around_median_ns"] + meta["level_ns"]
+        # a level from noisy pairs can exceed the call itself: then the runs' own calls
+        meta["median_ns"] = leveled_call if leveled_call > 0 else meta["around_median_ns"]
     return meta
 
 
